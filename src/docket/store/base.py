@@ -1,0 +1,115 @@
+"""What the assembler asks of a chunk store.
+
+The moves need four look-ups: a chunk by id, the chunks of one document version (for
+neighbours and sections), and the versions of a document (for "the version in force").
+`ChunkLookup` is that protocol; every backend (memory, SQLite, PostgreSQL) implements it, and
+the moves only ever see it, so a move is testable with an in-memory list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date as Date
+from typing import Protocol, Sequence, runtime_checkable
+
+from docket.model import RETIRED_STATUSES, Chunk
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    doc: str
+    version: int
+    status: str
+    date: Date | None
+    effective_to: Date | None
+
+
+@runtime_checkable
+class ChunkLookup(Protocol):
+    def get(self, chunk_id: str) -> Chunk | None: ...
+
+    def chunks_of(self, doc: str, version: int) -> list[Chunk]:
+        """All chunks of one document version, in position order."""
+        ...
+
+    def versions(self, doc: str) -> list[VersionInfo]:
+        """Every stored version of a document, lowest first."""
+        ...
+
+
+def version_in_force(versions: Sequence[VersionInfo], as_of: Date | None = None) -> VersionInfo | None:
+    """The version that is the rule now (by status) or on `as_of` (by dates).
+
+    Without a date the status decides: the highest version that is not retired. The wall clock is
+    never read, so the same inputs always give the same prompt. With `as_of`, a version counts
+    from its `date` until its `effective_to` (or the next version), whatever its status today;
+    drafts never count.
+    """
+    if as_of is None:
+        live = [v for v in versions if v.status not in RETIRED_STATUSES]
+        return max(live, key=lambda v: v.version) if live else None
+    eligible = [
+        v
+        for v in versions
+        if v.status != "draft"
+        and (v.date is None or v.date <= as_of)
+        and (v.effective_to is None or v.effective_to > as_of)
+    ]
+    return max(eligible, key=lambda v: v.version) if eligible else None
+
+
+def neighbours(store: ChunkLookup, chunk: Chunk, window: int) -> list[Chunk]:
+    """The chunk and up to `window` chunks either side of it in the same document version."""
+    siblings = store.chunks_of(chunk.doc, chunk.version)
+    idx = next((i for i, c in enumerate(siblings) if c.id == chunk.id), None)
+    if idx is None:
+        return [chunk]
+    if chunk.position is not None:
+        lo, hi = chunk.position - window, chunk.position + window
+        return [c for c in siblings if c.position is not None and lo <= c.position <= hi]
+    return siblings[max(0, idx - window) : idx + window + 1]
+
+
+def section_of(store: ChunkLookup, doc: str, version: int, section: str) -> list[Chunk]:
+    """The chunks of one section of one document version, in position order."""
+    return [c for c in store.chunks_of(doc, version) if c.section == section]
+
+
+def _position_key(c: Chunk) -> tuple[int, int, str]:
+    return (0 if c.position is not None else 1, c.position if c.position is not None else 0, c.id)
+
+
+class MemoryStore:
+    """The chunks of a JSONL file (or any list) held in memory."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        from docket.model import check_unique
+
+        check_unique(chunks)
+        self._by_id = {c.id: c for c in chunks}
+        self._by_docver: dict[tuple[str, int], list[Chunk]] = {}
+        for c in chunks:
+            self._by_docver.setdefault((c.doc, c.version), []).append(c)
+        for lst in self._by_docver.values():
+            lst.sort(key=_position_key)
+        self._order = list(chunks)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def all(self) -> list[Chunk]:
+        return list(self._order)
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        return self._by_id.get(chunk_id)
+
+    def chunks_of(self, doc: str, version: int) -> list[Chunk]:
+        return list(self._by_docver.get((doc, version), []))
+
+    def versions(self, doc: str) -> list[VersionInfo]:
+        out = []
+        for (d, v), chunks in self._by_docver.items():
+            if d == doc:
+                c = chunks[0]
+                out.append(VersionInfo(d, v, c.status, c.date, c.effective_to))
+        return sorted(out, key=lambda x: x.version)
