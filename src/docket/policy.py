@@ -102,7 +102,21 @@ class BriefPolicy(_Strict):
     extra_rules: list[str] = Field(default_factory=list)
 
 
+class RescorePolicy(_Strict):
+    """Re-scoring of the candidate pool (see docket.rescore)."""
+
+    enabled: bool = False
+
+
+class AnswerablePolicy(_Strict):
+    """The "not found" decision beyond the plain floor (see docket.answerable)."""
+
+    enabled: bool = False
+
+
 class Policy(_Strict):
+    rescore: RescorePolicy = Field(default_factory=RescorePolicy)
+    answerable: AnswerablePolicy = Field(default_factory=AnswerablePolicy)
     versions: VersionsPolicy = Field(default_factory=VersionsPolicy)
     dedup: DedupPolicy = Field(default_factory=DedupPolicy)
     expand: ExpandPolicy = Field(default_factory=ExpandPolicy)
@@ -114,12 +128,12 @@ class Policy(_Strict):
     as_of: Date | None = None
 
     @model_validator(mode="after")
-    def _sane(self) -> "Policy":
+    def _sane(self) -> Policy:
         if not self.brief.refusal.strip():
             raise ValueError("brief.refusal must not be empty")
         return self
 
-    def with_moves_off(self, *moves: str) -> "Policy":
+    def with_moves_off(self, *moves: str) -> Policy:
         """A copy with the named moves switched off (for ablations)."""
         data = self.model_dump()
         for m in moves:
@@ -128,7 +142,7 @@ class Policy(_Strict):
             data[m]["enabled"] = False
         return Policy.model_validate(data)
 
-    def updated(self, **sections: dict[str, Any]) -> "Policy":
+    def updated(self, **sections: dict[str, Any]) -> Policy:
         """A copy with some fields of some sections replaced, validated."""
         data = self.model_dump()
         for name, values in sections.items():
@@ -139,7 +153,7 @@ class Policy(_Strict):
         return load_policy_dict(data, where="policy")
 
 
-MOVE_NAMES = ("versions", "dedup", "expand", "pack", "compress", "order")
+MOVE_NAMES = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order")
 
 
 def load_policy_dict(data: dict[str, Any], where: str = "policy") -> Policy:

@@ -1,0 +1,133 @@
+"""The wiring: run the moves in the spec's order and build the brief.
+
+    1 versions -> 2 dedup -> 3 expand -> 4 pack (+ 6 compress on a needed misfit) -> 5 order
+    -> 7 label + 8 fence -> the five-block brief
+
+Each move is switchable in the policy (for ablations). Nothing above the floor gives
+`found: false` and no prompt, so the caller can answer "not found" without calling a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date as Date
+
+import numpy as np
+
+from docket import answerable, rescore
+from docket.brief.layout import build_brief, not_found_brief
+from docket.context import Context
+from docket.embed import Embedder, default_embedder
+from docket.errors import InputError
+from docket.model import Candidate, Chunk, passage_of
+from docket.moves import dedup, expand, order, pack, versions
+from docket.policy import Policy
+from docket.store.base import ChunkLookup
+from docket.tokens import TokenCounter, default_counter
+
+
+def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -> list[Candidate]:
+    """Rank chunks by cosine to the question (the spec's default ranking). Ties break by id."""
+    if not chunks:
+        return []
+    ctx_vecs = _chunk_vectors(chunks, embedder)
+    q = embedder.embed([question])[0]
+    sims = ctx_vecs @ q
+    order_idx = sorted(range(len(chunks)), key=lambda i: (-float(sims[i]), chunks[i].id))
+    return [Candidate(chunk=chunks[i], score=round(float(sims[i]), 6), rank=r) for r, i in enumerate(order_idx, 1)]
+
+
+def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
+    own = [c.vector is not None for c in chunks]
+    if all(own):
+        return np.asarray([c.vector for c in chunks], dtype=np.float32)
+    return embedder.embed([c.text for c in chunks])
+
+
+def assemble(
+    question: str,
+    candidates: Sequence[Candidate] | None = None,
+    *,
+    store: ChunkLookup,
+    policy: Policy | None = None,
+    counter: TokenCounter | None = None,
+    embedder: Embedder | None = None,
+    budget: int | None = None,
+    floor: float | None = None,
+    as_of: Date | None = None,
+) -> Brief:
+    """Assemble the brief for one question from ranked candidates (best first).
+
+    Without `candidates`, every chunk of the store is ranked by cosine to the question (the
+    store must offer `all()`, like MemoryStore). `budget`, `floor` and `as_of` override the policy.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("is empty; ask a question", field="question")
+    policy = policy or Policy()
+    overrides: dict = {}
+    if budget is not None:
+        overrides["budget"] = budget
+    if floor is not None:
+        overrides["floor"] = floor
+    if overrides:
+        policy = policy.updated(pack=overrides)
+    if as_of is not None:
+        policy = policy.updated(as_of=as_of)
+    counter = counter or default_counter()
+    if embedder is None and (candidates is None or policy.dedup.enabled or policy.versions.enabled):
+        embedder = default_embedder()
+    if candidates is None:
+        all_chunks = getattr(store, "all", None)
+        if all_chunks is None:
+            raise InputError("no candidates given and the store cannot list its chunks; pass ranked candidates")
+        candidates = rank_by_cosine(question, all_chunks(), embedder)  # type: ignore[arg-type]
+    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
+
+    ranked = list(candidates)
+    if policy.rescore.enabled:
+        ranked = rescore.rescore(ranked, ctx)
+    above = _apply_floor(ranked, ctx)
+    if not above:
+        return not_found_brief(ctx)
+    if policy.answerable.enabled:
+        ok, signals = answerable.judge(ranked, ctx)
+        if not ok:
+            ctx.trace.add("answerable", "not_found", [], "the answerability check says the pool does not answer the question", **signals)
+            return not_found_brief(ctx)
+
+    passages = [passage_of(c) for c in above]
+    if policy.versions.enabled:
+        passages = versions.resolve(passages, ctx)
+    if policy.dedup.enabled:
+        passages = dedup.collapse(passages, ctx)
+    if policy.expand.enabled:
+        passages = expand.restore(passages, ctx)
+    passages, evidence_budget = pack.pack(passages, ctx)  # always runs: the budget is a contract
+    if not passages:
+        return not_found_brief(ctx, budget=evidence_budget)
+    passages = order.arrange(passages, ctx) if policy.order.enabled else passages
+    return build_brief(passages, ctx, evidence_budget)
+
+
+def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
+    """Candidates at or above the floor; the rest are noise (logged once, with the best of them)."""
+    floor = ctx.policy.pack.floor
+    above = [c for c in candidates if c.score >= floor]
+    below = [c for c in candidates if c.score < floor]
+    if below:
+        ctx.trace.add(
+            "floor",
+            "drop",
+            [c.chunk.id for c in below],
+            f"{len(below)} candidate(s) score below the floor {floor}",
+            best_below=round(max(c.score for c in below), 4),
+            floor=floor,
+        )
+    if not above:
+        ctx.trace.add("floor", "not_found", [], f"no candidate reaches the floor {floor}: answer 'not found' without an LLM call")
+    return above
+
+
+from docket.brief.result import Brief  # noqa: E402  (re-exported for type hints)
+
+__all__ = ["assemble", "rank_by_cosine", "Brief"]

@@ -1,0 +1,165 @@
+"""`docket demo`, `docket assemble` and `docket budget`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date as Date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from docket.assemble import assemble, rank_by_cosine
+from docket.brief.result import Brief
+from docket.cli.app import app
+from docket.cli.show import print_brief, print_ranking
+from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
+from docket.embed import default_embedder
+from docket.errors import InputError
+from docket.io import check_chunks, load_candidates, load_chunks
+from docket.policy import Policy, load_policy
+from docket.store.base import MemoryStore
+
+
+def parse_date(value: str | None, field: str = "--as-of") -> Date | None:
+    if value is None:
+        return None
+    try:
+        return Date.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"must be an ISO date like 2025-03-01, got {value!r}", field=field) from None
+
+
+def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
+    policy = load_policy(path)
+    if fmt is not None:
+        if fmt not in ("xml", "lines"):
+            raise InputError(f"must be 'xml' or 'lines', got {fmt!r}", field="--format")
+        policy = policy.updated(render={"format": fmt})
+    return policy
+
+
+def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+@app.command("assemble")
+def assemble_cmd(
+    store: Annotated[Path, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).")],
+    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.')] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.")] = None,
+    floor: Annotated[float | None, typer.Option("--floor", help="Score floor (default 0.40, a MiniLM cosine).")] = None,
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (every knob of every move).")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="Fence format: xml (default) or lines.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON contract on stdout.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
+) -> None:
+    """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
+    if budget is not None and budget < 1:
+        raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")
+    policy = load_policy_with(policy_path, fmt)
+    chunks = load_chunks(store)
+    check_chunks(chunks)
+    mem = MemoryStore(chunks)
+    cands = load_candidates(candidates, mem) if candidates else None
+    brief = assemble(question, cands, store=mem, policy=policy, budget=budget, floor=floor, as_of=parse_date(as_of))
+    if as_json:
+        emit_json(brief.to_json())
+        return
+    console = Console()
+    print_brief(console, brief, explain=explain)
+
+
+@app.command("demo")
+def demo_cmd(
+    budget: Annotated[int, typer.Option("--budget", help="Evidence budget for the refund question.")] = 250,
+    as_json: Annotated[bool, typer.Option("--json", help="Print both briefs as JSON.")] = False,
+) -> None:
+    """The spec's Nimbus example: eight chunks, the refund question and the student-discount question."""
+    chunks = nimbus_chunks()
+    store = MemoryStore(chunks)
+    embedder = default_embedder()
+    policy = Policy()
+    briefs: dict[str, Brief] = {}
+    console = Console()
+    for q in (REFUND_QUESTION, DISCOUNT_QUESTION):
+        ranked = rank_by_cosine(q, chunks, embedder)
+        brief = assemble(q, ranked, store=store, policy=policy, budget=budget, embedder=embedder)
+        briefs[q] = brief
+        if as_json:
+            continue
+        console.rule(f"[bold]{q}")
+        print_ranking(console, ranked, policy.pack.floor)
+        print_brief(console, brief, explain=True)
+    if as_json:
+        emit_json({q: b.to_json() for q, b in briefs.items()})
+
+
+@app.command("budget")
+def budget_cmd(
+    input_target: Annotated[int, typer.Option("--input-target", help="Input tokens you choose per query.")] = 6000,
+    system: Annotated[int | None, typer.Option("--system", help="System prompt tokens (default: docket's own brief).")] = None,
+    history: Annotated[int, typer.Option("--history", help="Chat history tokens.")] = 900,
+    question: Annotated[int, typer.Option("--question-tokens", help="Question tokens (capped).")] = 120,
+    answer_reserve: Annotated[int, typer.Option("--answer-reserve", help="Tokens reserved for the answer.")] = 0,
+    tags: Annotated[int, typer.Option("--tags", help="Tags + header tokens per passage.")] = 35,
+    chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", help="Typical chunk tokens after cleaning.")] = 350,
+    price: Annotated[float, typer.Option("--price", help="USD per million input tokens.")] = 3.0,
+    per_day: Annotated[int, typer.Option("--queries-per-day", help="Query volume.")] = 50_000,
+    store: Annotated[Path | None, typer.Option("--store", help="Show which passages fit for a real question.")] = None,
+    ask: Annotated[str | None, typer.Option("--question", "-q", help="The question to pack (with --store).")] = None,
+) -> None:
+    """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
+    from docket.brief import layout
+    from docket.context import Context
+    from docket.tokens import default_counter
+
+    for name, v in (("--input-target", input_target), ("--chunk-tokens", chunk_tokens)):
+        if v <= 0:
+            raise InputError(f"must be positive, got {v}", field=name)
+    for name, v in (("--history", history), ("--question-tokens", question), ("--answer-reserve", answer_reserve),
+                    ("--tags", tags), ("--queries-per-day", per_day)):
+        if v < 0:
+            raise InputError(f"must not be negative, got {v}", field=name)
+    if system is None:
+        ctx = Context(question="", store=MemoryStore([]), policy=Policy(), counter=default_counter())
+        system = ctx.tokens(layout.system_text(ctx, "xml")) + ctx.tokens(layout.format_text(ctx))
+    evidence = input_target - answer_reserve - system - history - question
+    console = Console()
+    t = Table(title="The prompt's contract", show_header=False)
+    t.add_column("item")
+    t.add_column("tokens", justify="right")
+    for k, v in (("input target", input_target), ("- answer reserve", answer_reserve), ("- system rules + format", system),
+                 ("- history", history), ("- question", question), ("= evidence budget", evidence)):
+        t.add_row(k, f"{v:,}")
+    console.print(t)
+    if evidence <= 0:
+        raise InputError(f"leaves {evidence} tokens for evidence; raise it or cut history", field="--input-target")
+    naive = evidence // chunk_tokens
+    real = evidence // (chunk_tokens + tags)
+    console.print(f"passages if you forget the tags: {naive}  (would overflow by {naive * (chunk_tokens + tags) - evidence:,} "
+                  f"tokens)" if naive * (chunk_tokens + tags) > evidence else f"passages if you forget the tags: {naive}")
+    console.print(f"passages that really fit ({chunk_tokens} + {tags} tags): {real}")
+    extra = 1_000 * per_day / 1e6 * price
+    console.print(f"+1,000 evidence tokens at USD {price}/M and {per_day:,} queries/day: USD {extra:,.0f}/day, "
+                  f"USD {extra * 30:,.0f}/month")
+    if store is not None:
+        if not ask:
+            raise InputError("is needed with --store", field="--question")
+        mem = MemoryStore(load_chunks(store))
+        brief = assemble(ask, store=mem, budget=evidence)
+        fit = Table(title=f"Passages that fit {evidence:,} evidence tokens for: {ask}")
+        for col in ("label", "chunks", "section", "tokens"):
+            fit.add_column(col)
+        from docket.brief.render import render_passage
+
+        for p, (label, s) in zip(brief.passages, brief.sources.items()):
+            fit.add_row(label, ", ".join(s["chunks"]), s["section"] or "",
+                        str(default_counter().count(render_passage(p, label, Policy().render).block)))
+        console.print(fit)
+        console.print(f"documents block: {brief.tokens['documents']} tokens, found: {brief.found}")

@@ -1,0 +1,71 @@
+"""Printing a brief for people: ranking, trace, prompt, sources. Shared by every command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from docket.brief.result import Brief
+from docket.model import Candidate
+
+
+def print_ranking(console: Console, candidates: Sequence[Candidate], floor: float) -> None:
+    t = Table(title="Ranked candidates", show_lines=False)
+    for col in ("rank", "id", "doc", "version", "status", "score"):
+        t.add_column(col, justify="right" if col in ("rank", "score", "version") else "left")
+    for c in candidates:
+        mark = "" if c.score >= floor else " [dim](below floor)[/dim]"
+        t.add_row(str(c.rank), escape(c.chunk.id), escape(c.chunk.doc), f"v{c.chunk.version}", escape(c.chunk.status),
+                  f"{c.score:.3f}{mark}")
+    console.print(t)
+
+
+def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
+    t = Table(title="Decisions (trace)", show_lines=False)
+    t.add_column("move")
+    t.add_column("action")
+    t.add_column("chunks")
+    t.add_column("why")
+    for e in trace:
+        t.add_row(e["move"], e["action"], escape(", ".join(e["chunks"])), escape(e["reason"]))
+    console.print(t)
+
+
+def print_sources(console: Console, brief: Brief) -> None:
+    t = Table(title="Label -> source")
+    for col in ("label", "doc", "version", "chunks", "section", "date", "status", "trust", "also in"):
+        t.add_column(col)
+    for label, s in brief.sources.items():
+        also = ", ".join(f"{a['doc']} v{a['version']}" for a in s.get("also_in", []))
+        t.add_row(label, escape(s["doc"]), f"v{s['version']}", escape(", ".join(s["chunks"])), escape(s["section"] or ""),
+                  s["date"] or "", s["status"], s["trust"], escape(also))
+    console.print(t)
+
+
+def print_brief(console: Console, brief: Brief, *, explain: bool = True, prompt: bool = True) -> None:
+    if explain:
+        print_trace(console, brief.trace)
+    for w in brief.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    for c in brief.conflicts:
+        labels = " and ".join(c.get("labels", [])) or " and ".join(c["chunks"])
+        console.print(f"[magenta]conflict ({c['kind']}):[/magenta] {escape(labels)}: {escape(c['reason'])}")
+    if not brief.found:
+        console.print(Panel(f"found: false. Nothing reaches the floor; answer {brief.refusal!r} without calling a model.",
+                            title="not found", border_style="yellow"))
+        return
+    print_sources(console, brief)
+    if prompt:
+        console.print(Panel(escape(brief.system), title="system message (stable, cacheable)", border_style="blue"))
+        console.print(Panel(escape(brief.user), title="user message", border_style="green"))
+    tk = brief.tokens
+    console.print(
+        f"tokens: system {tk['system']} · documents {tk['documents']} of budget {brief.budget} "
+        f"(text {tk['passage_text']}, tags {tk['tags']}) · question {tk['question']} · format {tk['format']} · "
+        f"total {tk['total']}"
+    )

@@ -1,0 +1,84 @@
+"""The one protocol every generator implements (OpenAI-compatible, Anthropic, local llama.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Generator(Protocol):
+    name: str
+
+    def generate(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> str:
+        """The model's answer to OpenAI-style chat messages."""
+        ...
+
+
+@runtime_checkable
+class StreamingGenerator(Generator, Protocol):
+    """A generator that can also yield the answer piece by piece (for a live terminal)."""
+
+    def stream(
+        self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The answer's text deltas, in order; joined they equal what `generate` returns."""
+        ...
+
+
+@dataclass
+class Citation:
+    """One citation in an answer, resolved to docket's label.
+
+    For OpenAI-style answers it comes from an `[S1]` marker in the text; for Anthropic's native
+    citations it also carries the cited span (`cited_text`, character range in the document).
+    """
+
+    label: str
+    cited_text: str | None = None
+    start: int | None = None
+    end: int | None = None
+    document_index: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"label": self.label}
+        for k in ("cited_text", "start", "end", "document_index"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+@dataclass
+class Answer:
+    """A model's answer in docket's terms: text with [S#] labels, plus the citations behind them."""
+
+    text: str
+    model: str = ""
+    citations: list[Citation] = field(default_factory=list)
+    seconds: float = 0.0
+    #: tokens as reported by the endpoint (prompt, completion), when it reports them
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "model": self.model,
+            "citations": [c.to_json() for c in self.citations],
+            "seconds": round(self.seconds, 3),
+            "usage": self.usage,
+        }
+
+
+@runtime_checkable
+class BriefGenerator(Protocol):
+    """A generator that takes the whole brief instead of chat messages.
+
+    Anthropic's native citations need the documents as separate content blocks (`Brief.anthropic()`),
+    and return cited spans rather than [S1] markers; such a generator maps them back to labels.
+    """
+
+    name: str
+
+    def answer_brief(self, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer: ...

@@ -1,0 +1,107 @@
+"""Move 6: compress only what the budget forces.
+
+Not a stage of its own: packing calls it for a passage the answer needs that does not fit.
+Extractive and guarded: every sentence with a number, a date or a word like except / unless /
+waived / only / not is kept; a sentence that leans on the one before ("It is waived…") is kept
+only together with it; label and metadata stay. Filler sentences are kept by how many of the
+question's words they share, while they fit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from docket.context import Context
+from docket.model import Passage
+
+MOVE = "compress"
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_DATEISH = re.compile(rf"\b{_MONTHS}\b|\b(?:19|20)\d\d\b", re.I)
+_NUMBER = re.compile(r"\d|%|\$|€|£|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|million)\b", re.I)
+_REFERENT = re.compile(r"^(?:it|its|they|them|their|this|these|that|those|he|she|his|her|such|the latter|the former)\b", re.I)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an the of to in on for and or is are was were be been do does did can i you we my your our it at by "
+                  "with from what which who whom when where why how after before about any this that".split())
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+
+
+def protected(sentence: str, keywords: list[str]) -> str | None:
+    """Why a sentence must survive compression, or None."""
+    if _NUMBER.search(sentence):
+        return "number"
+    if _DATEISH.search(sentence):
+        return "date"
+    low = sentence.lower()
+    for k in keywords:
+        if re.search(rf"\b{re.escape(k.lower())}\b", low):
+            return f"keyword '{k}'"
+    return None
+
+
+def leans_back(sentence: str) -> bool:
+    return bool(_REFERENT.match(sentence))
+
+
+def _overlap(sentence: str, qwords: set[str]) -> int:
+    return len(qwords & set(_WORD.findall(sentence.lower())))
+
+
+def compress(p: Passage, room: int, ctx: Context, label: str) -> Passage | None:
+    """A shorter passage that fits `room` tokens (as rendered), or None if the guarded
+    sentences alone do not fit."""
+    from docket.moves.pack import passage_cost  # circular at import time
+
+    sents = split_sentences(p.text)
+    if len(sents) < 2:
+        ctx.trace.add(MOVE, "fail", list(p.ids), "a single sentence cannot be compressed")
+        return None
+    keywords = ctx.policy.compress.keywords
+    reasons = {i: protected(s, keywords) for i, s in enumerate(sents)}
+    keep = {i for i, r in reasons.items() if r}
+    # a kept sentence that leans on its predecessor pulls the predecessor in, transitively
+    changed = True
+    while changed:
+        changed = False
+        for i in sorted(keep):
+            if i > 0 and leans_back(sents[i]) and i - 1 not in keep:
+                keep.add(i - 1)
+                changed = True
+
+    def build(idx: set[int]) -> Passage:
+        parts: list[str] = []
+        prev = None
+        for i in sorted(idx):
+            if prev is not None and i != prev + 1:
+                parts.append("…")
+            parts.append(sents[i])
+            prev = i
+        return p.with_(text_override=" ".join(parts))
+
+    full_cost = passage_cost(p, ctx, label)
+    if not keep:
+        keep = {0}
+    if passage_cost(build(keep), ctx, label) > room:
+        ctx.trace.add(MOVE, "fail", list(p.ids), f"the {len(keep)} guarded sentence(s) need "
+                      f"{passage_cost(build(keep), ctx, label)} tokens > {room} left; skipped rather than lose them")
+        return None
+    qwords = {w for w in _WORD.findall(ctx.question.lower()) if w not in _STOP}
+    for i in sorted((i for i in range(len(sents)) if i not in keep), key=lambda i: (-_overlap(sents[i], qwords), i)):
+        trial = set(keep) | {i}
+        if leans_back(sents[i]) and i > 0:
+            trial.add(i - 1)
+        if passage_cost(build(trial), ctx, label) <= room:
+            keep = trial
+    # never keep a sentence whose referent was dropped
+    keep = {i for i in keep if not (i > 0 and leans_back(sents[i]) and i - 1 not in keep)} or keep
+    out = build(keep)
+    cost = passage_cost(out, ctx, label)
+    dropped = len(sents) - len(keep)
+    ctx.trace.add(MOVE, "compress", list(p.ids), f"{full_cost} -> {cost} tokens: kept {len(keep)} of {len(sents)} sentences "
+                  f"(guarded: {', '.join(sorted({r for r in reasons.values() if r})) or 'none'}), dropped {dropped}",
+                  before=full_cost, after=cost)
+    return out

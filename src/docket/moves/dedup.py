@@ -1,0 +1,131 @@
+"""Move 2: collapse duplicates, keep variety.
+
+Exact copies are caught by a hash of the normalised text, near copies by the cosine between
+their vectors. Of a duplicate group the copy with the highest *authority* is kept (a help
+article that copies the policy must not stand in for it), at the group's best rank, and the
+dropped copies stay on as extra provenance of the kept passage. Pairs that Move 1 flagged as a
+conflict are never collapsed: they differ in the detail that matters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import numpy as np
+
+from docket.context import Context
+from docket.model import Passage
+from docket.moves.versions import authority
+
+MOVE = "dedup"
+
+
+def normalize(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(normalize(text).encode()).hexdigest()
+
+
+def _provenance(p: Passage, cosine: float | None) -> dict[str, Any]:
+    c = p.first
+    out: dict[str, Any] = {"chunks": list(p.ids), "doc": c.doc, "version": c.version, "title": c.title,
+                           "section": c.section, "status": c.status}
+    if c.source_type:
+        out["source_type"] = c.source_type
+    if cosine is not None:
+        out["cosine"] = round(cosine, 4)
+    return out
+
+
+def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
+    pol = ctx.policy.dedup
+    if not passages:
+        return passages
+    use_vectors = ctx.has_vectors()
+    vecs = ctx.vectors([p.first for p in passages]) if use_vectors else None
+    conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
+    hashes = [text_hash(p.text) for p in passages]
+
+    kept: list[int] = []  # indexes into passages, in output order
+    slots: list[Passage] = []
+    for i, p in enumerate(passages):
+        match, cos, exact = None, None, False
+        for slot, k in enumerate(kept):
+            if frozenset((p.first.id, passages[k].first.id)) in conflicts:
+                continue
+            if hashes[i] == hashes[k]:
+                match, cos, exact = slot, 1.0, True
+                break
+            if vecs is not None:
+                sim = float(vecs[i] @ vecs[k])
+                if sim >= pol.threshold and (cos is None or sim > cos):
+                    match, cos = slot, sim
+        if match is None:
+            kept.append(i)
+            slots.append(p)
+            continue
+        holder = slots[match]
+        a_new, a_old = authority(p.first, ctx.policy.versions), authority(holder.first, ctx.policy.versions)
+        how = "same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
+        if a_new > a_old:
+            winner = p.with_(
+                score=max(p.score, holder.score), rank=min(p.rank, holder.rank),
+                also_in=p.also_in + (_provenance(holder, cos),) + holder.also_in,
+            )
+            slots[match] = winner
+            kept[match] = i
+            ctx.trace.add(
+                MOVE, "drop", [holder.first.id],
+                f"duplicate of {p.first.id} ({how}); kept {p.first.id} for its higher authority "
+                f"({a_new} > {a_old}) at the group's best rank {winner.rank}",
+                cosine=round(cos or 1.0, 4), kept=p.first.id,
+            )
+        else:
+            slots[match] = holder.with_(also_in=holder.also_in + (_provenance(p, cos),) + p.also_in)
+            reason = f"duplicate of {holder.first.id} ({how})"
+            reason += f"; {holder.first.id} has higher authority ({a_old} > {a_new})" if a_old > a_new else "; kept the better-ranked copy"
+            ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
+
+    result = slots
+    if pol.mmr:
+        result = mmr(result, ctx)
+    return result
+
+
+def mmr(passages: list[Passage], ctx: Context) -> list[Passage]:
+    """Maximal marginal relevance: lambda * relevance - (1 - lambda) * max similarity to the
+    passages already picked. Relevance is the query cosine when vectors exist (same scale as
+    the redundancy term); otherwise the input scores min-max normalised to [0, 1]."""
+    pol = ctx.policy.dedup
+    k = pol.mmr_k or len(passages)
+    vecs = ctx.vectors([p.first for p in passages])
+    if ctx.has_vectors():
+        rel = vecs @ ctx.question_vector()
+        scale = "cosine"
+    else:
+        s = np.array([p.score for p in passages], dtype=np.float64)
+        span = float(s.max() - s.min())
+        rel = (s - s.min()) / span if span > 0 else np.ones_like(s)
+        scale = "min-max score"
+    sim = vecs @ vecs.T
+    picked: list[int] = []
+    pool = list(range(len(passages)))
+    while pool and len(picked) < k:
+        def gain(i: int) -> float:
+            red = max((float(sim[i, j]) for j in picked), default=0.0)
+            return pol.mmr_lambda * float(rel[i]) - (1 - pol.mmr_lambda) * red
+
+        best = max(pool, key=lambda i: (gain(i), -i))
+        picked.append(best)
+        pool.remove(best)
+    out = [passages[i].with_(rank=n) for n, i in enumerate(picked, 1)]
+    if [passages[i].first.id for i in picked] != [p.first.id for p in passages[: len(picked)]]:
+        ctx.trace.add(MOVE, "reorder", [passages[i].first.id for i in picked],
+                      f"MMR (lambda {pol.mmr_lambda}, relevance as {scale}) changed the order")
+    if pool:
+        ctx.trace.add(MOVE, "drop", [passages[i].first.id for i in pool], f"MMR picks only {k} passages")
+    return out

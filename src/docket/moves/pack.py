@@ -1,0 +1,108 @@
+"""Move 4: pack the budget with whole passages, best first, down to the score floor.
+
+Each passage is counted as it will be rendered (header, tags, escaping, separator), so the
+documents block never exceeds the budget. A passage that does not fit is skipped and smaller
+ones are still tried; a passage the answer needs may be compressed (Move 6) when that is
+switched on. Switched off (for ablations), packing degrades to the naive rule: stop at the
+first passage that does not fit.
+"""
+
+from __future__ import annotations
+
+from docket.brief import layout
+from docket.brief.render import CLOSE, OPEN, SEP, label_for, render_passage
+from docket.context import Context
+from docket.errors import InputError
+from docket.model import Passage
+from docket.moves import compress as compress_move
+
+MOVE = "pack"
+
+
+def evidence_budget(ctx: Context) -> int:
+    """The explicit budget, or the input target minus everything that is not evidence."""
+    pol = ctx.policy.pack
+    if pol.budget is not None:
+        return pol.budget
+    fixed = layout.fixed_tokens(ctx)
+    budget = pol.input_target - pol.answer_reserve - pol.history_tokens - fixed
+    if budget <= 0:
+        raise InputError(
+            f"input_target {pol.input_target} leaves no room for evidence after the answer reserve "
+            f"({pol.answer_reserve}), history ({pol.history_tokens}) and the brief's fixed text ({fixed}); raise it",
+            field="pack.input_target",
+        )
+    ctx.trace.add(MOVE, "budget", [], f"evidence budget {budget} = input target {pol.input_target} - answer reserve "
+                  f"{pol.answer_reserve} - history {pol.history_tokens} - system, question and format {fixed}",
+                  budget=budget)
+    return budget
+
+
+def passage_cost(p: Passage, ctx: Context, label: str) -> int:
+    """Tokens this passage adds to the documents block, separator included."""
+    return ctx.tokens(render_passage(p, label, ctx.policy.render).block) + ctx.tokens(SEP)
+
+
+def wrapper_cost(ctx: Context) -> int:
+    fmt = ctx.policy.render.format
+    return ctx.tokens(OPEN[fmt] + "\n") + ctx.tokens("\n" + CLOSE[fmt]) - ctx.tokens(SEP)
+
+
+def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
+    """Best first; with `untrusted_last`, official sources go before strangers' posts, so the
+    budget cuts the strangers first."""
+    ordered = sorted(passages, key=lambda p: p.rank)
+    if ctx.policy.pack.untrusted_last:
+        official = [p for p in ordered if not p.untrusted]
+        strangers = [p for p in ordered if p.untrusted]
+        worst_official = max((p.rank for p in official), default=0)
+        moved = [p.first.id for p in strangers if p.rank < worst_official]
+        ordered = official + strangers
+        if moved:
+            ctx.trace.add(MOVE, "reorder", moved, "untrusted sources are packed after every official one")
+    return ordered
+
+
+def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
+    budget = evidence_budget(ctx)
+    pol = ctx.policy.pack
+    ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=lambda p: p.rank)
+    widest = label_for(max(len(ordered), 1))
+    used = wrapper_cost(ctx)
+    chosen: list[Passage] = []
+    smallest: int | None = None
+    for idx, p in enumerate(ordered):
+        if p.score < pol.floor:
+            rest = [q.first.id for q in ordered[idx:]]
+            ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {pol.floor}", score=round(p.score, 4))
+            break
+        if pol.max_passages is not None and len(chosen) >= pol.max_passages:
+            ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {pol.max_passages} reached")
+            break
+        cost = passage_cost(p, ctx, widest)
+        smallest = cost if smallest is None else min(smallest, cost)
+        if used + cost <= budget:
+            used += cost
+            chosen.append(p)
+            ctx.trace.add(MOVE, "take", list(p.ids), f"{cost} tokens: take, {used} of {budget} used", tokens=cost, used=used)
+            continue
+        if ctx.policy.compress.enabled and idx < ctx.policy.compress.needed_top:
+            small = compress_move.compress(p, budget - used, ctx, widest)
+            if small is not None:
+                c2 = passage_cost(small, ctx, widest)
+                used += c2
+                chosen.append(small)
+                ctx.trace.add(MOVE, "take", list(small.ids), f"compressed to {c2} tokens: take, {used} of {budget} used",
+                              tokens=c2, used=used)
+                continue
+        if not pol.enabled:
+            rest = [q.first.id for q in ordered[idx:]]
+            ctx.trace.add(MOVE, "stop", rest, f"{cost} tokens would reach {used + cost} > {budget}: stop (packing off)",
+                          tokens=cost)
+            break
+        ctx.trace.add(MOVE, "skip", list(p.ids), f"{cost} tokens: would reach {used + cost} > {budget}, skip",
+                      tokens=cost, would_reach=used + cost)
+    if not chosen and smallest is not None:
+        ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
+                            f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")
+    return chosen, budget

@@ -1,0 +1,177 @@
+"""Move 1: one version per fact, authority by source type, conflicts out loud.
+
+Versions of one document are near-duplicates of each other, so this runs before Move 2:
+otherwise a duplicate filter may keep the retired version and throw the current one away.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import combinations
+
+from docket.context import Context
+from docket.model import Chunk, Passage
+from docket.policy import VersionsPolicy
+from docket.store.base import VersionInfo, section_of, version_in_force
+
+MOVE = "versions"
+
+
+def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
+    """Authority of a chunk's source: its source_type's rank; user posts rank as forums."""
+    if chunk.source_type is not None:
+        return policy.authority.get(chunk.source_type.lower(), policy.default_authority)
+    if chunk.untrusted:
+        return min(policy.authority.get("forum", 0), policy.default_authority)
+    return policy.default_authority
+
+
+def _vlabel(v: VersionInfo) -> str:
+    return f"v{v.version} ({v.date.isoformat()})" if v.date else f"v{v.version}"
+
+
+def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
+    """Drop chunks of versions not in force (now, or on `as_of`); fetch the current section
+    when only an old one was retrieved; record conflicts between equal-authority sources."""
+    as_of = ctx.policy.as_of
+    in_force: dict[str, VersionInfo | None] = {}
+    for p in passages:
+        if p.doc not in in_force:
+            in_force[p.doc] = version_in_force(ctx.store.versions(p.doc), as_of)
+
+    kept: list[Passage] = []
+    dropped: list[tuple[Passage, VersionInfo | None]] = []
+    for p in passages:
+        c = p.first
+        current = in_force[p.doc]
+        if current is None:
+            if as_of is not None:
+                why = f"{c.doc} had no version in force on {as_of.isoformat()}" + (
+                    f" (v{c.version} took effect {c.date.isoformat()})" if c.date else ""
+                )
+            else:
+                why = f"no version of {c.doc} is in force (v{c.version} is {c.status})"
+            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version)
+            dropped.append((p, None))
+        elif c.version != current.version:
+            if c.version < current.version:
+                when = f" on {as_of.isoformat()}" if as_of else ""
+                why = f"v{c.version}" + (f" ({c.date.isoformat()})" if c.date else "") + f"; {_vlabel(current)} is in force{when}"
+            else:
+                why = f"v{c.version}" + (f" took effect {c.date.isoformat()}" if c.date else " is newer")
+                why += f", after the as-of date {as_of.isoformat()}" if as_of else f", but {_vlabel(current)} is in force"
+            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version, in_force=current.version)
+            dropped.append((p, current))
+        elif as_of is not None and c.date is not None and c.date > as_of:
+            ctx.trace.add(MOVE, "drop", [c.id], f"published {c.date.isoformat()}, after the as-of date {as_of.isoformat()}")
+            dropped.append((p, None))
+        else:
+            kept.append(p)
+
+    if ctx.policy.versions.fetch_current:
+        kept = _fetch_current(kept, dropped, ctx)
+    _find_conflicts(kept, ctx)
+    return kept
+
+
+def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo | None]], ctx: Context) -> list[Passage]:
+    """When only a retired version of a section was retrieved, bring in the same section of
+    the version in force, or say loudly that the current rule was not found."""
+    have = {(p.doc, p.version, p.first.section) for p in kept}
+    kept_ids = {i for p in kept for i in p.ids}
+    added: list[Passage] = []
+    missing: list[tuple[Chunk, VersionInfo]] = []
+    for p, current in dropped:
+        if current is None:
+            continue
+        c = p.first
+        key = (c.doc, current.version, c.section)
+        if key in have:
+            continue  # the current version of this section is already among the candidates
+        section = [s for s in section_of(ctx.store, c.doc, current.version, c.section) if s.id not in kept_ids]
+        if not section:
+            missing.append((c, current))
+            continue
+        pick = _closest(section, c, ctx)
+        have.add(key)
+        kept_ids.add(pick.id)
+        added.append(Passage(chunks=(pick,), score=p.score, rank=p.rank, hits=(pick.id,)))
+        ctx.trace.add(
+            MOVE,
+            "replace",
+            [c.id, pick.id],
+            f"only v{c.version} of {c.doc} section {c.section!r} was retrieved; fetched {pick.id} from v{current.version}, "
+            f"which is in force, at the old chunk's rank {p.rank}",
+            score=round(p.score, 4),
+        )
+    result = sorted(kept + added, key=lambda x: (x.rank, x.ids)) if added else kept
+    live = {(p.doc, p.version) for p in result}
+    for c, current in missing:
+        where = f"on {ctx.policy.as_of.isoformat()}" if ctx.policy.as_of else "now"
+        msg = f"{c.doc} v{current.version} (in force {where}) has no section {c.section!r}; only v{c.version} of it was retrieved"
+        if (c.doc, current.version) not in live:
+            msg = "the current rule was not found: " + msg
+            ctx.warnings.append(msg)
+        ctx.trace.add(MOVE, "current_not_found", [c.id], msg, in_force=current.version)
+    return result
+
+
+def _closest(section: list[Chunk], old: Chunk, ctx: Context) -> Chunk:
+    """The chunk of the current section that best stands in for the retrieved old one."""
+    if ctx.has_vectors():
+        sims = ctx.vectors(section) @ ctx.question_vector()
+        best = max(range(len(section)), key=lambda i: (float(sims[i]), -i))
+        return section[best]
+    same_pos = [s for s in section if s.position == old.position]
+    return same_pos[0] if same_pos else section[0]
+
+
+_NUM = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|percent|days?|weeks?|months?|years?|hours?|business days?)?", re.I)
+_NEG = re.compile(r"\b(?:not|no|never|non-\w+|cannot|can't|won't|isn't|aren't)\b", re.I)
+
+
+def numeric_facts(text: str) -> set[str]:
+    return {re.sub(r"\s+", " ", m.group(0).lower()).strip() for m in _NUM.finditer(text)}
+
+
+def disagree(a: str, b: str) -> str | None:
+    """A cheap sign that two similar passages state different facts: different numbers, or
+    one negates what the other does not. Returns the reason, or None."""
+    na, nb = numeric_facts(a), numeric_facts(b)
+    if na and nb and na != nb:
+        return f"numbers differ ({', '.join(sorted(na - nb)) or '-'} vs {', '.join(sorted(nb - na)) or '-'})"
+    nega, negb = bool(_NEG.search(a)), bool(_NEG.search(b))
+    if nega != negb:
+        return "one states a negation the other does not"
+    return None
+
+
+def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
+    """Pairs of current, trusted chunks of different documents that are about the same thing
+    and state different facts. Equal authority: keep both and tell the model. Unequal: the
+    higher authority outranks (the rules say so), and the pair is still reported."""
+    pol = ctx.policy.versions
+    pool = [p for p in kept if not p.untrusted and not p.first.retired]
+    if len(pool) < 2 or not ctx.has_vectors():
+        return
+    vecs = ctx.vectors([p.first for p in pool])
+    for i, j in combinations(range(len(pool)), 2):
+        a, b = pool[i], pool[j]
+        if a.doc == b.doc:
+            continue
+        cos = float(vecs[i] @ vecs[j])
+        if cos < pol.conflict_similarity:
+            continue
+        why = disagree(a.text, b.text)
+        if why is None:
+            continue
+        auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
+        kind = "equal_authority" if auth_a == auth_b else "outranked"
+        pair = [a.first.id, b.first.id]
+        ctx.conflicts.append({"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "reason": why, "cosine": round(cos, 4)})
+        if kind == "equal_authority":
+            reason = f"{a.doc} and {b.doc} are current, equally authoritative and disagree: {why}; both kept"
+        else:
+            hi, lo = (a, b) if auth_a > auth_b else (b, a)
+            reason = f"{lo.doc} disagrees with {hi.doc} ({why}); {hi.doc} has higher authority"
+        ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
