@@ -37,11 +37,31 @@ def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -
     return [Candidate(chunk=chunks[i], score=round(float(sims[i]), 6), rank=r) for r, i in enumerate(order_idx, 1)]
 
 
+def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
+    """Caller-supplied vectors must come from the embedder's model and be unit length, or
+    every cosine downstream (floor, duplicates, MMR) is meaningless."""
+    dim = getattr(embedder, "dim", None)
+    for c in chunks:
+        if c.vector is None:
+            continue
+        if dim is not None and len(c.vector) != dim:
+            raise InputError(f"has {len(c.vector)} dimensions but the embedder ({getattr(embedder, 'name', '?')}) gives "
+                             f"{dim}; embed with the same model or drop the vectors", where=f"chunk {c.id!r}", field="vector")
+        norm = float(np.linalg.norm(np.asarray(c.vector, dtype=np.float64)))
+        if abs(norm - 1.0) > 1e-3:
+            raise InputError(f"is not unit length (norm {norm:.4f}); L2-normalise it so dot products are cosines",
+                             where=f"chunk {c.id!r}", field="vector")
+
+
 def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
-    own = [c.vector is not None for c in chunks]
-    if all(own):
+    check_vectors(chunks, embedder)
+    if all(c.vector is not None for c in chunks):
         return np.asarray([c.vector for c in chunks], dtype=np.float32)
-    return embedder.embed([c.text for c in chunks])
+    out = embedder.embed([c.text for c in chunks])
+    for i, c in enumerate(chunks):
+        if c.vector is not None:
+            out[i] = np.asarray(c.vector, dtype=np.float32)
+    return out
 
 
 def assemble(
@@ -81,6 +101,7 @@ def assemble(
         if all_chunks is None:
             raise InputError("no candidates given and the store cannot list its chunks; pass ranked candidates")
         candidates = rank_by_cosine(question, all_chunks(), embedder)  # type: ignore[arg-type]
+    check_vectors([c.chunk for c in candidates], embedder)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
 
     ranked = list(candidates)

@@ -8,9 +8,10 @@ one document version. Everything here is immutable or copied, so a move never ch
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -121,7 +122,7 @@ class Chunk(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _date_order(self) -> "Chunk":
+    def _date_order(self) -> Chunk:
         if self.date and self.effective_to and self.effective_to < self.date:
             raise ValueError(f"effective_to {self.effective_to} is before date {self.date}")
         return self
@@ -246,7 +247,7 @@ class Passage:
     def compressed(self) -> bool:
         return self.text_override is not None
 
-    def with_(self, **changes: Any) -> "Passage":
+    def with_(self, **changes: Any) -> Passage:
         return replace(self, **changes)
 
 

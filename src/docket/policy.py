@@ -103,15 +103,32 @@ class BriefPolicy(_Strict):
 
 
 class RescorePolicy(_Strict):
-    """Re-scoring of the candidate pool (see docket.rescore)."""
+    """Re-scoring of the candidate pool (see docket.rescore). Bonuses are in cosine units."""
 
     enabled: bool = False
+    #: bonus when the question names the candidate's title (1.0 = the whole title as a phrase)
+    title_weight: float = Field(0.15, ge=0.0)
+    #: bonus for BM25 of the question's words over the pool, normalised to 0..1 by the pool's best
+    lexical_weight: float = Field(0.1, ge=0.0)
+    #: bonus when a top passage mentions the candidate's title (multi-hop bridges)
+    link_weight: float = Field(0.1, ge=0.0)
+    #: how many of the best passages (after the title and lexical bonuses) count as linking
+    link_top: int = Field(2, ge=0)
 
 
 class AnswerablePolicy(_Strict):
-    """The "not found" decision beyond the plain floor (see docket.answerable)."""
+    """The "not found" decision beyond the plain floor (see docket.answerable).
+
+    A logistic model over a few signals of the candidate pool; fit it with `docket calibrate`.
+    P(answerable) = sigmoid(bias + sum(weights[name] * signal[name])); "not found" below `threshold`.
+    """
 
     enabled: bool = False
+    weights: dict[str, float] = Field(default_factory=dict)
+    bias: float = 0.0
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    #: how many of the best candidates the coverage signals read
+    top_n: int = Field(3, ge=1)
 
 
 class Policy(_Strict):
@@ -142,7 +159,7 @@ class Policy(_Strict):
             data[m]["enabled"] = False
         return Policy.model_validate(data)
 
-    def updated(self, **sections: dict[str, Any]) -> Policy:
+    def updated(self, **sections: Any) -> Policy:
         """A copy with some fields of some sections replaced, validated."""
         data = self.model_dump()
         for name, values in sections.items():

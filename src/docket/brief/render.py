@@ -21,7 +21,11 @@ _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
     "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
+_NONCHAR = re.compile("[\U0001fffe\U0001ffff\U0002fffe\U0002ffff\U0003fffe\U0003ffff\U0004fffe\U0004ffff"
+                      "\U0005fffe\U0005ffff\U0006fffe\U0006ffff\U0007fffe\U0007ffff\U0008fffe\U0008ffff"
+                      "\U0009fffe\U0009ffff\U000afffe\U000affff\U000bfffe\U000bffff\U000cfffe\U000cffff"
+                      "\U000dfffe\U000dffff\U000efffe\U000effff\U000ffffe\U000fffff\U0010fffe\U0010ffff]")
 
 
 def sanitize(text: str) -> tuple[str, int]:
@@ -34,6 +38,7 @@ def sanitize(text: str) -> tuple[str, int]:
     before = len(text)
     text = _INVISIBLE.sub("", text)
     text = _CONTROL.sub("", text)
+    text = _NONCHAR.sub("", text)
     if any(unicodedata.category(ch) == "Cf" for ch in text):
         text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return text, before - len(text)

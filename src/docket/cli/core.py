@@ -143,11 +143,12 @@ def budget_cmd(
     naive = evidence // chunk_tokens
     real = evidence // (chunk_tokens + tags)
     console.print(f"passages if you forget the tags: {naive}  (would overflow by {naive * (chunk_tokens + tags) - evidence:,} "
-                  f"tokens)" if naive * (chunk_tokens + tags) > evidence else f"passages if you forget the tags: {naive}")
-    console.print(f"passages that really fit ({chunk_tokens} + {tags} tags): {real}")
+                  f"tokens)" if naive * (chunk_tokens + tags) > evidence else f"passages if you forget the tags: {naive}",
+                  soft_wrap=True)
+    console.print(f"passages that really fit ({chunk_tokens} + {tags} tags): {real}", soft_wrap=True)
     extra = 1_000 * per_day / 1e6 * price
     console.print(f"+1,000 evidence tokens at USD {price}/M and {per_day:,} queries/day: USD {extra:,.0f}/day, "
-                  f"USD {extra * 30:,.0f}/month")
+                  f"USD {extra * 30:,.0f}/month", soft_wrap=True)
     if store is not None:
         if not ask:
             raise InputError("is needed with --store", field="--question")

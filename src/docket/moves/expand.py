@@ -86,7 +86,7 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
             trimmed = tuple(c for c in g.chunks if c.id not in set(target.ids))
             if trimmed:
                 merged.append(g.with_(chunks=trimmed))
-                ctx.trace.add(MOVE, "trim", list(trimmed), f"span of {g.first.id} overlaps {target.hits[0]}'s; merged they "
+                ctx.trace.add(MOVE, "trim", [c.id for c in trimmed], f"span of {g.first.id} overlaps {target.hits[0]}'s; merged they "
                               f"would exceed {pol.max_passage_tokens} tokens, so the shared chunks stay with the better hit")
             continue
         merged[merged.index(target)] = joined

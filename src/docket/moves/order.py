@@ -8,16 +8,20 @@ document stay together and in document order.
 from __future__ import annotations
 
 from datetime import date as Date
+from typing import TypeVar
 
 from docket.context import Context
 from docket.model import Passage
 
 MOVE = "order"
 
+T = TypeVar("T")
 
-def edge_order(items: list) -> list:  # type: ignore[type-arg]
+
+def edge_order(items: list[T]) -> list[T]:
     """Best at both ends, weakest in the middle: [1, 3, 5, …, 6, 4, 2] (rank 1 always first)."""
-    front, back = [], []
+    front: list[T] = []
+    back: list[T] = []
     for i, item in enumerate(items):
         (front if i % 2 == 0 else back).append(item)
     return front + back[::-1]

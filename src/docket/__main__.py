@@ -1,0 +1,3 @@
+from docket.cli import main
+
+main()

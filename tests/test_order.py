@@ -1,0 +1,34 @@
+from helpers import context, mk
+
+from docket.model import Passage
+from docket.moves.order import arrange, edge_order
+from docket.policy import Policy
+
+
+def P(c, rank):
+    return Passage(chunks=(c,), score=1.0 - rank / 10, rank=rank, hits=(c.id,))
+
+
+def test_edge_order_matches_spec():
+    assert edge_order(["U1", "U2", "U3", "U4", "U5", "U6"]) == ["U1", "U3", "U5", "U6", "U4", "U2"]
+    assert edge_order(["U1", "U2", "U3", "U4", "U5"]) == ["U1", "U3", "U5", "U4", "U2"]
+
+
+def test_best_first_keeps_document_passages_together_in_document_order():
+    a5 = mk("a5", doc="A", position=5)
+    a1 = mk("a1", doc="A", position=1)
+    b = mk("b", doc="B")
+    ps = [P(a5, 1), P(b, 2), P(a1, 3)]
+    ctx = context([a5, a1, b])
+    out = arrange(ps, ctx)
+    assert [p.first.id for p in out] == ["a1", "a5", "b"]
+    assert ctx.trace.events[-1].action == "reorder"
+
+
+def test_edges_mode_and_chronological_mode():
+    cs = [mk(f"c{i}", doc=f"d{i}", date=f"202{i}-01-01") for i in range(1, 5)]
+    ps = [P(c, r) for r, c in enumerate(reversed(cs), 1)]  # c4 best ... c1 worst
+    out = arrange(ps, context(cs, policy=Policy().updated(order={"mode": "edges"})))
+    assert [p.first.id for p in out] == ["c4", "c2", "c1", "c3"]
+    out = arrange(ps, context(cs, policy=Policy().updated(order={"mode": "chronological"})))
+    assert [p.first.id for p in out] == ["c1", "c2", "c3", "c4"]
