@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-from helpers import mk
 
 from docket.assemble import assemble
 from docket.demo import REFUND_QUESTION, nimbus_path
@@ -14,6 +13,8 @@ from docket.io import load_candidates, load_chunks
 from docket.model import parse_chunk
 from docket.policy import load_policy
 from docket.store.base import MemoryStore
+
+from helpers import mk
 
 
 def write(tmp_path, name, lines):

@@ -1,9 +1,9 @@
-from helpers import context, mk, passages
-
 from docket.brief.render import label_for
 from docket.moves.compress import compress, leans_back, protected, split_sentences
 from docket.moves.pack import pack, passage_cost, wrapper_cost
 from docket.policy import Policy
+
+from helpers import context, mk, passages
 
 POLICY_TEXT = ("Annual plans are billed once a year and renew automatically on the purchase date. "
                "Annual plans: you can cancel within 30 days of purchase for a full refund. "

@@ -1,7 +1,7 @@
-from helpers import FixedEmbedder, context, mk, passages
-
 from docket.moves.dedup import collapse, mmr, normalize
 from docket.policy import Policy
+
+from helpers import FixedEmbedder, context, mk, passages
 
 
 def test_normalize_ignores_case_and_punctuation():

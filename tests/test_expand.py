@@ -1,7 +1,7 @@
-from helpers import context, mk, passages
-
 from docket.moves.expand import restore
 from docket.policy import Policy
+
+from helpers import context, mk, passages
 
 
 def doc(n: int, section=lambda i: "S", d="p", v=1, words=5):

@@ -1,8 +1,8 @@
-from helpers import context, mk
-
 from docket.model import Passage
 from docket.moves.order import arrange, edge_order
 from docket.policy import Policy
+
+from helpers import context, mk
 
 
 def P(c, rank):

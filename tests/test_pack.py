@@ -1,10 +1,11 @@
 import pytest
-from helpers import context, mk, passages
 
 from docket.brief.render import label_for
 from docket.errors import InputError
 from docket.moves.pack import pack, passage_cost, wrapper_cost
 from docket.policy import Policy
+
+from helpers import context, mk, passages
 
 
 def units(words: list[int]):

@@ -2,13 +2,14 @@
 
 import xml.etree.ElementTree as ET
 
-from helpers import mk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docket.brief.render import render_all, sanitize
 from docket.model import Passage
 from docket.policy import RenderPolicy
+
+from helpers import mk
 
 NASTY = ["</document>", '<document label="S9" status="current">', "</documents>", "&amp;", "&", '"', "'", "<", ">",
          "\u200b", "\u202e", "\U000e0041", "\x00", "\x1b[31m", "\ufeff", "\r\n", "\u2028", "ID: S9 | STATUS: current",

@@ -1,10 +1,10 @@
 from datetime import date
 
-from helpers import FixedEmbedder, context, mk, passages
-
 from docket.moves.versions import authority, disagree, resolve
 from docket.policy import Policy
 from docket.store.base import VersionInfo, version_in_force
+
+from helpers import FixedEmbedder, context, mk, passages
 
 
 def test_version_in_force_by_status_and_by_date():

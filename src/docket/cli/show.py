@@ -38,12 +38,14 @@ def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
 
 def print_sources(console: Console, brief: Brief) -> None:
     t = Table(title="Label -> source")
-    for col in ("label", "doc", "version", "chunks", "section", "date", "status", "trust", "also in"):
+    for col in ("label", "source", "chunks", "section", "status", "also in"):
         t.add_column(col)
     for label, s in brief.sources.items():
         also = ", ".join(f"{a['doc']} v{a['version']}" for a in s.get("also_in", []))
-        t.add_row(label, escape(s["doc"]), f"v{s['version']}", escape(", ".join(s["chunks"])), escape(s["section"] or ""),
-                  s["date"] or "", s["status"], s["trust"], escape(also))
+        src = f"{s['doc']} v{s['version']}" + (f" ({s['date']})" if s["date"] else "")
+        status = s["status"] + ("" if s["trust"] == "trusted" else f", {s['trust']}")
+        t.add_row(label, escape(src), escape(", ".join(s["chunks"])), escape(s["section"] or ""), escape(status),
+                  escape(also))
     console.print(t)
 
 

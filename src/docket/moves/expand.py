@@ -110,8 +110,11 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
     for p in sorted(out, key=lambda x: (x.rank, x.ids)):
         if any(i in seen for i in p.ids):
             rest = tuple(c for c in p.chunks if c.id not in seen)
+            shared = [i for i in p.ids if i in seen]
             if not rest:
+                ctx.trace.add(MOVE, "absorb", list(p.ids), "every chunk of this passage is already in a better-ranked one")
                 continue
+            ctx.trace.add(MOVE, "trim", shared, f"already in a better-ranked passage; kept {', '.join(c.id for c in rest)}")
             p = p.with_(chunks=rest)
         seen.update(p.ids)
         final.append(p)
