@@ -8,9 +8,10 @@ the moves only ever see it, so a move is testable with an in-memory list.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date as Date
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from docket.model import RETIRED_STATUSES, Chunk
 
