@@ -1,3 +1,236 @@
-"""Commands of this group are registered on the shared app (see docket.cli.app)."""
+"""`docket index`, `docket ask`, `docket export`, `docket delete` and `docket principal`:
+building a store from files, moving it between backends, and answering from it.
 
-from docket.cli.app import app  # noqa: F401
+A `--db` value starting with `postgresql://` selects PostgreSQL + pgvector; anything else is a
+SQLite file (created on first index). Exit status of `index`: 0 when every input was indexed or
+was unchanged, 1 when some inputs were skipped or rejected (each reported with its file and
+line), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from docket.cli.app import app
+from docket.embed import Embedder, HashEmbedder, default_embedder
+from docket.errors import InputError
+from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
+from docket.ingest.chunking import ChunkSize
+from docket.store.protocol import Filters, Store, open_store
+
+EMBEDDERS = ("minilm", "hash")
+
+
+def _embedder(name: str | None, store: Store) -> Embedder:
+    """`--embedder` if given, else the one the store was built with, else MiniLM."""
+    if name is None:
+        recorded = store.meta().get("embedder")
+        name = "hash" if recorded == HashEmbedder.name else "minilm"
+    if name == "hash":
+        return HashEmbedder(int(store.meta().get("dim", "256")))
+    if name == "minilm":
+        return default_embedder()
+    raise InputError(f"must be one of {', '.join(EMBEDDERS)}, got {name!r}", field="--embedder")
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    """Repeatable options that also accept comma-separated lists."""
+    return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
+
+
+def _print_report(console: Console, report: IndexReport) -> None:
+    t = Table(title="Index report", show_header=False)
+    t.add_column("what")
+    t.add_column("n", justify="right")
+    rows: list[tuple[str, object]] = [("files read", report.files), ("document versions added", len(report.added)),
+            ("document versions updated (re-embedded)", len(report.updated)),
+            ("document versions unchanged (skipped)", report.unchanged),
+            ("older versions marked superseded", len(report.superseded)),
+            ("chunks written", report.chunks_written), ("chunks embedded", report.chunks_embedded)]
+    rows += [(f"removed: {k.replace('_', ' ')}", n) for k, n in sorted(report.removed.items())]
+    rows += [("problems", len(report.problems)), ("seconds", f"{report.seconds:.1f}")]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    console.print(t)
+    for where, msg in report.problems:
+        console.print(f"[yellow]skipped[/yellow] {escape(where)}: {escape(msg)}")
+
+
+@app.command("index")
+def index_cmd(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt.")] = None,
+    db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
+    source: Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).")] = None,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).")] = 300,
+    overlap: Annotated[int, typer.Option("--overlap", help="Tokens shared by consecutive chunks of a section.")] = 40,
+    embedder_name: Annotated[str | None, typer.Option("--embedder", help="minilm (default) or hash (tests only).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
+    if not paths and not source:
+        raise InputError("give files or directories to index, or --from STORE", field="PATH")
+    size = ChunkSize(chunk_size, overlap)
+    store = open_store(db)
+    try:
+        embedder = _embedder(embedder_name, store)
+        err = Console(stderr=True)
+        with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+            task = bar.add_task("embed", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            options = IndexOptions(embedder=embedder, chunk=size, progress=progress)
+            report = index_paths(store, list(paths or []), options) if paths else IndexReport()
+            if source:
+                report = _copy(source, store, options, report)
+    finally:
+        store.close()
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        _print_report(Console(), report)
+    if report.problems:
+        raise typer.Exit(1)
+
+
+def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
+    """Every document version of `source` into `target`, vectors and token counts included."""
+    src = open_store(source, create=False)
+    try:
+        meta = src.meta()
+        if "embedder" in meta and meta["embedder"] != options.embedder.name:
+            options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
+                                   chunk=options.chunk, progress=options.progress)
+        return index_versions(target, src.export(), options, report)
+    finally:
+        src.close()
+
+
+class _Named:
+    """Stands for the source store's embedder when copying: vectors come with the chunks."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name, self.dim = name, dim
+
+    def embed(self, texts: object) -> object:
+        raise InputError("a copied chunk has no vector; the source store is damaged")
+
+
+def _named(name: str, dim: int) -> Embedder:
+    if name == HashEmbedder.name:
+        return HashEmbedder(dim)
+    return _Named(name, dim)  # type: ignore[return-value]
+
+
+@app.command("export")
+def export_cmd(
+    out: Annotated[Path, typer.Argument(help="JSONL file to write (chunk records with vectors).")],
+    db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
+) -> None:
+    """Write every chunk of a store as JSONL records (DESIGN.md contract, `vector` included)."""
+    store = open_store(db, create=False)
+    n = 0
+    try:
+        with out.open("w", encoding="utf-8") as fh:
+            for dv in store.export():
+                for c, vec in zip(dv.chunks, dv.vectors if dv.vectors is not None else [None] * len(dv.chunks)):
+                    rec = c.to_record()
+                    if vec is not None:
+                        rec["vector"] = [round(float(x), 7) for x in vec]
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    n += 1
+    finally:
+        store.close()
+    Console(stderr=True).print(f"exported {n} chunks to {escape(str(out))}")
+
+
+@app.command("delete")
+def delete_cmd(
+    doc: Annotated[str, typer.Argument(help="Document id.")],
+    db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
+    version: Annotated[int | None, typer.Option("--version", help="Only this version.")] = None,
+) -> None:
+    """Remove a document (or one version of it) from the store."""
+    store = open_store(db, create=False)
+    try:
+        if not store.stored_versions(doc):
+            raise InputError("is not in the store", where=f"document {doc!r}")
+        n = store.delete(doc, version)
+    finally:
+        store.close()
+    Console(stderr=True).print(f"deleted {n} chunks of {escape(doc)}" + (f" v{version}" if version else ""))
+
+
+@app.command("principal")
+def principal_cmd(
+    name: Annotated[str, typer.Argument(help="User or service name, as listed in chunk acls.")],
+    db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
+    groups: Annotated[list[str] | None, typer.Option("--groups", help="Set the groups (comma-separated).")] = None,
+) -> None:
+    """Show or set a principal's groups (the `principals` table used by `docket ask --principal`)."""
+    store = open_store(db, create=groups is not None)
+    try:
+        if groups is not None:
+            store.set_principal(name, _split(groups))
+        p = store.principal(name)
+    finally:
+        store.close()
+    print(json.dumps({"name": p.name, "groups": sorted(p.groups)}))
+
+
+@app.command("ask")
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="The user's question.")],
+    db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
+    principal: Annotated[str | None, typer.Option("--principal", help="Who asks; without it only public chunks.")] = None,
+    groups: Annotated[list[str] | None, typer.Option("--groups", help="Extra groups of the principal (comma-separated).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.")] = None,
+    floor: Annotated[float | None, typer.Option("--floor", help="Cosine floor (default 0.40).")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Versions in force on this date (YYYY-MM-DD).")] = None,
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML.")] = None,
+    candidates: Annotated[int, typer.Option("--candidates", help="How many retrieved chunks go to the assembler.")] = 50,
+    mode: Annotated[str, typer.Option("--mode", help="fused (default), dense or bm25.")] = "fused",
+    doc: Annotated[list[str] | None, typer.Option("--doc", help="Only these documents (repeatable).")] = None,
+    source_type: Annotated[list[str] | None, typer.Option("--source-type", help="Only these source types.")] = None,
+    status: Annotated[list[str] | None, typer.Option("--status", help="Only these statuses.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only chunks dated on or after (YYYY-MM-DD).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Only chunks dated on or before (YYYY-MM-DD).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
+) -> None:
+    """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
+    from docket.cli.core import emit_json, load_policy_with, parse_date
+    from docket.cli.show import print_brief, print_ranking
+    from docket.retrieve import ask
+
+    if budget is not None and budget < 1:
+        raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")
+    if groups and not principal:
+        raise InputError("needs --principal (groups belong to someone)", field="--groups")
+    policy = load_policy_with(policy_path)
+    store = open_store(db, create=False)
+    try:
+        who = store.principal(principal, _split(groups)) if principal else None
+        filters = Filters(docs=_split(doc), source_types=_split(source_type), statuses=_split(status),
+                          date_from=parse_date(since, "--since"), date_to=parse_date(until, "--until"), principal=who)
+        ranked, brief = ask(store, question, filters=filters, k=candidates, mode=mode, policy=policy, budget=budget,
+                            floor=floor, as_of=parse_date(as_of))
+    finally:
+        store.close()
+    if as_json:
+        emit_json(brief.to_json())
+        return
+    console = Console()
+    print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
+    print_brief(console, brief, explain=explain)

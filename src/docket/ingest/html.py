@@ -1,0 +1,109 @@
+"""HTML to clean, structured text with a real parser (BeautifulSoup, stdlib `html.parser`).
+
+Scripts, styles, comments and hidden elements are removed before any text is taken: text a
+browser never shows is the classic place to plant instructions for a model. Headings become
+Markdown headings so the chunker can follow the document's own structure. Every removal is
+counted so the index report can show what was thrown away.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from bs4.element import Declaration, Doctype, ProcessingInstruction
+
+#: elements whose content is never document text
+_NON_CONTENT = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "head")
+_BLOCKS = frozenset(
+    "p div section article main header footer nav aside ul ol li table thead tbody tr td th blockquote pre "
+    "dl dt dd figure figcaption form fieldset address details summary hr body html".split()
+)
+_HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_HIDDEN_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0(?:\.0*)?\s*(?:;|$|!)"
+    r"|font-size\s*:\s*0*\.?0*(?:px|pt|em|rem|%|vw|vh)?\s*(?:;|$|!))",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class CleanHtml:
+    title: str
+    text: str  # paragraphs separated by blank lines; headings as "# ..." lines
+
+
+def _is_hidden(tag: Tag) -> bool:
+    if tag.has_attr("hidden"):
+        return True
+    if str(tag.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    if tag.name == "input" and str(tag.get("type", "")).lower() == "hidden":
+        return True
+    style = tag.get("style")
+    return bool(style and _HIDDEN_STYLE.search(str(style)))
+
+
+def _collapse(text: str) -> str:
+    return re.sub(r"[ \t\r\n\f\v]+", " ", text)
+
+
+def _walk(node: Tag, out: list[str]) -> None:
+    for child in node.children:
+        if isinstance(child, (Comment, Doctype, Declaration, ProcessingInstruction)):
+            continue
+        if isinstance(child, NavigableString):
+            out.append(_collapse(str(child)))
+        elif isinstance(child, Tag):
+            name = child.name
+            if name in _HEADINGS:
+                heading = _collapse(child.get_text(" ")).strip()
+                if heading:
+                    out.append(f"\n\n{'#' * _HEADINGS[name]} {heading}\n\n")
+                continue
+            if name == "br":
+                out.append("\n")
+                continue
+            block = name in _BLOCKS
+            if block:
+                out.append("\n\n")
+            if name == "li":
+                out.append("- ")
+            _walk(child, out)
+            if block:
+                out.append("\n\n")
+
+
+def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
+    """Visible text of an HTML document; counts removed scripts, styles, comments, hidden elements."""
+    counts = counts if counts is not None else Counter()
+    soup = BeautifulSoup(source, "html.parser")
+    title_tag = soup.find("title")
+    title = _collapse(title_tag.get_text(" ")).strip() if isinstance(title_tag, Tag) else ""
+    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
+        comment.extract()
+        counts["html_comments"] += 1
+    for tag in list(soup.find_all(True)):
+        if tag.decomposed:
+            continue
+        if tag.name in ("script", "style"):
+            counts[f"html_{tag.name}s"] += 1
+            tag.decompose()
+        elif tag.name in _NON_CONTENT:
+            if tag.name != "head":
+                counts["html_non_content_elements"] += 1
+            tag.decompose()
+        elif _is_hidden(tag):
+            counts["html_hidden_elements"] += 1
+            tag.decompose()
+    parts: list[str] = []
+    _walk(soup, parts)
+    blocks = re.split(r"\n\s*\n", "".join(parts))
+    paragraphs = ["\n".join(line.strip() for line in b.strip().split("\n") if line.strip()) for b in blocks]
+    text = "\n\n".join(p for p in paragraphs if p)
+    if not title:
+        h1 = soup.find("h1")
+        title = _collapse(h1.get_text(" ")).strip() if isinstance(h1, Tag) else ""
+    return CleanHtml(title=title, text=text)

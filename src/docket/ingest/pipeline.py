@@ -1,0 +1,195 @@
+"""The index run: files or document versions in, store updated, report out.
+
+Order of work per batch: read and chunk every file (cheap), decide per document version whether
+it is new, changed or unchanged (content hash), refuse lower versions, then embed what must be
+embedded in large batches (the embedder is the slow part) and write each version in its own
+transaction. A problem with one file or one version is reported and the rest goes on; nothing
+already in the store is touched unless a version replaces it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from docket.embed import Embedder
+from docket.errors import InputError
+from docket.ingest.chunking import ChunkSize
+from docket.ingest.readers import Found, Problem, discover, problem_of, read_file
+from docket.ingest.report import IndexReport
+from docket.store.protocol import DocumentVersion, Store, StoredVersion, check_version
+from docket.tokens import TokenCounter, default_counter
+
+#: called with (chunks done, chunks total) after each embedded batch
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class IndexOptions:
+    embedder: Embedder
+    counter: TokenCounter = field(default_factory=default_counter)
+    chunk: ChunkSize = field(default_factory=ChunkSize)
+    batch_chunks: int = 256
+    progress: ProgressFn | None = None
+
+
+def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions) -> IndexReport:
+    """Index files and directories into `store`; see the module docstring."""
+    started = time.perf_counter()
+    report = IndexReport()
+    versions: list[DocumentVersion] = []
+    problems: list[Problem] = []
+    for item in discover(paths):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        report.files += 1
+        try:
+            versions.extend(read_file(item, options.chunk, options.counter, report.removed, problems))
+        except InputError as e:
+            problems.append(problem_of(e, str(item.path), suffix="; file skipped"))
+    for p in problems:
+        report.problem(p.where, p.message)
+    index_versions(store, versions, options, report)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def check_embedder(store: Store, embedder: Embedder) -> None:
+    """A store holds vectors of one model: the first run fixes it, later runs must match."""
+    meta = store.meta()
+    name, dim = meta.get("embedder"), meta.get("dim")
+    if name is None:
+        store.set_meta({"embedder": embedder.name, "dim": str(embedder.dim)})
+    elif name != embedder.name or dim != str(embedder.dim):
+        raise InputError(
+            f"was built with embedder {name!r} (dim {dim}); index it with the same embedder, not "
+            f"{embedder.name!r} (dim {embedder.dim}) - vectors of different models are not comparable",
+            where=store.location,
+        )
+
+
+def index_versions(store: Store, versions: Iterable[DocumentVersion], options: IndexOptions,
+                   report: IndexReport | None = None) -> IndexReport:
+    """Write document versions (new or changed ones only), embedding those without vectors."""
+    started = time.perf_counter()
+    report = report if report is not None else IndexReport()
+    report.embedder = options.embedder.name
+    check_embedder(store, options.embedder)
+    pending = _plan(store, versions, report)
+    total = sum(len(dv.chunks) for dv in pending if dv.vectors is None)
+    done = 0
+    batch: list[DocumentVersion] = []
+    for dv in pending:
+        batch.append(dv)
+        if sum(len(b.chunks) for b in batch) >= options.batch_chunks:
+            done = _flush(store, batch, options, report, done, total)
+            batch = []
+    if batch:
+        _flush(store, batch, options, report, done, total)
+    if not report.seconds:
+        report.seconds = time.perf_counter() - started
+    return report
+
+
+def _plan(store: Store, versions: Iterable[DocumentVersion], report: IndexReport) -> list[DocumentVersion]:
+    """The versions that must be written, lowest version first per document."""
+    by_key: dict[tuple[str, int], DocumentVersion] = {}
+    for dv in versions:
+        key = (dv.doc, dv.version)
+        if key in by_key:
+            report.problem(dv.source, f"document {dv.doc!r} v{dv.version} is also given by {by_key[key].source}; "
+                                      "this copy skipped")
+            continue
+        by_key[key] = dv
+    pending: list[DocumentVersion] = []
+    states: dict[str, list[StoredVersion]] = {}
+    for key in sorted(by_key):
+        dv = by_key[key]
+        existing = states.setdefault(dv.doc, store.stored_versions(dv.doc))
+        same = next((v for v in existing if v.version == dv.version), None)
+        if same is not None and same.content_hash == dv.content_hash:
+            report.unchanged += 1
+            continue
+        try:
+            check_version(existing, dv)
+        except InputError as e:
+            report.problem(dv.source, problem_of(e, dv.source).message + "; version rejected, the store keeps its versions")
+            continue
+        # later versions of this doc in this batch are checked against this one too
+        states[dv.doc] = [v for v in existing if v.version != dv.version] + [
+            StoredVersion(dv.doc, dv.version, dv.status, dv.date, dv.effective_to, dv.content_hash, len(dv.chunks), dv.source)
+        ]
+        pending.append(dv)
+    return pending
+
+
+def _own_vectors(dv: DocumentVersion, dim: int) -> np.ndarray | None:
+    """The records' own vectors (normalised) when every chunk has one of the store's size."""
+    vecs = [c.vector for c in dv.chunks]
+    if any(v is None for v in vecs):
+        return None
+    bad = next((c for c in dv.chunks if c.vector is not None and len(c.vector) != dim), None)
+    if bad is not None:
+        raise InputError(f"has {len(bad.vector or ())} dimensions, the store's embedder has {dim}",
+                         where=f"{dv.source} (id {bad.id!r})", field="vector")
+    mat = np.asarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise InputError("is all zeros", where=dv.source, field="vector")
+    return mat / norms
+
+
+def _flush(store: Store, batch: list[DocumentVersion], options: IndexOptions, report: IndexReport,
+           done: int, total: int) -> int:
+    ready: list[DocumentVersion] = []
+    to_embed: list[DocumentVersion] = []
+    for dv in batch:
+        try:
+            if dv.vectors is None:
+                own = _own_vectors(dv, options.embedder.dim)
+                if own is not None:
+                    dv.vectors = own
+            if dv.vectors is None:
+                to_embed.append(dv)
+            else:
+                ready.append(dv)
+        except InputError as e:
+            report.problem(dv.source, problem_of(e, dv.source).message + "; version rejected")
+    texts = [c.text for dv in to_embed for c in dv.chunks]
+    if texts:
+        vecs = options.embedder.embed(texts)
+        report.chunks_embedded += len(texts)
+        at = 0
+        for dv in to_embed:
+            dv.vectors = vecs[at : at + len(dv.chunks)]
+            at += len(dv.chunks)
+        ready.extend(to_embed)
+        done += len(texts)
+        if options.progress:
+            options.progress(done, total)
+    for dv in ready:
+        if dv.tokens is None:
+            dv.tokens = [options.counter.count(c.text) for c in dv.chunks]
+        _write(store, dv, report)
+    return done
+
+
+def _write(store: Store, dv: DocumentVersion, report: IndexReport) -> None:
+    before = {v.version: v for v in store.stored_versions(dv.doc)}
+    try:
+        result = store.write_version(dv)
+    except InputError as e:
+        report.problem(dv.source, problem_of(e, dv.source).message + "; version rejected")
+        return
+    label = f"{dv.doc} v{dv.version}"
+    (report.updated if dv.version in before else report.added).append(label)
+    report.superseded.extend(f"{dv.doc} v{v}" for v in result.superseded)
+    report.chunks_written += len(dv.chunks)
+
+
+__all__ = ["Found", "IndexOptions", "check_embedder", "index_paths", "index_versions", "ProgressFn"]

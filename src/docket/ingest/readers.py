@@ -1,0 +1,201 @@
+"""Files to document versions: find the files, read each by its type, attach its metadata.
+
+Supported: `.jsonl` (chunk records, the DESIGN.md contract), `.md`/`.markdown`, `.html`/`.htm`
+and `.txt`/`.text`. Problems that concern one file (unreadable, not UTF-8, unsupported type,
+broken front matter, no text left after cleaning) raise `InputError` naming the file, so the
+caller can report it and go on with the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from docket.errors import InputError
+from docket.ingest.chunking import ChunkSize, chunk_text
+from docket.ingest.html import clean_html
+from docket.ingest.meta import is_sidecar, read_sidecar, resolve_meta, split_front_matter
+from docket.ingest.unicode import strip_invisible
+from docket.model import Chunk, parse_chunk
+from docket.store.protocol import DocumentVersion
+from docket.tokens import TokenCounter
+
+KINDS = {".jsonl": "jsonl", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+         ".txt": "text", ".text": "text"}
+
+
+@dataclass(frozen=True)
+class Found:
+    path: Path
+    root: Path  # document ids of files are their path relative to this
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+
+def discover(paths: Iterable[str | Path]) -> Iterator[Found | Problem]:
+    """Every file under `paths` (directories recursively, sorted; hidden files and metadata
+    sidecars skipped). A path that does not exist or has an unsupported type is a Problem."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p)
+                if not f.is_file() or any(part.startswith(".") for part in rel.parts) or is_sidecar(f):
+                    continue
+                yield _supported(f, p)
+        elif p.is_file():
+            yield _supported(p, p.parent)
+        elif p.exists():
+            yield Problem(str(p), "is not a regular file")
+        else:
+            yield Problem(str(p), "file not found")
+
+
+def _supported(path: Path, root: Path) -> Found | Problem:
+    if path.suffix.lower() not in KINDS:
+        kinds = ", ".join(sorted(KINDS))
+        return Problem(str(path), f"unsupported file type {path.suffix or '(none)'!r}; supported: {kinds}")
+    return Found(path, root)
+
+
+def problem_of(e: InputError, fallback: str, suffix: str = "") -> Problem:
+    """An InputError as (where, message) without repeating the location."""
+    where = e.where or fallback
+    text = str(e)
+    msg = text[len(where) + 2 :] if e.where and text.startswith(where + ", ") or text.startswith(where + ": ") else text
+    return Problem(where, msg + suffix)
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"is not UTF-8 text (byte {e.start})", where=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot be read ({e.strerror})", where=str(path)) from None
+
+
+def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Counter[str],
+              problems: list[Problem]) -> list[DocumentVersion]:
+    """The document versions in one file. Whole-file problems raise InputError; problems with
+    single records of a JSONL file are appended to `problems` and the rest is kept."""
+    kind = KINDS[found.path.suffix.lower()]
+    text = read_text(found.path)
+    if kind == "jsonl":
+        return read_jsonl(text, str(found.path), removed, problems)
+    return [read_document(found, kind, text, size, counter, removed)]
+
+
+def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: TokenCounter,
+                  removed: Counter[str]) -> DocumentVersion:
+    """One Markdown, HTML or text file as one document version, chunked."""
+    where = str(found.path)
+    front, body = split_front_matter(text, where) if kind != "html" else ({}, text)
+    side, _ = read_sidecar(found.path)
+    meta = resolve_meta(front, side, where)
+    local: Counter[str] = Counter()
+    title = str(meta.fields.get("title", ""))
+    if kind == "html":
+        cleaned = clean_html(body, local)
+        body, title = cleaned.text, title or cleaned.title
+    body = strip_invisible(body, local)
+    if not title and kind == "markdown":
+        title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "")
+    title = strip_invisible(title or found.path.stem, local)
+    removed.update(local)
+    pieces = chunk_text(body, counter, size, title=title)
+    if not pieces:
+        gone = ", ".join(f"{n} {k}" for k, n in sorted(local.items()))
+        raise InputError("holds no text to index" + (f" after cleaning (removed {gone})" if gone else ""), where=where)
+    doc = str(meta.fields.get("doc") or found.path.relative_to(found.root).as_posix())
+    version = int(meta.fields.get("version", 1))
+    f = meta.fields
+    chunks = [
+        Chunk(id=f"{doc}@v{version}#{i}", doc=doc, text=p.text, version=version, status=f.get("status", "current"),
+              date=f.get("date"), effective_to=f.get("effective_to"), title=title, section=p.section, position=i,
+              source_type=f.get("source_type"), trust=f.get("trust"), acl=f.get("acl"), metadata=meta.metadata)
+        for i, p in enumerate(pieces)
+    ]
+    c0 = chunks[0]
+    return DocumentVersion(doc=doc, version=version, status=c0.status, date=c0.date, effective_to=c0.effective_to,
+                           title=title, source=where, chunks=chunks, supersedes=meta.supersedes)
+
+
+def read_jsonl(text: str, where: str, removed: Counter[str], problems: list[Problem]) -> list[DocumentVersion]:
+    """Chunk records grouped into document versions (in file order).
+
+    A line that is not JSON is reported and skipped (its document cannot be known). A record that
+    is JSON but breaks the contract rejects its whole document version, as does a duplicate id:
+    half a version in the store would look complete to the assembler.
+    """
+    groups: dict[tuple[str, int], list[tuple[int, Chunk]]] = {}
+    rejected: set[tuple[str, int]] = set()
+    seen: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        loc = f"{where}:{n}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.append(Problem(loc, f"is not valid JSON ({e.msg} at column {e.colno}); line skipped"))
+            continue
+        key = _group_key(rec)
+        try:
+            if isinstance(rec, dict):
+                for f in ("text", "title", "section"):
+                    if isinstance(rec.get(f), str):
+                        rec[f] = strip_invisible(rec[f], removed)
+            chunk = parse_chunk(rec, where=loc)
+            if chunk.id in seen:
+                raise InputError(f"duplicate id (first on line {seen[chunk.id]})", where=loc, field="id")
+            seen[chunk.id] = n
+        except InputError as e:
+            what = f"; document {key[0]!r} v{key[1]} rejected" if key else "; record skipped"
+            problems.append(problem_of(e, loc, suffix=what))
+            if key:
+                rejected.add(key)
+            continue
+        groups.setdefault(chunk.doc_version, []).append((n, chunk))
+    out: list[DocumentVersion] = []
+    for key, items in groups.items():
+        if key in rejected:
+            continue
+        try:
+            out.append(_jsonl_version(items, where))
+        except InputError as e:
+            problems.append(problem_of(e, f"{where}:{items[0][0]}"))
+    return out
+
+
+def _group_key(rec: object) -> tuple[str, int] | None:
+    if not isinstance(rec, dict) or not isinstance(rec.get("doc"), str):
+        return None
+    try:
+        return (rec["doc"], int(rec.get("version", 1)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonl_version(items: list[tuple[int, Chunk]], where: str) -> DocumentVersion:
+    chunks = [c for _, c in items]
+    first = chunks[0]
+    for n, c in items[1:]:
+        for f in ("status", "date", "effective_to"):
+            if getattr(c, f) != getattr(first, f):
+                raise InputError(
+                    f"{getattr(c, f)!r} differs from {getattr(first, f)!r} on line {items[0][0]}; the chunks of "
+                    f"document {first.doc!r} v{first.version} must agree; document rejected",
+                    where=f"{where}:{n}", field=f,
+                )
+    supersedes = all(c.metadata.get("supersedes", True) is not False for c in chunks)
+    return DocumentVersion(doc=first.doc, version=first.version, status=first.status, date=first.date,
+                           effective_to=first.effective_to, title=first.title,
+                           source=f"{where}:{items[0][0]}", chunks=chunks, supersedes=supersedes)

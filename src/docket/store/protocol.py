@@ -1,0 +1,311 @@
+"""The full store protocol: what indexing, retrieval and export need on top of `ChunkLookup`.
+
+Two backends implement it with the same behaviour (one test suite runs against both): SQLite,
+the embedded default (one file, no server), and PostgreSQL + pgvector for when one machine is
+not enough. Rules that do not depend on the backend live here as pure functions, so the two
+cannot drift apart: which older versions a new version supersedes, when a lower version is
+refused, who may read a chunk, and the principal-scoped view the assembler reads through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date as Date
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from docket.errors import InputError
+from docket.model import RETIRED_STATUSES, Chunk
+from docket.store.base import ChunkLookup, VersionInfo
+
+# --- access control -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is asking: a name and the groups it belongs to. A chunk whose `acl` lists none of
+    these names is invisible to it; a chunk without an `acl` is public."""
+
+    name: str
+    groups: frozenset[str] = frozenset()
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset({self.name}) | self.groups
+
+
+def may_read(principal: Principal | None, acl: Sequence[str] | None) -> bool:
+    """The one ACL rule, mirrored by every backend's SQL: no acl = public; an empty acl = nobody;
+    otherwise the principal or one of its groups must be listed. No principal = anonymous."""
+    if acl is None:
+        return True
+    if principal is None:
+        return False
+    return not principal.names.isdisjoint(acl)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Metadata filters applied inside the search query, before anything is ranked.
+
+    `principal` None means anonymous: only public chunks. `unrestricted` skips the ACL and is for
+    administrative work (export, copying a store) only, never for answering a question. A date
+    range keeps chunks whose `date` falls in it (inclusive); undated chunks do not match a range.
+    """
+
+    docs: tuple[str, ...] = ()
+    source_types: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    date_from: Date | None = None
+    date_to: Date | None = None
+    principal: Principal | None = None
+    unrestricted: bool = False
+
+    @property
+    def acl_names(self) -> list[str] | None:
+        """Names a chunk's acl must intersect; None when the ACL is not checked."""
+        if self.unrestricted:
+            return None
+        return sorted(self.principal.names) if self.principal else []
+
+
+# --- document versions ----------------------------------------------------------------------
+
+
+@dataclass
+class DocumentVersion:
+    """One version of one document, the unit written in one transaction."""
+
+    doc: str
+    version: int
+    status: str
+    date: Date | None
+    effective_to: Date | None
+    title: str
+    source: str  # file (and line) it came from, for reports
+    chunks: list[Chunk]
+    content_hash: str = ""
+    supersedes: bool = True
+    vectors: np.ndarray | None = None  # one unit row per chunk, float32
+    tokens: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.content_hash:
+            self.content_hash = content_hash(self.chunks, self.supersedes)
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    doc: str
+    version: int
+    status: str
+    date: Date | None
+    effective_to: Date | None
+    content_hash: str
+    n_chunks: int
+    source: str
+
+    def info(self) -> VersionInfo:
+        return VersionInfo(self.doc, self.version, self.status, self.date, self.effective_to)
+
+
+@dataclass
+class WriteResult:
+    status: str  # the status the version was stored with
+    superseded: list[int] = field(default_factory=list)  # older versions marked superseded
+
+
+def content_hash(chunks: Iterable[Chunk], supersedes: bool = True) -> str:
+    """sha256 of the records as they would be stored: the same input gives the same hash, so an
+    unchanged document is skipped without re-embedding."""
+    h = hashlib.sha256()
+    h.update(b"supersedes" if supersedes else b"keeps")
+    for c in chunks:
+        h.update(json.dumps(c.to_record(with_vector=True), sort_keys=True, ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def check_version(existing: Sequence[StoredVersion], dv: DocumentVersion) -> None:
+    """Refuse a document id reused with a lower version than the store holds.
+
+    History may be back-filled (a lower version whose status is retired, e.g. superseded), but a
+    lower version claiming to be current would silently compete with the newer rule.
+    """
+    if any(v.version == dv.version for v in existing):
+        return  # same version: unchanged or changed in place
+    higher = [v.version for v in existing if v.version > dv.version]
+    if higher and dv.status not in RETIRED_STATUSES:
+        raise InputError(
+            f"document {dv.doc!r} version {dv.version} is lower than stored version {max(higher)}; "
+            "give it a higher version, mark it superseded, or delete the newer one",
+            where=dv.source,
+            field="version",
+        )
+
+
+def plan_write(existing: Sequence[StoredVersion], dv: DocumentVersion) -> WriteResult:
+    """The status to store `dv` with, and which older versions it supersedes.
+
+    Rule: a version stored with status `current` supersedes every lower version whose status is
+    `current` (they become `superseded`), unless its metadata says `supersedes: false`. A version
+    rewritten in place under a higher current version is stored as superseded.
+    """
+    status = dv.status
+    others = [v for v in existing if v.version != dv.version]
+    if status == "current" and any(v.version > dv.version and v.status == "current" for v in others):
+        status = "superseded"
+    superseded: list[int] = []
+    if status == "current" and dv.supersedes:
+        superseded = sorted(v.version for v in others if v.version < dv.version and v.status == "current")
+    return WriteResult(status=status, superseded=superseded)
+
+
+# --- the protocol ---------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Store(ChunkLookup, Protocol):
+    """A chunk store. `get`, `chunks_of` and `versions` are unrestricted (administration);
+    anything that serves a question goes through `scoped(principal)` or a search with `Filters`."""
+
+    location: str
+
+    def meta(self) -> dict[str, str]:
+        """Store-wide settings, e.g. `embedder` and `dim` fixed by the first index run."""
+        ...
+
+    def set_meta(self, values: dict[str, str]) -> None: ...
+
+    def stored_versions(self, doc: str) -> list[StoredVersion]: ...
+
+    def write_version(self, dv: DocumentVersion) -> WriteResult:
+        """Write (or replace) one document version in one transaction: all or nothing."""
+        ...
+
+    def delete(self, doc: str, version: int | None = None) -> int:
+        """Remove a document (or one version); returns the number of chunks removed."""
+        ...
+
+    def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:
+        """(chunk id, cosine) best first, only chunks passing `filters` (ACL included)."""
+        ...
+
+    def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
+        """(chunk id, BM25-like score, higher is better) best first, filtered like search_dense."""
+        ...
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id (with their vectors), unrestricted; missing ids are absent."""
+        ...
+
+    def export(self) -> Iterator[DocumentVersion]:
+        """Every document version with its chunks, vectors and token counts."""
+        ...
+
+    def documents(self) -> list[str]: ...
+
+    def count(self) -> int: ...
+
+    def set_principal(self, name: str, groups: Sequence[str]) -> None: ...
+
+    def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
+        """The principal with its stored groups (from the principals table) plus `extra_groups`."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ScopedView:
+    """A `ChunkLookup` that only shows what `principal` may read.
+
+    The assembler reads neighbours, sections and versions through this view, so neighbour
+    expansion can never pull a forbidden chunk into the prompt. `versions` lists only versions
+    with at least one readable chunk, so even a version's existence does not leak.
+    """
+
+    def __init__(self, store: ChunkLookup, principal: Principal | None) -> None:
+        self._store = store
+        self.principal = principal
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        c = self._store.get(chunk_id)
+        return c if c is not None and may_read(self.principal, c.acl) else None
+
+    def chunks_of(self, doc: str, version: int) -> list[Chunk]:
+        return [c for c in self._store.chunks_of(doc, version) if may_read(self.principal, c.acl)]
+
+    def versions(self, doc: str) -> list[VersionInfo]:
+        return [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
+
+
+# --- helpers shared by the backends ----------------------------------------------------------
+
+# Keyword search: questions are natural language, not query syntax. Quotes, dashes or `OR`
+# typed by a user must never reach FTS5 or tsquery as operators, so both backends search for
+# the same terms: the question's words, lower-cased, without common English function words
+# (they carry no evidence and slow an OR query down).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can did do does doing down during each few for from further had has have having he her here hers
+    herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def fts_terms(question: str, limit: int = 32) -> list[str]:
+    """Distinct content words of `question`, in order (at most `limit`)."""
+    words = re.findall(r"\w+", question.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOPWORDS))[:limit]
+
+
+
+def chunk_from_row(row: dict[str, Any], vector: np.ndarray | None) -> Chunk:
+    """A Chunk from stored columns, without re-validation (it was validated when written)."""
+    acl = row["acl"]
+    if isinstance(acl, str):
+        acl = json.loads(acl)
+    meta = row["metadata"]
+    if isinstance(meta, str):
+        meta = json.loads(meta)
+    return Chunk.model_construct(
+        id=row["id"],
+        doc=row["doc"],
+        text=row["text"],
+        version=row["version"],
+        status=row["status"],
+        date=_as_date(row["date"]),
+        effective_to=_as_date(row["effective_to"]),
+        title=row["title"] or "",
+        section=row["section"] or "",
+        position=row["position"],
+        source_type=row["source_type"],
+        trust=row["trust"],
+        acl=tuple(acl) if acl is not None else None,
+        metadata=meta or {},
+        vector=tuple(vector.tolist()) if vector is not None else None,
+    )
+
+
+def _as_date(value: Any) -> Date | None:
+    if value is None or isinstance(value, Date):
+        return value
+    return Date.fromisoformat(str(value))
+
+
+def open_store(location: str, *, create: bool = True) -> Store:
+    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from docket.store.postgres import PostgresStore
+
+        return PostgresStore(location)
+    from docket.store.sqlite import SQLiteStore
+
+    return SQLiteStore(location, create=create)
