@@ -9,7 +9,13 @@ from typing import Any, Protocol, runtime_checkable
 
 @runtime_checkable
 class Generator(Protocol):
-    name: str
+    """Anything that turns chat messages into an answer. `name` says which model, for reports.
+
+    `name` is read-only in the protocol so that a plain attribute and a property both satisfy it.
+    """
+
+    @property
+    def name(self) -> str: ...
 
     def generate(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> str:
         """The model's answer to OpenAI-style chat messages."""
@@ -79,6 +85,7 @@ class BriefGenerator(Protocol):
     and return cited spans rather than [S1] markers; such a generator maps them back to labels.
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def answer_brief(self, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer: ...
