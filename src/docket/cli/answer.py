@@ -1,3 +1,120 @@
-"""Commands of this group are registered on the shared app (see docket.cli.app)."""
+"""`docket check` (an answer against its brief) and `docket llm ...` (the local model server).
 
-from docket.cli.app import app  # noqa: F401
+Exit codes of `docket check`: 0 clean, 1 findings, 2 bad input (one line on stderr naming the
+file and field). The refusal sentence is reported, not counted as a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from docket.cli.app import app
+from docket.errors import InputError
+
+llm_app = typer.Typer(help="Language models: start/stop the local llama.cpp server, list what an endpoint serves.",
+                      no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+
+
+def _read_answer(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read the answer ({e.strerror or e})", where=path) from e
+    except UnicodeDecodeError as e:
+        raise InputError("is not UTF-8 text", where=path) from e
+
+
+@app.command("check")
+def check_cmd(
+    answer: str = typer.Option(..., "--answer", "-a", help="The model's answer: a text file, or - for stdin."),
+    brief: Path = typer.Option(..., "--brief", "-b", help="What `docket assemble --json` printed for that question."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    allow_domain: list[str] = typer.Option([], "--allow-domain", help="A domain links may point to (subdomains too). Repeatable."),
+    strip_links: bool = typer.Option(False, "--strip-links", help="Also print the answer with disallowed links removed."),
+    judge_url: str | None = typer.Option(None, "--judge", help="Also ask this model (a --llm URL) whether each cited passage supports its sentence."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="Model name for --judge."),
+    no_names: bool = typer.Option(False, "--no-names", help="Do not compare capitalised names, only numbers and dates."),
+) -> None:
+    """Check an answer's citations against its brief: unknown labels, uncited sentences, facts the
+    cited passage does not contain, and links to domains not on the allow-list."""
+    from docket.check import LLMJudge, check_answer
+
+    text = _read_answer(answer)
+    judge = None
+    if judge_url:
+        from docket.llm import generator_from_url
+
+        judge = LLMJudge(generator_from_url(judge_url, model=judge_model))
+    report = check_answer(text, brief, judge=judge, allowed_domains=allow_domain, strip=strip_links, names=not no_names)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        from docket.checks.render import print_check_report
+
+        print_check_report(report, Console())
+    raise typer.Exit(0 if report.clean else 1)
+
+
+@llm_app.command("serve-local")
+def serve_local(
+    model: str = typer.Option("0.5b", "--model", "-m", help="0.5b, 1.5b (Qwen2.5-Coder-Instruct Q4_K_M from PyPI parts) or a .gguf path."),
+    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
+    n_ctx: int = typer.Option(4096, "--n-ctx", help="Context window of the server."),
+    wait: float = typer.Option(180.0, "--wait", help="Seconds to wait for the server to answer."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Start llama.cpp's OpenAI-compatible server on loopback and wait until it answers.
+
+    Use it with `--llm local` (or the printed URL). Needs scripts/install_local_llm.sh.
+    """
+    from docket.llm import local
+
+    info = local.serve(model, port=port, n_ctx=n_ctx, wait=wait)
+    if as_json:
+        typer.echo(json.dumps(info.to_json(), indent=2))
+    else:
+        typer.echo(f"local model server: {info.url} (model {info.model}, pid {info.pid}, log {info.log})")
+        typer.echo("use it with: docket assemble ... --llm local    stop it with: docket llm stop-local")
+
+
+@llm_app.command("stop-local")
+def stop_local() -> None:
+    """Stop the server `serve-local` started (SIGTERM, then SIGKILL after 10 s)."""
+    from docket.llm import local
+
+    info = local.stop()
+    typer.echo(f"stopped the local model server (pid {info.pid}, {info.url})" if info else "no local model server is running")
+
+
+@llm_app.command("status")
+def status(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Is a local model server running, and where."""
+    from docket.llm import local
+
+    info = local.status()
+    if as_json:
+        typer.echo(json.dumps(info.to_json() if info else None))
+    else:
+        typer.echo(f"running: {info.url} (model {info.model}, pid {info.pid})" if info else "no local model server is running")
+    raise typer.Exit(0 if info else 1)
+
+
+@llm_app.command("models")
+def models(url: str = typer.Argument(..., help="An --llm URL (http://host:port/v1, local, ollama://host:port).")) -> None:
+    """List the models an OpenAI-compatible endpoint serves (a quick reachability test)."""
+    from docket.llm import generator_from_url
+    from docket.llm.openai_compat import OpenAICompatGenerator
+
+    gen = generator_from_url(url, model="-")
+    if not isinstance(gen, OpenAICompatGenerator):
+        raise InputError("only OpenAI-compatible endpoints list their models", field="url")
+    for m in gen.models():
+        typer.echo(m)

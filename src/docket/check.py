@@ -1,0 +1,331 @@
+"""Check an answer against the brief it was written from.
+
+Citations start at assembly (every passage has a label) and end here: after generation, docket
+checks that
+
+* every cited label exists in the brief (`unknown_labels`);
+* every factual sentence cites something (`uncited_sentences`); headings, greetings, questions
+  and the brief's literal refusal sentence are not factual sentences;
+* each cited passage contains the sentence's hard facts — numbers, amounts, percentages, dates
+  and names (`unsupported`, found by a cheap lexical comparison that needs no model) — and,
+  optionally, that a judge (an LLM behind the `SupportJudge` protocol) agrees it supports the
+  sentence;
+* links in the answer only point to allowed domains (`flagged_links`), since a planted passage
+  can make the model add a link that carries data out; they can be stripped.
+
+The structural checks prove a label exists, not that it supports the claim; the lexical check
+proves a hard fact is missing, not that the rest is true; a judge covers paraphrase at the cost
+of a model call per sentence. The report says which check found what.
+
+    report = check_answer(answer_text, brief)            # Brief, its to_json() dict, JSON text or a path
+    report.clean, report.to_json()
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from docket.checks.facts import PassageFacts, content_words, sentence_facts
+from docket.checks.links import Link, find_links, flagged_links, normalize_domains, strip_links
+from docket.checks.sentences import Sentence, labels_in, split_sentences
+from docket.errors import InputError
+
+DEFAULT_REFUSAL = "I do not know from the provided sources."
+
+__all__ = [
+    "BriefSources",
+    "CheckReport",
+    "LLMJudge",
+    "SupportJudge",
+    "Verdict",
+    "check_answer",
+    "find_links",
+    "labels_in",
+    "load_brief",
+    "split_sentences",
+    "strip_links",
+]
+
+
+# -- the brief --------------------------------------------------------------------------------
+
+
+@dataclass
+class BriefSources:
+    """What the checker needs from a brief: label -> source (with its passage text), the refusal."""
+
+    sources: dict[str, dict[str, Any]]
+    refusal: str
+    found: bool = True
+
+    def evidence(self, label: str) -> str:
+        """The passage text plus the header metadata the model also saw (title, section, date...)."""
+        s = self.sources[label]
+        meta = " ".join(str(s[k]) for k in ("title", "section", "date", "status") if s.get(k))
+        return f"{meta}\n{s.get('text', '')}" if meta else str(s.get("text", ""))
+
+
+def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
+    """Accept a `Brief`, its `to_json()` dict, JSON text, or a path to `docket assemble --json` output.
+
+    Bad input raises `InputError` naming the file and the field at fault.
+    """
+    if hasattr(brief, "sources") and hasattr(brief, "refusal") and not isinstance(brief, Mapping):
+        return BriefSources(dict(brief.sources), str(brief.refusal or DEFAULT_REFUSAL), bool(getattr(brief, "found", True)))
+    data: Any = brief
+    if isinstance(brief, Path) or (isinstance(brief, str) and not brief.lstrip().startswith("{")):
+        path = Path(brief)
+        where = where or str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"cannot read the brief ({e.strerror or e})", where=where) from e
+        data = text
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as e:
+            raise InputError(f"not JSON (line {e.lineno}, column {e.colno}: {e.msg}); pass what `docket assemble --json` prints",
+                             where=where or "brief") from e
+    if not isinstance(data, Mapping):
+        raise InputError("must be a JSON object (the output of `docket assemble --json`)", where=where or "brief")
+    sources = data.get("sources")
+    if sources is None:
+        raise InputError("is missing; pass what `docket assemble --json` prints", where=where or "brief", field="sources")
+    if not isinstance(sources, Mapping):
+        raise InputError("must be an object mapping labels to sources", where=where or "brief", field="sources")
+    clean: dict[str, dict[str, Any]] = {}
+    for label, src in sources.items():
+        if not re.fullmatch(r"S\d+", str(label)):
+            raise InputError("labels must look like S1, S2, ...", where=where or "brief", field=f"sources.{label}")
+        if not isinstance(src, Mapping):
+            raise InputError("must be an object", where=where or "brief", field=f"sources.{label}")
+        if not isinstance(src.get("text"), str):
+            raise InputError("is missing or not a string (the checker compares against the passage text)",
+                             where=where or "brief", field=f"sources.{label}.text")
+        clean[str(label)] = dict(src)
+    refusal = data.get("refusal", DEFAULT_REFUSAL)
+    if not isinstance(refusal, str):
+        raise InputError("must be a string", where=where or "brief", field="refusal")
+    return BriefSources(clean, refusal or DEFAULT_REFUSAL, bool(data.get("found", True)))
+
+
+# -- the judge --------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """A judge's decision: True supported, False not supported, None could not decide."""
+
+    supported: bool | None
+    reason: str = ""
+
+
+@runtime_checkable
+class SupportJudge(Protocol):
+    """Decides whether evidence passages support a claim (an NLI model, an LLM, a person...)."""
+
+    name: str
+
+    def judge(self, claim: str, evidence: Mapping[str, str]) -> Verdict: ...
+
+
+JUDGE_SYSTEM = (
+    "You are a strict fact checker. You are given evidence passages and one claim. "
+    "Decide whether the evidence supports the claim: every fact in the claim (numbers, dates, names, conditions) "
+    "must be stated in or directly implied by the evidence. Reply with one word: YES or NO."
+)
+
+
+class LLMJudge:
+    """A `SupportJudge` that asks a `Generator` for YES/NO on each (claim, evidence) pair.
+
+    Evidence longer than `max_evidence_chars` is cut (small local models have 4k contexts).
+    An answer that is neither YES nor NO gives `Verdict(None)`: no finding, counted as undecided.
+    """
+
+    def __init__(self, generator: Any, *, max_evidence_chars: int = 6000, max_tokens: int = 4) -> None:
+        self.generator = generator
+        self.max_evidence_chars = max_evidence_chars
+        self.max_tokens = max_tokens
+        self.name = f"llm:{getattr(generator, 'name', type(generator).__name__)}"
+
+    def messages(self, claim: str, evidence: Mapping[str, str]) -> list[dict[str, str]]:
+        budget = max(200, self.max_evidence_chars // max(1, len(evidence)))
+        blocks = []
+        for label, text in evidence.items():
+            t = " ".join(text.split())
+            blocks.append(f"[{label}] {t[:budget]}{'…' if len(t) > budget else ''}")
+        user = ("Evidence:\n" + "\n\n".join(blocks) + f"\n\nClaim: {claim}\n\n"
+                "Does the evidence support the claim? Answer YES or NO.")
+        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+    def judge(self, claim: str, evidence: Mapping[str, str]) -> Verdict:
+        reply = self.generator.generate(self.messages(claim, evidence), max_tokens=self.max_tokens, temperature=0.0)
+        word = re.sub(r"[^a-z]", " ", str(reply).lower()).split()
+        first = word[0] if word else ""
+        if first in ("yes", "supported", "true"):
+            return Verdict(True, "judge: yes")
+        if first in ("no", "not", "unsupported", "false"):
+            return Verdict(False, "the judge says the passage does not support it")
+        return Verdict(None, f"judge gave no verdict ({' '.join(str(reply).split())[:40]!r})")
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckReport:
+    """Findings of `check_answer`. `clean` when there are none (the refusal is not a finding)."""
+
+    unknown_labels: list[str] = field(default_factory=list)
+    uncited_sentences: list[str] = field(default_factory=list)
+    unsupported: list[dict[str, Any]] = field(default_factory=list)
+    flagged_links: list[dict[str, str]] = field(default_factory=list)
+    refusal: bool = False
+    #: the answer is only the refusal (no claims)
+    refusal_only: bool = False
+    cited_labels: list[str] = field(default_factory=list)
+    #: sentences citing a user-generated / untrusted source (informational, not a finding)
+    untrusted_citations: list[dict[str, str]] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
+    stripped_answer: str | None = None
+    judge: str | None = None
+    judge_undecided: int = 0
+    #: label -> source summary, for resolving citations when printing
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.unknown_labels or self.uncited_sentences or self.unsupported or self.flagged_links)
+
+    @property
+    def findings(self) -> int:
+        return len(self.unknown_labels) + len(self.uncited_sentences) + len(self.unsupported) + len(self.flagged_links)
+
+    def to_json(self) -> dict[str, Any]:
+        claims = [s for s in self.sentences if s.kind == "claim"]
+        out: dict[str, Any] = {
+            "clean": self.clean,
+            "unknown_labels": self.unknown_labels,
+            "uncited_sentences": self.uncited_sentences,
+            "unsupported": self.unsupported,
+            "flagged_links": self.flagged_links,
+            "refusal": self.refusal,
+            "refusal_only": self.refusal_only,
+            "cited_labels": self.cited_labels,
+            "untrusted_citations": self.untrusted_citations,
+            "counts": {
+                "sentences": len(self.sentences),
+                "claims": len(claims),
+                "cited_claims": sum(1 for s in claims if s.labels),
+                "findings": self.findings,
+            },
+            "judge": self.judge,
+            "judge_undecided": self.judge_undecided,
+            "sentences": [s.to_json() for s in self.sentences],
+        }
+        if self.stripped_answer is not None:
+            out["stripped_answer"] = self.stripped_answer
+        return out
+
+
+def _natural(label: str) -> tuple[int, str]:
+    m = re.fullmatch(r"S(\d+)", label)
+    return (int(m.group(1)), label) if m else (10**9, label)
+
+
+def _without_links(text: str, links: list[Link]) -> str:
+    for lk in sorted(links, key=lambda x: x.start, reverse=True):
+        text = text[: lk.start] + (lk.text if lk.kind in ("markdown", "html") else " ") + text[lk.end :]
+    return text
+
+
+def check_answer(
+    answer: str,
+    brief: Any,
+    *,
+    judge: SupportJudge | None = None,
+    allowed_domains: Iterable[str] = (),
+    strip: bool = False,
+    names: bool = True,
+    min_overlap: float = 0.0,
+    judge_all: bool = False,
+) -> CheckReport:
+    """Check `answer` against `brief` (a `Brief`, its JSON dict/text, or a path to it).
+
+    `judge` (optional) is asked about every cited claim the lexical check passed (all cited claims
+    with `judge_all`). `allowed_domains` lists the domains links may point to (subdomains
+    included); `strip` also returns the answer with the other links removed. `names=False`
+    turns off the name comparison; `min_overlap` > 0 also flags claims sharing fewer than that
+    share of their content words with the cited passages (off by default: paraphrase is normal).
+    """
+    if not isinstance(answer, str):
+        raise InputError("must be text", field="answer")
+    bs = load_brief(brief)
+    domains = normalize_domains(allowed_domains)
+    sentences = split_sentences(answer, bs.refusal)
+    report = CheckReport(sentences=sentences, judge=getattr(judge, "name", None) if judge else None,
+                         sources={k: {kk: v for kk, v in s.items() if kk != "text"} for k, s in bs.sources.items()})
+
+    cited = labels_in(answer)
+    report.unknown_labels = sorted({lab for lab in cited if lab not in bs.sources}, key=_natural)
+    report.cited_labels = [lab for lab in cited if lab in bs.sources]
+    report.refusal = any(s.kind == "refusal" for s in sentences)
+    report.refusal_only = report.refusal and not any(s.kind == "claim" for s in sentences)
+
+    facts_cache: dict[str, PassageFacts] = {}
+
+    def pfacts(label: str) -> PassageFacts:
+        if label not in facts_cache:
+            facts_cache[label] = PassageFacts.of(bs.evidence(label))
+        return facts_cache[label]
+
+    for s in sentences:
+        if s.kind != "claim":
+            continue
+        if not s.labels:
+            report.uncited_sentences.append(s.text)
+            continue
+        known = [lab for lab in s.labels if lab in bs.sources]
+        if not known:
+            continue
+        for lab in known:
+            src = bs.sources[lab]
+            if src.get("trust") == "untrusted" or src.get("status") == "user-generated":
+                report.untrusted_citations.append({"sentence": s.text, "label": lab, "status": str(src.get("status", ""))})
+        claim = _without_links(s.claim, find_links(s.claim))
+        label_str = ",".join(known)
+        lexical_found = False
+        missing = [f for f in sentence_facts(claim, names=names) if not any(pfacts(lab).supports(f) for lab in known)]
+        if missing:
+            lexical_found = True
+            where = " or ".join(known)
+            what = "; ".join(f.describe() for f in missing[:4])
+            report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "lexical",
+                                       "reason": f"{what} not in {where}", "missing": [f.surface for f in missing]})
+        elif min_overlap > 0:
+            words = content_words(claim)
+            have = set().union(*(content_words(bs.evidence(lab)) for lab in known))
+            if words and len(words & have) / len(words) < min_overlap:
+                lexical_found = True
+                report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "overlap",
+                                           "reason": f"only {len(words & have)} of its {len(words)} content words are in "
+                                                     f"{' or '.join(known)}"})
+        if judge is not None and (judge_all or not lexical_found):
+            verdict = judge.judge(claim, {lab: bs.evidence(lab) for lab in known})
+            if verdict.supported is None:
+                report.judge_undecided += 1
+            elif verdict.supported is False:
+                report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "judge",
+                                           "reason": verdict.reason or "the judge says it is not supported"})
+
+    report.flagged_links = [lk.to_json() for lk in flagged_links(answer, domains)]
+    if strip:
+        report.stripped_answer = strip_links(answer, domains)
+    return report

@@ -1,0 +1,1 @@
+"""The parts of the answer check (`docket.check`): sentences and citations, facts, links."""

@@ -1,0 +1,271 @@
+"""The cheap lexical support check: does the cited passage contain the sentence's hard facts?
+
+An answer goes wrong most expensively on the details a reader acts on: numbers, amounts,
+percentages, dates and names ("within 5 business days [S1]" when S1 says 10). Those are also the
+details a string comparison can verify without a model. Each fact is normalised on both sides
+so that surface forms do not matter: "15%" = "15 percent", "ten" = "10", "1,000" = "1000",
+"$2.5 million" = "2,500,000", and "2026-03-01" = "March 1, 2026" = "1 March 2026" = "03/01/2026".
+The check is one-sided on purpose: it proves a fact is *missing* from the passage, never that
+the sentence is true. Paraphrase and reasoning need a judge (see `docket.check.LLMJudge`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
+    "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
+    "nov": 11, "dec": 12,
+}
+_MONTH = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:1[89]|20|21)\d\d)"
+
+DATE_PATTERNS = [
+    re.compile(r"\b" + _YEAR + r"-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)\b"),
+    re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.]" + _YEAR + r"\b"),
+    re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,\s*|\s+)" + _YEAR + r"\b", re.I),
+    re.compile(r"\b" + _DAY + r"(?:\s+of)?\s+" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I),
+    re.compile(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I),
+    re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"\b(?!\s*(?:%|percent))", re.I),
+    re.compile(r"\b" + _DAY + r"(?:\s+of)?\s+" + _MONTH + r"\b", re.I),
+]
+
+UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+    "tenth": 10, "twelfth": 12, "fifteenth": 15, "twentieth": 20, "thirtieth": 30,
+}
+SCALES = {"hundred": 100, "thousand": 1_000, "k": 1_000, "million": 1_000_000, "m": 1_000_000, "mn": 1_000_000,
+          "billion": 1_000_000_000, "bn": 1_000_000_000, "b": 1_000_000_000, "trillion": 1_000_000_000_000}
+
+_WORDNUM = (r"\b(?:(?P<tens>" + "|".join(TENS) + r")(?:[-\s](?P<unit>" + "|".join(k for k in UNITS if k != "zero")
+            + r"))?|(?P<only>" + "|".join(UNITS) + r"))\b")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<cur>[$€£¥]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<scale>hundred|thousand|million|billion|trillion|bn|mn|k|m|b)\b)?"
+    r"(?:(?P<ord>st|nd|rd|th)\b)?"
+    r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b|pct\b|percentage points?\b))?",
+    re.I,
+)
+_WORD_NUMBER = re.compile(_WORDNUM + r"(?:\s+(?P<wscale>hundred|thousand|million|billion))?(?:\s*(?P<wpct>%|percent\b|per\s?cent\b))?", re.I)
+
+# Capitalised words that start clauses or are common in answers but are not names
+NOT_NAMES = {
+    "i", "a", "an", "the", "this", "that", "these", "those", "there", "here", "it", "its", "they", "we", "you", "your",
+    "yes", "no", "not", "note", "however", "but", "and", "or", "if", "when", "while", "after", "before", "because",
+    "so", "also", "for", "in", "on", "at", "to", "of", "by", "with", "as", "from", "per", "all", "any", "each",
+    "both", "some", "only", "please", "according", "based", "overall", "additionally", "furthermore", "moreover",
+    "therefore", "thus", "then", "otherwise", "unless", "except", "customers", "customer", "users", "user",
+    "annual", "monthly", "refund", "refunds", "policy", "section", "source", "sources", "document", "documents",
+    "step", "steps", "option", "options", "example", "answer", "question", "summary", "important", "warning",
+    "mon", "tue", "wed", "thu", "fri", "sat", "sun",
+}
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str  # number | percent | date | name
+    key: tuple[object, ...]  # normalised value compared between sentence and passage
+    surface: str  # as written in the sentence
+    alts: tuple[tuple[object, ...], ...] = ()  # other readings (03/01/2026: 1 March or 3 January)
+
+    def describe(self) -> str:
+        return {"number": "number", "percent": "percentage", "date": "date", "name": "name"}[self.kind] + f" '{self.surface}'"
+
+
+def _clean(text: str) -> str:
+    t = unicodedata.normalize("NFKC", text)
+    t = t.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-").replace("\u00a0", " ")
+    return t
+
+
+def _dec(s: str) -> Decimal | None:
+    try:
+        d = Decimal(s.replace(",", ""))
+    except InvalidOperation:
+        return None
+    return d
+
+
+def _norm(d: Decimal) -> str:
+    s = format(d.normalize(), "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def _dates(text: str) -> tuple[list[tuple[Fact, tuple[int, int]]], str]:
+    """Dates found in `text` (with spans), and the text with the dates blanked out."""
+    found: list[tuple[Fact, tuple[int, int]]] = []
+    chars = list(text)
+    for pat in DATE_PATTERNS:
+        for m in pat.finditer(text):
+            if any(chars[i] == "\0" for i in range(m.start(), m.end())):
+                continue
+            g = m.groupdict()
+            year = int(g["year"]) if g.get("year") else None
+            keys: list[tuple[object, ...]] = []
+            if g.get("m") and g.get("d"):
+                keys = [(year, int(g["m"]), int(g["d"]))]
+            elif g.get("a") and g.get("b"):  # 03/01/2026: month/day or day/month
+                a, b = int(g["a"]), int(g["b"])
+                keys = [(year, a, b), (year, b, a)]
+            elif g.get("mon"):
+                mon = MONTHS[g["mon"].lower().rstrip(".")]
+                day = int(g["day"]) if g.get("day") else None
+                if day is not None and not 1 <= day <= 31:
+                    continue
+                keys = [(year, mon, day)]
+            keys = [k for k in keys if k[1] is not None and 1 <= int(k[1]) <= 12]  # type: ignore[call-overload]
+            if not keys:
+                continue
+            # "May 5" alone: only with a capital M, so the verb "may" never becomes a month
+            if g.get("mon") and g["mon"].lower() == "may" and not g["mon"][0].isupper():
+                continue
+            found.append((Fact("date", keys[0], m.group(0), tuple(keys[1:])), (m.start(), m.end())))
+            for i in range(m.start(), m.end()):
+                chars[i] = "\0"
+    return found, "".join(" " if c == "\0" else c for c in chars)
+
+
+def _numbers(text: str, *, words: str) -> list[Fact]:
+    """Numbers, amounts and percentages. `words`: 'all' reads number words, 'strict' skips 'one'."""
+    out: list[Fact] = []
+    for m in _NUMBER.finditer(text):
+        d = _dec(m.group("num"))
+        if d is None:
+            continue
+        scale = (m.group("scale") or "").lower()
+        # "5 m" could be metres; only scale lower-case single letters after a currency sign
+        if scale in ("m", "b", "k") and not m.group("cur"):
+            scale = ""
+        if scale:
+            d = d * SCALES[scale]
+        pct = m.group("pct")
+        kind = "percent" if pct else "number"
+        out.append(Fact(kind, (kind, _norm(d)), m.group(0).strip()))
+    for m in _WORD_NUMBER.finditer(text):
+        g = m.groupdict()
+        if g.get("only"):
+            n = UNITS[g["only"].lower()]
+            if words == "strict" and n in (0, 1):
+                continue
+        else:
+            n = TENS[g["tens"].lower()] + (UNITS[g["unit"].lower()] if g.get("unit") else 0)
+        value = Decimal(n)
+        if g.get("wscale"):
+            value *= SCALES[g["wscale"].lower()]
+        kind = "percent" if g.get("wpct") else "number"
+        out.append(Fact(kind, (kind, _norm(value)), m.group(0).strip()))
+    if words == "all":
+        for w, n in ORDINALS.items():
+            if re.search(rf"\b{w}\b", text, re.I):
+                out.append(Fact("number", ("number", str(n)), w))
+    return out
+
+
+_NAME = re.compile(r"(?<![\w'])([A-Z][\w&'\-]*[\w]|[A-Z]{2,})")
+
+
+def _names(text: str) -> list[Fact]:
+    """Capitalised words that are not clause starts: likely names (Nimbus, Stripe, EU, UK)."""
+    out: list[Fact] = []
+    for m in _NAME.finditer(text):
+        word = m.group(1)
+        if word.endswith("'s"):
+            word = word[:-2]
+        low = word.lower()
+        if low in NOT_NAMES or low in MONTHS or re.fullmatch(r"S\d+", word):
+            continue
+        before = text[: m.start()].rstrip()
+        clause_start = not before or before[-1] in ".!?:;\"'(*-•#>|" or bool(re.search(r"(?:^|\s)\d+[.)]$", before))
+        acronym = word.isupper() and len(word) >= 2
+        inner = any(c.isupper() or c.isdigit() for c in word[1:])
+        if clause_start and not (acronym or inner):
+            continue
+        out.append(Fact("name", ("name", low), word))
+    return out
+
+
+def sentence_facts(sentence: str, *, names: bool = True) -> list[Fact]:
+    """The facts of a claim (citations and links already removed) that its source must contain."""
+    text = _clean(sentence)
+    dates, rest = _dates(text)
+    facts = [f for f, _ in dates] + _numbers(rest, words="strict")
+    if names:
+        facts += _names(rest)
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for f in facts:
+        if f.key not in seen:
+            seen.add(f.key)
+            out.append(f)
+    return out
+
+
+@dataclass
+class PassageFacts:
+    """Everything a passage can support: its normalised facts and its words."""
+
+    numbers: set[tuple[object, ...]]
+    dates: set[tuple[object, ...]]
+    words: set[str]
+
+    @classmethod
+    def of(cls, text: str) -> PassageFacts:
+        t = _clean(text)
+        dates, rest = _dates(t)
+        nums = {f.key for f in _numbers(rest, words="all")}
+        # a year inside a date still counts as a number the passage mentions
+        for f, _ in dates:
+            if f.key[0] is not None:
+                nums.add(("number", str(f.key[0])))
+        words = {w.lower() for w in re.findall(r"[\w]+", t)}
+        return cls(numbers=nums, dates={k for f, _ in dates for k in (f.key, *f.alts)}, words=words)
+
+    def supports(self, fact: Fact) -> bool:
+        if fact.kind == "number":
+            return fact.key in self.numbers or ("percent", fact.key[1]) in self.numbers
+        if fact.kind == "percent":
+            return fact.key in self.numbers
+        if fact.kind == "date":
+            for y, m, d in (fact.key, *fact.alts):
+                for py, pm, pd in self.dates:
+                    if pm == m and (y is None or py == y) and (d is None or pd == d):
+                        return True
+            return False
+        if fact.kind == "name":
+            return self._has_word(str(fact.key[1]))
+        return True
+
+    def _has_word(self, word: str) -> bool:
+        parts = [p for p in re.findall(r"\w+", word) if p]
+        return all(self._word(p) for p in parts)
+
+    def _word(self, w: str) -> bool:
+        if w in self.words:
+            return True
+        if len(w) >= 4:
+            for pw in self.words:
+                if pw.startswith(w) or (len(pw) >= 5 and w.startswith(pw) and len(w) - len(pw) <= 3):
+                    return True
+        return False
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case content words of length >= 3 minus a short stop list (for the overlap check)."""
+    stop = {"the", "and", "for", "are", "was", "were", "with", "that", "this", "from", "have", "has", "had", "not",
+            "but", "can", "may", "will", "would", "could", "should", "their", "there", "which", "who", "whom",
+            "what", "when", "where", "they", "them", "its", "into", "also", "such", "than", "then", "these",
+            "those", "been", "being", "more", "most", "some", "any", "all", "each", "other", "about", "over",
+            "only", "very", "you", "your", "our", "his", "her", "she", "him", "one", "two", "use", "used"}
+    return {w for w in re.findall(r"[a-z0-9]+", _clean(text).lower()) if len(w) >= 3 and w not in stop}

@@ -1,0 +1,153 @@
+"""Split an answer into sentences, find their [S#] citations, and tell claims from the rest.
+
+The checker works per sentence because the brief asks for a citation on every factual sentence.
+Models write Markdown, so lines (headings, bullets) are split first, then sentences inside a
+line; a citation the model put after the full stop ("... days. [S1]") belongs to the sentence
+before it. Not every sentence is a claim: headings, greetings, questions, very short
+connectives and the literal refusal sentence need no citation, and flagging them would train
+users to ignore the report.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+# [S1]  [S1, S2]  [S1][S2]  [S1; S2]  [S1-S3]  [s1]  [S 1]
+CITATION = re.compile(r"\[\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*\]", re.I)
+_ONE = re.compile(r"S?\s?(\d+)", re.I)
+
+ABBREVIATIONS = {
+    "e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "st.", "no.", "approx.", "inc.", "ltd.", "co.", "corp.",
+    "jr.", "sr.", "u.s.", "u.k.", "a.m.", "p.m.", "fig.", "sec.", "art.", "para.", "cf.", "al.", "ca.", "jan.", "feb.",
+    "mar.", "apr.", "jun.", "jul.", "aug.", "sep.", "sept.", "oct.", "nov.", "dec.", "min.", "max.",
+}
+
+# end of sentence: punctuation, closing quotes/brackets, citations written after the stop, space
+_BOUNDARY = re.compile(r"(?P<punct>[.!?]+)[\"')”’]*(?:\s*\[\s*S\s?\d+[^\]]{0,40}\])*\s+", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
+_FILLER = re.compile(
+    r"^(?:hi|hello|hey|sure|certainly|of course|absolutely|thanks|thank you|great question|good question|"
+    r"i hope (?:this|that) helps|hope (?:this|that) helps|let me know|feel free|happy to help|glad to help|"
+    r"here(?: is|'s| are)|in summary|to summari[sz]e|in short|answer|summary|sources|references|citations)\b",
+    re.I,
+)
+
+
+def labels_in(text: str) -> list[str]:
+    """Every label cited in `text`, in order, without repeats ([S1-S3] expands to S1, S2, S3)."""
+    out: list[str] = []
+    for m in CITATION.finditer(text):
+        body = m.group(1)
+        nums = [int(n) for n in _ONE.findall(body)]
+        if len(nums) == 2 and re.search(r"\d\s*(?:–|-)\s*S?\s?\d", body, re.I) and nums[0] < nums[1] <= nums[0] + 50:
+            nums = list(range(nums[0], nums[1] + 1))
+        for n in nums:
+            lab = f"S{n}"
+            if lab not in out:
+                out.append(lab)
+    return out
+
+
+def strip_citations(text: str) -> str:
+    return re.sub(r"\s+([.,;:!?])", r"\1", CITATION.sub("", text)).strip()
+
+
+def normalize(text: str) -> str:
+    """Lower-case, NFKC, straight quotes, no punctuation: for comparing sentences."""
+    t = unicodedata.normalize("NFKC", text).lower().replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    t = re.sub(r"[^\w\s']", " ", t)
+    return " ".join(t.split())
+
+
+@dataclass
+class Sentence:
+    text: str  # as written, citations included
+    labels: list[str] = field(default_factory=list)
+    kind: str = "claim"  # claim | refusal | heading | filler | question | short | code
+
+    @property
+    def claim(self) -> str:
+        """The sentence without its citation markers and list/heading markup."""
+        t = strip_citations(self.text)
+        t = _BULLET.sub("", t)
+        return t.strip().strip("*_").strip()
+
+    def to_json(self) -> dict[str, object]:
+        return {"text": self.text, "labels": self.labels, "kind": self.kind}
+
+
+def _split_line(line: str) -> list[str]:
+    pieces: list[str] = []
+    pos = 0
+    for m in _BOUNDARY.finditer(line):
+        before = line[pos : m.end("punct")]
+        last_word = before.split()[-1].lower() if before.split() else ""
+        nxt = line[m.end() : m.end() + 1]
+        if last_word in ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.){1,3}", last_word) or (nxt and nxt.islower()):
+            continue
+        pieces.append(line[pos : m.end()].strip())
+        pos = m.end()
+    pieces.append(line[pos:].strip())
+    pieces = [p for p in pieces if p]
+    # a citation written after the full stop belongs to the sentence before it
+    merged: list[str] = []
+    for p in pieces:
+        lead = re.match(r"^((?:\s*" + CITATION.pattern + r")+)\s*", p, re.I)
+        if lead and merged:
+            merged[-1] = merged[-1] + " " + lead.group(1).strip()
+            p = p[lead.end() :].strip()
+            if not p:
+                continue
+        merged.append(p)
+    return merged
+
+
+def classify(sentence: str, refusal: str) -> str:
+    if refusal and normalize(refusal) and normalize(refusal) in normalize(sentence):
+        return "refusal"
+    raw = sentence.strip()
+    if _HEADING.match(raw):
+        return "heading"
+    bare = strip_citations(_BULLET.sub("", raw)).strip().strip("*_ ")
+    words = re.findall(r"[\w'%$€£]+", bare)
+    has_digit = any(ch.isdigit() for ch in bare)
+    if not words:
+        return "short"
+    if bare.endswith(":") and len(words) <= 12 and not labels_in(raw):
+        return "heading"
+    if bare.endswith("?"):
+        return "question"
+    if _FILLER.match(bare) and len(words) <= 12 and not has_digit:
+        return "filler"
+    if len(words) < 4 and not has_digit and not labels_in(raw):
+        return "short"
+    return "claim"
+
+
+def split_sentences(answer: str, refusal: str = "") -> list[Sentence]:
+    """The answer's sentences in order, each with its cited labels and its kind."""
+    out: list[Sentence] = []
+    in_code = False
+    for line in answer.replace("\r\n", "\n").split("\n"):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            if line.strip():
+                out.append(Sentence(line.strip(), labels_in(line), "code"))
+            continue
+        if not line.strip():
+            continue
+        pieces = _split_line(line)
+        if out and pieces and not strip_citations(pieces[0]).strip() and labels_in(pieces[0]):
+            # a line that is only citations belongs to the sentence above it
+            prev = out[-1]
+            prev.text += " " + pieces[0]
+            prev.labels += [lab for lab in labels_in(pieces[0]) if lab not in prev.labels]
+            pieces = pieces[1:]
+        for p in pieces:
+            out.append(Sentence(p, labels_in(p), classify(p, refusal)))
+    return out
