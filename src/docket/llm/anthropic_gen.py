@@ -11,6 +11,7 @@ of the documents it cites, placed before its closing punctuation. The raw spans 
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import time
@@ -128,6 +129,10 @@ class AnthropicGenerator:
         if not key:
             raise NotConfigured("no Anthropic API key: set ANTHROPIC_API_KEY", endpoint=self.base_url)
         self.client = anthropic.Anthropic(api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0)
+        try:
+            self._takes_temperature = "temperature" in inspect.signature(self.client.messages.create).parameters
+        except (TypeError, ValueError):
+            self._takes_temperature = True
         self._caller = SdkCaller(
             anthropic, self.base_url, timeout=timeout, retries=retries, backoff=backoff, max_backoff=max_backoff,
             key_hint="ANTHROPIC_API_KEY",
@@ -138,10 +143,17 @@ class AnthropicGenerator:
     def name(self) -> str:
         return f"anthropic:{self.model}"
 
-    def _create(self, system: str | None, messages: list[dict[str, Any]], max_tokens: int, temperature: float) -> Any:
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature, "messages": messages}
+    def _kwargs(self, system: str | None, messages: list[dict[str, Any]], max_tokens: int, temperature: float) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
+        # newer SDKs (2.x) dropped `temperature` from messages.create: send it only where it exists
+        if self._takes_temperature:
+            kwargs["temperature"] = temperature
         if system:
             kwargs["system"] = system
+        return kwargs
+
+    def _create(self, system: str | None, messages: list[dict[str, Any]], max_tokens: int, temperature: float) -> Any:
+        kwargs = self._kwargs(system, messages, max_tokens, temperature)
         return self._caller.call(lambda: self.client.messages.create(**kwargs), what="messages.create")
 
     @staticmethod
@@ -177,9 +189,7 @@ class AnthropicGenerator:
     def stream(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
         """Plain text deltas (no citations: native citations arrive whole, use `answer_brief`)."""
         system, rest = self._split_system(messages)
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature, "messages": rest}
-        if system:
-            kwargs["system"] = system
+        kwargs = self._kwargs(system, rest, max_tokens, temperature)
         manager = self._caller.call(lambda: self.client.messages.stream(**kwargs), what="messages.stream")
         try:
             with manager as s:
