@@ -85,13 +85,13 @@ def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
         counts["html_comments"] += 1
+    for tag in list(soup.find_all(["script", "style"])):
+        counts[f"html_{tag.name}s"] += 1
+        tag.decompose()
     for tag in list(soup.find_all(True)):
         if tag.decomposed:
             continue
-        if tag.name in ("script", "style"):
-            counts[f"html_{tag.name}s"] += 1
-            tag.decompose()
-        elif tag.name in _NON_CONTENT:
+        if tag.name in _NON_CONTENT:
             if tag.name != "head":
                 counts["html_non_content_elements"] += 1
             tag.decompose()

@@ -43,7 +43,11 @@ def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions
     report = IndexReport()
     versions: list[DocumentVersion] = []
     problems: list[Problem] = []
+    own = Path(store.location).resolve() if "://" not in store.location else None
     for item in discover(paths):
+        where = Path(item.path if isinstance(item, Found) else item.where).resolve()
+        if own is not None and where.parent == own.parent and where.name.startswith(own.name):
+            continue  # the store's own file (and its -wal/-shm) when it lives among the documents
         if isinstance(item, Problem):
             problems.append(item)
             continue
