@@ -1,16 +1,121 @@
-"""Decide "not found" from more than the top cosine (issue 4 fills this in).
+"""Decide "not found" from more than the top cosine.
 
-Contract: a pure function returning (answerable, signals); signals go into the trace.
+The top candidate's cosine alone separates answerable from unanswerable questions poorly (on
+SQuAD 2.0, whose unanswerable questions are written against on-topic paragraphs, the best single
+floor reaches 64%). This module reads a few more signals of the pool:
+
+- top, gap, mean3: the best cosine, its lead over the second, the mean of the best three;
+- cov_best, cov_top: the share of the question's content words (weighted by their rarity in
+  the pool) found in the best passage / in the best `top_n` passages together;
+- sent_cov: the same coverage in the single best-matching sentence of the best passages;
+- sent_cos: the best cosine between the question and one sentence of those passages (needs an
+  embedder; 0 without one);
+- missing: the rarity-weighted share of question words found nowhere in the pool.
+
+A logistic model combines them: P(answerable) = sigmoid(bias + sum(w * signal)). `docket
+calibrate` fits the weights on labelled questions and writes them into the policy's
+[answerable] section; without weights the decision falls back to the floor on the top score.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from docket.context import Context
+from docket.embed import Embedder
 from docket.model import Candidate
+from docket.rescore import content_words, words
+
+SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos", "missing")
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+
+def _idf(pool: Sequence[str]) -> dict[str, float]:
+    n = len(pool)
+    df: dict[str, int] = {}
+    for text in pool:
+        for w in set(words(text)):
+            df[w] = df.get(w, 0) + 1
+    return {w: math.log(1 + (n + 1) / (d + 0.5)) for w, d in df.items()} | {"": math.log(1 + (n + 1) / 0.5)}
+
+
+def _coverage(qwords: list[str], text_words: set[str], idf: dict[str, float]) -> float:
+    if not qwords:
+        return 0.0
+    unseen = idf[""]
+    total = sum(idf.get(w, unseen) for w in qwords)
+    have = sum(idf.get(w, unseen) for w in qwords if w in text_words)
+    return have / total if total else 0.0
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENT.split(text.strip()) if len(s.split()) >= 3] or [text]
+
+
+def features(
+    candidates: Sequence[Candidate],
+    question: str,
+    *,
+    top_n: int = 3,
+    embedder: Embedder | None = None,
+    qvec: np.ndarray | None = None,
+    cosines: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """The signals of one question's ranked pool (best first)."""
+    if not candidates:
+        return {k: 0.0 for k in SIGNALS}
+    cos = list(cosines) if cosines is not None else [c.score for c in candidates]
+    order = sorted(range(len(candidates)), key=lambda i: -cos[i])
+    ranked = [candidates[i] for i in order]
+    sc = [cos[i] for i in order]
+    texts = [f"{c.chunk.title} {c.chunk.text}" for c in ranked]
+    idf = _idf(texts)
+    q = list(dict.fromkeys(content_words(question)))
+    best = ranked[:top_n]
+    best_words = [set(words(f"{c.chunk.title} {c.chunk.text}")) for c in best]
+    union: set[str] = set().union(*best_words)
+    pool_words: set[str] = set().union(*(set(words(t)) for t in texts))
+    sents = [s for c in best for s in sentences(c.chunk.text)]
+    sent_cov = max((_coverage(q, set(words(s)), idf) for s in sents), default=0.0)
+    sent_cos = 0.0
+    if embedder is not None and sents:
+        qv = qvec if qvec is not None else embedder.embed([question])[0]
+        sent_cos = float(np.max(embedder.embed(sents) @ qv))
+    return {
+        "top": sc[0],
+        "gap": sc[0] - (sc[1] if len(sc) > 1 else 0.0),
+        "mean3": float(np.mean(sc[:3])),
+        "cov_best": _coverage(q, best_words[0], idf),
+        "cov_top": _coverage(q, union, idf),
+        "sent_cov": sent_cov,
+        "sent_cos": sent_cos,
+        "missing": 1.0 - _coverage(q, pool_words, idf),
+    }
+
+
+def probability(signals: dict[str, float], weights: dict[str, float], bias: float) -> float:
+    z = bias + sum(w * signals.get(k, 0.0) for k, w in weights.items())
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
 def judge(candidates: list[Candidate], ctx: Context) -> tuple[bool, dict[str, Any]]:
-    top = max((c.score for c in candidates), default=float("-inf"))
-    return top >= ctx.policy.pack.floor, {"top_score": top}
+    pol = ctx.policy.answerable
+    if not pol.weights:
+        top = max((c.score for c in candidates), default=float("-inf"))
+        return top >= ctx.policy.pack.floor, {"top_score": top, "model": "floor only (no fitted weights)"}
+    cosines = None
+    qvec = None
+    if ctx.has_vectors():
+        qvec = ctx.question_vector()
+        cosines = [float(v) for v in ctx.vectors([c.chunk for c in candidates]) @ qvec]
+    needs_sent = "sent_cos" in pol.weights and pol.weights["sent_cos"] != 0
+    sig = features(candidates, ctx.question, top_n=pol.top_n, embedder=ctx.embedder if needs_sent else None,
+                   qvec=qvec, cosines=cosines)
+    p = probability(sig, pol.weights, pol.bias)
+    return p >= pol.threshold, {"p_answerable": round(p, 4), "threshold": pol.threshold,
+                                **{k: round(v, 4) for k, v in sig.items()}}

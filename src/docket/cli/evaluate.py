@@ -1,3 +1,234 @@
-"""Commands of this group are registered on the shared app (see docket.cli.app)."""
+"""`docket eval` and `docket calibrate`."""
 
-from docket.cli.app import app  # noqa: F401
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from docket.cli.app import app
+from docket.errors import InputError
+from docket.policy import load_policy
+
+
+def _parse_budgets(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise InputError(f"must be comma-separated token counts like 250,500,1000, got {text!r}", field="--budgets") from None
+    if not out or any(b < 1 for b in out):
+        raise InputError("must hold positive token counts", field="--budgets")
+    return out
+
+
+def _parse_compare(text: str | None) -> list[str]:
+    from docket.eval.runner import ALL_SYSTEMS
+
+    if not text:
+        return []
+    names = [x.strip().lower() for x in text.split(",") if x.strip()]
+    if names == ["all"]:
+        return list(ALL_SYSTEMS)
+    bad = [n for n in names if n not in ALL_SYSTEMS]
+    if bad:
+        raise InputError(f"unknown system(s) {', '.join(bad)}; choose from {', '.join(ALL_SYSTEMS)} or all", field="--compare")
+    return names
+
+
+def _pct(v: Any) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def _print_tables(console: Console, result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from docket.eval.report import systems
+
+    budgets = list(result["budgets"])
+    t = Table(title=f"{result['set']}: {result['n']} questions — gold in prompt · mean evidence tokens (p95)")
+    t.add_column("system")
+    for b in budgets:
+        t.add_column(f"budget {b}", justify="right")
+    for name, by_b in systems(result).items():
+        cells = []
+        for b in budgets:
+            s = by_b.get(b)
+            if s is None:
+                cells.append("–")
+                continue
+            k = f" k={s['k']}" if "k" in s else ""
+            cells.append(f"{_pct(s['gold_in_prompt'])} · {s['evidence_tokens_mean']:.0f} ({s['tokens_p95']:.0f}){k}")
+        t.add_row(name, *cells)
+    console.print(t)
+    d = Table(title="docket: tokens, duplicates, cost")
+    for c in ("budget", "gold recall", "evidence p50/p95", "total p50/p95", "dup. pairs", "USD/1k q", "not found P/R"):
+        d.add_column(c, justify="right")
+    for b, s in result["budgets"].items():
+        nf = s.get("not_found")
+        d.add_row(b, _pct(s["gold_recall"]), f"{s['tokens_p50']:.0f}/{s['tokens_p95']:.0f}",
+                  f"{s['total_tokens_p50']:.0f}/{s['total_tokens_p95']:.0f}", _pct(s["duplicate_share"]),
+                  f"{s['cost_per_1000_usd']:.2f}" if "cost_per_1000_usd" in s else "–",
+                  f"{_pct(nf['precision'])}/{_pct(nf['recall'])}" if nf else "–")
+    console.print(d)
+    if result.get("ablation"):
+        a = Table(title="ablation: gold in prompt (Δ points) with one move off")
+        a.add_column("move off")
+        for b in budgets:
+            a.add_column(f"budget {b}", justify="right")
+        for move, by_b in result["ablation"].items():
+            cells = []
+            for b in budgets:
+                g, g0 = by_b[b]["gold_in_prompt"], result["budgets"][b]["gold_in_prompt"]
+                delta = "" if g is None or g0 is None else f" ({100 * (g - g0):+.1f})"
+                cells.append(f"{_pct(g)}{delta} · {by_b[b]['evidence_tokens_mean']:.0f}")
+            a.add_row(move, *cells)
+        console.print(a)
+
+
+@app.command("eval")
+def eval_cmd(
+    path: Annotated[Path, typer.Argument(help="A labelled set (JSONL, docs/eval.md) or a public set file/folder.")],
+    budgets: Annotated[str, typer.Option("--budgets", help="Evidence budgets, comma-separated.")] = "250,500,1000,2000",
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML.")] = None,
+    ablate: Annotated[bool, typer.Option("--ablate", help="Also run with each move switched off in turn.")] = False,
+    compare: Annotated[str | None, typer.Option("--compare", help="langchain,llamaindex,haystack,topk,greedy or all.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    report: Annotated[Path | None, typer.Option("--report", help="Write Markdown and PNG plots into this folder.")] = None,
+    price: Annotated[float | None, typer.Option("--price", help="USD per million input tokens, for cost per 1,000 queries.")] = None,
+    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format (docket, hotpotqa, musique, squad-v2, bipia, poisonedrag).")] = None,
+    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash (fast, for smoke tests only).")] = "minilm",
+    llm: Annotated[str | None, typer.Option("--llm", help="OpenAI-compatible base URL: also measure answers (slow).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
+    generation_budget: Annotated[int, typer.Option("--generation-budget", help="Evidence budget for the answer runs.")] = 500,
+) -> None:
+    """Gold-in-prompt rate, tokens p50/p95, duplicates and "not found" per budget; ablations; peers."""
+    from docket.eval.cache import eval_embedder
+    from docket.eval.dataset import load_set
+    from docket.eval.runner import EvalConfig, evaluate
+    from docket.tokens import default_counter
+
+    if limit is not None and limit < 1:
+        raise InputError("must be at least 1", field="--limit")
+    if embedder_name not in ("minilm", "hash"):
+        raise InputError("must be 'minilm' or 'hash'", field="--embedder")
+    config = EvalConfig(budgets=_parse_budgets(budgets), policy=load_policy(policy_path), ablate=ablate,
+                        compare=_parse_compare(compare), price=price, show_progress=not as_json or sys.stderr.isatty())
+    lset = load_set(path, fmt).limit(limit)
+    if not lset.items:
+        raise InputError("holds no questions", where=str(path))
+    console = Console(stderr=True)
+    embedder = eval_embedder(embedder_name)
+    counter = default_counter()
+    result = evaluate(lset, config, embedder=embedder, counter=counter, console=console)
+    if llm:
+        from docket.eval.generation import generation_eval, make_generator
+
+        gen = make_generator(llm, model)
+        result["generation"] = generation_eval(lset, gen, policy=config.policy, embedder=embedder, counter=counter,
+                                               budget=generation_budget, console=console)
+    if report is not None:
+        from docket.eval.report import write_report
+
+        md = write_report(result, report)
+        (Path(report) / f"{result['set']}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+        console.print(f"report written to {md}")
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        return
+    _print_tables(Console(), result)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    path: Annotated[Path | None, typer.Argument(help="A labelled set with unanswerable questions (floor, answerability).")] = None,
+    pairs: Annotated[Path | None, typer.Option("--pairs", help='JSONL of {"a", "b", "same"} pairs for the duplicate threshold.')] = None,
+    derive_pairs: Annotated[bool, typer.Option("--derive-pairs", help="Derive pairs from the set's pools (hardest different pairs, exact copies).")] = False,
+    policy_out: Annotated[Path | None, typer.Option("--write", help="Write the fitted values into this policy TOML (merged).")] = None,
+    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format.")] = None,
+    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: article (squad-v2 meta) or item.")] = "article",
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
+    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.")] = "minilm",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Fit the duplicate threshold, the score floor and the answerability model; write them into a policy."""
+    from docket import answerable as A
+    from docket.eval import calibrate as C
+    from docket.eval.cache import eval_embedder
+    from docket.eval.dataset import load_set
+    from docket.eval.runner import prepare
+
+    if path is None and pairs is None:
+        raise InputError("give a labelled set (PATH) and/or --pairs", field="PATH")
+    embedder = eval_embedder(embedder_name)
+    out: dict[str, Any] = {}
+    updates: dict[str, dict[str, Any]] = {}
+    lset = load_set(path, fmt).limit(limit) if path is not None else None
+    pair_list = C.load_pairs(pairs) if pairs else []
+    if derive_pairs and lset is not None:
+        pair_list += C.derive_pairs(lset, embedder)
+    if pair_list:
+        dup = C.fit_duplicate_threshold(pair_list, embedder)
+        out["duplicate_threshold"] = dup
+        updates["dedup"] = {"threshold": dup["threshold"]}
+    if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
+        prepared = prepare(lset, embedder)
+        tops = [p.query.ranked[0].score if p.query.ranked else -1.0 for p in prepared]
+        y = [p.item.answerable for p in prepared]
+        fl = C.fit_floor(tops, y)
+        fl["curve"] = C.floor_curve(tops, y)
+        out["floor"] = fl
+        updates["pack"] = {"floor": fl["floor"]}
+        X = C.signal_matrix(lset, embedder)
+        groups = [str(p.item.meta.get("article", p.item.id)) if group_by == "article" else p.item.id for p in prepared]
+        if len(set(groups)) < 2:
+            groups = [p.item.id for p in prepared]
+        model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
+        out["answerable"] = model
+        updates["answerable"] = {"enabled": True, "weights": model["weights"], "bias": model["bias"],
+                                 "threshold": model["threshold"]}
+    elif lset is not None and not pair_list:
+        raise InputError("has no unanswerable questions to fit the floor on; add some or pass --pairs/--derive-pairs",
+                         where=str(path))
+    if policy_out is not None:
+        C.write_policy_values(policy_out, updates)
+        out["written"] = str(policy_out)
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    _print_calibration(Console(), out)
+
+
+def _print_calibration(console: Console, out: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    if "duplicate_threshold" in out:
+        d = out["duplicate_threshold"]
+        console.print(f"[bold]duplicate threshold[/bold] {d['threshold']}  ({d['method']}; {d['same']} same, "
+                      f"{d['different']} different pairs; min same {d.get('min_same', '–')}, max different "
+                      f"{d.get('max_different', '–')})")
+    if "floor" in out:
+        f = out["floor"]
+        console.print(f"[bold]score floor[/bold] {f['floor']}  (balanced accuracy {f['balanced_accuracy']:.3f}, "
+                      f"accuracy {f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")
+        t = Table(title="floor trade-off: 'not found' when the top score is below the floor")
+        for c in ("floor", "not-found precision", "not-found recall", "balanced accuracy"):
+            t.add_column(c, justify="right")
+        for r in f["curve"]:
+            t.add_row(f"{r['floor']:.3f}", _pct(r["not_found_precision"]), _pct(r["not_found_recall"]),
+                      _pct(r["balanced_accuracy"]))
+        console.print(t)
+    if "answerable" in out:
+        a = out["answerable"]
+        cv = a["cv"]
+        console.print(f"[bold]answerability model[/bold] ({cv['folds']}-fold grouped cross-validation): "
+                      f"balanced accuracy {_pct(cv['balanced_accuracy'])}, not-found precision {_pct(cv['precision'])}, "
+                      f"recall {_pct(cv['recall'])}, AUC {cv['auc']:.3f}")
+        console.print("weights: " + ", ".join(f"{k} {v:+.3f}" for k, v in a["weights"].items()) + f"; bias {a['bias']:+.3f}")
+    if "written" in out:
+        console.print(f"values written to {out['written']}")

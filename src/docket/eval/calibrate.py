@@ -1,0 +1,266 @@
+"""Fit the policy's numbers on your own labelled data.
+
+- duplicate threshold: from pairs labelled same / different (cosines of their vectors); the
+  threshold goes in the gap between the most similar "different" pair and the least similar
+  "same" pair, or, when they overlap, where balanced accuracy is best.
+- score floor: from answerable and unanswerable questions, the cut on the top candidate's score
+  with the best balanced accuracy.
+- answerability model: a logistic regression over docket.answerable's signals, evaluated by
+  grouped cross-validation (no question is scored by a model that saw its group).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docket import answerable as A
+from docket.embed import Embedder
+from docket.errors import InputError
+from docket.eval import metrics as M
+from docket.eval.dataset import LabelledSet
+
+# --- pairs -> duplicate threshold ----------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    a: str
+    b: str
+    same: bool
+
+
+def load_pairs(path: str | Path) -> list[Pair]:
+    """JSONL lines {"a": text, "b": text, "same": true|false}."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"is not valid JSON ({e.msg})", where=f"{path}:{n}") from None
+            if not isinstance(rec, dict) or not {"a", "b", "same"} <= rec.keys():
+                raise InputError('needs "a", "b" (texts) and "same" (true/false)', where=f"{path}:{n}")
+            out.append(Pair(str(rec["a"]), str(rec["b"]), bool(rec["same"])))
+    return out
+
+
+def derive_pairs(lset: LabelledSet, embedder: Embedder, per_item: int = 1) -> list[Pair]:
+    """Pairs from a labelled set: each pool's most similar pair of *different* texts is a
+    "different" pair (the hardest negatives); texts that are equal after normalising case,
+    punctuation and spaces are "same" pairs. Label a few dozen real near-copies to do better."""
+    from docket.moves.dedup import normalize
+
+    pairs: list[Pair] = []
+    for it in lset.items:
+        texts = list(dict.fromkeys(c.text for c in it.chunks))
+        if len(texts) < 2:
+            continue
+        norm: dict[str, str] = {}
+        for t in texts:
+            k = normalize(t)
+            if k in norm:
+                pairs.append(Pair(norm[k], t, True))
+            else:
+                norm[k] = t
+        distinct = list(norm.values())
+        if len(distinct) < 2:
+            continue
+        v = embedder.embed(distinct)
+        sims = v @ v.T
+        np.fill_diagonal(sims, -2)
+        flat = np.argsort(-sims, axis=None)
+        seen = 0
+        for idx in flat[: 2 * per_item : 2]:
+            i, j = divmod(int(idx), len(distinct))
+            pairs.append(Pair(distinct[i], distinct[j], False))
+            seen += 1
+    return pairs
+
+
+def fit_duplicate_threshold(pairs: Sequence[Pair], embedder: Embedder) -> dict[str, Any]:
+    if not pairs:
+        raise InputError("no pairs to calibrate on")
+    texts = list(dict.fromkeys([p.a for p in pairs] + [p.b for p in pairs]))
+    vec = dict(zip(texts, embedder.embed(texts)))
+    cos = [float(vec[p.a] @ vec[p.b]) for p in pairs]
+    same = [c for c, p in zip(cos, pairs) if p.same]
+    diff = [c for c, p in zip(cos, pairs) if not p.same]
+    out: dict[str, Any] = {"pairs": len(pairs), "same": len(same), "different": len(diff)}
+    if diff:
+        out["max_different"] = max(diff)
+    if same:
+        out["min_same"] = min(same)
+    if same and diff and min(same) > max(diff):
+        out["threshold"] = round((min(same) + max(diff)) / 2, 4)
+        out["gap"] = round(min(same) - max(diff), 4)
+        out["method"] = "midpoint of the gap between labelled same and different pairs"
+    elif same and diff:
+        t, b = M.best_threshold(cos, [p.same for p in pairs])
+        out["threshold"] = round(t, 4)
+        out["balanced_accuracy"] = round(b, 4)
+        out["method"] = "same and different pairs overlap: the cut with the best balanced accuracy"
+    else:
+        # only negatives: stay above every one of them, never below the spec's 0.95 default's spirit
+        top = max(diff) if diff else 0.95
+        out["threshold"] = round(min(0.99, max(top + 0.01, 0.9)), 4)
+        out["method"] = "no 'same' pairs: just above the most similar different pair (label real copies to do better)"
+    return out
+
+
+# --- floor ------------------------------------------------------------------------------------
+
+
+def floor_curve(top_scores: Sequence[float], answerable: Sequence[bool], steps: int = 11) -> list[dict[str, float]]:
+    """The trade-off: for cuts across the score range, precision / recall of "not found"."""
+    lo, hi = min(top_scores), max(top_scores)
+    rows = []
+    for t in np.linspace(lo, hi, steps):
+        cm = M.confusion([s < t for s in top_scores], [not a for a in answerable])
+        rows.append({"floor": round(float(t), 4), "not_found_precision": cm.precision or 0.0,
+                     "not_found_recall": cm.recall or 0.0, "balanced_accuracy": cm.balanced_accuracy or 0.0})
+    return rows
+
+
+def fit_floor(top_scores: Sequence[float], answerable: Sequence[bool]) -> dict[str, Any]:
+    neg = [not a for a in answerable]
+    # "not found" when the score is below the floor: score it as -score for the helper
+    t, b = M.best_threshold([-s for s in top_scores], neg)
+    floor = -t + 1e-6
+    cm = M.confusion([s < floor for s in top_scores], neg)
+    return {"floor": round(floor, 4), "balanced_accuracy": round(b, 4),
+            "auc": round(M.auc([-s for s in top_scores], neg) or 0.0, 4), "accuracy": round(cm.accuracy or 0.0, 4),
+            "not_found": cm.to_json()}
+
+
+# --- logistic regression (numpy, L2, Newton) -----------------------------------------------------
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> tuple[np.ndarray, float]:
+    """Weights and bias on the raw features (standardised inside, folded back)."""
+    mu = X.mean(0)
+    sd = X.std(0)
+    sd[sd == 0] = 1.0
+    Z = np.hstack([(X - mu) / sd, np.ones((len(X), 1))])
+    w = np.zeros(Z.shape[1])
+    reg = np.eye(Z.shape[1]) * l2
+    reg[-1, -1] = 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(Z @ w, -50, 50)))
+        g = Z.T @ (p - y) + reg @ w
+        H = (Z * (p * (1 - p))[:, None]).T @ Z + reg + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(H, g)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    coef = w[:-1] / sd
+    bias = float(w[-1] - (w[:-1] * mu / sd).sum())
+    return coef, bias
+
+
+def _predict(X: np.ndarray, coef: np.ndarray, bias: float) -> np.ndarray:
+    return 1 / (1 + np.exp(-np.clip(X @ coef + bias, -50, 50)))
+
+
+def signal_matrix(lset: LabelledSet, embedder: Embedder, top_n: int = 3, names: Sequence[str] = A.SIGNALS) -> np.ndarray:
+    from docket.eval.runner import prepare
+
+    rows = []
+    for p in prepare(lset, embedder):
+        sig = A.features(p.query.ranked, p.item.question, top_n=top_n,
+                         embedder=embedder if "sent_cos" in names else None, qvec=p.query.qvec)
+        rows.append([sig[n] for n in names])
+    return np.asarray(rows, dtype=float)
+
+
+def group_folds(groups: Sequence[str], k: int) -> list[np.ndarray]:
+    """Test-index arrays: whole groups per fold (round robin over the sorted group names)."""
+    names = sorted(set(groups))
+    k = max(2, min(k, len(names)))
+    assign = {g: i % k for i, g in enumerate(names)}
+    return [np.array([i for i, g in enumerate(groups) if assign[g] == f]) for f in range(k)]
+
+
+def fit_answerable(
+    X: np.ndarray, y: Sequence[bool], groups: Sequence[str], names: Sequence[str] = A.SIGNALS, folds: int = 5,
+    l2: float = 1.0,
+) -> dict[str, Any]:
+    """Cross-validated figures (grouped folds) and the final model fit on everything."""
+    yv = np.asarray(y, dtype=float)
+    probs = np.zeros(len(yv))
+    for test in group_folds(groups, folds):
+        train = np.setdiff1d(np.arange(len(yv)), test)
+        coef, bias = fit_logistic(X[train], yv[train], l2)
+        # the threshold is chosen on the training folds too (balanced accuracy)
+        t, _ = M.best_threshold(list(_predict(X[train], coef, bias)), [bool(v) for v in yv[train]])
+        probs[test] = _predict(X[test], coef, bias) - t + 0.5
+    pred_nf = [bool(p < 0.5) for p in probs]
+    cm = M.confusion(pred_nf, [not bool(v) for v in yv])
+    coef, bias = fit_logistic(X, yv, l2)
+    t, _ = M.best_threshold(list(_predict(X, coef, bias)), [bool(v) for v in yv])
+    return {
+        "cv": {"folds": len(group_folds(groups, folds)), **cm.to_json(),
+               "auc": M.auc(list(probs), [bool(v) for v in yv])},
+        "weights": {n: round(float(c), 5) for n, c in zip(names, coef)},
+        "bias": round(bias, 5),
+        "threshold": round(float(min(1.0, max(0.0, t))), 4),
+    }
+
+
+# --- writing the policy ---------------------------------------------------------------------------
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("cannot write a non-finite number to TOML")
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    raise ValueError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else json.dumps(k)
+
+
+def dumps_toml(data: dict[str, Any]) -> str:
+    """A small TOML writer for policy files (top-level scalars, then one table per section)."""
+    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict) and v is not None]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            if lines:
+                lines.append("")
+            lines.append(f"[{_toml_key(k)}]")
+            lines.extend(f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in v.items() if vv is not None)
+    return "\n".join(lines) + "\n"
+
+
+def write_policy_values(path: str | Path, updates: dict[str, dict[str, Any]]) -> None:
+    """Merge section values into a policy TOML (created if missing), validating the result."""
+    import tomllib
+
+    from docket.policy import load_policy_dict
+
+    p = Path(path)
+    data: dict[str, Any] = tomllib.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+    for section, values in updates.items():
+        data.setdefault(section, {}).update(values)
+    load_policy_dict(data, where=str(p))  # refuse to write an invalid policy
+    p.write_text("# written by `docket calibrate`; edit freely\n" + dumps_toml(data), encoding="utf-8")
