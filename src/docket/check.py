@@ -155,12 +155,31 @@ class LLMJudge:
         self.max_tokens = max_tokens
         self.name = f"llm:{getattr(generator, 'name', type(generator).__name__)}"
 
+    @staticmethod
+    def focus(claim: str, text: str, budget: int) -> str:
+        """`text` cut to `budget` characters by keeping the sentences that share the most words
+        with the claim, in their original order: a long passage's supporting sentence is rarely
+        its first, and a small model's context is short."""
+        t = " ".join(text.split())
+        if len(t) <= budget:
+            return t
+        sents = re.split(r"(?<=[.!?])\s+", t)
+        want = content_words(claim)
+        ranked = sorted(range(len(sents)), key=lambda i: (-len(content_words(sents[i]) & want), i))
+        keep: set[int] = set()
+        used = 0
+        for i in ranked:
+            if used + len(sents[i]) + 1 > budget:
+                continue
+            keep.add(i)
+            used += len(sents[i]) + 1
+        if not keep:
+            return t[:budget] + "…"
+        return " … ".join(sents[i] for i in sorted(keep))
+
     def messages(self, claim: str, evidence: Mapping[str, str]) -> list[dict[str, str]]:
         budget = max(200, self.max_evidence_chars // max(1, len(evidence)))
-        blocks = []
-        for label, text in evidence.items():
-            t = " ".join(text.split())
-            blocks.append(f"[{label}] {t[:budget]}{'…' if len(t) > budget else ''}")
+        blocks = [f"[{label}] {self.focus(claim, text, budget)}" for label, text in evidence.items()]
         user = ("Evidence:\n" + "\n\n".join(blocks) + f"\n\nClaim: {claim}\n\n"
                 "Does the evidence support the claim? Answer YES or NO.")
         return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]

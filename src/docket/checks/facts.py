@@ -58,6 +58,7 @@ _NUMBER = re.compile(
     r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b|pct\b|percentage points?\b))?",
     re.I,
 )
+_REFERENCE = re.compile(r"\b(?:passage|source|document|doc|reference|ref|citation|id|label)s?\s*(?:id|no\.?|number|#)?\s*$", re.I)
 _WORD_NUMBER = re.compile(_WORDNUM + r"(?:\s+(?P<wscale>hundred|thousand|million|billion))?(?:\s*(?P<wpct>%|percent\b|per\s?cent\b))?", re.I)
 
 # Capitalised words that start clauses or are common in answers but are not names
@@ -144,6 +145,8 @@ def _numbers(text: str, *, words: str) -> list[Fact]:
         d = _dec(m.group("num"))
         if d is None:
             continue
+        if words == "strict" and _REFERENCE.search(text[max(0, m.start() - 24) : m.start()]):
+            continue  # "as passage 1 says": a pointer to a source, not a fact about the world
         scale = (m.group("scale") or "").lower()
         # "5 m" could be metres; only scale lower-case single letters after a currency sign
         if scale in ("m", "b", "k") and not m.group("cur"):

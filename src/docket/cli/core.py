@@ -58,6 +58,9 @@ def assemble_cmd(
     fmt: Annotated[str | None, typer.Option("--format", help="Fence format: xml (default) or lines.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON contract on stdout.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
+    llm: Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
+                                            "http://host:port/v1, openai, anthropic, ollama://host:port.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
     if budget is not None and budget < 1:
@@ -68,6 +71,11 @@ def assemble_cmd(
     mem = MemoryStore(chunks)
     cands = load_candidates(candidates, mem) if candidates else None
     brief = assemble(question, cands, store=mem, policy=policy, budget=budget, floor=floor, as_of=parse_date(as_of))
+    if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
+        from docket.llm.answer import answer_cli
+
+        raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json,
+                                    print_brief=lambda console: print_brief(console, brief, explain=explain)))
     if as_json:
         emit_json(brief.to_json())
         return

@@ -208,6 +208,9 @@ def ask_cmd(
     until: Annotated[str | None, typer.Option("--until", help="Only chunks dated on or before (YYYY-MM-DD).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
+    llm: Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
+                                            "http://host:port/v1, openai, anthropic, ollama://host:port.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
     from docket.cli.core import emit_json, load_policy_with, parse_date
@@ -228,6 +231,14 @@ def ask_cmd(
                             floor=floor, as_of=parse_date(as_of))
     finally:
         store.close()
+    if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
+        from docket.llm.answer import answer_cli
+
+        def show(console: Console) -> None:
+            print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
+            print_brief(console, brief, explain=explain)
+
+        raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json, print_brief=show))
     if as_json:
         emit_json(brief.to_json())
         return

@@ -166,3 +166,43 @@ def print_answer_report(report: AnswerReport, console: Console) -> None:
         print_check_report(report.check, console)
     if report.error:
         console.print(f"[red]{escape(report.error)}[/]")
+
+
+#: exit status of a command run with --llm: 0 answer clean, 1 check findings, 3 model call failed
+#: (the brief was still printed); bad input stays 2 as everywhere in docket.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_MODEL_FAILED = 0, 1, 3
+
+
+def answer_cli(
+    brief: Any,
+    llm: str,
+    model: str | None,
+    *,
+    as_json: bool,
+    print_brief: Any = None,
+    console: Console | None = None,
+) -> int:
+    """What `--llm URL [--model M]` adds to `docket assemble` / `docket ask`; returns the exit status.
+
+    With `as_json` the brief's JSON gets "answer" and "check" keys (and "llm_error" on failure);
+    otherwise `print_brief(console)` prints the brief as the command normally does, then the answer,
+    its citations resolved to sources, and the findings. A model failure prints one line on stderr
+    after the complete brief.
+    """
+    import json
+    import sys
+
+    report = run_and_check(brief, llm, model)
+    if as_json:
+        payload = brief.to_json()
+        payload.update(report.to_json())
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    else:
+        console = console or Console()
+        if print_brief is not None:
+            print_brief(console)
+        print_answer_report(report, console)
+    if report.error:
+        print(f"docket: error: {report.error}", file=sys.stderr)
+        return EXIT_MODEL_FAILED
+    return EXIT_CLEAN if report.check is None or report.check.clean else EXIT_FINDINGS
