@@ -190,3 +190,17 @@ def test_empty_store_searches_return_nothing(store: Store) -> None:
     assert store.search_dense(qvec("x"), 5, Filters()) == []
     assert store.search_bm25("anything", 5, Filters()) == []
     assert store.count() == 0 and list(store.export()) == []
+
+
+@pytest.mark.postgres
+def test_postgres_bulk_load_builds_the_hnsw_index_at_the_end(pg_url: str) -> None:  # noqa: F811
+    from docket.ingest import IndexOptions, index_versions
+
+    s = open_store(pg_url)
+    report = index_versions(s, [version(f"d{i}", 1, [f"text number {i}"]) for i in range(120)], IndexOptions(embedder=EMB))
+    assert report.chunks_written == 120
+    conn = s._conn  # type: ignore[attr-defined]
+    assert conn.execute("SELECT to_regclass('chunks_hnsw') AS i").fetchone()["i"] is not None
+    best = s.search_dense(qvec("text number 7"), 1, Filters())[0]
+    assert best[1] == pytest.approx(1.0, abs=1e-5)  # the identical text (or a hash-embedder twin)
+    s.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,8 +56,8 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
 CREATE INDEX IF NOT EXISTS chunks_tsv ON chunks USING gin(tsv);
 CREATE INDEX IF NOT EXISTS chunks_acl ON chunks USING gin(acl);
-CREATE INDEX IF NOT EXISTS chunks_hnsw ON chunks USING hnsw (vector vector_cosine_ops);
 """
+_HNSW = "CREATE INDEX IF NOT EXISTS chunks_hnsw ON chunks USING hnsw (vector vector_cosine_ops)"
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
 _ORDER = "ORDER BY c.position IS NULL, c.position, c.id"
@@ -85,7 +86,10 @@ class PostgresStore:
     def __init__(self, url: str) -> None:
         self.location = url
         self._conn = _connect(url)
+        self._bulk = False
         self._has_chunks = self._table_exists("chunks")
+        if self._has_chunks:
+            self._conn.execute(_HNSW)
 
     def _table_exists(self, name: str) -> bool:
         row = self._conn.execute("SELECT to_regclass(%s) AS t", (name,)).fetchone()
@@ -95,6 +99,25 @@ class PostgresStore:
         if not self._has_chunks:
             self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
             self._has_chunks = True
+        if not self._bulk:
+            self._conn.execute(_HNSW)  # also rebuilds it after a bulk load that was interrupted
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Loading into an empty store: build the HNSW index once at the end instead of row by
+        row (pgvector's advice; several times faster). Atomicity per version is unchanged."""
+        if self.count() > 0:
+            yield
+            return
+        self._bulk = True
+        self._conn.execute("DROP INDEX IF EXISTS chunks_hnsw")
+        try:
+            yield
+        finally:
+            self._bulk = False
+            self._conn.execute("SET maintenance_work_mem = '512MB'")
+            if self._has_chunks:
+                self._conn.execute(_HNSW)
 
     # --- settings and principals -----------------------------------------------------------
     def meta(self) -> dict[str, str]:
