@@ -175,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
 
         gen = generator_from_url(args.llm, model=args.model, timeout=300)
         judge = CachedJudge(LLMJudge(gen, max_evidence_chars=args.max_evidence_chars), args.cache)
-        rng = random.Random(args.seed)
-        sample = rng.sample(claims, min(args.sample, len(claims)))
+        order = list(claims)
+        random.Random(args.seed).shuffle(order)  # a prefix of one shuffle: a larger --sample extends a smaller one
+        sample = order[: args.sample]
         judged: list[bool] = []
         t0 = time.perf_counter()
         undecided = 0

@@ -299,3 +299,10 @@ def test_fact_extraction_units() -> None:
     assert not any(f.kind == "number" and f.key[1] == "1" for f in sentence_facts("One of the plans may renew [S1]."))
     pf = PassageFacts.of("Fees rose by fifteen percent on the first of May.")
     assert pf.supports(sentence_facts("up 15%")[0])
+
+
+def test_llm_judge_focuses_long_evidence() -> None:
+    filler = " ".join(f"Sentence number {i} is about something else entirely." for i in range(200))
+    text = filler + " Refunds go back to the original payment method within 10 business days. " + filler
+    focused = LLMJudge.focus("Refunds arrive within 10 business days.", text, 600)
+    assert len(focused) <= 700 and "within 10 business days" in focused

@@ -221,11 +221,27 @@ def serve(
 ) -> ServerInfo:
     """Start llama.cpp's OpenAI-compatible server on `model`, wait until it answers, record it.
 
-    If a server is already recorded and alive, it is returned as is (one local server at a time).
+    If a server is already recorded and alive, it is returned as is (one recorded server at a time).
     """
     running = status()
     if running is not None:
         return running
+    info = start_server(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, wait=wait)
+    state_file().write_text(json.dumps(info.to_json(), indent=2))
+    return info
+
+
+def start_server(
+    model: str = "0.5b",
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    wait: float = 120.0,
+) -> ServerInfo:
+    """Start a server and wait until it answers, without recording it (tests and benchmarks stop
+    it themselves with `stop_server(info)`)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise UnavailableError(f"llama-cpp-python is not installed: {INSTALL_HINT}")
     path = model_path(model)
@@ -248,13 +264,18 @@ def serve(
         if proc.poll() is not None:
             raise UnavailableError(f"the llama.cpp server exited with {proc.returncode}: {_tail(log)} (log: {log})")
         if _ready(url):
-            info = ServerInfo(pid=proc.pid, host=host, port=port, url=url, model=served, model_path=str(path),
+            return ServerInfo(pid=proc.pid, host=host, port=port, url=url, model=served, model_path=str(path),
                               log=str(log), started=time.time())
-            state_file().write_text(json.dumps(info.to_json(), indent=2))
-            return info
         time.sleep(0.25)
     _terminate(proc.pid, grace=5.0)
     raise UnavailableError(f"the llama.cpp server did not answer within {wait:g} s (log: {log})")
+
+
+def stop_server(info: ServerInfo, grace: float = 10.0) -> bool:
+    """Stop a server `start_server` started (only if that pid is still a llama.cpp server)."""
+    if not (_alive(info.pid) and _is_llama_server(info.pid)):
+        return True
+    return _terminate(info.pid, grace)
 
 
 def _terminate(pid: int, grace: float) -> bool:
