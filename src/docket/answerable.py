@@ -35,11 +35,23 @@ SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos",
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
+def stem(w: str) -> str:
+    """A crude suffix strip so "flows" meets "flow" (no dictionary, no model)."""
+    for suf in ("ing", "ed", "es", "s"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            return w[: -len(suf)]
+    return w
+
+
+def _words(text: str) -> set[str]:
+    return {stem(w) for w in words(text)}
+
+
 def _idf(pool: Sequence[str]) -> dict[str, float]:
     n = len(pool)
     df: dict[str, int] = {}
     for text in pool:
-        for w in set(words(text)):
+        for w in _words(text):
             df[w] = df.get(w, 0) + 1
     return {w: math.log(1 + (n + 1) / (d + 0.5)) for w, d in df.items()} | {"": math.log(1 + (n + 1) / 0.5)}
 
@@ -75,13 +87,13 @@ def features(
     sc = [cos[i] for i in order]
     texts = [f"{c.chunk.title} {c.chunk.text}" for c in ranked]
     idf = _idf(texts)
-    q = list(dict.fromkeys(content_words(question)))
+    q = list(dict.fromkeys(stem(w) for w in content_words(question)))
     best = ranked[:top_n]
-    best_words = [set(words(f"{c.chunk.title} {c.chunk.text}")) for c in best]
+    best_words = [_words(f"{c.chunk.title} {c.chunk.text}") for c in best]
     union: set[str] = set().union(*best_words)
-    pool_words: set[str] = set().union(*(set(words(t)) for t in texts))
+    pool_words: set[str] = set().union(*(_words(t) for t in texts))
     sents = [s for c in best for s in sentences(c.chunk.text)]
-    sent_cov = max((_coverage(q, set(words(s)), idf) for s in sents), default=0.0)
+    sent_cov = max((_coverage(q, _words(s), idf) for s in sents), default=0.0)
     sent_cos = 0.0
     if embedder is not None and sents:
         qv = qvec if qvec is not None else embedder.embed([question])[0]

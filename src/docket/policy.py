@@ -107,13 +107,13 @@ class RescorePolicy(_Strict):
 
     enabled: bool = False
     #: bonus when the question names the candidate's title (1.0 = the whole title as a phrase)
-    title_weight: float = Field(0.25, ge=0.0)
+    title_weight: float = Field(0.3, ge=0.0)
     #: bonus for BM25 of the question's words over the pool, normalised to 0..1 by the pool's best
-    lexical_weight: float = Field(0.5, ge=0.0)
+    lexical_weight: float = Field(0.3, ge=0.0)
     #: bonus when a top passage mentions the candidate's title (multi-hop bridges)
-    link_weight: float = Field(0.3, ge=0.0)
+    link_weight: float = Field(0.45, ge=0.0)
     #: how many of the best passages (after the title and lexical bonuses) count as linking
-    link_top: int = Field(2, ge=0)
+    link_top: int = Field(3, ge=0)
 
 
 class AnswerablePolicy(_Strict):

@@ -150,7 +150,7 @@ def calibrate_cmd(
     derive_pairs: Annotated[bool, typer.Option("--derive-pairs", help="Derive pairs from the set's pools (hardest different pairs, exact copies).")] = False,
     policy_out: Annotated[Path | None, typer.Option("--write", help="Write the fitted values into this policy TOML (merged).")] = None,
     fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format.")] = None,
-    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: article (squad-v2 meta) or item.")] = "article",
+    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: paragraph, article (squad-v2 meta) or item.")] = "paragraph",
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
     embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.")] = "minilm",
@@ -185,7 +185,9 @@ def calibrate_cmd(
         out["floor"] = fl
         updates["pack"] = {"floor": fl["floor"]}
         X = C.signal_matrix(lset, embedder)
-        groups = [str(p.item.meta.get("article", p.item.id)) if group_by == "article" else p.item.id for p in prepared]
+        if group_by not in ("paragraph", "article", "item"):
+            raise InputError("must be paragraph, article or item", field="--group-by")
+        groups = [_group(p.item, group_by) for p in prepared]
         if len(set(groups)) < 2:
             groups = [p.item.id for p in prepared]
         model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
@@ -201,10 +203,21 @@ def calibrate_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
-    _print_calibration(Console(), out)
+    _print_calibration(Console(), out, group_by)
 
 
-def _print_calibration(console: Console, out: dict[str, Any]) -> None:
+def _group(item: Any, by: str) -> str:
+    """Questions on the same paragraph (or article) never straddle a training and a test fold."""
+    if by == "item":
+        return item.id
+    art = str(item.meta.get("article", ""))
+    if by == "article":
+        return art or item.id
+    para = item.meta.get("paragraph")
+    return f"{art}#{para}" if para is not None else (",".join(item.gold) or item.id)
+
+
+def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "paragraph") -> None:
     from rich.table import Table
 
     if "duplicate_threshold" in out:
@@ -226,7 +239,7 @@ def _print_calibration(console: Console, out: dict[str, Any]) -> None:
     if "answerable" in out:
         a = out["answerable"]
         cv = a["cv"]
-        console.print(f"[bold]answerability model[/bold] ({cv['folds']}-fold grouped cross-validation): "
+        console.print(f"[bold]answerability model[/bold] ({cv['folds']}-fold cross-validation, grouped by {group_by}): "
                       f"balanced accuracy {_pct(cv['balanced_accuracy'])}, not-found precision {_pct(cv['precision'])}, "
                       f"recall {_pct(cv['recall'])}, AUC {cv['auc']:.3f}")
         console.print("weights: " + ", ".join(f"{k} {v:+.3f}" for k, v in a["weights"].items()) + f"; bias {a['bias']:+.3f}")

@@ -1,7 +1,7 @@
 """On-disk caches for evaluation: embeddings (SQLite, keyed by sha256 of model name + text).
 
 Embedding a benchmark with MiniLM on two cores takes about a minute per 3,000 paragraphs; with
-the cache a second run embeds nothing. The cache lives in `.docket-cache/` (or $DOCKET_CACHE).
+the cache a second run embeds nothing. The cache lives in `.docket-cache/` (or $DOCKET_EVAL_CACHE).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from docket.embed import Embedder
 
 
 def cache_dir() -> Path:
-    d = Path(os.environ.get("DOCKET_CACHE", ".docket-cache"))
+    d = Path(os.environ.get("DOCKET_EVAL_CACHE", ".docket-cache"))
     d.mkdir(parents=True, exist_ok=True)
     return d
 

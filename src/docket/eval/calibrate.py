@@ -131,14 +131,34 @@ def floor_curve(top_scores: Sequence[float], answerable: Sequence[bool], steps: 
 
 
 def fit_floor(top_scores: Sequence[float], answerable: Sequence[bool]) -> dict[str, Any]:
+    """The floor (midway between two observed scores) whose "not found below it" rule has the
+    best balanced accuracy."""
     neg = [not a for a in answerable]
-    # "not found" when the score is below the floor: score it as -score for the helper
-    t, b = M.best_threshold([-s for s in top_scores], neg)
-    floor = -t + 1e-6
+    vals = sorted(set(top_scores))
+    cuts = [vals[0] - 0.01] + [(a + b) / 2 for a, b in zip(vals, vals[1:])] + [vals[-1] + 0.01]
+    best_floor, best_b = cuts[0], -1.0
+    for f in cuts:
+        b = M.confusion([s < f for s in top_scores], neg).balanced_accuracy or 0.0
+        if b > best_b:
+            best_floor, best_b = f, b
+    floor = round(best_floor, 4)
     cm = M.confusion([s < floor for s in top_scores], neg)
-    return {"floor": round(floor, 4), "balanced_accuracy": round(b, 4),
+    return {"floor": floor, "balanced_accuracy": round(cm.balanced_accuracy or 0.0, 4),
             "auc": round(M.auc([-s for s in top_scores], neg) or 0.0, 4), "accuracy": round(cm.accuracy or 0.0, 4),
             "not_found": cm.to_json()}
+
+
+def cv_floor(top_scores: Sequence[float], answerable: Sequence[bool], groups: Sequence[str], folds: int = 5) -> dict[str, Any]:
+    """The floor alone, held out: fit on the training folds, judge the test fold."""
+    pred = [False] * len(top_scores)
+    for test in group_folds(groups, folds):
+        tset = set(test.tolist())
+        train = [i for i in range(len(top_scores)) if i not in tset]
+        f = fit_floor([top_scores[i] for i in train], [answerable[i] for i in train])["floor"]
+        for i in test:
+            pred[int(i)] = top_scores[int(i)] < f
+    cm = M.confusion(pred, [not a for a in answerable])
+    return {"folds": len(group_folds(groups, folds)), **cm.to_json()}
 
 
 # --- logistic regression (numpy, L2, Newton) -----------------------------------------------------

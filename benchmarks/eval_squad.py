@@ -1,0 +1,96 @@
+"""'Not found' on SQuAD 2.0 (Normans + Rhine, 706 questions, 320 unanswerable): the best single
+cosine floor against docket's answerability model, both judged on held-out questions.
+
+    .venv/bin/python benchmarks/eval_squad.py [--llm URL --model NAME --limit N]
+
+Candidates are the article's paragraphs ranked by MiniLM cosine. Held-out figures come from
+5-fold cross-validation grouped by paragraph (no question is judged by a model fit on a
+question about the same paragraph) and from the 2-fold split by article (train on Normans,
+test on Rhine and back). With --llm, the model is also asked whether the best passages answer
+the question (yes/no), alone and combined with the signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("DOCKET_SHARED_DATA", ROOT.parent / "shared" / "data"))
+OUT = ROOT / "benchmarks" / "out"
+
+JUDGE = ("Passages:\n{passages}\n\nQuestion: {question}\n\nDo the passages state the answer to the question? "
+         "Reply with one word: yes or no.")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llm", default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--limit", type=int, default=None)
+    args = ap.parse_args()
+
+    import numpy as np
+
+    from docket import answerable as A
+    from docket.eval import calibrate as C
+    from docket.eval import metrics as M
+    from docket.eval.cache import eval_embedder
+    from docket.eval.dataset import load_set
+    from docket.eval.runner import prepare
+
+    lset = load_set(SHARED / "squad-v2" / "dev-v2.0.subset.json").limit(args.limit)
+    emb = eval_embedder()
+    prepared = prepare(lset, emb)
+    y = [p.item.answerable for p in prepared]
+    tops = [p.query.ranked[0].score for p in prepared]
+    by_para = [f"{p.item.meta['article']}#{p.item.meta['paragraph']}" for p in prepared]
+    by_art = [str(p.item.meta["article"]) for p in prepared]
+    X = C.signal_matrix(lset, emb)
+    res: dict = {"n": len(y), "unanswerable": sum(not a for a in y)}
+    res["floor_in_sample"] = C.fit_floor(tops, y)
+    res["floor_cv_paragraph"] = C.cv_floor(tops, y, by_para, 5)
+    res["floor_cv_article"] = C.cv_floor(tops, y, by_art, 2)
+    res["model_cv_paragraph"] = C.fit_answerable(X, y, by_para, A.SIGNALS, folds=5)["cv"]
+    res["model_cv_article"] = C.fit_answerable(X, y, by_art, A.SIGNALS, folds=2)["cv"]
+    res["signal_auc"] = {n: M.auc(list(X[:, i]), y) for i, n in enumerate(A.SIGNALS)}
+    if args.llm:
+        from docket.eval.generation import make_generator
+
+        gen = make_generator(args.llm, args.model)
+        yes = []
+        for p in prepared:
+            passages = "\n\n".join(c.chunk.text for c in p.query.ranked[:2])
+            msg = [{"role": "user", "content": JUDGE.format(passages=passages, question=p.item.question)}]
+            yes.append(gen.generate(msg, max_tokens=3).strip().lower().startswith("y"))
+        res["llm_alone"] = M.confusion([not v for v in yes], [not a for a in y]).to_json()
+        X2 = np.hstack([X, np.array(yes, dtype=float)[:, None]])
+        res["model_plus_llm_cv_paragraph"] = C.fit_answerable(X2, y, by_para, [*A.SIGNALS, "llm_yes"], folds=5)["cv"]
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "squad-notfound.json").write_text(json.dumps(res, indent=2), encoding="utf-8")
+
+    def row(name: str, d: dict) -> str:
+        f = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+        return f"| {name} | {f(d.get('precision'))} | {f(d.get('recall'))} | {f(d.get('balanced_accuracy'))} | {f(d.get('accuracy'))} |"
+
+    print(f"SQuAD 2.0 subset: {res['n']} questions, {res['unanswerable']} unanswerable\n")
+    print("| decision ('not found' = positive) | precision | recall | balanced accuracy | accuracy |")
+    print("|---|---|---|---|---|")
+    print(row(f"best cosine floor {res['floor_in_sample']['floor']}, in sample (AUC {res['floor_in_sample']['auc']:.3f})",
+              res["floor_in_sample"]["not_found"]))
+    print(row("cosine floor, held out (5 folds by paragraph)", res["floor_cv_paragraph"]))
+    print(row("cosine floor, held out (by article)", res["floor_cv_article"]))
+    print(row(f"answerability model, held out (5 folds by paragraph, AUC {res['model_cv_paragraph']['auc']:.3f})",
+              res["model_cv_paragraph"]))
+    print(row(f"answerability model, held out (by article, AUC {res['model_cv_article']['auc']:.3f})", res["model_cv_article"]))
+    if "llm_alone" in res:
+        print(row("LLM yes/no alone", res["llm_alone"]))
+        print(row("model + LLM yes/no, held out (5 folds by paragraph)", res["model_plus_llm_cv_paragraph"]))
+    print("\nsignal AUCs: " + ", ".join(f"{k} {v:.3f}" for k, v in res["signal_auc"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""docket calibrate: duplicate threshold, floor, the answerability model, writing the policy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from docket import answerable as A
+from docket.embed import HashEmbedder
+from docket.eval import calibrate as C
+from docket.model import Candidate, parse_chunk
+from docket.policy import load_policy
+
+
+def test_duplicate_threshold_in_the_gap():
+    pairs = [
+        C.Pair("the fee is fifteen percent", "The fee is fifteen percent!", True),  # same words: cosine 1
+        C.Pair("the fee is fifteen percent", "payouts take ten business days", False),
+        C.Pair("annual plans renew each year", "monthly plans can be cancelled", False),
+    ]
+    out = C.fit_duplicate_threshold(pairs, HashEmbedder())
+    assert out["min_same"] == pytest.approx(1.0)
+    assert out["max_different"] < out["threshold"] < 1.0
+    assert out["gap"] > 0 and "gap" in out["method"]
+
+
+def test_duplicate_threshold_when_pairs_overlap_uses_balanced_accuracy():
+    emb = HashEmbedder()
+    pairs = [C.Pair("a b c d", "a b c d", True), C.Pair("a b c d", "a b c e", True),
+             C.Pair("a b c d", "a b c d", False), C.Pair("x y", "p q", False)]
+    out = C.fit_duplicate_threshold(pairs, emb)
+    assert "overlap" in out["method"] and "balanced_accuracy" in out
+
+
+def test_load_pairs_validates(tmp_path):
+    p = tmp_path / "pairs.jsonl"
+    p.write_text(json.dumps({"a": "x", "b": "y", "same": False}) + "\n" + json.dumps({"a": "x"}) + "\n")
+    from docket.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        C.load_pairs(p)
+    assert ":2" in str(e.value)
+
+
+def test_fit_floor_hand_checked():
+    scores = [0.9, 0.8, 0.7, 0.3, 0.2, 0.6]
+    answerable = [True, True, True, False, False, False]
+    f = C.fit_floor(scores, answerable)
+    # a floor just above 0.6 sends 0.6, 0.3, 0.2 to "not found": all three unanswerable, nothing else
+    assert 0.6 < f["floor"] <= 0.7
+    assert f["balanced_accuracy"] == 1.0 and f["auc"] == 1.0
+    curve = C.floor_curve(scores, answerable, steps=3)
+    assert curve[0]["not_found_recall"] == 0.0 and len(curve) == 3
+
+
+def test_logistic_recovers_a_separating_direction():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.normal(size=400) > 0).astype(float)
+    coef, bias = C.fit_logistic(X, y, l2=0.1)
+    assert coef[0] > 0 > coef[1] and abs(coef[0]) > abs(coef[1])
+    acc = ((1 / (1 + np.exp(-(X @ coef + bias))) > 0.5) == (y > 0)).mean()
+    assert acc > 0.9
+
+
+def test_group_folds_never_split_a_group():
+    groups = ["a", "a", "b", "c", "c", "d", "e"]
+    folds = C.group_folds(groups, 3)
+    seen = set()
+    for f in folds:
+        gs = {groups[i] for i in f}
+        assert not (gs & seen)
+        seen |= gs
+    assert sorted(np.concatenate(folds).tolist()) == list(range(len(groups)))
+
+
+def test_fit_answerable_cross_validated_on_separable_data():
+    rng = np.random.default_rng(1)
+    n = 120
+    y = np.array([i % 2 == 0 for i in range(n)])
+    X = np.stack([y + 0.2 * rng.normal(size=n), rng.normal(size=n)], axis=1)
+    out = C.fit_answerable(X, list(y), [str(i // 4) for i in range(n)], ["sig", "noise"], folds=4)
+    assert out["cv"]["balanced_accuracy"] > 0.9
+    assert out["weights"]["sig"] > abs(out["weights"]["noise"])
+
+
+def test_features_and_probability():
+    cands = [
+        Candidate(parse_chunk({"id": "a", "doc": "a", "text": "The Rhine flows into the North Sea. It is long."}), 0.7, 1),
+        Candidate(parse_chunk({"id": "b", "doc": "b", "text": "Apples are red."}), 0.3, 2),
+    ]
+    f = A.features(cands, "Where does the Rhine flow into?")
+    assert f["top"] == 0.7 and f["gap"] == pytest.approx(0.4)
+    assert f["cov_best"] > 0.9 and f["missing"] == pytest.approx(0.0)
+    g = A.features(cands, "Where does the Danube flow into?")
+    assert g["cov_best"] < f["cov_best"] and g["missing"] > 0
+    assert A.probability({"top": 1.0}, {"top": 2.0}, -2.0) == pytest.approx(0.5)
+
+
+def test_write_policy_values_merges_and_validates(tmp_path):
+    p = tmp_path / "policy.toml"
+    p.write_text('[render]\nfields = ["title"]\n')
+    C.write_policy_values(p, {"pack": {"floor": 0.55}, "answerable": {"enabled": True, "weights": {"top": 1.5},
+                                                                       "bias": -0.5, "threshold": 0.4}})
+    pol = load_policy(p)
+    assert pol.render.fields == ["title"] and pol.pack.floor == 0.55
+    assert pol.answerable.enabled and pol.answerable.weights == {"top": 1.5} and pol.answerable.threshold == 0.4
+    from docket.errors import InputError
+
+    with pytest.raises(InputError):
+        C.write_policy_values(p, {"pack": {"flor": 1}})

@@ -1,0 +1,94 @@
+"""docket.rescore: title, lexical and link signals; untrusted text earns nothing; floor scale kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from docket.assemble import assemble, rank_by_cosine
+from docket.context import Context
+from docket.demo import REFUND_QUESTION
+from docket.embed import HashEmbedder
+from docket.model import Candidate, parse_chunk
+from docket.policy import Policy
+from docket.rescore import bm25_scores, rescore, title_match
+from docket.tokens import WordCounter
+
+
+def cand(cid, text, score, rank, title="", **kw):
+    return Candidate(parse_chunk({"id": cid, "doc": cid, "text": text, "title": title, **kw}), score, rank)
+
+
+def ctx(question, **rescore_kw):
+    pol = Policy().updated(rescore={"enabled": True, **rescore_kw})
+    return Context(question=question, store=None, policy=pol, counter=WordCounter())  # type: ignore[arg-type]
+
+
+def test_title_match():
+    assert title_match("Kiss and Tell (1945 film)", "the woman who portrayed Corliss Archer in the film Kiss and Tell?") == 1.0
+    assert title_match("Arthur's Magazine", "Which was started first, Arthur's Magazine or First for Women?") == 1.0
+    assert title_match("Shirley Temple", "Who portrayed Corliss Archer?") == 0.0
+    # half the title's content words: (1/2)^2
+    assert title_match("Nimbus policy", "What is the Nimbus refund rule?") == pytest.approx(0.25)
+    assert title_match("", "anything") == 0.0
+
+
+def test_bm25_prefers_rare_matching_words():
+    docs = ["the cat sat", "zyx the dog", "the the the"]
+    s = bm25_scores("zyx dog", docs)
+    assert s[1] > 0 and s[0] == 0 and s[2] == 0
+
+
+def test_title_named_in_question_moves_up_and_score_stays_on_cosine_scale():
+    cands = [
+        cand("a", "A paragraph about something else entirely.", 0.60, 1, title="Other"),
+        cand("b", "Started in 1844 in Philadelphia.", 0.50, 2, title="Arthur's Magazine"),
+    ]
+    out = rescore(cands, ctx("When was Arthur's Magazine started?", lexical_weight=0.0, link_weight=0.0))
+    assert [c.chunk.id for c in out] == ["b", "a"]
+    assert [c.rank for c in out] == [1, 2]
+    b = out[0]
+    assert b.score == pytest.approx(0.50 + Policy().rescore.title_weight)  # cosine + title_weight * 1.0
+    assert out[1].score == pytest.approx(0.60)  # no extra evidence: the cosine unchanged
+
+
+def test_link_from_a_top_passage_promotes_the_bridge():
+    cands = [
+        cand("film", "Kiss and Tell stars Shirley Temple as Corliss Archer.", 0.7, 1, title="Kiss and Tell (1945 film)"),
+        cand("noise1", "A radio programme about Corliss Archer.", 0.6, 2, title="Meet Corliss Archer"),
+        cand("noise2", "Another actress from the radio era.", 0.5, 3, title="Janet Waldo"),
+        cand("bridge", "She later served as Chief of Protocol.", 0.4, 4, title="Shirley Temple"),
+    ]
+    q = "What position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    on = rescore(cands, ctx(q, lexical_weight=0.0, link_top=1))
+    off = rescore(cands, ctx(q, lexical_weight=0.0, link_weight=0.0))
+    assert [c.chunk.id for c in on].index("bridge") < [c.chunk.id for c in off].index("bridge")
+    assert next(c for c in on if c.chunk.id == "bridge").score == pytest.approx(0.4 + Policy().rescore.link_weight)
+
+
+def test_untrusted_text_earns_no_bonus():
+    cands = [
+        cand("official", "Annual plans can be cancelled within 30 days.", 0.6, 1),
+        cand("forum", "refund annual plan after 30 days refund refund", 0.55, 2, status="user-generated"),
+    ]
+    out = rescore(cands, ctx("refund on my annual plan after 30 days"))
+    assert [c.chunk.id for c in out] == ["official", "forum"]
+    assert out[1].score == pytest.approx(0.55)
+
+
+def test_trace_records_promotions():
+    c = ctx("When was Arthur's Magazine started?")
+    rescore([cand("a", "x", 0.6, 1, title="Other"), cand("b", "y", 0.5, 2, title="Arthur's Magazine")], c)
+    ev = [e for e in c.trace.events if e.move == "rescore"]
+    assert ev and ev[0].chunks == ["b"] and "rank 2 -> 1" in ev[0].reason
+
+
+def test_off_by_default_and_nimbus_refund_brief_unchanged_when_on(nimbus, nimbus_store):
+    assert Policy().rescore.enabled is False
+    emb = HashEmbedder()
+    ranked = rank_by_cosine(REFUND_QUESTION, nimbus, emb)
+    off = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0)
+    on = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0,
+                  policy=Policy().updated(rescore={"enabled": True}))
+    # the forum post echoes the question's words but is untrusted: it is never promoted
+    assert not any(e["move"] == "rescore" and "forum-881" in e["chunks"] for e in on.trace)
+    assert on.found and off.found
