@@ -135,10 +135,13 @@ class SupportJudge(Protocol):
     def judge(self, claim: str, evidence: Mapping[str, str]) -> Verdict: ...
 
 
+# Tuned on a handful of Nimbus and ExpertQA pairs with the local 0.5B model: a "strict" wording
+# ("every fact must be stated") made it answer NO to nearly everything; naming paraphrase as
+# acceptable and listing what counts as a NO made its answers informative.
 JUDGE_SYSTEM = (
-    "You are a strict fact checker. You are given evidence passages and one claim. "
-    "Decide whether the evidence supports the claim: every fact in the claim (numbers, dates, names, conditions) "
-    "must be stated in or directly implied by the evidence. Reply with one word: YES or NO."
+    "You check whether evidence supports a claim. Reply YES if the evidence states the claim's main point "
+    "(paraphrase is fine). Reply NO if the evidence contradicts the claim, gives a different number, date or name, "
+    "or does not mention the claim's main point. Reply with one word: YES or NO."
 )
 
 

