@@ -82,9 +82,12 @@ class Query:
 
 def _require(extra_module: str, what: str) -> None:
     import importlib
+    import warnings
 
     try:
-        importlib.import_module(extra_module)
+        with warnings.catch_warnings():  # langchain-community announces its sunset on import
+            warnings.simplefilter("ignore", DeprecationWarning)
+            importlib.import_module(extra_module)
     except ImportError as e:
         raise UnavailableError(
             f"comparing with {what} needs its library: pip install 'docket[peers]' (module {extra_module!r} missing)"
