@@ -34,6 +34,21 @@ def test_duplicate_threshold_when_pairs_overlap_uses_balanced_accuracy():
     assert "overlap" in out["method"] and "balanced_accuracy" in out
 
 
+def test_derived_pairs_report_how_close_different_texts_come():
+    from docket.eval.dataset import Item, LabelledSet
+    from docket.model import parse_chunk
+
+    def ch(i, t):
+        return parse_chunk({"id": i, "doc": i, "text": t})
+
+    lset = LabelledSet("s", [Item("q", "q?", [ch("a", "red apples grow"), ch("b", "Red apples grow!"), ch("c", "blue sea")])])
+    pairs = C.derive_pairs(lset, HashEmbedder())
+    assert any(p.same for p in pairs)  # equal after normalising
+    only_diff = [p for p in pairs if not p.same] + [C.Pair("x y z", "x y w", False)]
+    out = C.fit_duplicate_threshold(only_diff, HashEmbedder())
+    assert out["threshold"] is None and out["different_quantiles"][100] <= 1.0
+
+
 def test_load_pairs_validates(tmp_path):
     p = tmp_path / "pairs.jsonl"
     p.write_text(json.dumps({"a": "x", "b": "y", "same": False}) + "\n" + json.dumps({"a": "x"}) + "\n")

@@ -175,7 +175,8 @@ def calibrate_cmd(
     if pair_list:
         dup = C.fit_duplicate_threshold(pair_list, embedder)
         out["duplicate_threshold"] = dup
-        updates["dedup"] = {"threshold": dup["threshold"]}
+        if dup["threshold"] is not None:
+            updates["dedup"] = {"threshold": dup["threshold"]}
     if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
         prepared = prepare(lset, embedder)
         tops = [p.query.ranked[0].score if p.query.ranked else -1.0 for p in prepared]
@@ -222,9 +223,13 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
 
     if "duplicate_threshold" in out:
         d = out["duplicate_threshold"]
-        console.print(f"[bold]duplicate threshold[/bold] {d['threshold']}  ({d['method']}; {d['same']} same, "
-                      f"{d['different']} different pairs; min same {d.get('min_same', '–')}, max different "
-                      f"{d.get('max_different', '–')})")
+        console.print(f"[bold]duplicate threshold[/bold] {d['threshold'] if d['threshold'] is not None else 'not fitted'}"
+                      f"  ({d['method']}; {d['same']} same, {d['different']} different pairs; min same "
+                      f"{d.get('min_same', '–')}, max different {d.get('max_different', '–')})")
+        if "different_quantiles" in d:
+            qs = d["different_quantiles"]
+            console.print("  different pairs' cosine: " + ", ".join(f"p{k} {v:.3f}" for k, v in qs.items())
+                          + f"; {100 * d['different_at_or_above_0.95']:.1f}% at or above 0.95")
     if "floor" in out:
         f = out["floor"]
         console.print(f"[bold]score floor[/bold] {f['floor']}  (balanced accuracy {f['balanced_accuracy']:.3f}, "

@@ -109,10 +109,13 @@ def fit_duplicate_threshold(pairs: Sequence[Pair], embedder: Embedder) -> dict[s
         out["balanced_accuracy"] = round(b, 4)
         out["method"] = "same and different pairs overlap: the cut with the best balanced accuracy"
     else:
-        # only negatives: stay above every one of them, never below the spec's 0.95 default's spirit
-        top = max(diff) if diff else 0.95
-        out["threshold"] = round(min(0.99, max(top + 0.01, 0.9)), 4)
-        out["method"] = "no 'same' pairs: just above the most similar different pair (label real copies to do better)"
+        # no labelled copies: nothing to fit, but show how close different texts come
+        ds = sorted(diff) if diff else [0.0]
+        out["threshold"] = None
+        out["different_quantiles"] = {q: round(M.percentile(ds, q), 4) for q in (50, 90, 99, 100)}
+        out["different_at_or_above_0.95"] = round(sum(d >= 0.95 for d in ds) / len(ds), 4)
+        out["method"] = ("no 'same' pairs: nothing to fit. The quantiles show how similar different texts get; "
+                         "a threshold must sit above them (label real copies with --pairs)")
     return out
 
 
