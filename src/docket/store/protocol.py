@@ -229,19 +229,29 @@ class ScopedView:
     with at least one readable chunk, so even a version's existence does not leak.
     """
 
-    def __init__(self, store: ChunkLookup, principal: Principal | None) -> None:
+    def __init__(self, store: ChunkLookup, principal: Principal | None, *, memo: bool = True) -> None:
         self._store = store
         self.principal = principal
+        # one view serves one question: remembering look-ups saves the assembler's repeated
+        # round trips (versions and neighbours of the same documents) without going stale
+        self._memo = memo
+        self._chunks: dict[tuple[str, int], list[Chunk]] = {}
+        self._versions: dict[str, list[VersionInfo]] = {}
 
     def get(self, chunk_id: str) -> Chunk | None:
         c = self._store.get(chunk_id)
         return c if c is not None and may_read(self.principal, c.acl) else None
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
-        return [c for c in self._store.chunks_of(doc, version) if may_read(self.principal, c.acl)]
+        key = (doc, version)
+        if key not in self._chunks or not self._memo:
+            self._chunks[key] = [c for c in self._store.chunks_of(doc, version) if may_read(self.principal, c.acl)]
+        return list(self._chunks[key])
 
     def versions(self, doc: str) -> list[VersionInfo]:
-        return [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
+        if doc not in self._versions or not self._memo:
+            self._versions[doc] = [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
+        return list(self._versions[doc])
 
 
 # --- helpers shared by the backends ----------------------------------------------------------

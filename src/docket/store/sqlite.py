@@ -355,6 +355,13 @@ class SQLiteStore:
         if not terms or k <= 0:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)
+        mask = self._load_matrix().mask(filters)
+        if mask is None or bool(mask.all()):
+            # every chunk passes the filters (e.g. a store without acls): rank in FTS5 alone, which
+            # is twice as fast as ranking through the join; the result is the same
+            q = ("SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                 "ORDER BY rank LIMIT ?) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank, c.id")
+            return [(r[0], -float(r[1])) for r in self._conn.execute(q, (match, k))]
         where, args = _where_sql(filters)
         q = (
             "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
