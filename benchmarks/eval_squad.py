@@ -30,9 +30,9 @@ def main() -> int:
     ap.add_argument("--llm", default=None)
     ap.add_argument("--model", default=None)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--llm-sample", type=int, default=60, help="questions (half unanswerable) the LLM judges")
     args = ap.parse_args()
 
-    import numpy as np
 
     from docket import answerable as A
     from docket.eval import calibrate as C
@@ -60,14 +60,26 @@ def main() -> int:
         from docket.eval.generation import make_generator
 
         gen = make_generator(args.llm, args.model)
-        yes = []
-        for p in prepared:
+        # a balanced sample (every k-th question of each class), judged by the LLM and by the
+        # held-out floor and model, so the three are compared on the same questions
+        pos = [i for i, a in enumerate(y) if a]
+        neg = [i for i, a in enumerate(y) if not a]
+        half = args.llm_sample // 2
+        sample = pos[:: max(1, len(pos) // half)][:half] + neg[:: max(1, len(neg) // half)][:half]
+        yes = {}
+        for i in sample:
+            p = prepared[i]
             passages = "\n\n".join(c.chunk.text for c in p.query.ranked[:2])
             msg = [{"role": "user", "content": JUDGE.format(passages=passages, question=p.item.question)}]
-            yes.append(gen.generate(msg, max_tokens=3).strip().lower().startswith("y"))
-        res["llm_alone"] = M.confusion([not v for v in yes], [not a for a in y]).to_json()
-        X2 = np.hstack([X, np.array(yes, dtype=float)[:, None]])
-        res["model_plus_llm_cv_paragraph"] = C.fit_answerable(X2, y, by_para, [*A.SIGNALS, "llm_yes"], folds=5)["cv"]
+            yes[i] = gen.generate(msg, max_tokens=3).strip().lower().startswith("y")
+        ys = [y[i] for i in sample]
+        floor_pred = C.cv_floor_predictions(tops, y, by_para, 5)
+        res["llm_sample"] = {
+            "n": len(sample),
+            "llm_alone": M.confusion([not yes[i] for i in sample], [not a for a in ys]).to_json(),
+            "floor_held_out_same_questions": M.confusion([floor_pred[i] for i in sample], [not a for a in ys]).to_json(),
+            "llm_or_floor": M.confusion([(not yes[i]) or floor_pred[i] for i in sample], [not a for a in ys]).to_json(),
+        }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "squad-notfound.json").write_text(json.dumps(res, indent=2), encoding="utf-8")
 
@@ -85,9 +97,14 @@ def main() -> int:
     print(row(f"answerability model, held out (5 folds by paragraph, AUC {res['model_cv_paragraph']['auc']:.3f})",
               res["model_cv_paragraph"]))
     print(row(f"answerability model, held out (by article, AUC {res['model_cv_article']['auc']:.3f})", res["model_cv_article"]))
-    if "llm_alone" in res:
-        print(row("LLM yes/no alone", res["llm_alone"]))
-        print(row("model + LLM yes/no, held out (5 folds by paragraph)", res["model_plus_llm_cv_paragraph"]))
+    if "llm_sample" in res:
+        ls = res["llm_sample"]
+        print(f"\nOn a balanced sample of {ls['n']} questions:\n")
+        print("| decision ('not found' = positive) | precision | recall | balanced accuracy | accuracy |")
+        print("|---|---|---|---|---|")
+        print(row("LLM asked 'do the passages state the answer?' (top 2 passages)", ls["llm_alone"]))
+        print(row("cosine floor, held out", ls["floor_held_out_same_questions"]))
+        print(row("LLM says no OR below the floor", ls["llm_or_floor"]))
     print("\nsignal AUCs: " + ", ".join(f"{k} {v:.3f}" for k, v in res["signal_auc"].items()))
     return 0
 

@@ -151,8 +151,9 @@ def fit_floor(top_scores: Sequence[float], answerable: Sequence[bool]) -> dict[s
             "not_found": cm.to_json()}
 
 
-def cv_floor(top_scores: Sequence[float], answerable: Sequence[bool], groups: Sequence[str], folds: int = 5) -> dict[str, Any]:
-    """The floor alone, held out: fit on the training folds, judge the test fold."""
+def cv_floor_predictions(top_scores: Sequence[float], answerable: Sequence[bool], groups: Sequence[str],
+                         folds: int = 5) -> list[bool]:
+    """Held-out "not found" predictions of the floor: fit on the training folds, judge the test fold."""
     pred = [False] * len(top_scores)
     for test in group_folds(groups, folds):
         tset = set(test.tolist())
@@ -160,6 +161,12 @@ def cv_floor(top_scores: Sequence[float], answerable: Sequence[bool], groups: Se
         f = fit_floor([top_scores[i] for i in train], [answerable[i] for i in train])["floor"]
         for i in test:
             pred[int(i)] = top_scores[int(i)] < f
+    return pred
+
+
+def cv_floor(top_scores: Sequence[float], answerable: Sequence[bool], groups: Sequence[str], folds: int = 5) -> dict[str, Any]:
+    """The floor alone, held out: fit on the training folds, judge the test fold."""
+    pred = cv_floor_predictions(top_scores, answerable, groups, folds)
     cm = M.confusion(pred, [not a for a in answerable])
     return {"folds": len(group_folds(groups, folds)), **cm.to_json()}
 
