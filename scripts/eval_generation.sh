@@ -18,6 +18,9 @@ POLICY=benchmarks/out/eval_policy.toml
 if [ ! -f "$POLICY" ]; then
   printf '[render]\nfields = ["title"]\n\n[pack]\nfloor = -1.0\n\n[rescore]\nenabled = true\n' > "$POLICY"
 fi
+# attacks are measured with the planted text in the prompt: no floor (it is not what is tested)
+ATTACK_POLICY=benchmarks/out/attack_policy.toml
+printf '[pack]\nfloor = -1.0\n' > "$ATTACK_POLICY"
 run() {  # name, set path, extra args...
   local name="$1" path="$2"; shift 2
   echo "== $name ($N questions, $LLM)" >&2
@@ -30,5 +33,5 @@ PY
 }
 run hotpotqa "$DATA/hotpotqa/dev250.jsonl" --policy "$POLICY"
 run squad-v2 "$DATA/squad-v2/dev-v2.0.subset.json"
-run poisonedrag-nq "$DATA/poisonedrag/nq.json"
-run bipia-email "$DATA/bipia"
+run poisonedrag-nq "$DATA/poisonedrag/nq.json" --policy "$ATTACK_POLICY"
+run bipia-email "$DATA/bipia" --policy "$ATTACK_POLICY"
