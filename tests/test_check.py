@@ -306,3 +306,12 @@ def test_llm_judge_focuses_long_evidence() -> None:
     text = filler + " Refunds go back to the original payment method within 10 business days. " + filler
     focused = LLMJudge.focus("Refunds arrive within 10 business days.", text, 600)
     assert len(focused) <= 700 and "within 10 business days" in focused
+
+
+def test_loose_citation_forms_count() -> None:
+    # small models write these although the brief asks for [S1]; an unknown label must still be caught
+    assert labels_in("Fees apply (S1). Also (S2, S3) and 【S4】.") == ["S1", "S2", "S3", "S4"]
+    assert labels_in('This is stated in the document labeled S2 under "Annual plans".') == ["S2"]
+    assert labels_in("Our S3 plan and the Model S9 car.") == []
+    r = check_answer("Refunds arrive within 10 business days (S2). The fee is 15% (S7).", BRIEF)
+    assert r.unknown_labels == ["S7"] and r.unsupported == [] and r.uncited_sentences == []

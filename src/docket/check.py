@@ -156,7 +156,11 @@ class LLMJudge:
         self.generator = generator
         self.max_evidence_chars = max_evidence_chars
         self.max_tokens = max_tokens
-        self.name = f"llm:{getattr(generator, 'name', type(generator).__name__)}"
+
+    @property
+    def name(self) -> str:
+        # read at use time: an OpenAI-compatible generator learns its model name on the first call
+        return f"llm:{getattr(self.generator, 'name', type(self.generator).__name__)}"
 
     @staticmethod
     def focus(claim: str, text: str, budget: int) -> str:

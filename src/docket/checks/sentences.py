@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 # [S1]  [S1, S2]  [S1][S2]  [S1; S2]  [S1-S3]  [s1]  [S 1]
 CITATION = re.compile(r"\[\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*\]", re.I)
 _ONE = re.compile(r"S?\s?(\d+)", re.I)
+# forms models write although the brief asks for [S1]: "(S2)", "【S3】", "the document labeled S2"
+_LOOSE = re.compile(
+    r"[(【]\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*[)】]"
+    r"|\b(?:document|source|passage)s?\s+(?:labell?ed\s+|marked\s+|)\(?(S\d+(?:\s*(?:,|and)\s*S\d+)*)\b",
+    re.I,
+)
 
 ABBREVIATIONS = {
     "e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "st.", "no.", "approx.", "inc.", "ltd.", "co.", "corp.",
@@ -37,10 +43,15 @@ _FILLER = re.compile(
 
 
 def labels_in(text: str) -> list[str]:
-    """Every label cited in `text`, in order, without repeats ([S1-S3] expands to S1, S2, S3)."""
+    """Every label cited in `text`, in order, without repeats ([S1-S3] expands to S1, S2, S3).
+
+    Besides the [S1] forms the brief asks for, "(S1)", "【S1】" and "the document labeled S1" count:
+    small models write them, and an unknown label in any form must not slip through.
+    """
     out: list[str] = []
-    for m in CITATION.finditer(text):
-        body = m.group(1)
+    found = [(m.start(), m.group(1)) for m in CITATION.finditer(text)]
+    found += [(m.start(), m.group(1) or m.group(2)) for m in _LOOSE.finditer(text)]
+    for _, body in sorted(found):
         nums = [int(n) for n in _ONE.findall(body)]
         if len(nums) == 2 and re.search(r"\d\s*(?:–|-)\s*S?\s?\d", body, re.I) and nums[0] < nums[1] <= nums[0] + 50:
             nums = list(range(nums[0], nums[1] + 1))
@@ -51,8 +62,11 @@ def labels_in(text: str) -> list[str]:
     return out
 
 
+_LOOSE_MARK = re.compile(r"[(【]\s*S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*\s*[)】]", re.I)
+
+
 def strip_citations(text: str) -> str:
-    return re.sub(r"\s+([.,;:!?])", r"\1", CITATION.sub("", text)).strip()
+    return re.sub(r"\s+([.,;:!?])", r"\1", _LOOSE_MARK.sub("", CITATION.sub("", text))).strip()
 
 
 def normalize(text: str) -> str:
