@@ -130,7 +130,8 @@ class Verdict:
 class SupportJudge(Protocol):
     """Decides whether evidence passages support a claim (an NLI model, an LLM, a person...)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def judge(self, claim: str, evidence: Mapping[str, str]) -> Verdict: ...
 
