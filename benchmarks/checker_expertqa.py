@@ -142,6 +142,37 @@ class CachedJudge:
         return Verdict(s, "judge: no" if s is False else "")
 
 
+_NUM = re.compile(r"(?<![\w.\[S])(\d+(?:\.\d+)?)(?![\w.]*\])")
+
+
+def planted_numbers(claims: list[Claim]) -> str:
+    """The error the lexical check is built for: a wrong number under a valid label.
+
+    Every human-"Complete" claim with a number gets its first number changed (n -> n + 1); the
+    check should flag the changed claim and leave the original alone.
+    """
+    orig_flags, planted_flags = [], []
+    for c in claims:
+        if c.support != "Complete":
+            continue
+        body = re.sub(r"\[S\d+\]", lambda m: "\0" * len(m.group(0)), c.text)  # keep labels out of reach
+        m = _NUM.search(body)
+        if not m:
+            continue
+        n = m.group(1)
+        new = str(int(n) + 1) if n.isdigit() else f"{float(n) + 1:g}"
+        mutated = c.text[: m.start(1)] + new + c.text[m.end(1):]
+        orig_flags.append(flagged(c))
+        planted_flags.append(flagged(Claim(c.qid, mutated, c.sources, "planted")))
+    k = len(orig_flags)
+    passing = [p for o, p in zip(orig_flags, planted_flags) if not o]
+    return (f"\nplanted wrong numbers: {k} Complete claims with a number; the lexical check flags "
+            f"{sum(planted_flags)}/{k} ({sum(planted_flags) / max(1, k):.0%}) after n -> n+1 and "
+            f"{sum(orig_flags)}/{k} ({sum(orig_flags) / max(1, k):.0%}) of the originals (their evidence snippets lack "
+            f"a number or name); of the {len(passing)} originals it passes, it flags {sum(passing)} "
+            f"({sum(passing) / max(1, len(passing)):.0%}) once the number is changed")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -169,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     secs = time.perf_counter() - t0
     print(table(list(preds.items()), claims, "ExpertQA rand_test, all claims with evidence"))
     print(f"\nlexical checks: {len(claims) * len(variants) / secs:,.0f} claims/s")
+    print(planted_numbers(claims))
 
     if args.llm:
         from docket.llm import generator_from_url
