@@ -352,6 +352,8 @@ def check_answer(
                 report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "judge",
                                            "reason": verdict.reason or "the judge says it is not supported"})
 
+    if judge is not None:
+        report.judge = judge.name  # again: a generator may learn its model name on the first call
     report.flagged_links = [lk.to_json() for lk in flagged_links(answer, domains)]
     if strip:
         report.stripped_answer = strip_links(answer, domains)
