@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     || setweight(to_tsvector('english', text), 'A')) STORED,
   len integer NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS chunk_terms(term text NOT NULL, chunk bigint NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
-  tf real NOT NULL, len real NOT NULL, PRIMARY KEY (term, chunk));
+  tf real NOT NULL, len real NOT NULL, PRIMARY KEY (term, chunk) INCLUDE (tf, len));
 CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
 CREATE TABLE IF NOT EXISTS fts_stats(one boolean PRIMARY KEY DEFAULT true CHECK (one), n bigint NOT NULL,
   total_len bigint NOT NULL);
@@ -128,6 +128,9 @@ class PostgresStore:
             self._conn.execute("SET maintenance_work_mem = '512MB'")
             if self._has_chunks:
                 self._conn.execute(_HNSW)
+                # sets the visibility map, so BM25 reads postings from the index alone
+                self._conn.execute("VACUUM (ANALYZE) chunk_terms")
+                self._conn.execute("ANALYZE chunks")
 
     # --- settings and principals -----------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -304,14 +307,18 @@ class PostgresStore:
             where != " AND c.public"
             or self._conn.execute("SELECT EXISTS (SELECT 1 FROM chunks WHERE NOT public) AS r").fetchone()["r"]
         )
+        lexemes = self._conn.execute("SELECT tsvector_to_array(to_tsvector('english', %s)) AS a",
+                                     (" ".join(terms),)).fetchone()["a"]
+        if not lexemes:
+            return []
+        # `term = ANY(array)` keeps the planner on the (term, chunk) key: only these postings are read
         scored = (
-            "WITH q AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS term), "
-            "t AS (SELECT ct.term, count(*) AS df FROM chunk_terms ct JOIN q ON q.term = ct.term GROUP BY ct.term), "
-            "s AS (SELECT ct.chunk, sum(ln(1 + (%s - t.df + 0.5) / (t.df + 0.5)) * ct.tf * 2.2 "
-            "/ (ct.tf + 1.2 * (0.25 + 0.75 * ct.len / %s))) AS score FROM chunk_terms ct JOIN t ON t.term = ct.term "
-            "GROUP BY ct.chunk) "
+            "WITH t AS (SELECT term, ln(1 + (%s::float8 - count(*) + 0.5) / (count(*) + 0.5)) AS idf "
+            "FROM chunk_terms WHERE term = ANY(%s) GROUP BY term), "
+            "s AS (SELECT ct.chunk, sum(t.idf * ct.tf * 2.2 / (ct.tf + 1.2 * (0.25 + 0.75 * ct.len / %s::float8))) "
+            "AS score FROM chunk_terms ct JOIN t ON t.term = ct.term WHERE ct.term = ANY(%s) GROUP BY ct.chunk) "
         )
-        params: tuple[Any, ...] = (" ".join(terms), n, avg)
+        params: tuple[Any, ...] = (n, lexemes, avg, lexemes)
         if restricted:
             sql = scored + f"SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk WHERE true {where} " \
                 "ORDER BY s.score DESC, c.id LIMIT %s"
