@@ -129,7 +129,8 @@ class CachedJudge:
         self.seconds = 0.0
 
     def judge(self, claim: str, evidence: dict[str, str]) -> Verdict:
-        key = hashlib.sha1(json.dumps([self.name, claim, evidence], sort_keys=True).encode()).hexdigest()
+        model = self.name.split("@")[0]  # the model, not the port it happened to be served on
+        key = hashlib.sha1(json.dumps([model, claim, evidence], sort_keys=True).encode()).hexdigest()
         if key not in self.seen:
             t0 = time.perf_counter()
             v = self.judge_impl.judge(claim, evidence)
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         from docket.llm import generator_from_url
 
         gen = generator_from_url(args.llm, model=args.model, timeout=300)
+        getattr(gen, "model", None)  # resolve the served model's name now: it keys the verdict cache
         judge = CachedJudge(LLMJudge(gen, max_evidence_chars=args.max_evidence_chars), args.cache)
         order = list(claims)
         random.Random(args.seed).shuffle(order)  # a prefix of one shuffle: a larger --sample extends a smaller one
