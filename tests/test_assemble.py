@@ -50,6 +50,13 @@ def test_tokens_per_section_add_up(nimbus_store):
     assert t["total"] == t["system"] + t["user"]
     assert t["documents"] <= 400 and t["tags"] == t["documents"] - t["passage_text"] > 0
     assert br.system.startswith(Policy().brief.role)  # stable text first
+    assert br.user.rstrip().endswith("like [S1].")
+    assert '"I do not know from the provided sources."' in br.system
+
+
+def test_repeated_rule_is_configurable(nimbus_store):
+    pol = Policy().updated(brief={"repeat": "both"})
+    br = assemble(REFUND_QUESTION, store=nimbus_store, policy=pol, budget=400)
     assert br.user.rstrip().endswith('"I do not know from the provided sources."')
 
 

@@ -99,6 +99,8 @@ class BriefPolicy(_Strict):
     role: str = "You are a careful assistant that answers questions using only the documents provided."
     refusal: str = DEFAULT_REFUSAL
     answer_format: str = "Answer in a short paragraph."
+    #: the rule repeated after the documents: the citation rule, the refusal sentence, or both
+    repeat: Literal["cite", "refusal", "both"] = "cite"
     extra_rules: list[str] = Field(default_factory=list)
 
 

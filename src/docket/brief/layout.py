@@ -52,9 +52,16 @@ def question_text(ctx: Context) -> str:
 
 
 def format_text(ctx: Context) -> str:
+    """Block 5: the answer format plus the rule worth repeating after the long documents.
+
+    By default that is the citation rule only. Repeating the refusal sentence last as well made
+    a small local model (Qwen2.5-Coder 0.5B) refuse a question its documents answered; the
+    refusal stays in the system rules either way. `brief.repeat` chooses."""
     pol = ctx.policy.brief
-    return (f"{pol.answer_format} Cite every factual sentence like [S1]. "
-            f'If the documents do not answer the question, reply exactly: "{pol.refusal}"')
+    cite = "Cite every factual sentence with its label, like [S1]."
+    refuse = f'If the documents do not answer the question, reply exactly: "{pol.refusal}"'
+    tail = {"cite": cite, "refusal": refuse, "both": f"{cite} {refuse}"}[pol.repeat]
+    return f"{pol.answer_format} {tail}"
 
 
 def conflict_notes(conflicts: list[dict[str, Any]]) -> str:
