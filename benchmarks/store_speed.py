@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -147,13 +148,15 @@ def main() -> None:
           "(add to hash-embedder ask latencies for the real cost)", flush=True)
     pg_uri = None
     server = None
+    pg_parent = ""
     if "postgres" in backends:
         import pgserver
         import psycopg
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            server = pgserver.get_server(tempfile.mkdtemp(prefix="docket-bench-pg-") + "/data", cleanup_mode="delete")
+            pg_parent = tempfile.mkdtemp(prefix="docket-bench-pg-")
+            server = pgserver.get_server(pg_parent + "/data", cleanup_mode="delete")
         pg_uri = server.get_uri()
         with psycopg.connect(pg_uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -183,6 +186,7 @@ def main() -> None:
               f"{r['ask_p50_ms']:.1f} / {r['ask_p95_ms']:.1f} |")
     if server is not None:
         server.cleanup()
+        shutil.rmtree(pg_parent, ignore_errors=True)
 
 
 if __name__ == "__main__":
