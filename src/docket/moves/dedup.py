@@ -47,6 +47,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
         return passages
     use_vectors = ctx.has_vectors()
     vecs = ctx.vectors([p.first for p in passages]) if use_vectors else None
+    sims = vecs @ vecs.T if vecs is not None else None
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     hashes = [text_hash(p.text) for p in passages]
 
@@ -60,8 +61,8 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
             if hashes[i] == hashes[k]:
                 match, cos, exact = slot, 1.0, True
                 break
-            if vecs is not None:
-                sim = float(vecs[i] @ vecs[k])
+            if sims is not None:
+                sim = float(sims[i, k])
                 if sim >= pol.threshold and (cos is None or sim > cos):
                     match, cos = slot, sim
         if match is None:

@@ -137,10 +137,12 @@ def numeric_facts(text: str) -> set[str]:
 def disagree(a: str, b: str) -> str | None:
     """A cheap sign that two similar passages state different facts: different numbers, or
     one negates what the other does not. Returns the reason, or None."""
-    na, nb = numeric_facts(a), numeric_facts(b)
+    return _disagree(numeric_facts(a), bool(_NEG.search(a)), numeric_facts(b), bool(_NEG.search(b)))
+
+
+def _disagree(na: set[str], nega: bool, nb: set[str], negb: bool) -> str | None:
     if na and nb and na != nb:
         return f"numbers differ ({', '.join(sorted(na - nb)) or '-'} vs {', '.join(sorted(nb - na)) or '-'})"
-    nega, negb = bool(_NEG.search(a)), bool(_NEG.search(b))
     if nega != negb:
         return "one states a negation the other does not"
     return None
@@ -155,14 +157,21 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     if len(pool) < 2 or not ctx.has_vectors():
         return
     vecs = ctx.vectors([p.first for p in pool])
+    sims = vecs @ vecs.T
+    facts: dict[int, tuple[set[str], bool]] = {}
+
+    def facts_of(k: int) -> tuple[set[str], bool]:
+        # computed once per passage, and only for passages in a similar-enough pair
+        if k not in facts:
+            facts[k] = (numeric_facts(pool[k].text), bool(_NEG.search(pool[k].text)))
+        return facts[k]
+
     for i, j in combinations(range(len(pool)), 2):
         a, b = pool[i], pool[j]
-        if a.doc == b.doc:
+        cos = float(sims[i, j])
+        if cos < pol.conflict_similarity or a.doc == b.doc:
             continue
-        cos = float(vecs[i] @ vecs[j])
-        if cos < pol.conflict_similarity:
-            continue
-        why = disagree(a.text, b.text)
+        why = _disagree(*facts_of(i), *facts_of(j))
         if why is None:
             continue
         auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
