@@ -36,6 +36,9 @@ def sanitize(text: str) -> tuple[str, int]:
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
     before = len(text)
+    if text.isascii():  # the common case: only C0 controls can hide here
+        text = _CONTROL.sub("", text)
+        return text, before - len(text)
     text = _INVISIBLE.sub("", text)
     text = _CONTROL.sub("", text)
     text = _NONCHAR.sub("", text)
