@@ -46,15 +46,20 @@ class CachedGenerator:
 
     def __init__(self, inner: Any, path: str | Path | None = None) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "generator")
         self.path = Path(path) if path else cache_dir() / "generations.sqlite"
         self._db = sqlite3.connect(str(self.path))
         self._db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, answer TEXT)")
         self.calls = 0
         self.hits = 0
+        #: the cache key's model part: the endpoint's name as first seen (stable across runs)
+        self._key_name = str(getattr(inner, "name", "generator"))
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.inner, "name", "generator"))
 
     def generate(self, messages: list[dict[str, Any]], *, max_tokens: int = 256, temperature: float = 0.0) -> str:
-        key = hashlib.sha256(json.dumps([self.name, getattr(self.inner, "model", ""), messages, max_tokens, temperature],
+        key = hashlib.sha256(json.dumps([self._key_name, getattr(self.inner, "model", ""), messages, max_tokens, temperature],
                                         sort_keys=True).encode()).hexdigest()
         row = self._db.execute("SELECT answer FROM gen WHERE k = ?", (key,)).fetchone()
         if row is not None:
