@@ -32,3 +32,13 @@ def test_edges_mode_and_chronological_mode():
     assert [p.first.id for p in out] == ["c4", "c2", "c1", "c3"]
     out = arrange(ps, context(cs, policy=Policy().updated(order={"mode": "chronological"})))
     assert [p.first.id for p in out] == ["c1", "c2", "c3", "c4"]
+
+
+def test_untrusted_passages_go_after_official_ones():
+    forum = mk("f", doc="forum", status="user-generated")
+    pol = mk("p", doc="policy")
+    ps = [P(forum, 1), P(pol, 2)]
+    out = arrange(ps, context([forum, pol]))
+    assert [p.first.id for p in out] == ["p", "f"]
+    out = arrange(ps, context([forum, pol], policy=Policy().updated(order={"untrusted_last": False})))
+    assert [p.first.id for p in out] == ["f", "p"]

@@ -77,3 +77,9 @@ def test_hostile_forum_post_cannot_forge_document():
     block, _, _ = render_all([Passage(chunks=(c,), score=1, rank=1, hits=("f",))], RenderPolicy())
     assert block.count("<document ") == 1 and block.count("</document>") == 1
     assert "&lt;/document&gt;" in block
+
+
+def test_status_and_trust_cannot_be_configured_away():
+    c = mk("a", doc="d", text="t", title="T")
+    block, _, _ = render_all([Passage(chunks=(c,), score=1, rank=1, hits=("a",))], RenderPolicy(fields=["title"]))
+    assert 'title="T" status="current" trust="trusted"' in block

@@ -82,13 +82,13 @@ def test_trace_records_promotions():
     assert ev and ev[0].chunks == ["b"] and "rank 2 -> 1" in ev[0].reason
 
 
-def test_off_by_default_and_nimbus_refund_brief_unchanged_when_on(nimbus, nimbus_store):
-    assert Policy().rescore.enabled is False
+def test_on_by_default_and_nimbus_refund_brief_unchanged_when_off(nimbus, nimbus_store):
+    assert Policy().rescore.enabled is True
     emb = HashEmbedder()
     ranked = rank_by_cosine(REFUND_QUESTION, nimbus, emb)
-    off = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0)
-    on = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0,
-                  policy=Policy().updated(rescore={"enabled": True}))
+    off = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0,
+                   policy=Policy().updated(rescore={"enabled": False}))
+    on = assemble(REFUND_QUESTION, ranked, store=nimbus_store, embedder=emb, budget=250, floor=-1.0)
     # the forum post echoes the question's words but is untrusted: it is never promoted
     assert not any(e["move"] == "rescore" and "forum-881" in e["chunks"] for e in on.trace)
     assert on.found and off.found

@@ -86,6 +86,8 @@ class OrderPolicy(_Strict):
     enabled: bool = True
     mode: Literal["best_first", "edges", "chronological"] = "best_first"
     group_documents: bool = True
+    #: official sources before strangers' posts in the prompt too, not only in packing
+    untrusted_last: bool = True
 
 
 class RenderPolicy(_Strict):
@@ -105,9 +107,12 @@ class BriefPolicy(_Strict):
 
 
 class RescorePolicy(_Strict):
-    """Re-scoring of the candidate pool (see docket.rescore). Bonuses are in cosine units."""
+    """Re-scoring of the candidate pool (see docket.rescore). Bonuses are in cosine units.
 
-    enabled: bool = False
+    On by default: +16 points of gold-in-prompt at 500 tokens on HotpotQA, +8 on MuSiQue
+    (benchmarks/README.md), and the Nimbus briefs keep their shape."""
+
+    enabled: bool = True
     #: bonus when the question names the candidate's title (1.0 = the whole title as a phrase)
     title_weight: float = Field(0.3, ge=0.0)
     #: bonus for BM25 of the question's words over the pool, normalised to 0..1 by the pool's best

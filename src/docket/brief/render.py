@@ -63,6 +63,9 @@ def sections_of(p: Passage) -> str:
     return " / ".join(dict.fromkeys(c.section for c in p.chunks if c.section))
 
 
+ALWAYS = ("status", "trust")
+
+
 def header_fields(p: Passage, fields: list[str]) -> list[tuple[str, str]]:
     c = p.first
     values: dict[str, str] = {
@@ -75,8 +78,13 @@ def header_fields(p: Passage, fields: list[str]) -> list[tuple[str, str]]:
         "source": c.source_type or "",
         "doc": c.doc,
     }
-    out = [(f, values.get(f, "")) for f in fields]
-    out = [(k, v) for k, v in out if v or k in ("status", "trust")]
+    if c.version == 1:
+        values["version"] = ""  # "v1" says nothing; later versions are worth their tokens
+    # status and trust are in every header, whatever the field list says: the ground rules
+    # refer to them, and a prompt without them cannot tell a policy from a stranger's post
+    wanted = list(dict.fromkeys(list(fields) + [f for f in ALWAYS if f not in fields]))
+    out = [(f, values.get(f, "")) for f in wanted]
+    out = [(k, v) for k, v in out if v or k in ALWAYS]
     if p.compressed:
         out.append(("excerpt", "compressed"))
     return out

@@ -47,6 +47,9 @@ def arrange(passages: list[Passage], ctx: Context) -> list[Passage]:
         units = edge_order(units)
     elif pol.mode == "chronological":
         units = sorted(units, key=lambda g: (g[0].first.date or Date.max, min(p.rank for p in g)))
+    if pol.untrusted_last:
+        # a stranger's post never takes the first slot, however well it matched the question
+        units = [g for g in units if not any(p.untrusted for p in g)] + [g for g in units if any(p.untrusted for p in g)]
     result = [p for g in units for p in g]
     after = [p.first.id for p in result]
     by_rank = [p.first.id for p in sorted(passages, key=lambda p: p.rank)]
@@ -55,5 +58,7 @@ def arrange(passages: list[Passage], ctx: Context) -> list[Passage]:
                "chronological": "chronological order"}[pol.mode]
         if pol.group_documents:
             why += "; passages of one document together, in document order"
+        if pol.untrusted_last:
+            why += "; untrusted sources after official ones"
         ctx.trace.add(MOVE, "reorder", after, why, before=before)
     return result
