@@ -14,6 +14,7 @@ from rich.table import Table
 
 from docket.assemble import assemble, rank_by_cosine
 from docket.brief.result import Brief
+from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.show import print_brief, print_ranking
 from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
@@ -51,20 +52,18 @@ def assemble_cmd(
     store: Annotated[Path, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).")],
     question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
     candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.')] = None,
-    budget: Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.")] = None,
-    floor: Annotated[float | None, typer.Option("--floor", help="Score floor (default 0.40, a MiniLM cosine).")] = None,
-    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (every knob of every move).")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).")] = None,
+    budget: opt.Budget = None,
+    floor: opt.Floor = None,
+    policy_path: opt.PolicyPath = None,
+    as_of: opt.AsOf = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Fence format: xml (default) or lines.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON contract on stdout.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
-    llm: Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
-                                            "http://host:port/v1, openai, anthropic, ollama://host:port.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
+    as_json: opt.AsJson = False,
+    explain: opt.Explain = False,
+    llm: opt.Llm = None,
+    model: opt.Model = None,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
-    if budget is not None and budget < 1:
-        raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")
+    opt.check_budget(budget)
     policy = load_policy_with(policy_path, fmt)
     chunks = load_chunks(store)
     check_chunks(chunks)

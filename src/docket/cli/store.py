@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from docket.cli import options as opt
 from docket.cli.app import app
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError
@@ -195,10 +196,10 @@ def ask_cmd(
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
     principal: Annotated[str | None, typer.Option("--principal", help="Who asks; without it only public chunks.")] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Extra groups of the principal (comma-separated).")] = None,
-    budget: Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.")] = None,
-    floor: Annotated[float | None, typer.Option("--floor", help="Cosine floor (default 0.40).")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Versions in force on this date (YYYY-MM-DD).")] = None,
-    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML.")] = None,
+    budget: opt.Budget = None,
+    floor: opt.Floor = None,
+    as_of: opt.AsOf = None,
+    policy_path: opt.PolicyPath = None,
     candidates: Annotated[int, typer.Option("--candidates", help="How many retrieved chunks go to the assembler.")] = 50,
     mode: Annotated[str, typer.Option("--mode", help="fused (default), dense or bm25.")] = "fused",
     doc: Annotated[list[str] | None, typer.Option("--doc", help="Only these documents (repeatable).")] = None,
@@ -206,19 +207,17 @@ def ask_cmd(
     status: Annotated[list[str] | None, typer.Option("--status", help="Only these statuses.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Only chunks dated on or after (YYYY-MM-DD).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Only chunks dated on or before (YYYY-MM-DD).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")] = False,
-    llm: Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
-                                            "http://host:port/v1, openai, anthropic, ollama://host:port.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
+    as_json: opt.AsJson = False,
+    explain: opt.Explain = False,
+    llm: opt.Llm = None,
+    model: opt.Model = None,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
     from docket.cli.core import emit_json, load_policy_with, parse_date
     from docket.cli.show import print_brief, print_ranking
     from docket.retrieve import ask
 
-    if budget is not None and budget < 1:
-        raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")
+    opt.check_budget(budget)
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     policy = load_policy_with(policy_path)
