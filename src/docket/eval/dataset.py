@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.errors import InputError
+from docket.io import iter_jsonl, load_chunks
 from docket.model import Chunk, parse_chunk
 from docket.store.base import MemoryStore
 
@@ -172,85 +173,65 @@ def load_set(path: str | Path, fmt: str | None = None, **options: Any) -> Labell
 # --- docket's own format -------------------------------------------------------------------------
 
 
-def _read_chunks_jsonl(path: Path) -> list[Chunk]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise InputError(f"is not valid JSON ({e.msg})", where=f"{path}:{n}") from None
-                out.append(parse_chunk(rec, where=f"{path}:{n}"))
-    return out
-
-
 def load_docket(path: str | Path) -> LabelledSet:
     p = Path(path)
     items: list[Item] = []
     stores: dict[Path, list[Chunk]] = {}
     shared: MemoryStore | None = None
-    with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{p}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"is not valid JSON ({e.msg})", where=where) from None
-            if not isinstance(rec, dict):
-                raise InputError("expected a JSON object", where=where)
-            q = rec.get("question")
-            if not isinstance(q, str) or not q.strip():
-                raise InputError("is required: a non-empty string", where=where, field="question")
-            if "candidates" in rec:
-                cands = rec["candidates"]
-                if not isinstance(cands, list):
-                    raise InputError("must be a list of chunk records", where=where, field="candidates")
-                chunks = [parse_chunk(c, where=f"{where} candidate {i}") for i, c in enumerate(cands)]
-            elif "store" in rec:
-                sp = (p.parent / rec["store"]).resolve()
-                if sp not in stores:
-                    stores[sp] = _read_chunks_jsonl(sp)
-                    shared = MemoryStore(stores[sp]) if len(stores) == 1 else None
-                by_id = {c.id: c for c in stores[sp]}
-                ids = rec.get("candidate_ids")
-                if ids is None:
-                    chunks = list(stores[sp])
-                else:
-                    missing = [i for i in ids if i not in by_id]
-                    if missing:
-                        raise InputError(f"ids not in the store: {missing[:5]}", where=where, field="candidate_ids")
-                    chunks = [by_id[i] for i in ids]
+    for n, rec in iter_jsonl(p):
+        where = f"{p}:{n}"
+        if not isinstance(rec, dict):
+            raise InputError("expected a JSON object", where=where)
+        q = rec.get("question")
+        if not isinstance(q, str) or not q.strip():
+            raise InputError("is required: a non-empty string", where=where, field="question")
+        if "candidates" in rec:
+            cands = rec["candidates"]
+            if not isinstance(cands, list):
+                raise InputError("must be a list of chunk records", where=where, field="candidates")
+            chunks = [parse_chunk(c, where=f"{where} candidate {i}") for i, c in enumerate(cands)]
+        elif "store" in rec:
+            sp = (p.parent / rec["store"]).resolve()
+            if sp not in stores:
+                stores[sp] = load_chunks(sp)
+                shared = MemoryStore(stores[sp]) if len(stores) == 1 else None
+            by_id = {c.id: c for c in stores[sp]}
+            ids = rec.get("candidate_ids")
+            if ids is None:
+                chunks = list(stores[sp])
             else:
-                raise InputError("needs 'candidates' (chunk records) or 'store' (a chunk JSONL path)", where=where)
-            scores = rec.get("scores")
-            if scores is not None and (not isinstance(scores, list) or len(scores) != len(chunks)):
-                raise InputError("must be a list of numbers parallel to the candidates", where=where, field="scores")
-            gold = rec.get("gold", [])
-            if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-                raise InputError("must be a list of chunk ids", where=where, field="gold")
-            answerable = bool(rec.get("answerable", bool(gold)))
-            as_of = rec.get("as_of")
-            try:
-                as_of_d = Date.fromisoformat(as_of) if as_of else None
-            except ValueError:
-                raise InputError(f"must be an ISO date, got {as_of!r}", where=where, field="as_of") from None
-            items.append(
-                Item(
-                    id=str(rec.get("id", n)),
-                    question=q,
-                    chunks=chunks,
-                    gold=gold,
-                    answers=[str(a) for a in rec.get("answers", [])],
-                    answerable=answerable,
-                    scores=[float(s) for s in scores] if scores is not None else None,
-                    as_of=as_of_d,
-                    attack=rec.get("attack"),
-                    meta=rec.get("meta", {}),
-                )
+                missing = [i for i in ids if i not in by_id]
+                if missing:
+                    raise InputError(f"ids not in the store: {missing[:5]}", where=where, field="candidate_ids")
+                chunks = [by_id[i] for i in ids]
+        else:
+            raise InputError("needs 'candidates' (chunk records) or 'store' (a chunk JSONL path)", where=where)
+        scores = rec.get("scores")
+        if scores is not None and (not isinstance(scores, list) or len(scores) != len(chunks)):
+            raise InputError("must be a list of numbers parallel to the candidates", where=where, field="scores")
+        gold = rec.get("gold", [])
+        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+            raise InputError("must be a list of chunk ids", where=where, field="gold")
+        answerable = bool(rec.get("answerable", bool(gold)))
+        as_of = rec.get("as_of")
+        try:
+            as_of_d = Date.fromisoformat(as_of) if as_of else None
+        except ValueError:
+            raise InputError(f"must be an ISO date, got {as_of!r}", where=where, field="as_of") from None
+        items.append(
+            Item(
+                id=str(rec.get("id", n)),
+                question=q,
+                chunks=chunks,
+                gold=gold,
+                answers=[str(a) for a in rec.get("answers", [])],
+                answerable=answerable,
+                scores=[float(s) for s in scores] if scores is not None else None,
+                as_of=as_of_d,
+                attack=rec.get("attack"),
+                meta=rec.get("meta", {}),
             )
+        )
     return LabelledSet(p.stem, items, "docket", shared)
 
 
