@@ -16,7 +16,7 @@ import numpy as np
 
 from docket import answerable, rescore
 from docket.brief.layout import build_brief, not_found_brief
-from docket.context import Context
+from docket.context import Context, check_vectors
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
 from docket.model import Candidate, Chunk, passage_of
@@ -35,22 +35,6 @@ def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -
     sims = ctx_vecs @ q
     order_idx = sorted(range(len(chunks)), key=lambda i: (-float(sims[i]), chunks[i].id))
     return [Candidate(chunk=chunks[i], score=round(float(sims[i]), 6), rank=r) for r, i in enumerate(order_idx, 1)]
-
-
-def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
-    """Caller-supplied vectors must come from the embedder's model and be unit length, or
-    every cosine downstream (floor, duplicates, MMR) is meaningless."""
-    dim = getattr(embedder, "dim", None)
-    for c in chunks:
-        if c.vector is None:
-            continue
-        if dim is not None and len(c.vector) != dim:
-            raise InputError(f"has {len(c.vector)} dimensions but the embedder ({getattr(embedder, 'name', '?')}) gives "
-                             f"{dim}; embed with the same model or drop the vectors", where=f"chunk {c.id!r}", field="vector")
-        norm = float(np.linalg.norm(np.asarray(c.vector, dtype=np.float64)))
-        if abs(norm - 1.0) > 1e-3:
-            raise InputError(f"is not unit length (norm {norm:.4f}); L2-normalise it so dot products are cosines",
-                             where=f"chunk {c.id!r}", field="vector")
 
 
 def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:

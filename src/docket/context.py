@@ -7,6 +7,7 @@ tested without a model or a database.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ class Context:
         for c in missing:
             if c.vector is not None:
                 v = np.asarray(c.vector, dtype=np.float32)
-                self._check(c, v)
+                check_vectors([c], self.embedder)
                 self._vectors[c.id] = v
         if need_model:
             if self.embedder is None:
@@ -65,21 +66,21 @@ class Context:
             return np.zeros((0, 1), dtype=np.float32)
         return np.stack([self._vectors[c.id] for c in chunks])
 
-    def _check(self, c: Chunk, v: np.ndarray) -> None:
-        dim = getattr(self.embedder, "dim", None)
-        if dim is not None and v.shape[0] != dim:
-            raise InputError(
-                f"has {v.shape[0]} dimensions but the embedder gives {dim}; embed with the same model",
-                where=f"chunk {c.id!r}",
-                field="vector",
-            )
-        norm = float(np.linalg.norm(v))
-        if abs(norm - 1.0) > 1e-3:
-            raise InputError(
-                f"is not unit length (norm {norm:.4f}); normalise vectors so dot products are cosines",
-                where=f"chunk {c.id!r}",
-                field="vector",
-            )
-
     def tokens(self, text: str) -> int:
         return self.counter.count(text)
+
+
+def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
+    """Caller-supplied vectors must come from the embedder's model and be unit length, or
+    every cosine downstream (floor, duplicates, MMR) is meaningless."""
+    dim = getattr(embedder, "dim", None)
+    for c in chunks:
+        if c.vector is None:
+            continue
+        if dim is not None and len(c.vector) != dim:
+            raise InputError(f"has {len(c.vector)} dimensions but the embedder ({getattr(embedder, 'name', '?')}) gives "
+                             f"{dim}; embed with the same model or drop the vectors", where=f"chunk {c.id!r}", field="vector")
+        norm = float(np.linalg.norm(np.asarray(c.vector, dtype=np.float64)))
+        if abs(norm - 1.0) > 1e-3:
+            raise InputError(f"is not unit length (norm {norm:.4f}); L2-normalise it so dot products are cosines",
+                             where=f"chunk {c.id!r}", field="vector")
