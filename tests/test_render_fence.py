@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from docket.brief.render import render_all, sanitize
 from docket.model import Passage
-from docket.policy import RenderPolicy
+from docket.policy import Policy, RenderPolicy
 
 from helpers import mk
 
@@ -37,7 +37,7 @@ def test_xml_fence_holds(items):
     assert [d.tag for d in docs] == ["document"] * len(ps)
     for n, (d, p) in enumerate(zip(docs, ps), 1):
         assert d.get("label") == f"S{n}"
-        assert d.get("trust") == "trusted" and d.get("status") == "current"
+        assert d.get("trust", "trusted") == "trusted" and d.get("status", "current") == "current"
         assert list(d) == []  # no forged child elements
         assert (d.text or "").strip() == sanitize(p.text)[0].strip()
         assert sources[f"S{n}"]["text"] == sanitize(p.text)[0].strip()
@@ -81,5 +81,31 @@ def test_hostile_forum_post_cannot_forge_document():
 
 def test_status_and_trust_cannot_be_configured_away():
     c = mk("a", doc="d", text="t", title="T")
-    block, _, _ = render_all([Passage(chunks=(c,), score=1, rank=1, hits=("a",))], RenderPolicy(fields=["title"]))
+    block, _, _ = render_all([Passage(chunks=(c,), score=1, rank=1, hits=("a",))],
+                             RenderPolicy(fields=["title"], implicit_defaults=False))
     assert 'title="T" status="current" trust="trusted"' in block
+
+
+def test_implicit_defaults_leave_only_the_usual_values_off():
+    """With implicit defaults a bare tag means current and trusted; every other value is shown,
+    whatever the field list says."""
+    pol = RenderPolicy(fields=["title"])
+    plain = mk("a", doc="d", text="t", title="T")
+    old = mk("b", doc="d2", text="t", title="T", status="superseded")
+    post = mk("f", doc="forum", text="t", title="F", status="user-generated")
+    flagged = mk("g", doc="g", text="t", title="G", trust="untrusted")
+    blocks = [render_all([Passage(chunks=(c,), score=1, rank=1, hits=(c.id,))], pol)[0] for c in (plain, old, post, flagged)]
+    assert '<document label="S1" title="T">' in blocks[0]
+    assert 'status="superseded"' in blocks[1] and "trust=" not in blocks[1]
+    assert 'status="user-generated" trust="untrusted"' in blocks[2]
+    assert 'trust="untrusted"' in blocks[3] and "status=" not in blocks[3]
+
+
+def test_ground_rules_explain_a_bare_tag_only_when_defaults_are_implicit():
+    from docket.brief.layout import system_text
+
+    from helpers import context
+
+    on = system_text(context([]), "xml")
+    off = system_text(context([], policy=Policy().updated(render={"implicit_defaults": False})), "xml")
+    assert "no status shown is current" in on and "no status shown" not in off

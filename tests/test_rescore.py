@@ -92,3 +92,26 @@ def test_on_by_default_and_nimbus_refund_brief_unchanged_when_off(nimbus, nimbus
     # the forum post echoes the question's words but is untrusted: it is never promoted
     assert not any(e["move"] == "rescore" and "forum-881" in e["chunks"] for e in on.trace)
     assert on.found and off.found
+
+
+def test_title_match_ignores_accents():
+    assert title_match("Akinoshū Kenji", "What plane bombed Akinoshu Kenji's birthplace?") == 1.0
+    assert title_match("Aschenbrödel", "the composer of Aschenbrodel") == 1.0
+
+
+def test_second_link_round_follows_the_chain_one_more_hop():
+    """song -> band -> city: the band is linked from the song in round 1, the city from the band in
+    round 2. With one round the city stays at the bottom."""
+    cands = [
+        cand("song", "Brother is a song by the rock band Pearl Jam.", 0.80, 1, title="Brother (song)"),
+        cand("n1", "Boston gets heavy snow in winter.", 0.70, 2, title="Boston"),
+        cand("n2", "Detroit has moderate precipitation.", 0.69, 3, title="Detroit"),
+        cand("n3", "Richmond is dry in late summer.", 0.68, 4, title="Richmond"),
+        cand("band", "Pearl Jam is a rock band formed in 1990 in Seattle.", 0.30, 5, title="Pearl Jam"),
+        cand("city", "Seattle typically receives some snowfall.", 0.30, 6, title="Seattle"),
+    ]
+    kw = dict(title_weight=0.0, lexical_weight=0.0, link_top=3)
+    one = rescore(cands, ctx("What is the snowfall where the performers of Brother were formed?", link_rounds=1, **kw))
+    two = rescore(cands, ctx("What is the snowfall where the performers of Brother were formed?", link_rounds=2, **kw))
+    assert [c.chunk.id for c in one][-1] == "city"
+    assert [c.chunk.id for c in two][:3] == ["song", "band", "city"]

@@ -95,6 +95,9 @@ class RenderPolicy(_Strict):
     #: header fields shown for every passage, in this order
     fields: list[str] = Field(default_factory=lambda: ["title", "section", "version", "date", "status", "trust"])
     max_field_chars: int = Field(200, ge=10)
+    #: leave status="current" and trust="trusted" off the tags (the ground rules say a bare tag
+    #: means exactly that); any other status or trust is always shown
+    implicit_defaults: bool = True
 
 
 class BriefPolicy(_Strict):
@@ -121,6 +124,8 @@ class RescorePolicy(_Strict):
     link_weight: float = Field(0.45, ge=0.0)
     #: how many of the best passages (after the title and lexical bonuses) count as linking
     link_top: int = Field(3, ge=0)
+    #: rounds of linking: each round reads the top again, following one more hop of a chain
+    link_rounds: int = Field(2, ge=1, le=5)
 
 
 class AnswerablePolicy(_Strict):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -43,8 +44,24 @@ STOPWORDS = frozenset(
 )
 
 
+def fold(text: str) -> str:
+    """Lower case without accents, so "Akinoshu" in a question matches the title "Akinoshū"."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
 def words(text: str) -> list[str]:
-    return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
+    """Folded words, possessive 's dropped ("Kenji's" -> "kenji")."""
+    out = []
+    for w in _WORD.findall(fold(text)):
+        w = w.strip("'")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w:
+            out.append(w)
+    return out
 
 
 def content_words(text: str) -> list[str]:
@@ -131,15 +148,19 @@ def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
     first = [
         c.score + pol.title_weight * s["title"] + pol.lexical_weight * s["lexical"] for c, s in zip(candidates, sig)
     ]
-    # links: titles mentioned by the best passages after the first pass
+    # links: titles mentioned by the best passages. Each round re-reads the top after the last
+    # round's links, so a chain question (song -> band -> city) is followed one hop per round.
+    new = list(first)
     if pol.link_weight > 0 and pol.link_top > 0:
-        top = sorted(range(len(candidates)), key=lambda i: (-first[i], candidates[i].rank))[: pol.link_top]
-        for i, c in enumerate(candidates):
-            if i in top or not c.chunk.title.strip() or c.chunk.untrusted:
-                continue
-            best = max(title_match_strict(c.chunk.title, candidates[j].chunk.text) for j in top)
-            sig[i]["link"] = best
-    new = [f + pol.link_weight * s["link"] for f, s in zip(first, sig)]
+        for _ in range(pol.link_rounds):
+            top = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))[: pol.link_top]
+            for i, c in enumerate(candidates):
+                if sig[i]["link"] or i in top or not c.chunk.title.strip() or c.chunk.untrusted:
+                    continue
+                sig[i]["link"] = max(title_match_strict(c.chunk.title, candidates[j].chunk.text) for j in top
+                                     if not candidates[j].chunk.untrusted) if any(
+                    not candidates[j].chunk.untrusted for j in top) else 0.0
+            new = [f + pol.link_weight * s["link"] for f, s in zip(first, sig)]
     order = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))
     out = []
     for r, i in enumerate(order, 1):

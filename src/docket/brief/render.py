@@ -3,7 +3,12 @@
 Labels S1..Sn are given after the final order, so [S2] always means the second passage the
 model read. Text and header values are escaped: whatever a passage contains (`</document>`,
 quotes, `&`, control or invisible characters) it cannot close its own fence, forge a document,
-or change how many documents the model sees. Status and trust are in every header.
+or change how many documents the model sees.
+
+Status and trust are stated for every passage. With `render.implicit_defaults` (the default)
+the usual values, status="current" and trust="trusted", are left off the tag and the ground
+rules say what a bare tag means: eight tokens a passage saved, and the exceptions (a superseded
+rule, a stranger's post) stand out instead of hiding among identical attributes.
 """
 
 from __future__ import annotations
@@ -64,9 +69,11 @@ def sections_of(p: Passage) -> str:
 
 
 ALWAYS = ("status", "trust")
+#: what a tag without status or trust means when defaults are implicit (the ground rules say so)
+IMPLICIT = {"status": "current", "trust": "trusted"}
 
 
-def header_fields(p: Passage, fields: list[str]) -> list[tuple[str, str]]:
+def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False) -> list[tuple[str, str]]:
     c = p.first
     values: dict[str, str] = {
         "title": c.title,
@@ -85,6 +92,8 @@ def header_fields(p: Passage, fields: list[str]) -> list[tuple[str, str]]:
     wanted = list(dict.fromkeys(list(fields) + [f for f in ALWAYS if f not in fields]))
     out = [(f, values.get(f, "")) for f in wanted]
     out = [(k, v) for k, v in out if v or k in ALWAYS]
+    if implicit_defaults:
+        out = [(k, v) for k, v in out if IMPLICIT.get(k) != v]
     if p.compressed:
         out.append(("excerpt", "compressed"))
     return out
@@ -100,7 +109,7 @@ class Rendered:
 def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     text, removed = sanitize(p.text)
     text = text.strip()
-    fields = header_fields(p, policy.fields)
+    fields = header_fields(p, policy.fields, policy.implicit_defaults)
     if policy.format == "xml":
         attrs = " ".join([f'label="{label}"'] + [f'{k}="{escape_attr(v, policy.max_field_chars)}"' for k, v in fields])
         block = f"<document {attrs}>\n{escape_text(text)}\n</document>"
