@@ -109,3 +109,23 @@ def test_ground_rules_explain_a_bare_tag_only_when_defaults_are_implicit():
     on = system_text(context([]), "xml")
     off = system_text(context([], policy=Policy().updated(render={"implicit_defaults": False})), "xml")
     assert "no status shown is current" in on and "no status shown" not in off
+
+
+def test_a_title_the_text_opens_with_is_not_repeated():
+    from docket.brief.render import opens_with_title
+
+    assert opens_with_title("Pearl Jam", "Pearl Jam is an American rock band formed in 1990.")
+    assert opens_with_title("Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film.")
+    assert opens_with_title("Journal of Psychotherapy Integration", "The Journal of Psychotherapy Integration is a journal.")
+    assert opens_with_title("Akinoshū Kenji", "Akinoshu Kenji (born 1969) is a former sumo wrestler.")
+    assert not opens_with_title("Nimbus refund policy", "Annual plans can be refunded within 30 days.")
+    assert not opens_with_title("Pear", "Pearl Jam is a band.")  # part of a word is not the title
+    assert not opens_with_title("", "anything")
+    band = mk("a", doc="d", text="Pearl Jam is a rock band.", title="Pearl Jam")
+    policy = mk("b", doc="e", text="Annual plans can be refunded.", title="Refund policy")
+    ps = [Passage(chunks=(c,), score=1, rank=1, hits=(c.id,)) for c in (band, policy)]
+    block, sources, _ = render_all(ps, RenderPolicy())
+    assert '<document label="S1">' in block and '<document label="S2" title="Refund policy">' in block
+    assert sources["S1"]["title"] == "Pearl Jam"  # the source map keeps it
+    block, _, _ = render_all(ps, RenderPolicy(repeated_title=True))
+    assert '<document label="S1" title="Pearl Jam">' in block

@@ -62,6 +62,10 @@ class PackPolicy(_Strict):
     #: evidence budget: tokens of the whole documents block. None = derive from input_target.
     budget: int | None = Field(None, ge=1)
     floor: float = 0.40
+    #: relative floor: drop candidates scoring more than this below the best one (None = off).
+    #: The budget is a ceiling, not a target: far below the best, a passage is a distractor that
+    #: costs tokens. Fit it with `docket calibrate` (the gap that keeps, say, 99% of gold).
+    margin: float | None = Field(None, gt=0.0)
     #: backward budget arithmetic, used when `budget` is None
     input_target: int = Field(6000, ge=1)
     answer_reserve: int = Field(0, ge=0)
@@ -98,6 +102,9 @@ class RenderPolicy(_Strict):
     #: leave status="current" and trust="trusted" off the tags (the ground rules say a bare tag
     #: means exactly that); any other status or trust is always shown
     implicit_defaults: bool = True
+    #: show the title even when the passage's first words already state it ("Pearl Jam is a ...");
+    #: false saves 4-6 tokens a passage on encyclopaedia-style text
+    repeated_title: bool = False
 
 
 class BriefPolicy(_Strict):

@@ -73,10 +73,22 @@ ALWAYS = ("status", "trust")
 IMPLICIT = {"status": "current", "trust": "trusted"}
 
 
-def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False) -> list[tuple[str, str]]:
+def opens_with_title(title: str, text: str) -> bool:
+    """True when the text's first words already state the title (Wikipedia-style "Pearl Jam is an
+    American rock band ..."), allowing a leading article and the title without its parenthetical."""
+    from docket.rescore import _norm, title_variants  # the same folding the re-scorer matches titles with
+
+    if not title.strip():
+        return False
+    head = _norm(text[: len(title) + 40])
+    return any(head.startswith(_norm(v)) or head.startswith(" the" + _norm(v)) for v in title_variants(title))
+
+
+def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False,
+                  repeated_title: bool = False) -> list[tuple[str, str]]:
     c = p.first
     values: dict[str, str] = {
-        "title": c.title,
+        "title": c.title if repeated_title or not opens_with_title(c.title, p.text) else "",
         "section": sections_of(p),
         "version": f"v{c.version}",
         "date": c.date.isoformat() if c.date else "",
@@ -109,7 +121,7 @@ class Rendered:
 def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     text, removed = sanitize(p.text)
     text = text.strip()
-    fields = header_fields(p, policy.fields, policy.implicit_defaults)
+    fields = header_fields(p, policy.fields, policy.implicit_defaults, policy.repeated_title)
     if policy.format == "xml":
         attrs = " ".join([f'label="{label}"'] + [f'{k}="{escape_attr(v, policy.max_field_chars)}"' for k, v in fields])
         block = f"<document {attrs}>\n{escape_text(text)}\n</document>"
