@@ -72,3 +72,19 @@ def test_rank_by_cosine_is_deterministic(nimbus):
     b = rank_by_cosine(REFUND_QUESTION, list(reversed(nimbus)), emb)
     assert [c.chunk.id for c in a] == [c.chunk.id for c in b]
     assert a[0].chunk.id == "pol3-4"
+
+
+def test_margin_drops_candidates_far_below_the_best_and_says_so():
+    from docket.model import Candidate
+    from docket.tokens import WordCounter
+
+    chunks = [mk("a", "Alpha facts here.", doc="a"), mk("b", "Beta facts here.", doc="b"), mk("c", "Gamma text.", doc="c")]
+    cands = [Candidate(c, s, r) for r, (c, s) in enumerate(zip(chunks, [0.9, 0.7, 0.45]), 1)]
+    pol = Policy().updated(pack={"margin": 0.3}, rescore={"enabled": False}, dedup={"enabled": False},
+                           versions={"enabled": False})
+    b = assemble("q?", cands, store=MemoryStore(chunks), policy=pol, counter=WordCounter(), budget=500)
+    assert [p.ids for p in b.passages] == [("a",), ("b",)]
+    drop = [t for t in b.trace if t["move"] == "floor" and t["action"] == "drop"]
+    assert drop and drop[0]["chunks"] == ["c"] and "margin 0.3" in drop[0]["reason"]
+    assert assemble("q?", cands, store=MemoryStore(chunks), policy=pol.updated(pack={"margin": None}),
+                    counter=WordCounter(), budget=500).tokens["passages"] == 3

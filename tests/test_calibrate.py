@@ -126,3 +126,25 @@ def test_write_policy_values_merges_and_validates(tmp_path):
 
     with pytest.raises(InputError):
         C.write_policy_values(p, {"pack": {"flor": 1}})
+
+
+def test_gold_gaps_hand_checked():
+    worst, gaps = C.gold_gaps([1.0, 0.8, 0.5, 0.2], [True, False, True, False])
+    assert worst == pytest.approx(0.5) and gaps == pytest.approx([0.0, 0.2, 0.5, 0.8])
+    assert C.gold_gaps([0.9, 0.1], [False, False])[0] is None
+    assert C.gold_gaps([], [])[0] is None
+
+
+def test_fit_margin_keeps_the_asked_share_and_reports_the_trade_off():
+    # ten questions: nine need a gap of at most 0.3, one needs 0.9
+    q = [0.1] * 5 + [0.3] * 4 + [0.9]
+    pools = [[0.0, 0.1, 0.3, 0.9, 1.4]] * 10
+    m = C.fit_margin(q, pools, keep=0.9)
+    assert m["margin"] == pytest.approx(0.31) and m["gold_kept"] == pytest.approx(0.9)
+    assert m["candidates_kept"] == pytest.approx(0.6)  # 0.0, 0.1, 0.3 of each pool
+    full = C.fit_margin(q, pools, keep=1.0)
+    assert full["margin"] == pytest.approx(0.91) and full["gold_kept"] == 1.0
+    curve = {r["margin"]: r for r in full["curve"]}
+    assert curve[0.2]["gold_kept"] == pytest.approx(0.5) and curve[1.5]["candidates_kept"] == 1.0
+    with pytest.raises(Exception, match="answerable"):
+        C.fit_margin([], [])

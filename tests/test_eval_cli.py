@@ -94,7 +94,26 @@ def test_calibrate_writes_policy(tmp_path):
     assert p.answerable.enabled and p.answerable.weights
     assert p.dedup.threshold == out["duplicate_threshold"]["threshold"]
     assert p.pack.floor == out["floor"]["floor"]
+    assert p.pack.margin == out["margin"]["margin"]
     # the fitted policy runs
     r2 = runner.invoke(app, ["eval", str(s), "--budgets", "300", "--embedder", "hash", "--policy", str(pol), "--json"])
     assert r2.exit_code == 0, r2.output
     assert "not_found" in json.loads(r2.stdout)["budgets"]["300"]
+
+
+def test_calibrate_fits_the_margin_on_an_all_answerable_set(tmp_path):
+    """No unanswerable questions: no floor, but the margin is fitted and written."""
+    s = tmp_path / "set.jsonl"
+    lines = [{"id": f"q{i}", "question": "Where does the Rhine flow?", "gold": [f"g{i}"], "answers": ["North Sea"],
+              "candidates": [{"id": f"g{i}", "doc": f"g{i}", "text": f"The Rhine number {i} flows into the North Sea."},
+                             {"id": f"d{i}", "doc": f"d{i}", "text": "Apples grow on trees in orchards."}]}
+             for i in range(4)]
+    s.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    pol = tmp_path / "policy.toml"
+    r = runner.invoke(app, ["calibrate", str(s), "--embedder", "hash", "--write", str(pol), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert "floor" not in out and out["margin"]["gold_kept"] >= 0.99
+    assert load_policy(pol).pack.margin == out["margin"]["margin"]
+    bad = runner.invoke(app, ["calibrate", str(s), "--embedder", "hash", "--margin-keep", "1.5"])
+    assert bad.exit_code == 2 and "--margin-keep" in bad.output

@@ -130,6 +130,20 @@ def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
         )
     if not above:
         ctx.trace.add("floor", "not_found", [], f"no candidate reaches the floor {floor}: answer 'not found' without an LLM call")
+        return above
+    margin = ctx.policy.pack.margin
+    if margin is not None:
+        best = max(c.score for c in above)
+        cut = best - margin
+        far = [c for c in above if c.score < cut]
+        if far:
+            ctx.trace.add(
+                "floor", "drop", [c.chunk.id for c in far],
+                f"{len(far)} candidate(s) score more than the margin {margin} below the best ({best:.3f}): "
+                f"below {cut:.3f}", best=round(best, 4), margin=margin,
+                best_below=round(max(c.score for c in far), 4),
+            )
+            above = [c for c in above if c.score >= cut]
     return above
 
 

@@ -154,9 +154,11 @@ def calibrate_cmd(
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
     embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.")] = "minilm",
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy whose re-scoring the margin is fitted under.")] = None,
+    margin_keep: Annotated[float, typer.Option("--margin-keep", help="Share of questions whose gold the margin must keep.")] = 0.99,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Fit the duplicate threshold, the score floor and the answerability model; write them into a policy."""
+    """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy."""
     from docket import answerable as A
     from docket.eval import calibrate as C
     from docket.eval.cache import eval_embedder
@@ -165,6 +167,8 @@ def calibrate_cmd(
 
     if path is None and pairs is None:
         raise InputError("give a labelled set (PATH) and/or --pairs", field="PATH")
+    if not 0 < margin_keep <= 1:
+        raise typer.BadParameter("must be in (0, 1], e.g. 0.99", param_hint="--margin-keep")
     embedder = eval_embedder(embedder_name)
     out: dict[str, Any] = {}
     updates: dict[str, dict[str, Any]] = {}
@@ -177,14 +181,24 @@ def calibrate_cmd(
         out["duplicate_threshold"] = dup
         if dup["threshold"] is not None:
             updates["dedup"] = {"threshold": dup["threshold"]}
+    prepared = prepare(lset, embedder) if lset is not None else []
+    if lset is not None and any(it.answerable and it.gold for it in lset.items):
+        from docket.policy import Policy, load_policy
+        from docket.tokens import default_counter
+
+        pol = load_policy(policy_path) if policy_path is not None else Policy()
+        q_gaps, pools = C.margin_inputs(prepared, pol, default_counter(), embedder)
+        if q_gaps:
+            mg = C.fit_margin(q_gaps, pools, keep=margin_keep)
+            out["margin"] = mg
+            updates.setdefault("pack", {})["margin"] = mg["margin"]
     if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
-        prepared = prepare(lset, embedder)
         tops = [p.query.ranked[0].score if p.query.ranked else -1.0 for p in prepared]
         y = [p.item.answerable for p in prepared]
         fl = C.fit_floor(tops, y)
         fl["curve"] = C.floor_curve(tops, y)
         out["floor"] = fl
-        updates["pack"] = {"floor": fl["floor"]}
+        updates.setdefault("pack", {})["floor"] = fl["floor"]
         X = C.signal_matrix(lset, embedder)
         if group_by not in ("paragraph", "article", "item"):
             raise InputError("must be paragraph, article or item", field="--group-by")
@@ -195,9 +209,9 @@ def calibrate_cmd(
         out["answerable"] = model
         updates["answerable"] = {"enabled": True, "weights": model["weights"], "bias": model["bias"],
                                  "threshold": model["threshold"]}
-    elif lset is not None and not pair_list:
-        raise InputError("has no unanswerable questions to fit the floor on; add some or pass --pairs/--derive-pairs",
-                         where=str(path))
+    elif lset is not None and not pair_list and "margin" not in out:
+        raise InputError("has no unanswerable questions to fit the floor on and no gold chunks to fit the margin on; "
+                         "add some or pass --pairs/--derive-pairs", where=str(path))
     if policy_out is not None:
         C.write_policy_values(policy_out, updates)
         out["written"] = str(policy_out)
@@ -240,6 +254,16 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
         for r in f["curve"]:
             t.add_row(f"{r['floor']:.3f}", _pct(r["not_found_precision"]), _pct(r["not_found_recall"]),
                       _pct(r["balanced_accuracy"]))
+        console.print(t)
+    if "margin" in out:
+        m = out["margin"]
+        console.print(f"[bold]margin[/bold] {m['margin']}  (keeps all gold of {_pct(m['gold_kept'])} of {m['questions']} "
+                      f"questions and {_pct(m['candidates_kept'])} of the candidates; target {_pct(m['keep'])})")
+        t = Table(title="margin trade-off: drop candidates more than the margin below the best")
+        for c in ("margin", "questions with all gold kept", "candidates kept"):
+            t.add_column(c, justify="right")
+        for r in m["curve"]:
+            t.add_row(f"{r['margin']:.2f}", _pct(r["gold_kept"]), _pct(r["candidates_kept"]))
         console.print(t)
     if "answerable" in out:
         a = out["answerable"]

@@ -5,6 +5,9 @@
   "same" pair, or, when they overlap, where balanced accuracy is best.
 - score floor: from answerable and unanswerable questions, the cut on the top candidate's score
   with the best balanced accuracy.
+- margin (relative floor): from answerable questions with gold chunks, the gap below the best
+  candidate's (re-scored) score within which a chosen share of the gold chunks lies; the curve
+  shows what each margin keeps of the gold and of the pool.
 - answerability model: a logistic regression over docket.answerable's signals, evaluated by
   grouped cross-validation (no question is scored by a model that saw its group).
 """
@@ -169,6 +172,66 @@ def cv_floor(top_scores: Sequence[float], answerable: Sequence[bool], groups: Se
     pred = cv_floor_predictions(top_scores, answerable, groups, folds)
     cm = M.confusion(pred, [not a for a in answerable])
     return {"folds": len(group_folds(groups, folds)), **cm.to_json()}
+
+
+# --- margin (relative floor) -----------------------------------------------------------------------
+
+
+def gold_gaps(scores: Sequence[float], is_gold: Sequence[bool]) -> tuple[float | None, list[float]]:
+    """For one pool: how far the weakest gold candidate sits below the best score (None without
+    gold), and every candidate's gap (for the share of the pool a margin keeps)."""
+    if not scores:
+        return None, []
+    best = max(scores)
+    gaps = [best - s for s in scores]
+    gold = [g for g, y in zip(gaps, is_gold) if y]
+    return (max(gold) if gold else None), gaps
+
+
+def margin_inputs(prepared: Sequence[Any], policy: Any, counter: Any, embedder: Embedder) -> tuple[list[float], list[list[float]]]:
+    """Per answerable question with gold in its pool: the weakest gold's gap below the best score,
+    on the scores the assembler compares with the margin (after re-scoring, when it is on)."""
+    from docket.context import Context
+    from docket.rescore import rescore
+
+    q_gaps: list[float] = []
+    pools: list[list[float]] = []
+    for p in prepared:
+        if not p.item.answerable or not p.item.gold or not p.query.ranked:
+            continue
+        ranked = list(p.query.ranked)
+        if policy.rescore.enabled:
+            ctx = Context(question=p.item.question, store=None, policy=policy, counter=counter, embedder=embedder)  # type: ignore[arg-type]
+            ranked = rescore(ranked, ctx)
+        gold = set(p.item.gold)
+        g, gaps = gold_gaps([c.score for c in ranked], [c.chunk.id in gold for c in ranked])
+        if g is not None:
+            q_gaps.append(g)
+            pools.append(gaps)
+    return q_gaps, pools
+
+
+def fit_margin(question_gaps: Sequence[float], pool_gaps: Sequence[Sequence[float]], keep: float = 0.99,
+               steps: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5)) -> dict[str, Any]:
+    """The smallest margin (rounded up to 0.01) that keeps every gold chunk of `keep` of the
+    questions, and the trade-off curve: per margin, the share of questions with all gold kept and
+    the share of candidates kept (what the margin saves before the budget is even consulted)."""
+    if not question_gaps:
+        raise InputError("has no answerable questions with gold chunks in their pools; the margin needs some")
+    if not 0 < keep <= 1:
+        raise InputError("must be in (0, 1]", field="--margin-keep")
+    q = np.asarray(question_gaps, dtype=float)
+    flat = np.asarray([g for pool in pool_gaps for g in pool], dtype=float)
+    # the smallest gap that covers ceil(keep * n) questions, rounded up to 0.01, plus 0.01 of slack
+    need = float(np.sort(q)[max(0, math.ceil(round(keep * len(q), 9)) - 1)])
+    margin = round(math.ceil(round(need * 100, 6)) / 100 + 0.01, 2)
+
+    def row(m: float) -> dict[str, float]:
+        return {"margin": m, "gold_kept": round(float(np.mean(q <= m)), 4),
+                "candidates_kept": round(float(np.mean(flat <= m)), 4) if len(flat) else 0.0}
+
+    return {"margin": margin, "keep": keep, "questions": len(q), **{k: v for k, v in row(margin).items() if k != "margin"},
+            "curve": [row(m) for m in sorted(set(steps) | {margin})]}
 
 
 # --- logistic regression (numpy, L2, Newton) -----------------------------------------------------
