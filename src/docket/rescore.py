@@ -9,7 +9,11 @@ only (no model call, no extra retrieval), often say more:
   count most), normalised to 0..1 by the pool's best.
 - link: a candidate whose title is mentioned in the text of one of the top passages (the
   bridge of a multi-hop question: the film's paragraph names the actress, so the actress's
-  paragraph matters even though the question never names her).
+  paragraph matters even though the question never names her). `link_rounds` re-reads the top
+  after each round, so a chain (song -> band -> the band's city) is followed one hop per round.
+
+Words are compared folded (lower case, accents and possessive 's dropped), so "Akinoshu Kenji's"
+in a question matches the title "Akinoshū Kenji".
 
     new score = cosine + title_weight * title + lexical_weight * lexical + link_weight * link
 
@@ -154,12 +158,11 @@ def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
     if pol.link_weight > 0 and pol.link_top > 0:
         for _ in range(pol.link_rounds):
             top = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))[: pol.link_top]
+            linking = [candidates[j].chunk.text for j in top if not candidates[j].chunk.untrusted]
             for i, c in enumerate(candidates):
-                if sig[i]["link"] or i in top or not c.chunk.title.strip() or c.chunk.untrusted:
+                if sig[i]["link"] or i in top or not c.chunk.title.strip() or c.chunk.untrusted or not linking:
                     continue
-                sig[i]["link"] = max(title_match_strict(c.chunk.title, candidates[j].chunk.text) for j in top
-                                     if not candidates[j].chunk.untrusted) if any(
-                    not candidates[j].chunk.untrusted for j in top) else 0.0
+                sig[i]["link"] = max(title_match_strict(c.chunk.title, text) for text in linking)
             new = [f + pol.link_weight * s["link"] for f, s in zip(first, sig)]
     order = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))
     out = []
