@@ -1,5 +1,6 @@
 """Whatever a passage contains, it cannot leave its fence or change the number of documents."""
 
+import re
 import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings
@@ -129,3 +130,37 @@ def test_a_title_the_text_opens_with_is_not_repeated():
     assert sources["S1"]["title"] == "Pearl Jam"  # the source map keeps it
     block, _, _ = render_all(ps, RenderPolicy(repeated_title=True))
     assert '<document label="S1" title="Pearl Jam">' in block
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(texts, st.booleans()), min_size=1, max_size=5))
+def test_datamarked_untrusted_text_keeps_its_fence_and_loses_its_spaces(items):
+    """Spotlighting: untrusted passages reach the model with every space replaced by the mark;
+    official ones are untouched; the fence holds; the sources map keeps the original text."""
+    from docket.brief.render import MARK
+
+    ps = []
+    for i, (t, bad) in enumerate(items, 1):
+        t = t if t.strip() else "x" + t
+        c = mk(f"c{i}", doc=f"d{i}", text=t, title="t", **({"trust": "untrusted"} if bad else {}))
+        ps.append(Passage(chunks=(c,), score=1.0, rank=i, hits=(c.id,)))
+    block, sources, _ = render_all(ps, RenderPolicy(spotlight="datamark"))
+    docs = list(ET.fromstring(block))
+    assert len(docs) == len(ps)
+    for n, (d, (_, bad)) in enumerate(zip(docs, items), 1):
+        body = (d.text or "").strip("\n")
+        clean = sources[f"S{n}"]["text"]
+        if bad:
+            assert d.get("trust") == "untrusted" and " " not in body and "\t" not in body
+            assert body == re.sub(r"[ \t]+", MARK, clean)
+        else:
+            assert body == clean
+
+
+def test_datamark_rule_is_in_the_ground_rules_only_when_on():
+    from docket.brief.layout import system_text
+
+    from helpers import context
+
+    assert "\u02c6" in system_text(context([], policy=Policy().updated(render={"spotlight": "datamark"})), "xml")
+    assert "\u02c6" not in system_text(context([]), "xml")

@@ -105,6 +105,9 @@ class RenderPolicy(_Strict):
     #: show the title even when the passage's first words already state it ("Pearl Jam is a ...");
     #: false saves 4-6 tokens a passage on encyclopaedia-style text
     repeated_title: bool = False
+    #: spotlighting (the spec's Layer 2): "datamark" joins the words of untrusted passages with
+    #: MARK, a continuous signal of where the text came from (Hines et al., 2024); costs tokens
+    spotlight: Literal["off", "datamark"] = "off"
 
 
 class BriefPolicy(_Strict):

@@ -111,6 +111,16 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
     return out
 
 
+#: the datamarking character (U+02C6, as in Hines et al.): it replaces every space of an untrusted
+#: passage, so the model can tell outsiders' text from official text on every line
+MARK = "\u02c6"
+_SPACES = re.compile(r"[ \t]+")
+
+
+def datamark(text: str) -> str:
+    return _SPACES.sub(MARK, text)
+
+
 @dataclass(frozen=True)
 class Rendered:
     block: str  # the passage as it appears in the documents block
@@ -122,12 +132,13 @@ def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     text, removed = sanitize(p.text)
     text = text.strip()
     fields = header_fields(p, policy.fields, policy.implicit_defaults, policy.repeated_title)
+    shown = datamark(text) if policy.spotlight == "datamark" and p.untrusted else text
     if policy.format == "xml":
         attrs = " ".join([f'label="{label}"'] + [f'{k}="{escape_attr(v, policy.max_field_chars)}"' for k, v in fields])
-        block = f"<document {attrs}>\n{escape_text(text)}\n</document>"
+        block = f"<document {attrs}>\n{escape_text(shown)}\n</document>"
     else:
         head = " | ".join([f"ID: {label}"] + [f"{k.upper()}: {_line_value(v, policy.max_field_chars)}" for k, v in fields])
-        body = "\n".join("| " + line for line in text.split("\n"))
+        body = "\n".join("| " + line for line in shown.split("\n"))
         block = f"{head}\n{body}"
     return Rendered(block=block, text=text, removed=removed)
 
