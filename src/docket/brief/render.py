@@ -99,7 +99,8 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
     }
     if c.version == 1:
         values["version"] = ""  # "v1" says nothing; later versions are worth their tokens
-    # status and trust are in every header, whatever the field list says: the ground rules
+    # status and trust are stated for every passage, whatever the field list says (a bare tag
+    # means current and trusted when defaults are implicit): the ground rules
     # refer to them, and a prompt without them cannot tell a policy from a stranger's post
     wanted = list(dict.fromkeys(list(fields) + [f for f in ALWAYS if f not in fields]))
     out = [(f, values.get(f, "")) for f in wanted]
