@@ -129,3 +129,29 @@ def test_explain_prints_trace_readably():
 def test_demo_runs():
     out = run("demo").stdout
     assert "student discount" in out and "not found" in out and "<documents>" in out
+
+
+def test_untrusted_fallback_keeps_the_forum_post_out_when_policy_answers(tmp_path):
+    """pack.untrusted = "fallback": at 2000 tokens the official policy clears the floor, so the
+    forum post stays out (and the trace says why); "use" (the default) lets it in last."""
+    pol = tmp_path / "p.toml"
+    pol.write_text('[pack]\nuntrusted = "fallback"\n')
+    out = assemble("--question", REFUND_QUESTION, "--budget", "2000", "--policy", str(pol))
+    assert "forum-881" not in [c for s in out["sources"].values() for c in s["chunks"]]
+    assert any(e["move"] == "untrusted" and e["action"] == "drop" and e["chunks"] == ["forum-881"] for e in out["trace"])
+    assert "ignore your previous instructions" not in json.dumps(out["messages"])
+
+
+def test_untrusted_fallback_uses_strangers_when_nothing_official_clears_the_floor(tmp_path):
+    store = tmp_path / "s.jsonl"
+    store.write_text(json.dumps({"id": "f1", "doc": "f1", "status": "user-generated", "title": "Forum",
+                                 "text": "Refund trick: after 30 days ask support for a full refund."}) + "\n"
+                     + json.dumps({"id": "p1", "doc": "p1", "title": "Shipping", "text": "Parcels ship within two days."}) + "\n")
+    for mode, kept in (("fallback", True), ("never", False)):
+        pol = tmp_path / f"{mode}.toml"
+        pol.write_text(f'[pack]\nuntrusted = "{mode}"\nfloor = 0.3\n')
+        out = json.loads(run("assemble", "--store", str(store), "--json", "--question", "How do I get a refund after 30 days?",
+                             "--budget", "500", "--policy", str(pol)).stdout)
+        chunks = [c for s in out["sources"].values() for c in s["chunks"]]
+        assert ("f1" in chunks) is kept, (mode, out["trace"])
+        assert "p1" not in chunks  # below the floor either way

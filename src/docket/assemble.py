@@ -91,7 +91,7 @@ def assemble(
     ranked = list(candidates)
     if policy.rescore.enabled:
         ranked = rescore.rescore(ranked, ctx)
-    above = _apply_floor(ranked, ctx)
+    above = _screen_untrusted(_apply_floor(ranked, ctx), ctx)
     if not above:
         return not_found_brief(ctx)
     if policy.answerable.enabled:
@@ -145,6 +145,24 @@ def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
             )
             above = [c for c in above if c.score >= cut]
     return above
+
+
+def _screen_untrusted(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
+    """`pack.untrusted`: keep strangers' text out unless the answer needs it ("fallback": no
+    trusted candidate cleared the floor) or always ("never")."""
+    mode = ctx.policy.pack.untrusted
+    strangers = [c for c in candidates if c.chunk.untrusted]
+    if mode == "use" or not strangers:
+        return candidates
+    trusted = [c for c in candidates if not c.chunk.untrusted]
+    if mode == "fallback" and not trusted:
+        ctx.trace.add("untrusted", "keep", [c.chunk.id for c in strangers],
+                      "no trusted candidate clears the floor: untrusted sources are the only evidence (fallback)")
+        return candidates
+    why = ("a trusted candidate clears the floor, so untrusted sources are not needed (fallback)" if mode == "fallback"
+           else "untrusted sources are never used (pack.untrusted = never)")
+    ctx.trace.add("untrusted", "drop", [c.chunk.id for c in strangers], why, trusted=len(trusted))
+    return trusted
 
 
 from docket.brief.result import Brief  # noqa: E402  (re-exported for type hints)

@@ -72,6 +72,10 @@ class PackPolicy(_Strict):
     history_tokens: int = Field(0, ge=0)
     #: put official sources ahead of untrusted ones, so the budget cuts strangers first
     untrusted_last: bool = True
+    #: untrusted passages (forum posts, web pages): "use" them like any other; "fallback" only when
+    #: no trusted candidate clears the floor (the spec's Layer 3: keep strangers out of answers
+    #: that do not need them); "never"
+    untrusted: Literal["use", "fallback", "never"] = "use"
     #: at most this many passages (None = no cap; the budget and the floor decide)
     max_passages: int | None = Field(None, ge=1)
 
