@@ -152,3 +152,13 @@ def test_cli_bad_store_line(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "c.jsonl:2 (id 'b'), field 'version'" in proc.stderr
+
+
+def test_the_example_policy_is_every_default_spelled_out():
+    """examples/policy.toml says "every setting with its default": keep it true as settings change."""
+    from pathlib import Path
+
+    from docket.policy import Policy, load_policy
+
+    example = load_policy(Path(__file__).resolve().parents[1] / "examples" / "policy.toml")
+    assert example.model_dump() == Policy().model_dump()
