@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,21 @@ OUT = ROOT / "benchmarks" / "out"
 
 JUDGE = ("Passages:\n{passages}\n\nQuestion: {question}\n\nDo the passages state the answer to the question? "
          "Reply with one word: yes or no.")
+# --judge extract: the model acts as a reader; "not found" when it says NONE or quotes words the
+# passages do not contain (a reader that must copy cannot answer from thin air)
+EXTRACT = ("Passages:\n{passages}\n\nQuestion: {question}\n\nCopy the shortest exact phrase from the passages "
+           "that answers the question. If the passages do not answer it, reply exactly: NONE")
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def extract_says_answerable(reply: str, passages: str) -> bool:
+    reply = reply.strip().strip('"').strip()
+    if not reply or reply.upper().startswith("NONE"):
+        return False
+    return _norm(reply) in _norm(passages)
 
 
 def main() -> int:
@@ -30,6 +46,8 @@ def main() -> int:
     ap.add_argument("--llm", default=None)
     ap.add_argument("--model", default=None)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--judge", choices=("yesno", "extract"), default="yesno",
+                    help="how the LLM is asked: a yes/no question, or as a reader that must copy the answer")
     ap.add_argument("--llm-sample", type=int, default=60, help="questions (half unanswerable) the LLM judges")
     args = ap.parse_args()
 
@@ -70,12 +88,17 @@ def main() -> int:
         for i in sample:
             p = prepared[i]
             passages = "\n\n".join(c.chunk.text for c in p.query.ranked[:2])
-            msg = [{"role": "user", "content": JUDGE.format(passages=passages, question=p.item.question)}]
-            yes[i] = gen.generate(msg, max_tokens=3).strip().lower().startswith("y")
+            if args.judge == "extract":
+                msg = [{"role": "user", "content": EXTRACT.format(passages=passages, question=p.item.question)}]
+                yes[i] = extract_says_answerable(gen.generate(msg, max_tokens=24), passages)
+            else:
+                msg = [{"role": "user", "content": JUDGE.format(passages=passages, question=p.item.question)}]
+                yes[i] = gen.generate(msg, max_tokens=3).strip().lower().startswith("y")
         ys = [y[i] for i in sample]
         floor_pred = C.cv_floor_predictions(tops, y, by_para, 5)
         res["llm_sample"] = {
             "n": len(sample),
+            "judge": args.judge,
             "llm_alone": M.confusion([not yes[i] for i in sample], [not a for a in ys]).to_json(),
             "floor_held_out_same_questions": M.confusion([floor_pred[i] for i in sample], [not a for a in ys]).to_json(),
             "llm_or_floor": M.confusion([(not yes[i]) or floor_pred[i] for i in sample], [not a for a in ys]).to_json(),
@@ -102,7 +125,9 @@ def main() -> int:
         print(f"\nOn a balanced sample of {ls['n']} questions:\n")
         print("| decision ('not found' = positive) | precision | recall | balanced accuracy | accuracy |")
         print("|---|---|---|---|---|")
-        print(row("LLM asked 'do the passages state the answer?' (top 2 passages)", ls["llm_alone"]))
+        how = ("LLM as a reader: NONE, or a quote the passages lack" if ls.get("judge") == "extract"
+               else "LLM asked 'do the passages state the answer?'")
+        print(row(f"{how} (top 2 passages)", ls["llm_alone"]))
         print(row("cosine floor, held out", ls["floor_held_out_same_questions"]))
         print(row("LLM says no OR below the floor", ls["llm_or_floor"]))
     print("\nsignal AUCs: " + ", ".join(f"{k} {v:.3f}" for k, v in res["signal_auc"].items()))

@@ -88,3 +88,25 @@ def test_local_model_end_to_end(shared_data, tmp_path, monkeypatch):
     out = generation_eval(lset, gen, policy=Policy(), embedder=eval_embedder(), counter=default_counter(),
                           positions=False)
     assert out["attack_success"]["n"] == 3
+
+
+def test_cache_survives_a_local_server_restart_on_another_port(tmp_path):
+    """The local llama.cpp server gets a new port each start: the cache must not care, or a rerun
+    is not cheap. A different host or model is a different cache entry."""
+
+    class Endpoint(Scripted):
+        def __init__(self, name, model="qwen"):
+            super().__init__()
+            self.name, self.model = name, model
+
+    msgs = [{"role": "user", "content": "hello"}]
+    first = CachedGenerator(Endpoint("openai-compatible:?@http://127.0.0.1:41234/v1"), tmp_path / "g.sqlite")
+    first.generate(msgs)
+    restarted = CachedGenerator(Endpoint("openai-compatible:?@http://127.0.0.1:52345/v1"), tmp_path / "g.sqlite")
+    restarted.generate(msgs)
+    assert restarted.calls == 0 and restarted.hits == 1
+    elsewhere = CachedGenerator(Endpoint("openai-compatible:?@http://gpu-box:8000/v1"), tmp_path / "g.sqlite")
+    other_model = CachedGenerator(Endpoint("openai-compatible:?@http://127.0.0.1:52345/v1", "llama"), tmp_path / "g.sqlite")
+    elsewhere.generate(msgs)
+    other_model.generate(msgs)
+    assert elsewhere.calls == 1 and other_model.calls == 1

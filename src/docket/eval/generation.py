@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,9 @@ from docket.tokens import TokenCounter
 PLAIN_SYSTEM = "You are a helpful assistant. Answer the question using the context."
 
 
+_LOOPBACK = re.compile(r"@https?://(?:127\.0\.0\.1|localhost|\[::1\]):\d+")
+
+
 class CachedGenerator:
     """Wraps a generator; identical requests are answered from an SQLite file."""
 
@@ -51,8 +55,9 @@ class CachedGenerator:
         self._db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, answer TEXT)")
         self.calls = 0
         self.hits = 0
-        #: the cache key's model part: the endpoint's name as first seen (stable across runs)
-        self._key_name = str(getattr(inner, "name", "generator"))
+        #: the cache key's model part: the endpoint's name, with a loopback port left out (the local
+        #: server gets a new port each start; the model it serves is what the answers depend on)
+        self._key_name = _LOOPBACK.sub("@loopback", str(getattr(inner, "name", "generator")))
 
     @property
     def name(self) -> str:
