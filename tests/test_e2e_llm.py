@@ -53,8 +53,12 @@ def test_refund_question_through_assemble_llm(server) -> None:  # type: ignore[n
     assert check["unknown_labels"] == [], "the model cited a label that is not in the brief"
     cited = {c["label"] for c in answer["citations"]}
     assert cited <= set(out["sources"])
-    # a small model either answers with citations of existing passages or says the refusal sentence
-    assert cited or check["refusal"], answer["text"]
+    # a small model answers with citations of existing passages, says the refusal sentence, or
+    # answers uncited; then the check must say so and the exit status must be 1 (the 0.5B model
+    # answers this question uncited; the 1.5B cites [S#])
+    if not cited and not check["refusal"]:
+        assert check["uncited_sentences"], answer["text"]
+        assert proc.returncode == 1
     assert (proc.returncode == 0) == check["clean"]
 
 
