@@ -120,6 +120,13 @@ def test_policy_unknown_setting_and_bad_values(tmp_path):
     p.write_text("[dedup\n")
     with pytest.raises(InputError, match="not valid TOML"):
         load_policy(p)
+    for text, field, hint in (("[pack]\nmargin = -1\n", "pack.margin", "greater than 0"),
+                              ("[render]\nspotlight = 'yes'\n", "render.spotlight", "'off' or 'datamark'"),
+                              ("[pack]\nuntrusted = 'sometimes'\n", "pack.untrusted", "'use', 'fallback' or 'never'"),
+                              ("[rescore]\nlink_rounds = 0\n", "rescore.link_rounds", "greater than or equal to 1")):
+        p.write_text(text)
+        with pytest.raises(InputError, match=rf"field '{field}'.*{hint}"):
+            load_policy(p)
 
 
 def test_empty_question():
