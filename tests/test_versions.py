@@ -93,3 +93,35 @@ def test_unequal_authority_conflict_is_reported_as_outranked():
     ctx = context([a, b], embedder=emb)
     resolve(passages([a, b]), ctx)
     assert ctx.conflicts[0]["kind"] == "outranked"
+
+
+def test_disagree_compares_statements_not_whole_passages():
+    """Two careers share a style, not a statement: different numbers in different statements are
+    not a conflict. The same statement with another number, or negated, is."""
+    busby = "Sir Matt Busby was born in 1909. He managed Manchester United from 1945 to 1969."
+    ferguson = "Sir Alex Ferguson was born in 1941. He won 13 league titles between 1986 and 2013."
+    assert disagree(busby, ferguson) is None
+    eu = "Customers are welcome. Annual plans can be refunded within 30 days of purchase."
+    world = "Annual plans can be refunded within 14 days of purchase. Support answers by email."
+    why = disagree(eu, world)
+    assert why and "30 days" in why and "14 days" in why and "same statement" in why
+    assert "negates" in disagree("Refunds are available for annual plans.", "Refunds are not available for annual plans.")
+    assert disagree("Refunds within 30 days.", "Refunds within 30 days.") is None
+
+
+def test_passages_that_name_their_own_different_titles_are_not_in_conflict():
+    a = mk("a", doc="t2009", title="2009 Colorado Buffaloes football team",
+           text="The 2009 Colorado Buffaloes football team represented the University of Colorado in 2009.")
+    b = mk("b", doc="t2011", title="2011 Colorado Buffaloes football team",
+           text="The 2011 Colorado Buffaloes football team represented the University of Colorado in 2011.")
+    emb = FixedEmbedder({a.text: [1, 0.1, 0, 0, 0, 0, 0, 0], b.text: [1, 0.15, 0, 0, 0, 0, 0, 0]})
+    ctx = context([a, b], embedder=emb)
+    resolve(passages([a, b]), ctx)
+    assert ctx.conflicts == []
+    # the same texts under titles they do not name are compared, and disagree
+    c = mk("c", doc="eu", title="EU terms", text="Annual plans can be refunded within 30 days.")
+    d = mk("d", doc="world", title="Global terms", text="Annual plans can be refunded within 14 days.")
+    emb = FixedEmbedder({c.text: [1, 0.1, 0, 0, 0, 0, 0, 0], d.text: [1, 0.15, 0, 0, 0, 0, 0, 0]})
+    ctx = context([c, d], embedder=emb)
+    resolve(passages([c, d]), ctx)
+    assert ctx.conflicts and ctx.conflicts[0]["kind"] == "equal_authority"

@@ -35,6 +35,9 @@ class VersionsPolicy(_Strict):
     fetch_current: bool = True
     #: two current, equal-authority chunks of different documents this similar are compared
     conflict_similarity: float = Field(0.75, ge=0.0, le=1.0)
+    #: ... and disagree when a sentence of each shares this much of its wording (Jaccard of the
+    #: words other than numbers and negations) but not its numbers or its negation
+    conflict_overlap: float = Field(0.6, gt=0.0, le=1.0)
 
 
 class DedupPolicy(_Strict):

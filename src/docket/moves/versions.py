@@ -128,24 +128,72 @@ def _closest(section: list[Chunk], old: Chunk, ctx: Context) -> Chunk:
 
 _NUM = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|percent|days?|weeks?|months?|years?|hours?|business days?)?", re.I)
 _NEG = re.compile(r"\b(?:not|no|never|non-\w+|cannot|can't|won't|isn't|aren't)\b", re.I)
+_SENT = re.compile(r"(?<=[.!?;])\s+|\n+")
+_WORDS = re.compile(r"[a-z][a-z']+")
+_FRAME_STOP = frozenset("a an the of in on at to for from by with and or is are was were be been it its as that this "
+                        "these those can may will would should".split())
 
 
 def numeric_facts(text: str) -> set[str]:
     return {re.sub(r"\s+", " ", m.group(0).lower()).strip() for m in _NUM.finditer(text)}
 
 
-def disagree(a: str, b: str) -> str | None:
-    """A cheap sign that two similar passages state different facts: different numbers, or
-    one negates what the other does not. Returns the reason, or None."""
-    return _disagree(numeric_facts(a), bool(_NEG.search(a)), numeric_facts(b), bool(_NEG.search(b)))
+Statement = tuple[frozenset[str], frozenset[str], bool, str]  # frame words, numbers, negated, text
 
 
-def _disagree(na: set[str], nega: bool, nb: set[str], negb: bool) -> str | None:
-    if na and nb and na != nb:
-        return f"numbers differ ({', '.join(sorted(na - nb)) or '-'} vs {', '.join(sorted(nb - na)) or '-'})"
-    if nega != negb:
-        return "one states a negation the other does not"
+def statements(text: str) -> list[Statement]:
+    """Sentences as (frame, numbers, negation): the frame is the sentence's words with numbers and
+    negations taken out, so "refunded within 30 days" and "refunded within 14 days" share one."""
+    out = []
+    for sent in _SENT.split(text):
+        sent = sent.strip()
+        if not sent:
+            continue
+        bare = _NEG.sub(" ", _NUM.sub(" ", sent.lower()))
+        frame = frozenset(w for w in _WORDS.findall(bare) if w not in _FRAME_STOP)
+        if len(frame) >= 2:
+            out.append((frame, frozenset(numeric_facts(sent)), bool(_NEG.search(sent)), sent))
+    return out
+
+
+def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
+    """A cheap sign that two passages state different facts: a sentence of one and a sentence of
+    the other say the same thing (their frames overlap by at least `overlap`, Jaccard) with a
+    different number, or one negates it. Returns the reason, or None.
+
+    Comparing whole passages ("their numbers differ") flags any two similar encyclopaedia
+    paragraphs (two managers' careers, two seasons of a team); comparing statements does not."""
+    return _disagree(statements(a), statements(b), overlap)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _disagree(sa: list[Statement], sb: list[Statement], overlap: float) -> str | None:
+    for fa, na, nega, ta in sa:
+        for fb, nb, negb, tb in sb:
+            if len(fa & fb) / len(fa | fb) < overlap:
+                continue
+            if na and nb and na != nb:
+                return (f"numbers differ ({', '.join(sorted(na - nb)) or '-'} vs {', '.join(sorted(nb - na)) or '-'}) "
+                        f"in the same statement: {_short(ta)!r} vs {_short(tb)!r}")
+            if nega != negb:
+                return f"one negates what the other states: {_short(ta)!r} vs {_short(tb)!r}"
     return None
+
+
+def _different_subjects(a: Passage, b: Passage) -> bool:
+    """Two passages that each name their own title in their text, under different titles, are
+    about different things ("2009 Colorado Buffaloes football team" vs "2011 …"; two managers'
+    careers): their numbers differ because their subjects do. A policy passage that never names
+    its document's title is compared as before."""
+    from docket.rescore import _norm, title_match_strict
+
+    ta, tb = a.first.title.strip(), b.first.title.strip()
+    if not ta or not tb or _norm(ta) == _norm(tb):
+        return False
+    return bool(title_match_strict(ta, a.text) and title_match_strict(tb, b.text))
 
 
 def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
@@ -158,20 +206,20 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         return
     vecs = ctx.vectors([p.first for p in pool])
     sims = vecs @ vecs.T
-    facts: dict[int, tuple[set[str], bool]] = {}
+    facts: dict[int, list[Statement]] = {}
 
-    def facts_of(k: int) -> tuple[set[str], bool]:
+    def facts_of(k: int) -> list[Statement]:
         # computed once per passage, and only for passages in a similar-enough pair
         if k not in facts:
-            facts[k] = (numeric_facts(pool[k].text), bool(_NEG.search(pool[k].text)))
+            facts[k] = statements(pool[k].text)
         return facts[k]
 
     for i, j in combinations(range(len(pool)), 2):
         a, b = pool[i], pool[j]
         cos = float(sims[i, j])
-        if cos < pol.conflict_similarity or a.doc == b.doc:
+        if cos < pol.conflict_similarity or a.doc == b.doc or _different_subjects(a, b):
             continue
-        why = _disagree(*facts_of(i), *facts_of(j))
+        why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap)
         if why is None:
             continue
         auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
