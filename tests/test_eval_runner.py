@@ -152,3 +152,18 @@ def test_compare_all_peers_runs_on_the_tiny_set():
                                           compare=("langchain", "llamaindex", "haystack"), show_progress=False),
                    embedder=HashEmbedder(), counter=WordCounter())
     assert res["compare"]["haystack"]["400"]["gold_in_prompt"] == 1.0
+
+
+def test_conflict_share_counts_prompts_that_tell_the_model_sources_disagree():
+    """Two policies stating another refund window are a conflict note; two team seasons that name
+    their own titles are not. Hand-checked: one of the two prompts carries a note."""
+    conflict = Item("c", "How long is the refund window for annual plans?", [
+        chunk("eu", "Annual plans can be refunded within 30 days of purchase.", title="EU terms"),
+        chunk("gl", "Annual plans can be refunded within 14 days of purchase.", title="Global terms")], ["eu"])
+    seasons = Item("s", "Who coached the Colorado team?", [
+        chunk("t9", "The 2009 Colorado team represented the University of Colorado.", title="2009 Colorado team"),
+        chunk("t11", "The 2011 Colorado team represented the University of Colorado.", title="2011 Colorado team")], ["t9"])
+    pol = Policy().updated(pack={"floor": -1.0}, versions={"conflict_similarity": 0.0})
+    res = evaluate(LabelledSet("x", [conflict, seasons]), EvalConfig(budgets=(400,), policy=pol, show_progress=False),
+                   embedder=HashEmbedder(), counter=WordCounter())
+    assert res["budgets"]["400"]["conflict_share"] == 0.5

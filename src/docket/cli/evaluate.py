@@ -65,12 +65,14 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
         t.add_row(name, *cells)
     console.print(t)
     d = Table(title="docket: tokens, duplicates, cost")
-    for c in ("budget", "gold recall", "evidence p50/p95", "total p50/p95", "dup. pairs", "USD/1k q", "not found P/R"):
+    for c in ("budget", "gold recall", "evidence p50/p95", "total p50/p95", "dup. pairs", "conflict notes", "USD/1k q",
+              "not found P/R"):
         d.add_column(c, justify="right")
     for b, s in result["budgets"].items():
         nf = s.get("not_found")
         d.add_row(b, _pct(s["gold_recall"]), f"{s['tokens_p50']:.0f}/{s['tokens_p95']:.0f}",
                   f"{s['total_tokens_p50']:.0f}/{s['total_tokens_p95']:.0f}", _pct(s["duplicate_share"]),
+                  _pct(s.get("conflict_share")),
                   f"{s['cost_per_1000_usd']:.2f}" if "cost_per_1000_usd" in s else "–",
                   f"{_pct(nf['precision'])}/{_pct(nf['recall'])}" if nf else "–")
     console.print(d)

@@ -57,13 +57,14 @@ def comparison_table(result: dict[str, Any]) -> str:
 def docket_table(result: dict[str, Any]) -> str:
     has_cost = any("cost_per_1000_usd" in s for s in result["budgets"].values())
     cols = ["budget", "gold in prompt", "gold recall", "evidence p50", "evidence p95", "total p50", "total p95",
-            "duplicate pairs"]
+            "duplicate pairs", "conflict notes"]
     if has_cost:
         cols.append("USD / 1,000 queries")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for b, s in result["budgets"].items():
         row = [b, _pct(s["gold_in_prompt"]), _pct(s["gold_recall"]), _num(s["tokens_p50"]), _num(s["tokens_p95"]),
-               _num(s["total_tokens_p50"]), _num(s["total_tokens_p95"]), _pct(s["duplicate_share"])]
+               _num(s["total_tokens_p50"]), _num(s["total_tokens_p95"]), _pct(s["duplicate_share"]),
+               _pct(s.get("conflict_share"))]
         if has_cost:
             row.append(f"{s.get('cost_per_1000_usd', 0):.2f}")
         lines.append("| " + " | ".join(row) + " |")

@@ -95,8 +95,9 @@ def run_docket(p: Prepared, lset: LabelledSet, policy: Policy, budget: int, coun
     )
     units = [ps.text for ps in b.passages] if b.found else []
     ids = [i for ps in b.passages for i in ps.ids] if b.found else []
+    notes = sum(1 for c in b.conflicts if c.get("labels")) if b.found else 0
     return SystemOutput(units, ids, b.documents, b.tokens.get("documents", 0), b.tokens.get("total", 0), b.found,
-                        {"passages": len(b.passages)})
+                        {"passages": len(b.passages), "conflict_notes": notes})
 
 
 def summarize(rows: Sequence[Row], price: float | None = None) -> dict[str, Any]:
@@ -122,6 +123,10 @@ def summarize(rows: Sequence[Row], price: float | None = None) -> dict[str, Any]
     if any(not r.answerable for r in rows):
         cm = M.confusion([not r.found for r in rows], [not r.answerable for r in rows])
         out["not_found"] = cm.to_json()
+    notes = [r.extra["conflict_notes"] for r in rows if r.found and "conflict_notes" in r.extra]
+    if notes:
+        # prompts that tell the model two sources disagree: worth watching, a false note misleads it
+        out["conflict_share"] = float(np.mean([n > 0 for n in notes]))
     refine = [float(r.extra["refine_calls"]) for r in rows if "refine_calls" in r.extra]
     if refine:
         out["refine_calls_mean"] = float(np.mean(refine))
