@@ -115,7 +115,8 @@ def assemble(
 
 
 def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
-    """Candidates at or above the floor; the rest are noise (logged once, with the best of them)."""
+    """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
+    rest are noise (logged once per rule, with the best of them)."""
     floor = ctx.policy.pack.floor
     above = [c for c in candidates if c.score >= floor]
     below = [c for c in candidates if c.score < floor]
