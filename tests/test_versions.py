@@ -125,3 +125,10 @@ def test_passages_that_name_their_own_different_titles_are_not_in_conflict():
     ctx = context([c, d], embedder=emb)
     resolve(passages([c, d]), ctx)
     assert ctx.conflicts and ctx.conflicts[0]["kind"] == "equal_authority"
+
+
+def test_disagree_reads_statements_in_other_scripts():
+    assert disagree("Jahrespläne können innerhalb von 30 Tagen erstattet werden.",
+                    "Jahrespläne können innerhalb von 14 Tagen erstattet werden.")
+    assert disagree("年度计划可在购买后30天内退款。", "年度计划可在购买后14天内退款。")
+    assert disagree("年度计划可在购买后30天内退款。", "客服通过电子邮件在2天内回复。") is None

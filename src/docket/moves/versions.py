@@ -128,8 +128,21 @@ def _closest(section: list[Chunk], old: Chunk, ctx: Context) -> Chunk:
 
 _NUM = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|percent|days?|weeks?|months?|years?|hours?|business days?)?", re.I)
 _NEG = re.compile(r"\b(?:not|no|never|non-\w+|cannot|can't|won't|isn't|aren't)\b", re.I)
-_SENT = re.compile(r"(?<=[.!?;])\s+|\n+")
-_WORDS = re.compile(r"[a-z][a-z']+")
+_SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+_WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _frame_words(text: str) -> list[str]:
+    """Words in any script; a run of Chinese, Japanese or Korean characters (no spaces between
+    words) counts as its character pairs."""
+    out: list[str] = []
+    for w in _WORDS.findall(text):
+        if _CJK.search(w) and len(w) > 2:
+            out.extend(w[i : i + 2] for i in range(len(w) - 1))
+        elif len(w) > 1 or _CJK.search(w):
+            out.append(w)
+    return out
 _FRAME_STOP = frozenset("a an the of in on at to for from by with and or is are was were be been it its as that this "
                         "these those can may will would should".split())
 
@@ -150,7 +163,7 @@ def statements(text: str) -> list[Statement]:
         if not sent:
             continue
         bare = _NEG.sub(" ", _NUM.sub(" ", sent.lower()))
-        frame = frozenset(w for w in _WORDS.findall(bare) if w not in _FRAME_STOP)
+        frame = frozenset(w for w in _frame_words(bare) if w not in _FRAME_STOP)
         if len(frame) >= 2:
             out.append((frame, frozenset(numeric_facts(sent)), bool(_NEG.search(sent)), sent))
     return out
