@@ -72,7 +72,9 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS]
 
 
-def _norm(text: str) -> str:
+def phrase(text: str) -> str:
+    """The text as folded words between spaces, so `phrase(title) in phrase(text)` finds a title
+    as a whole-word phrase (and `startswith` finds one the text opens with)."""
     return " " + " ".join(words(text)) + " "
 
 
@@ -90,9 +92,9 @@ def title_match(title: str, text: str) -> float:
     title's content words found in the text, squared (partial matches count little)."""
     if not title.strip():
         return 0.0
-    hay = _norm(text)
+    hay = phrase(text)
     variants = title_variants(title)
-    if any(_norm(v) in hay for v in variants):
+    if any(phrase(v) in hay for v in variants):
         return 1.0
     tw = set(content_words(variants[-1] if variants else title))
     if not tw:
@@ -127,7 +129,7 @@ def bm25_scores(query: str, docs: Sequence[str], k1: float = 1.2, b: float = 0.7
     return out
 
 
-def signals(candidates: Sequence[Candidate], question: str, link_top: int) -> list[dict[str, float]]:
+def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
     """Per candidate: title (0..1), lexical (0..1), link (0..1)."""
     texts = [f"{c.chunk.title} {c.chunk.text}" if c.chunk.title else c.chunk.text for c in candidates]
     bm = bm25_scores(question, texts)
@@ -143,7 +145,7 @@ def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
     pol = ctx.policy.rescore
     if len(candidates) < 2:
         return candidates
-    sig = signals(candidates, ctx.question, pol.link_top)
+    sig = signals(candidates, ctx.question)
     # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
     # and echoing the question's words is exactly what a planted passage does
     for c, s in zip(candidates, sig):
@@ -180,5 +182,5 @@ def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
 
 def title_match_strict(title: str, text: str) -> float:
     """Only whole-phrase mentions count as links (partial word overlap is too loose for them)."""
-    hay = _norm(text)
-    return 1.0 if any(_norm(v) in hay for v in title_variants(title)) else 0.0
+    hay = phrase(text)
+    return 1.0 if any(phrase(v) in hay for v in title_variants(title)) else 0.0

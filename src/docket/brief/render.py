@@ -20,6 +20,7 @@ from typing import Any
 
 from docket.model import Passage
 from docket.policy import RenderPolicy
+from docket.rescore import phrase, title_variants  # titles are matched with the re-scorer's folding
 
 # characters that render as nothing (or move text around) but still reach the model
 _INVISIBLE = re.compile(
@@ -76,12 +77,10 @@ IMPLICIT = {"status": "current", "trust": "trusted"}
 def opens_with_title(title: str, text: str) -> bool:
     """True when the text's first words already state the title (Wikipedia-style "Pearl Jam is an
     American rock band ..."), allowing a leading article and the title without its parenthetical."""
-    from docket.rescore import _norm, title_variants  # the same folding the re-scorer matches titles with
-
     if not title.strip():
         return False
-    head = _norm(text[: len(title) + 40])
-    return any(head.startswith(_norm(v)) or head.startswith(" the" + _norm(v)) for v in title_variants(title))
+    head = phrase(text[: len(title) + 40])
+    return any(head.startswith(phrase(v)) or head.startswith(" the" + phrase(v)) for v in title_variants(title))
 
 
 def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False,

@@ -12,6 +12,7 @@ from itertools import combinations
 from docket.context import Context
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
+from docket.rescore import phrase, title_match_strict
 from docket.store.base import VersionInfo, section_of, version_in_force
 
 MOVE = "versions"
@@ -201,10 +202,8 @@ def _different_subjects(a: Passage, b: Passage) -> bool:
     about different things ("2009 Colorado Buffaloes football team" vs "2011 …"; two managers'
     careers): their numbers differ because their subjects do. A policy passage that never names
     its document's title is compared as before."""
-    from docket.rescore import _norm, title_match_strict
-
     ta, tb = a.first.title.strip(), b.first.title.strip()
-    if not ta or not tb or _norm(ta) == _norm(tb):
+    if not ta or not tb or phrase(ta) == phrase(tb):
         return False
     return bool(title_match_strict(ta, a.text) and title_match_strict(tb, b.text))
 
