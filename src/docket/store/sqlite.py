@@ -15,6 +15,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from datetime import date as Date
@@ -198,31 +199,23 @@ class SQLiteStore:
     def write_version(self, dv: DocumentVersion) -> WriteResult:
         if dv.vectors is None or dv.tokens is None:
             raise DocketError(f"{dv.source}: document {dv.doc!r} v{dv.version} has no vectors/token counts yet")
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                existing = self.stored_versions(dv.doc)
-                check_version(existing, dv)
-                plan = plan_write(existing, dv)
-                self._check_ids(cur, dv)
-                self._delete_rows(cur, "doc = ? AND version = ?", (dv.doc, dv.version))
-                cur.execute(
-                    "INSERT OR REPLACE INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (dv.doc, dv.version, plan.status, _iso(dv.date), _iso(dv.effective_to), dv.title, dv.source,
-                     dv.content_hash, len(dv.chunks), datetime.now(UTC).isoformat(timespec="seconds")),
-                )
-                self._insert_chunks(cur, dv, plan.status)
-                if plan.superseded:
-                    marks = ",".join("?" * len(plan.superseded))
-                    args = ("superseded", dv.doc, *plan.superseded)
-                    cur.execute(f"UPDATE versions SET status = ? WHERE doc = ? AND version IN ({marks})", args)
-                    cur.execute(f"UPDATE chunks SET status = ? WHERE doc = ? AND version IN ({marks})", args)
-                self._bump(cur)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+        with self._transaction() as cur:
+            existing = self.stored_versions(dv.doc)
+            check_version(existing, dv)
+            plan = plan_write(existing, dv)
+            self._check_ids(cur, dv)
+            self._delete_rows(cur, "doc = ? AND version = ?", (dv.doc, dv.version))
+            cur.execute(
+                "INSERT OR REPLACE INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (dv.doc, dv.version, plan.status, _iso(dv.date), _iso(dv.effective_to), dv.title, dv.source,
+                 dv.content_hash, len(dv.chunks), datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+            self._insert_chunks(cur, dv, plan.status)
+            if plan.superseded:
+                marks = ",".join("?" * len(plan.superseded))
+                args = ("superseded", dv.doc, *plan.superseded)
+                cur.execute(f"UPDATE versions SET status = ? WHERE doc = ? AND version IN ({marks})", args)
+                cur.execute(f"UPDATE chunks SET status = ? WHERE doc = ? AND version IN ({marks})", args)
         return plan
 
     def _check_ids(self, cur: sqlite3.Cursor, dv: DocumentVersion) -> None:
@@ -265,22 +258,26 @@ class SQLiteStore:
             cur.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
         return len(rowids)
 
-    def _bump(self, cur: sqlite3.Cursor) -> None:
-        cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
-
-    def delete(self, doc: str, version: int | None = None) -> int:
-        where, args = ("doc = ?", (doc,)) if version is None else ("doc = ? AND version = ?", (doc, version))
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One write: `BEGIN IMMEDIATE`, the caller's statements, the generation bump (readers
+        reload their vector matrix when it changes), COMMIT; any error rolls all of it back."""
         with self._lock:
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                n = self._delete_rows(cur, where, args)
-                cur.execute(f"DELETE FROM versions WHERE {where}", args)
-                self._bump(cur)
+                yield cur
+                cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
+
+    def delete(self, doc: str, version: int | None = None) -> int:
+        where, args = ("doc = ?", (doc,)) if version is None else ("doc = ? AND version = ?", (doc, version))
+        with self._transaction() as cur:
+            n = self._delete_rows(cur, where, args)
+            cur.execute(f"DELETE FROM versions WHERE {where}", args)
         return n
 
     # --- search -----------------------------------------------------------------------------
