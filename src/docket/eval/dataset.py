@@ -258,17 +258,24 @@ def load_hotpotqa(path: str | Path, drop_gold: bool = False) -> LabelledSet:
                 continue
             rec = json.loads(line)
             qid = rec["question_id"]
-            chunks, gold = [], []
-            for c in rec["contexts"]:
-                if drop_gold and c.get("is_supporting"):
-                    continue
-                cid = f"{qid}-{c['id']}"
-                chunks.append(_para_chunk(cid, c["title"], c["paragraph_text"]))
-                if c.get("is_supporting"):
-                    gold.append(cid)
+            chunks, gold = _paragraph_chunks(qid, rec["contexts"], "id", drop_gold)
             answers = [s for a in rec.get("answers_objects", []) for s in a.get("spans", [])]
             items.append(Item(qid, rec["question_text"], chunks, gold, answers, answerable=not drop_gold))
     return LabelledSet(Path(path).stem, items, "hotpotqa")
+
+
+def _paragraph_chunks(qid: str, paragraphs: list[dict[str, Any]], id_key: str, drop_gold: bool) -> tuple[list[Chunk], list[str]]:
+    """HotpotQA and MuSiQue paragraphs as one chunk each; the `is_supporting` ones are gold (or,
+    with `drop_gold`, left out)."""
+    chunks, gold = [], []
+    for para in paragraphs:
+        if drop_gold and para.get("is_supporting"):
+            continue
+        cid = f"{qid}-{para[id_key]}"
+        chunks.append(_para_chunk(cid, para["title"], para["paragraph_text"]))
+        if para.get("is_supporting"):
+            gold.append(cid)
+    return chunks, gold
 
 
 def load_musique(path: str | Path, drop_gold: bool = False) -> LabelledSet:
@@ -277,14 +284,7 @@ def load_musique(path: str | Path, drop_gold: bool = False) -> LabelledSet:
     items = []
     for rec in data:
         qid = rec["id"]
-        chunks, gold = [], []
-        for p in rec["paragraphs"]:
-            if drop_gold and p.get("is_supporting"):
-                continue
-            cid = f"{qid}-{p['idx']}"
-            chunks.append(_para_chunk(cid, p["title"], p["paragraph_text"]))
-            if p.get("is_supporting"):
-                gold.append(cid)
+        chunks, gold = _paragraph_chunks(qid, rec["paragraphs"], "idx", drop_gold)
         answers = [rec["answer"], *rec.get("answer_aliases", [])]
         items.append(
             Item(qid, rec["question"], chunks, gold, answers, answerable=bool(rec.get("answerable", True)) and not drop_gold)
