@@ -1,6 +1,5 @@
 """Whatever a passage contains, it cannot leave its fence or change the number of documents."""
 
-import re
 import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings
@@ -135,7 +134,7 @@ def test_a_title_the_text_opens_with_is_not_repeated():
 def test_datamarked_untrusted_text_keeps_its_fence_and_loses_its_spaces(items):
     """Spotlighting: untrusted passages reach the model with every space replaced by the mark;
     official ones are untouched; the fence holds; the sources map keeps the original text."""
-    from docket.brief.render import MARK
+    from docket.brief.render import MARK, datamark
 
     ps = []
     for i, (t, bad) in enumerate(items, 1):
@@ -150,7 +149,7 @@ def test_datamarked_untrusted_text_keeps_its_fence_and_loses_its_spaces(items):
         clean = sources[f"S{n}"]["text"]
         if bad:
             assert d.get("trust") == "untrusted" and " " not in body and "\t" not in body
-            assert body == re.sub(r"[ \t]+", MARK, clean)
+            assert body == datamark(clean) and all(MARK in line for line in body.split("\n") if line)
         else:
             assert body == clean
 
@@ -166,5 +165,5 @@ def test_ground_rules_name_the_trust_mark_as_each_format_writes_it():
     ctx = context([])
     assert 'trust="untrusted"' in system_text(ctx, "xml")
     assert '"TRUST: untrusted"' in system_text(ctx, "lines")
-    blocks = system_text(ctx, "blocks")  # Anthropic: status and trust are in every block's context
-    assert "trust=untrusted in their context" in blocks and "no status shown" not in blocks
+    blocks = system_text(ctx, "blocks")  # Anthropic: status and trust are in every block's JSON context
+    assert '"trust": "untrusted"' in blocks and "JSON object" in blocks and "no status shown" not in blocks

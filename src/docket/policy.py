@@ -12,8 +12,9 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from docket.brief.formats import text_formats
 from docket.errors import InputError
 
 DEFAULT_REFUSAL = "I do not know from the provided sources."
@@ -102,7 +103,8 @@ class OrderPolicy(_Strict):
 
 
 class RenderPolicy(_Strict):
-    format: Literal["xml", "lines"] = "xml"
+    #: a registered text format (docket.brief.formats): "xml" or "lines"
+    format: str = "xml"
     #: header fields shown for every passage, in this order
     fields: list[str] = Field(default_factory=lambda: ["title", "section", "version", "date", "status", "trust"])
     max_field_chars: int = Field(200, ge=10)
@@ -115,6 +117,13 @@ class RenderPolicy(_Strict):
     #: spotlighting (the spec's Layer 2): "datamark" joins the words of untrusted passages with
     #: MARK, a continuous signal of where the text came from (Hines et al., 2024); costs tokens
     spotlight: Literal["off", "datamark"] = "off"
+
+    @field_validator("format")
+    @classmethod
+    def _registered_format(cls, v: str) -> str:
+        if v not in text_formats():
+            raise ValueError(f"must be one of {' or '.join(map(repr, text_formats()))}, got {v!r}")
+        return v
 
 
 class BriefPolicy(_Strict):

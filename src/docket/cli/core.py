@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from docket.assemble import assemble, rank_by_cosine
+from docket.brief.formats import get as get_format
+from docket.brief.formats import text_formats
 from docket.brief.result import Brief
 from docket.cli import options as opt
 from docket.cli.app import app
@@ -23,6 +25,8 @@ from docket.errors import InputError
 from docket.io import check_chunks, load_candidates, load_chunks
 from docket.policy import Policy, load_policy
 from docket.store.base import MemoryStore
+
+FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
 
 
 def parse_date(value: str | None, field: str = "--as-of") -> Date | None:
@@ -37,8 +41,8 @@ def parse_date(value: str | None, field: str = "--as-of") -> Date | None:
 def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
     policy = load_policy(path)
     if fmt is not None:
-        if fmt not in ("xml", "lines"):
-            raise InputError(f"must be 'xml' or 'lines', got {fmt!r}", field="--format")
+        if fmt not in text_formats():
+            raise InputError(f"must be {' or '.join(map(repr, text_formats()))}, got {fmt!r}", field="--format")
         policy = policy.updated(render={"format": fmt})
     return policy
 
@@ -56,7 +60,7 @@ def assemble_cmd(
     floor: opt.Floor = None,
     policy_path: opt.PolicyPath = None,
     as_of: opt.AsOf = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="Fence format: xml (default) or lines.")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
     as_json: opt.AsJson = False,
     explain: opt.Explain = False,
     llm: opt.Llm = None,

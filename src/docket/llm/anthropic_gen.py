@@ -18,12 +18,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from docket.brief.formats import BlocksFormat
 from docket.llm._sdk import SdkCaller
 from docket.llm.base import Answer, Citation
 from docket.llm.errors import MalformedResponse, NotConfigured
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
-_LABEL = re.compile(r"\b(S\d+)\b")
 
 
 def _import_anthropic() -> Any:
@@ -37,8 +37,8 @@ def _import_anthropic() -> Any:
 def document_labels(request: dict[str, Any]) -> list[str]:
     """The docket label of each document block, in the order the API numbers them (document_index).
 
-    docket's brief puts the label first in each block's title ("S1: Nimbus refund policy") and in
-    its context ("label=S1; ..."); a block without either gets its position's label.
+    docket's brief puts the label in each block's JSON context ({"label": "S1", ...}) and first in
+    its title ("S1: Nimbus refund policy"); a block without either gets its position's label.
     """
     labels: list[str] = []
     for msg in request.get("messages", []):
@@ -48,15 +48,7 @@ def document_labels(request: dict[str, Any]) -> list[str]:
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "document":
                 continue
-            found = None
-            ctx = str(block.get("context") or "")
-            m = re.search(r"\blabel=(S\d+)\b", ctx)
-            if m:
-                found = m.group(1)
-            else:
-                m = _LABEL.match(str(block.get("title") or ""))
-                found = m.group(1) if m else None
-            labels.append(found or f"S{len(labels) + 1}")
+            labels.append(BlocksFormat.label_of(block) or f"S{len(labels) + 1}")
     return labels
 
 
