@@ -181,3 +181,44 @@ def test_a_store_without_filters_is_refused():
 def test_checker_needs_the_sources():
     with pytest.raises(InputError, match="connect DocketAssembler's 'sources'"):
         DocketAnswerChecker().run(replies=[ChatMessage.from_assistant("Hi.")])
+
+
+class FilterOnlyStore:
+    """A DocumentStore that can only be queried with filters (like Elasticsearch or Qdrant):
+    docket must ask it, not list it."""
+
+    def __init__(self, inner: InMemoryDocumentStore) -> None:
+        self.inner = inner
+        self.filters: list[dict[str, Any]] = []
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        self.filters.append(filters or {})
+        return self.inner.filter_documents(filters)
+
+    def count_documents(self) -> int:
+        return self.inner.count_documents()
+
+
+def test_a_store_that_only_answers_filters_is_asked_once_per_query(store):
+    remote = FilterOnlyStore(store)
+    model = Model(CITED_ANSWER)
+    out = ask(pipeline(store, model, document_store=remote), REFUND_QUESTION)
+    assert_sources_map_back(out["docket"]["sources"])
+    system, user = model.calls[0]
+    assert_nimbus_prompt(system.text, user.text, REFUND_QUESTION)
+    assert len(remote.filters) == 1  # the retrieved documents' chunks, in one round trip
+    (cond,) = [c for c in remote.filters[0]["conditions"] if c["field"] == "meta.doc"]
+    assert cond["operator"] == "in" and set(cond["value"]) == {"refund-policy", "help-faq", "forum-881"}
+    assert "Haystack FilterOnlyStore" in out["docket"]["trace"][0]["reason"]
+
+
+def test_unmappable_documents_in_a_filter_store_are_reported_not_fatal(store):
+    broken = InMemoryDocumentStore()
+    good = store.filter_documents()
+    broken.write_documents([*good, Document(id="bad", content="Refund rules, draft.",
+                                            meta={"doc": "refund-policy", "version": "three"})])
+    out = ask(pipeline(store, Model(CITED_ANSWER), document_store=FilterOnlyStore(broken)), REFUND_QUESTION)
+    problem = next(e for e in out["docket"]["trace"] if e["action"] == "lookup_problem")
+    assert problem["reason"].startswith("1 document(s) of the Haystack FilterOnlyStore could not be mapped")
+    assert "'version': must be an integer" in problem["reason"]
+    assert_sources_map_back(out["docket"]["sources"])

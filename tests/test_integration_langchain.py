@@ -238,3 +238,21 @@ def test_same_inputs_give_byte_identical_prompts(retriever, store):
     chain = DocketPrompt(docstore=store).with_retriever(retriever)
     a, b = chain.invoke(REFUND_QUESTION), chain.invoke(REFUND_QUESTION)
     assert [m.content for m in a.to_messages()] == [m.content for m in b.to_messages()]
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"scores": "bm25"}, "DocketCompressor, field 'scores'"),
+    ({"budget": "500"}, "DocketCompressor, field 'budget': Input should be a valid integer"),
+    ({"bugdet": 500}, "field 'bugdet': is not a setting of DocketCompressor"),
+    ({"field_map": {"doc": "x"}}, "field 'field_map': Input should be an instance of FieldMap"),
+    ({"as_of": "last spring"}, "field 'as_of': must be an ISO date"),
+])
+def test_bad_compressor_settings_are_one_clear_line(settings, match):
+    with pytest.raises(InputError, match=match):
+        DocketCompressor(**settings)
+
+
+def test_policy_as_a_dict_is_validated_like_a_file():
+    assert DocketPrompt(policy={"pack": {"floor": 0.3}}).options.the_policy.pack.floor == 0.3
+    with pytest.raises(InputError, match="policy.*pack.flor.*not a known setting"):
+        DocketPrompt(policy={"pack": {"flor": 0.3}})

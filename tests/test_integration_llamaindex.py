@@ -212,3 +212,26 @@ def test_bad_score_names_the_node():
     node = TextNode(id_="n1", text="Refunds take 10 days.", metadata={"doc": "d"})
     with pytest.raises(InputError, match=r"llamaindex node 1 \(id 'n1'\), field 'score': must be finite"):
         DocketPostprocessor().postprocess_nodes([NodeWithScore(node=node, score=float("nan"))], query_str="x?")
+
+
+def test_assemble_takes_llamaindex_chat_history(retriever):
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+    history = [ChatMessage(role=MessageRole.USER, content="I bought an annual plan."),
+               ChatMessage(role=MessageRole.ASSISTANT, content="Noted.")]
+    outcome = DocketPostprocessor().assemble(REFUND_QUESTION, retriever.retrieve(REFUND_QUESTION), history=history)
+    assert [m["role"] for m in outcome.messages] == ["system", "user", "assistant", "user"]
+    with pytest.raises(InputError, match="'system' is not allowed"):
+        DocketPostprocessor().assemble(REFUND_QUESTION, [], history=[ChatMessage(role=MessageRole.SYSTEM, content="x")])
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"scores": "bm25"}, "DocketPostprocessor, field 'scores'"),
+    ({"budget": "500"}, "DocketPostprocessor, field 'budget': Input should be a valid integer"),
+    ({"bugdet": 500}, "field 'bugdet': is not a setting of DocketPostprocessor"),
+    ({"docstore": object()}, "field 'docstore': must be a LlamaIndex docstore"),
+    ({"policy": {"pack": {"flor": 0.3}}}, "policy.pack.flor"),
+])
+def test_bad_settings_are_one_clear_line(settings, match):
+    with pytest.raises(InputError, match=match):
+        DocketPostprocessor(**settings)

@@ -199,9 +199,11 @@ def test_empty_documents_mean_not_found_with_the_refusal_prompt():
 @pytest.mark.parametrize("kwargs, field", [
     ({"budget": 0}, "budget"), ({"budget": "500"}, "budget"), ({"floor": "0.4"}, "floor"),
     ({"as_of": "last year"}, "as_of"), ({"scores": "bm25"}, "scores"), ({"history_tokens": -1}, "history_tokens"),
-    ({"policy": {"pack": {}}}, "policy"), ({"fields": {"doc": "x"}}, "fields"),
+    ({"policy": {"pack": {"bugdet": 5}}}, "pack.bugdet"), ({"policy": "p.toml"}, "policy"),
+    ({"fields": {"doc": "x"}}, "fields"),
 ])
 def test_options_check_themselves(kwargs, field):
+    """Bad settings: one line naming the setting (a policy dict is validated like a TOML file)."""
     with pytest.raises(InputError, match=f"field '{field}'"):
         Options(**kwargs)
 

@@ -36,7 +36,7 @@ from docket.errors import InputError, UnavailableError
 from docket.integrations.lookup import CallLookup, Source, hint_of
 from docket.integrations.mapping import FieldMap, Mapped, RawDoc, map_documents
 from docket.model import Candidate
-from docket.policy import Policy
+from docket.policy import Policy, load_policy_dict
 from docket.tokens import TokenCounter, default_counter
 
 ScoreMode = Literal["auto", "framework", "cosine"]
@@ -60,11 +60,21 @@ def missing_framework(extra: str, framework: str, err: ImportError) -> Unavailab
                             f"({err})")
 
 
+def settings_error(err: Any, owner: str) -> InputError:
+    """A pydantic ValidationError from a framework class's settings, as docket's one line."""
+    first = err.errors()[0]
+    name = ".".join(str(p) for p in first.get("loc", ())) or None
+    msg = first.get("msg", "invalid").removeprefix("Value error, ")
+    if first.get("type") == "extra_forbidden":
+        msg = "is not a setting of " + owner
+    return InputError(f"{msg} (got {first.get('input')!r})" if "input" in first else msg, where=owner, field=name)
+
+
 @dataclass
 class Options:
     """The settings every integration takes (each framework class exposes them as arguments)."""
 
-    policy: Policy | None = None
+    policy: Policy | Mapping[str, Any] | None = None
     budget: int | None = None
     floor: float | None = None
     as_of: Date | str | None = None
@@ -75,9 +85,11 @@ class Options:
     embedder: Embedder | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.policy, Mapping):
+            self.policy = load_policy_dict(dict(self.policy), where="policy")
         if self.policy is not None and not isinstance(self.policy, Policy):
-            raise InputError(f"must be a docket Policy (docket.policy.load_policy reads a TOML file), got "
-                             f"{type(self.policy).__name__}", field="policy")
+            raise InputError(f"must be a docket Policy or a dict of its settings (docket.policy.load_policy reads "
+                             f"a TOML file), got {type(self.policy).__name__}", field="policy")
         if self.budget is not None and (isinstance(self.budget, bool) or not isinstance(self.budget, int)
                                         or self.budget < 1):
             raise InputError(f"must be a positive whole number of tokens, got {self.budget!r}", field="budget")
@@ -99,7 +111,7 @@ class Options:
 
     @property
     def the_policy(self) -> Policy:
-        return self.policy or Policy()
+        return self.policy if isinstance(self.policy, Policy) else Policy()
 
 
 @dataclass
@@ -151,7 +163,7 @@ def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: s
         policy = policy.updated(pack={"history_tokens": policy.pack.history_tokens + history_tokens})
     brief = assemble(question, candidates, store=lookup, policy=policy, counter=counter, embedder=embedder,
                      budget=options.budget, floor=options.floor, as_of=options.as_of)  # type: ignore[arg-type]
-    for note in source.notes() if source is not None else []:
+    for note in lookup.notes():
         events.append(_event("lookup_problem", note))
     brief.trace[:0] = events
     brief.trace.extend(history_events)

@@ -30,12 +30,12 @@ from collections.abc import Mapping, Sequence
 from datetime import date as Date
 from typing import Any
 
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from docket.check import CheckReport, SupportJudge
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
-from docket.integrations.common import Options, Outcome, ScoreMode, missing_framework, passages, run
+from docket.integrations.common import Options, Outcome, ScoreMode, missing_framework, passages, run, settings_error
 from docket.integrations.common import check_reply as _check
 from docket.integrations.lookup import ScanSource, Source
 from docket.integrations.mapping import FieldMap, RawDoc
@@ -154,7 +154,7 @@ class DocketCompressor(BaseDocumentCompressor):
     would put in the prompt out (versions resolved, duplicates folded, spans restored, packed
     to the budget, ordered). Nothing found gives an empty list."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, strict=True, extra="forbid")
 
     policy: Policy | None = None
     budget: int | None = None
@@ -167,6 +167,12 @@ class DocketCompressor(BaseDocumentCompressor):
     embedder: Any = None
     _options: Options = PrivateAttr()
     _source: Source | None = PrivateAttr(default=None)
+
+    def __init__(self, **settings: Any) -> None:
+        try:
+            super().__init__(**settings)
+        except ValidationError as e:
+            raise settings_error(e, "DocketCompressor") from None
 
     def model_post_init(self, context: Any, /) -> None:
         self._options = _options(self.policy, self.budget, self.floor, self.as_of, self.field_map, self.scores,

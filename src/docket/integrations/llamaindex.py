@@ -33,7 +33,7 @@ from typing import Any
 from docket.check import SupportJudge, check_answer
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
-from docket.integrations.common import Options, Outcome, ScoreMode, missing_framework, passages, run
+from docket.integrations.common import Options, Outcome, ScoreMode, missing_framework, passages, run, settings_error
 from docket.integrations.lookup import ScanSource, Source
 from docket.integrations.mapping import FieldMap, RawDoc
 from docket.policy import Policy
@@ -44,7 +44,7 @@ try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.base.response.schema import Response
-    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, ValidationError
     from llama_index.core.callbacks.schema import CBEventType, EventPayload
     from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -128,7 +128,7 @@ class DocketPostprocessor(BaseNodePostprocessor):
     """docket as a LlamaIndex node postprocessor. Nothing found gives no nodes (a query engine
     with `DocketSynthesizer` then answers the refusal without an LLM call)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, strict=True, extra="forbid")
 
     policy: Policy | None = None
     budget: int | None = None
@@ -141,6 +141,12 @@ class DocketPostprocessor(BaseNodePostprocessor):
     embedder: Any = Field(default=None, exclude=True)
     _options: Options = PrivateAttr()
     _source: Source | None = PrivateAttr(default=None)
+
+    def __init__(self, **settings: Any) -> None:
+        try:
+            super().__init__(**settings)
+        except ValidationError as e:
+            raise settings_error(e, "DocketPostprocessor") from None
 
     def model_post_init(self, context: Any, /) -> None:
         self._options = Options(policy=self.policy, budget=self.budget, floor=self.floor, as_of=self.as_of,
@@ -156,9 +162,13 @@ class DocketPostprocessor(BaseNodePostprocessor):
         """The latest outcome in this context (thread or task): the brief, even when nothing was found."""
         return _LAST.get()
 
-    def assemble(self, question: str, nodes: Sequence[Any], history: Any = None) -> Outcome:
+    def assemble(self, question: str, nodes: Sequence[Any], history: Sequence[Any] | None = None) -> Outcome:
+        """The whole outcome for these nodes; `history` (LlamaIndex ChatMessages or role/content
+        dicts) for callers that build a chat prompt from `outcome.messages` themselves."""
+        turns = [{"role": m.role.value, "content": m.content} if isinstance(m, ChatMessage) else m
+                 for m in (history or [])]
         outcome = run(question, _nodes(nodes), self._options, framework=FRAMEWORK, source=self._source,
-                      history=history)
+                      history=turns)
         _LAST.set(outcome)
         return outcome
 

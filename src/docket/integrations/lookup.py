@@ -11,11 +11,14 @@ documents, and the trace says so.
 Two kinds of source: `ScanSource` reads a store that can list itself once and groups it by
 document (re-read when the store's size changes, or on `refresh()`); `QuerySource` asks the
 store for one document's chunks at a time (Haystack's filters), for stores too big to list.
-A store document that cannot be mapped is skipped and counted, never fatal to an unrelated query.
+A store document that cannot be mapped is skipped and counted (per call, in the trace), never
+fatal to an unrelated query. Sources are shared across calls and threads: per-call state lives
+in the CallLookup.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,30 +43,12 @@ def hint_of(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-class Source(Protocol):
-    """A framework store as docket reads it."""
+class Problems:
+    """Store documents one call could not map: counted, with the first message."""
 
-    name: str
-    #: True when `get` is a memory look-up (so docket may check every retrieved id)
-    cheap: bool
-
-    def get(self, chunk_id: str) -> Entry | None: ...
-
-    def group(self, doc: str) -> list[Entry]:
-        """Every chunk of one document, all versions."""
-        ...
-
-    def prepare(self, ids: Sequence[str]) -> None:
-        """Called once per query with the retrieved ids (a chance to re-read a changed store)."""
-        ...
-
-    def notes(self) -> list[str]: ...
-
-
-@dataclass
-class _Problems:
-    count: int = 0
-    first: str = ""
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = ""
 
     def add(self, err: InputError) -> None:
         self.count += 1
@@ -76,7 +61,25 @@ class _Problems:
                 f"(first: {self.first})"]
 
 
-def _map(raw: RawDoc, fields: FieldMap, problems: _Problems) -> Entry | None:
+class Source(Protocol):
+    """A framework store as docket reads it."""
+
+    name: str
+    #: True when `get` is a memory look-up (so docket may check every retrieved id)
+    cheap: bool
+
+    def prepare(self, ids: Sequence[str], problems: Problems) -> None:
+        """Called once per query with the retrieved ids (a chance to re-read a changed store)."""
+        ...
+
+    def get(self, chunk_id: str, problems: Problems) -> Entry | None: ...
+
+    def groups(self, docs: Sequence[str], problems: Problems) -> dict[str, list[Entry]]:
+        """Every chunk of each document, all versions (one round trip where the store allows)."""
+        ...
+
+
+def _map(raw: RawDoc, fields: FieldMap, problems: Problems) -> Entry | None:
     try:
         chunk, _ = to_chunk(raw, fields)
     except InputError as e:
@@ -99,85 +102,87 @@ class ScanSource:
         self._by_doc: dict[str, list[Entry]] = {}
         self._read_size: int | None = None
         self._loaded = False
-        self._problems = _Problems()
+        self._problems = Problems()
+        self._lock = threading.Lock()
 
     def refresh(self) -> None:
         """Read the store again (after you add or delete documents)."""
-        self._problems = _Problems()
-        by_id: dict[str, Entry] = {}
-        by_doc: dict[str, list[Entry]] = {}
-        for raw in self._scan():
-            entry = _map(raw, self._fields, self._problems)
-            if entry is None or entry[0].id in by_id:
-                continue
-            by_id[entry[0].id] = entry
-            by_doc.setdefault(entry[0].doc, []).append(entry)
-        self._by_id, self._by_doc = by_id, by_doc
-        self._read_size = self._size() if self._size else None
-        self._loaded = True
+        with self._lock:
+            problems = Problems()
+            by_id: dict[str, Entry] = {}
+            by_doc: dict[str, list[Entry]] = {}
+            for raw in self._scan():
+                entry = _map(raw, self._fields, problems)
+                if entry is None or entry[0].id in by_id:
+                    continue
+                by_id[entry[0].id] = entry
+                by_doc.setdefault(entry[0].doc, []).append(entry)
+            self._by_id, self._by_doc, self._problems = by_id, by_doc, problems
+            self._read_size = self._size() if self._size else None
+            self._loaded = True
 
-    def prepare(self, ids: Sequence[str]) -> None:
+    def prepare(self, ids: Sequence[str], problems: Problems) -> None:
         if not self._loaded:
             self.refresh()
         elif any(i not in self._by_id for i in ids) and self._size is not None and self._size() != self._read_size:
             self.refresh()
+        problems.count += self._problems.count
+        problems.first = problems.first or self._problems.first
 
-    def get(self, chunk_id: str) -> Entry | None:
+    def get(self, chunk_id: str, problems: Problems) -> Entry | None:
         return self._by_id.get(chunk_id)
 
-    def group(self, doc: str) -> list[Entry]:
-        return list(self._by_doc.get(doc, []))
-
-    def notes(self) -> list[str]:
-        return self._problems.notes(self.name)
+    def groups(self, docs: Sequence[str], problems: Problems) -> dict[str, list[Entry]]:
+        return {d: list(self._by_doc.get(d, [])) for d in docs}
 
     def __len__(self) -> int:
         return len(self._by_id)
 
 
 class QuerySource:
-    """A store asked per document: `by_id(id)` and `by_doc(doc)` return RawDocs (candidates for
-    that doc: the mapping has the last word on which chunks belong to it)."""
+    """A store asked per call: `by_id(id)` returns RawDocs with that id, `by_docs(docs)` the
+    RawDocs that may belong to those documents (the mapping has the last word)."""
 
-    def __init__(self, name: str, by_id: Callable[[str], Iterable[RawDoc]], by_doc: Callable[[str], Iterable[RawDoc]],
-                 fields: FieldMap) -> None:
+    def __init__(self, name: str, by_id: Callable[[str], Iterable[RawDoc]],
+                 by_docs: Callable[[Sequence[str]], Iterable[RawDoc]], fields: FieldMap) -> None:
         self.name = name
         self.cheap = False
         self._by_id = by_id
-        self._by_doc = by_doc
+        self._by_docs = by_docs
         self._fields = fields
-        self._problems = _Problems()
 
-    def prepare(self, ids: Sequence[str]) -> None:
-        self._problems = _Problems()
+    def prepare(self, ids: Sequence[str], problems: Problems) -> None:
+        pass
 
-    def get(self, chunk_id: str) -> Entry | None:
+    def get(self, chunk_id: str, problems: Problems) -> Entry | None:
         for raw in self._by_id(chunk_id):
-            entry = _map(raw, self._fields, self._problems)
+            entry = _map(raw, self._fields, problems)
             if entry is not None and entry[0].id == chunk_id:
                 return entry
         return None
 
-    def group(self, doc: str) -> list[Entry]:
-        out: dict[str, Entry] = {}
-        for raw in self._by_doc(doc):
-            entry = _map(raw, self._fields, self._problems)
-            if entry is not None and entry[0].doc == doc:
-                out.setdefault(entry[0].id, entry)
-        return list(out.values())
-
-    def notes(self) -> list[str]:
-        return self._problems.notes(self.name)
+    def groups(self, docs: Sequence[str], problems: Problems) -> dict[str, list[Entry]]:
+        want = set(docs)
+        out: dict[str, dict[str, Entry]] = {d: {} for d in docs}
+        if not docs:
+            return {}
+        for raw in self._by_docs(list(docs)):
+            entry = _map(raw, self._fields, problems)
+            if entry is not None and entry[0].doc in want:
+                out[entry[0].doc].setdefault(entry[0].id, entry)
+        return {d: list(v.values()) for d, v in out.items()}
 
 
 @dataclass
 class CallLookup:
     """The ChunkLookup of one query: the retrieved chunks first, then the store (if any).
 
-    Results are memoised for the call, so a store is asked about each document once."""
+    The store is asked once for every retrieved chunk's document (one round trip for a
+    QuerySource), and results are memoised for the call."""
 
     retrieved: list[Entry]
     source: Source | None = None
+    problems: Problems = field(default_factory=Problems)
     _by_id: dict[str, Entry] = field(default_factory=dict)
     _groups: dict[str, list[Entry]] = field(default_factory=dict)
     _seen: dict[str, int] = field(default_factory=dict)
@@ -187,28 +192,34 @@ class CallLookup:
             self._by_id.setdefault(entry[0].id, entry)
             self._seen.setdefault(entry[0].id, n)
         if self.source is not None:
-            self.source.prepare([e[0].id for e in self.retrieved])
+            self.source.prepare([e[0].id for e in self.retrieved], self.problems)
+            docs = list(dict.fromkeys(e[0].doc for e in self.retrieved))
+            fetched = self.source.groups(docs, self.problems)
+            for doc in docs:
+                self._groups[doc] = self._merge(doc, fetched.get(doc, []))
+
+    def _merge(self, doc: str, stored: list[Entry]) -> list[Entry]:
+        merged: dict[str, Entry] = {}
+        for entry in stored:
+            merged.setdefault(entry[0].id, entry)
+        for entry in self.retrieved:  # the retrieved copy wins: it is the text the moves work on
+            if entry[0].doc == doc:
+                merged[entry[0].id] = entry
+        base = len(self.retrieved)
+        return sorted(merged.values(), key=lambda e: order_key(e, self._seen.get(e[0].id, base)))
 
     def get(self, chunk_id: str) -> Chunk | None:
         entry = self._by_id.get(chunk_id)
         if entry is None and self.source is not None:
-            entry = self.source.get(chunk_id)
+            entry = self.source.get(chunk_id, self.problems)
             if entry is not None:
                 self._by_id[chunk_id] = entry
         return entry[0] if entry else None
 
     def _group(self, doc: str) -> list[Entry]:
         if doc not in self._groups:
-            merged: dict[str, Entry] = {}
-            if self.source is not None:
-                for entry in self.source.group(doc):
-                    merged.setdefault(entry[0].id, entry)
-            for entry in self.retrieved:  # the retrieved copy wins: it is the text the moves work on
-                if entry[0].doc == doc:
-                    merged[entry[0].id] = entry
-            base = len(self.retrieved)
-            ordered = sorted(merged.values(), key=lambda e: order_key(e, self._seen.get(e[0].id, base)))
-            self._groups[doc] = ordered
+            stored = self.source.groups([doc], self.problems).get(doc, []) if self.source is not None else []
+            self._groups[doc] = self._merge(doc, stored)
         return self._groups[doc]
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
@@ -224,4 +235,7 @@ class CallLookup:
         """Retrieved ids the store does not hold (their neighbours cannot be found there)."""
         if self.source is None or not self.source.cheap:
             return []
-        return [c.id for c, _ in self.retrieved if self.source.get(c.id) is None]
+        return [c.id for c, _ in self.retrieved if self.source.get(c.id, self.problems) is None]
+
+    def notes(self) -> list[str]:
+        return self.problems.notes(self.source.name) if self.source is not None else []
