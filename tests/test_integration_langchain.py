@@ -256,3 +256,19 @@ def test_policy_as_a_dict_is_validated_like_a_file():
     assert DocketPrompt(policy={"pack": {"floor": 0.3}}).options.the_policy.pack.floor == 0.3
     with pytest.raises(InputError, match="policy.*pack.flor.*not a known setting"):
         DocketPrompt(policy={"pack": {"flor": 0.3}})
+
+
+def test_only_the_retired_rule_retrieved_the_store_supplies_the_rule_in_force(store):
+    """v2 alone comes back from retrieval: with the store docket fetches the v3 section in its
+    place (metadata from the store's record); without it, nothing in force is known: not found."""
+    v2 = store.get_by_ids(["pol2-3"])
+    docs = DocketCompressor(docstore=store).compress_documents(v2, REFUND_QUESTION)
+    ids = [i for d in docs for i in d.metadata["docket"]["chunks"]]
+    assert "pol2-3" not in ids and any(i.startswith("pol3-") for i in ids)
+    fetched = docs[0]
+    assert fetched.metadata["version"] == 3 and fetched.metadata["doc"] == "refund-policy"
+    assert any(e["move"] == "versions" and e["action"] == "replace" for e in fetched.metadata["trace"])
+    prompt = DocketPrompt().invoke({"question": REFUND_QUESTION, "documents": v2})
+    assert prompt.found is False
+    assert any(e["move"] == "versions" and "no version of refund-policy is in force" in e["reason"]
+               for e in prompt.trace)
