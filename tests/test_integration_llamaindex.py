@@ -235,3 +235,8 @@ def test_assemble_takes_llamaindex_chat_history(retriever):
 def test_bad_settings_are_one_clear_line(settings, match):
     with pytest.raises(InputError, match=match):
         DocketPostprocessor(**settings)
+
+
+def test_streaming_is_refused_rather_than_ignored():
+    with pytest.raises(InputError, match="field 'streaming': DocketSynthesizer answers in one piece"):
+        DocketSynthesizer(CannedLLM(), streaming=True)

@@ -202,6 +202,10 @@ class DocketSynthesizer(BaseSynthesizer):
 
     def __init__(self, llm: LLM | None = None, *, postprocessor: DocketPostprocessor | None = None, check: bool = True,
                  judge: SupportJudge | None = None, allowed_domains: Sequence[str] = (), **kwargs: Any) -> None:
+        if kwargs.get("streaming") or kwargs.get("output_cls") is not None:
+            raise InputError("DocketSynthesizer answers in one piece (the check reads the whole reply); streaming and "
+                             "structured output are not supported", field="streaming" if kwargs.get("streaming")
+                             else "output_cls")
         super().__init__(llm=llm, **kwargs)
         self._postprocessor = postprocessor
         self._check = check
