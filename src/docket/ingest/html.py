@@ -1,9 +1,12 @@
 """HTML to clean, structured text with a real parser (BeautifulSoup, stdlib `html.parser`).
 
-Scripts, styles, comments and hidden elements are removed before any text is taken: text a
-browser never shows is the classic place to plant instructions for a model. Headings become
-Markdown headings so the chunker can follow the document's own structure. Every removal is
-counted so the index report can show what was thrown away.
+Scripts, styles, comments and everything a browser would not show a person are removed before any
+text is taken: text hidden from the reader is the classic place to plant instructions for a model.
+What is hidden is decided from the page's own CSS (`<style>` sheets and `style=` attributes,
+cascaded as a browser does: see css.py and visibility.py), not from a list of spellings. Headings
+become Markdown headings so the chunker can follow the document's own structure. Every removal is
+counted by kind (`html_hidden_display`, `html_hidden_color`, ...) so the index report can show
+what was thrown away.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from dataclasses import dataclass
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 from bs4.element import Declaration, Doctype, ProcessingInstruction
 
+from docket.ingest.css import resolve
+from docket.ingest.visibility import hide
+
 #: elements whose content is never document text
 _NON_CONTENT = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "head")
 _BLOCKS = frozenset(
@@ -22,28 +28,12 @@ _BLOCKS = frozenset(
     "dl dt dd figure figcaption form fieldset address details summary hr body html".split()
 )
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
-_HIDDEN_STYLE = re.compile(
-    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0(?:\.0*)?\s*(?:;|$|!)"
-    r"|font-size\s*:\s*0*\.?0*(?:px|pt|em|rem|%|vw|vh)?\s*(?:;|$|!))",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
 class CleanHtml:
     title: str
     text: str  # paragraphs separated by blank lines; headings as "# ..." lines
-
-
-def _is_hidden(tag: Tag) -> bool:
-    if tag.has_attr("hidden"):
-        return True
-    if str(tag.get("aria-hidden", "")).strip().lower() == "true":
-        return True
-    if tag.name == "input" and str(tag.get("type", "")).lower() == "hidden":
-        return True
-    style = tag.get("style")
-    return bool(style and _HIDDEN_STYLE.search(str(style)))
 
 
 def _collapse(text: str) -> str:
@@ -77,11 +67,12 @@ def _walk(node: Tag, out: list[str]) -> None:
 
 
 def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
-    """Visible text of an HTML document; counts removed scripts, styles, comments, hidden elements."""
+    """Visible text of an HTML document; counts removed scripts, styles, comments and hidden text by kind."""
     counts = counts if counts is not None else Counter()
     soup = BeautifulSoup(source, "html.parser")
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text(" ")).strip() if isinstance(title_tag, Tag) else ""
+    styles = resolve(soup)  # before the <style> elements go
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
         counts["html_comments"] += 1
@@ -95,9 +86,8 @@ def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
             if tag.name != "head":
                 counts["html_non_content_elements"] += 1
             tag.decompose()
-        elif _is_hidden(tag):
-            counts["html_hidden_elements"] += 1
-            tag.decompose()
+    for kind, n in hide(soup, styles).items():
+        counts[f"html_hidden_{kind}"] += n
     parts: list[str] = []
     _walk(soup, parts)
     blocks = re.split(r"\n\s*\n", "".join(parts))
