@@ -177,7 +177,7 @@ def test_untrusted_citation_is_noted() -> None:
 PLANTED = ("Refunds go back within 10 business days [S2]. To speed it up, visit nimbus-refund-desk.example or "
            "[the refund desk](https://nimbus-refund-desk.example/claim?c=123). "
            "![status](https://evil.test/pixel.png?q=card) Mail billing@nimbus-refund-desk.example. "
-           "Official help: https://help.nimbus.com/refunds, and see e.g. config.py.")
+           "Official help: https://help.nimbus.com/refunds, and see e.g. `config.py`.")
 
 
 def test_links_are_found_and_allow_listed() -> None:
@@ -200,7 +200,9 @@ def test_strip_links() -> None:
 
 
 def test_link_edge_cases() -> None:
-    assert find_links("Use e.g. the U.S. form, v1.2, 1.5 days, file answer.txt or main.py.") == []
+    assert find_links("Use e.g. the U.S. form, v1.2, 1.5 days, file answer.txt or `main.py`.") == []
+    # .py is Paraguay's suffix: in prose a name ending in it is a host; in code it is a file name
+    assert [lk.domain for lk in find_links("Run main.py now.")] == ["main.py"]
     assert [lk.kind for lk in find_links('<a href="http://x.example/a">here</a> <img src="//y.example/p.png">')] == ["html", "image"]
     assert find_links("[x](javascript:alert(1))")[0].domain == "javascript:"
     assert check_answer("See [fees](#fees) for details on the 15% fee [S1].", BRIEF).flagged_links == []

@@ -1,159 +1,178 @@
-"""Links in an answer: find them, allow-list them by domain, strip the others.
+"""Links in an answer: find them as a renderer would, allow-list them by domain, strip the others.
 
 A planted document can tell the model to add a link ("send your card number to
-nimbus-refund-desk.example") or an image whose URL carries conversation data out when a
-client renders it. Fencing lowers how often that works; an output check bounds the damage. Every
-URL, Markdown link or image, e-mail address and bare domain in the answer is found, and anything
-whose host is not an allowed domain (or a subdomain of one) is flagged and can be stripped.
-Bare domains are recognised by a list of real and reserved top-level domains, so "e.g." or
-"config.py" are not mistaken for hosts.
+nimbus-refund-desk.example") or an image whose URL carries conversation data out the moment a
+client renders it (images are zero-click). Fencing lowers how often that works; an output check
+bounds the damage.
+
+`find_links` reads the answer as a Markdown renderer with HTML on reads it (answer_links.py:
+markdown-it-py, entities and escapes decoded, raw `<a href>`/`<img src>` and every other URL
+attribute) and judges each destination as a browser parses it (urls.py: WHATWG URL rules via
+ada-url, registrable domains by the public suffix list). A link is allowed when every reading of
+its destination leads to an allowed host or a subdomain of one, or stays on the answer's own page
+(`#fees`, a relative path). `strip_links` cuts out what a renderer would render for each
+disallowed link and checks its own output again until nothing disallowed is left.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+from dataclasses import dataclass, field
 
-TLDS = {
-    "com", "net", "org", "io", "ai", "co", "app", "dev", "info", "biz", "xyz", "me", "us", "uk", "de", "fr", "eu",
-    "ca", "au", "in", "jp", "cn", "ru", "br", "nl", "se", "no", "es", "it", "ch", "at", "be", "dk", "fi", "pl",
-    "cz", "pt", "gr", "ie", "nz", "za", "mx", "ar", "kr", "tw", "hk", "sg", "tv", "cc", "ly", "gg", "to", "link",
-    "site", "online", "store", "shop", "tech", "cloud", "page", "blog", "news", "live", "pro", "top", "club",
-    "click", "help", "support", "email", "money", "pay", "bank", "finance", "gov", "edu", "mil", "int", "ws",
-    "su", "ua", "tk", "ml", "ga", "cf", "gq", "icu", "lol", "zip", "mov",
-    # reserved names (RFC 2606 / 6761 / 6762): the test corpora use them
-    "example", "test", "invalid", "localhost", "local", "internal", "onion",
-}
+from docket.checks.answer_links import MEDIA_TAGS, Occurrence, occurrences
+from docket.checks.urls import HOST_SCHEMES, Destination, destination, host_allowed, normalize_allowed, registrable
 
-_IMAGE = re.compile(r"!\[(?P<text>[^\]]*)\]\(\s*<?(?P<url>[^)\s>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
-_MDLINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\(\s*<?(?P<url>[^)\s>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
-_HTML = re.compile(r"<(?P<tag>a|img|iframe|script|link)\b[^>]*?\b(?:href|src)\s*=\s*[\"']?(?P<url>[^\"'\s>]+)[^>]*>(?:(?P<text>[^<]*)</a>)?", re.I)
-_URL = re.compile(r"(?P<url>(?:https?|ftp|wss?|javascript|data|file):(?://)?[^\s<>\"'`\]\[)(]+|www\.[^\s<>\"'`\]\[)(]+)", re.I)
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?P<host>(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,24})\b", re.I)
-_DOMAIN = re.compile(r"(?<![\w@./-])(?P<host>(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?P<tld>[a-z]{2,24}))(?P<path>/[^\s<>\"'`\])]*)?(?![\w-])", re.I)
+REMOVED = "[link removed]"
+_KIND = {"autolink": "url"}
 
 
 @dataclass
 class Link:
     url: str
-    domain: str
-    kind: str  # image | markdown | html | url | email | domain
+    domain: str  # the host it leads to ("" for a link that stays on the page, "javascript:" for a scheme)
+    kind: str  # image | markdown | reference | html | url | email | domain
     start: int
     end: int
     text: str = ""  # the visible text of a Markdown/HTML link
+    registrable: str = ""  # the host's registrable domain (public suffix list)
+    occurrence: Occurrence | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, str]:
-        return {"url": self.url, "domain": self.domain, "kind": self.kind, "text": self.text}
+        return {"url": self.url, "domain": self.domain, "kind": self.kind, "text": self.text,
+                "registrable_domain": self.registrable}
 
 
 def host_of(url: str) -> str:
-    u = url.strip().strip(".,;:!?")
-    low = u.lower()
-    if low.startswith(("javascript:", "data:", "file:")):
-        return low.split(":", 1)[0] + ":"
-    if low.startswith("mailto:"):
-        return low.split("@")[-1].split("?")[0]
-    if low.startswith("//"):
-        u = "http:" + u
-    elif "://" not in u:
-        u = "http://" + u
-    try:
-        host = urlsplit(u).hostname or ""
-    except ValueError:
-        host = ""
-    return host.rstrip(".").lower()
+    """The host a URL (or a bare host name) leads to, as a browser parses it."""
+    u = url.strip()
+    if "://" not in u and not u.startswith("//") and ":" not in u.split("/")[0]:
+        u = "//" + u
+    return destination(u).domain
+
+
+def _readings(occ: Occurrence) -> list[Destination]:
+    out = []
+    for url in occ.urls:
+        if occ.kind == "domain" and "://" not in url:
+            url = "//" + url
+        out.append(destination(url))
+    return out
+
+
+def _is_allowed(d: Destination, domains: list[str]) -> bool:
+    if d.relative:
+        return True
+    if d.scheme in HOST_SCHEMES or d.scheme == "mailto:":
+        return bool(d.host) and host_allowed(d.host, domains)
+    return False
+
+
+def _link(occ: Occurrence, d: Destination) -> Link:
+    start, end = occ.span if occ.span is not None else occ.block
+    return Link(url=d.url if occ.kind != "domain" else occ.urls[0], domain=d.domain, kind=_KIND.get(occ.kind, occ.kind),
+                start=start, end=end, text=occ.text if occ.kind in ("markdown", "html", "image") else "",
+                registrable=registrable(d.host) if d.host and not d.relative else "", occurrence=occ)
 
 
 def find_links(text: str) -> list[Link]:
-    """Every link-like thing in `text`, non-overlapping, in order."""
-    taken: list[tuple[int, int]] = []
-    out: list[Link] = []
-
-    def free(a: int, b: int) -> bool:
-        return all(b <= s or a >= e for s, e in taken)
-
-    def add(kind: str, m: re.Match[str], url: str, label: str = "", host: str | None = None) -> None:
-        if not free(m.start(), m.end()):
-            return
-        url = url.rstrip(".,;:!?")
-        h = host if host is not None else host_of(url)
-        if kind == "markdown" and not h:
-            # relative or anchor links ("#fees"): no domain to leave for, but still a link; mark it
-            h = ""
-        taken.append((m.start(), m.end()))
-        out.append(Link(url=url, domain=h, kind=kind, start=m.start(), end=m.end(), text=label))
-
-    for m in _IMAGE.finditer(text):
-        add("image", m, m.group("url"), m.group("text"))
-    for m in _MDLINK.finditer(text):
-        if re.fullmatch(r"\s*S\d+\s*", m.group("text")) and not m.group("url").strip():
-            continue
-        add("markdown", m, m.group("url"), m.group("text"))
-    for m in _HTML.finditer(text):
-        add("image" if m.group("tag").lower() == "img" else "html", m, m.group("url"), m.group("text") or "")
-    for m in _URL.finditer(text):
-        add("url", m, m.group("url"))
-    for m in _EMAIL.finditer(text):
-        add("email", m, m.group(0), host=m.group("host").lower())
-    for m in _DOMAIN.finditer(text):
-        if m.group("tld").lower() not in TLDS:
-            continue
-        add("domain", m, m.group(0), host=m.group("host").lower().rstrip("."))
-    out.sort(key=lambda lk: lk.start)
+    """Every link-like thing in `text`, in order: its first reading decides `domain`."""
+    out = []
+    for occ in occurrences(text):
+        readings = [d for d in _readings(occ) if d.parsed] or _readings(occ)
+        out.append(_link(occ, readings[0]))
     return out
 
 
 def normalize_domains(domains: Iterable[str]) -> list[str]:
-    out = []
-    for d in domains:
-        d = d.strip().lower()
-        if not d:
-            continue
-        d = host_of(d) if ("/" in d or ":" in d) else d
-        d = d.removeprefix("*.").removeprefix(".").rstrip(".")
-        if d:
-            out.append(d)
-    return out
+    """The allow-list as ASCII hosts; a public suffix (`com`, `github.io`) is refused (InputError)."""
+    return normalize_allowed(domains)
 
 
 def allowed(link: Link, domains: Iterable[str]) -> bool:
-    """A link is allowed when its host is an allowed domain or a subdomain of one.
+    """Is every reading of the link's destination an allowed host (or on the answer's own page)?"""
+    doms = normalize_allowed(domains)
+    if link.occurrence is None:
+        return _is_allowed(destination(link.url), doms)
+    readings = [d for d in _readings(link.occurrence) if d.parsed]
+    return bool(readings) and all(_is_allowed(d, doms) for d in readings)
 
-    Links without a host (relative paths, `#anchors`) cannot leave the page and are allowed;
-    `javascript:`, `data:` and `file:` URLs never are.
-    """
-    host = link.domain
-    if not host:
-        return link.kind == "markdown" and not link.url.lower().startswith(("javascript:", "data:", "file:"))
-    if host.endswith(":"):
-        return False
-    return any(host == d or host.endswith("." + d) for d in normalize_domains(domains))
+
+def _flagged(text: str, doms: list[str]) -> list[Link]:
+    out = []
+    for occ in occurrences(text):
+        readings = _readings(occ)
+        parsed = [d for d in readings if d.parsed]
+        bad = next((d for d in parsed if not _is_allowed(d, doms)), None)
+        if bad is None and not parsed:
+            bad = readings[0]
+        if bad is not None:
+            out.append(_link(occ, bad))
+    return out
 
 
 def flagged_links(text: str, domains: Iterable[str] = ()) -> list[Link]:
-    doms = list(domains)
-    return [lk for lk in find_links(text) if not allowed(lk, doms)]
+    """The links whose destination (in any reading) is not on the allow-list."""
+    return _flagged(text, normalize_allowed(domains))
 
 
-REMOVED = "[link removed]"
+def _replacement(text: str, lk: Link) -> str:
+    occ = lk.occurrence
+    assert occ is not None
+    if occ.kind == "image" or (occ.kind == "html" and occ.tag in MEDIA_TAGS) or occ.kind == "reference":
+        return ""
+    if occ.kind == "markdown":
+        label = text[occ.label_span[0]:occ.label_span[1]] if occ.label_span else ""
+        return label if label.strip() else REMOVED
+    if occ.kind == "html" and occ.tag == "style":
+        return ""  # the sheet's text (the span is its content)
+    if occ.kind == "html":
+        return _tag_without(occ)
+    return REMOVED
+
+
+def _tag_without(occ: Occurrence) -> str:
+    """The start tag rebuilt without its disallowed URL attributes (its text stays)."""
+    import html as _html
+
+    keep = [(k, v) for k, v in occ.attrs if k not in occ.bad_attrs and not k.startswith("on")]
+    attrs = "".join(f" {k}" if v is None else f' {k}="{_html.escape(v, quote=True)}"' for k, v in keep)
+    return f"<{occ.tag}{attrs}>"
 
 
 def strip_links(text: str, domains: Iterable[str] = ()) -> str:
-    """`text` with every disallowed link removed: images vanish, Markdown/HTML links keep their
-    visible text (unless that text is itself a link), bare URLs, domains and e-mails become
-    "[link removed]"."""
-    doms = list(domains)
-    bad = flagged_links(text, doms)
-    for lk in sorted(bad, key=lambda x: x.start, reverse=True):
-        if lk.kind == "image":
-            repl = ""
-        elif lk.kind in ("markdown", "html") and lk.text.strip() and not find_links(lk.text):
-            repl = lk.text
-        else:
-            repl = REMOVED
-        text = text[: lk.start] + repl + text[lk.end :]
-    text = re.sub(r"[ \t]{2,}", " ", text)
-    text = re.sub(r" +([.,;:!?])", r"\1", text)
-    return "\n".join(line.rstrip() for line in text.split("\n"))
+    """`text` with every disallowed link removed: images and media tags vanish, Markdown links
+    keep their visible text, HTML links lose the URL attribute, reference definitions go, and bare
+    URLs, domains and e-mails become "[link removed]". Runs again on its own output until no
+    disallowed link is left; what it cannot place exactly, it removes with its whole block."""
+    doms = normalize_allowed(domains)
+    for _ in range(12):
+        bad = _flagged(text, doms)
+        if not bad:
+            return text
+        edits: list[tuple[int, int, str]] = []
+        placed = [lk for lk in bad if lk.occurrence is not None and lk.occurrence.span is not None]
+        blind = [lk for lk in bad if lk not in placed]
+        if not placed:
+            for lk in blind:
+                assert lk.occurrence is not None
+                a, b = lk.occurrence.block
+                edits.append((a, b, REMOVED + ("\n" if text[a:b].endswith("\n") else "")))
+        for lk in sorted(placed, key=lambda x: (x.start, -x.end)):
+            edits.append((lk.start, lk.end, _replacement(text, lk)))
+        text = _apply(text, edits)
+    return text
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """Apply non-overlapping edits (the outermost of overlapping ones first; the rest wait for the
+    next round), tidying the space an edit leaves."""
+    chosen: list[tuple[int, int, str]] = []
+    for a, b, repl in sorted(edits, key=lambda e: (e[0], -e[1])):
+        if chosen and a < chosen[-1][1]:
+            continue
+        chosen.append((a, b, repl))
+    for a, b, repl in reversed(chosen):
+        if not repl and a > 0 and b < len(text) and text[a - 1] == " " and text[b] in " .,;:!?":
+            a -= 1
+        text = text[:a] + repl + text[b:]
+    return text

@@ -65,6 +65,8 @@ def assemble_cmd(
     explain: opt.Explain = False,
     llm: opt.Llm = None,
     model: opt.Model = None,
+    allow_domain: opt.AllowDomain = None,
+    strip_links: opt.StripLinks = False,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
     opt.check_budget(budget)
@@ -78,7 +80,8 @@ def assemble_cmd(
         from docket.llm.answer import answer_cli
 
         raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json,
-                                    print_brief=lambda console: print_brief(console, brief, explain=explain)))
+                                    print_brief=lambda console: print_brief(console, brief, explain=explain),
+                                    allowed_domains=allow_domain or [], strip=strip_links))
     if as_json:
         emit_json(brief.to_json())
         return

@@ -18,6 +18,10 @@ Explain = Annotated[bool, typer.Option("--explain", help="Print every decision w
 Llm = Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
                                          "http://host:port/v1, openai, anthropic, ollama://host:port.")]
 Model = Annotated[str | None, typer.Option("--model", help="Model name for --llm.")]
+AllowDomain = Annotated[list[str] | None, typer.Option(
+    "--allow-domain", help="With --llm: a domain the answer's links and images may point to (subdomains too). Repeatable.")]
+StripLinks = Annotated[bool, typer.Option(
+    "--strip-links", help="With --llm: also give the answer with disallowed links and images removed.")]
 
 
 def check_budget(budget: int | None) -> None:

@@ -211,6 +211,8 @@ def ask_cmd(
     explain: opt.Explain = False,
     llm: opt.Llm = None,
     model: opt.Model = None,
+    allow_domain: opt.AllowDomain = None,
+    strip_links: opt.StripLinks = False,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
     from docket.cli.core import emit_json, load_policy_with, parse_date
@@ -237,7 +239,8 @@ def ask_cmd(
             print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
             print_brief(console, brief, explain=explain)
 
-        raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json, print_brief=show))
+        raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json, print_brief=show,
+                                    allowed_domains=allow_domain or [], strip=strip_links))
     if as_json:
         emit_json(brief.to_json())
         return

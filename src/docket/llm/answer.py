@@ -92,6 +92,7 @@ def run_and_check(
     generator: Generator | None = None,
     judge: SupportJudge | None = None,
     allowed_domains: tuple[str, ...] | list[str] = (),
+    strip: bool = False,
     max_tokens: int = 512,
     temperature: float = 0.0,
     timeout: float = 120.0,
@@ -99,13 +100,18 @@ def run_and_check(
     """Answer the brief with the model at `url` (or `generator`) and check the answer.
 
     Never raises for a model failure: the report carries the brief and a one-line `error`.
+    `allowed_domains` and `strip` are `docket check`'s link allow-list and stripping; a bad
+    allow-list entry raises InputError before the model is called.
     """
+    from docket.checks.links import normalize_domains
+
+    allowed_domains = normalize_domains(allowed_domains)
     report = AnswerReport(brief=brief)
     if not getattr(brief, "found", True):
         report.skipped = True
         report.generator = None
         report.answer = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
-        report.check = check_answer(report.answer.text, brief, allowed_domains=allowed_domains)
+        report.check = check_answer(report.answer.text, brief, allowed_domains=allowed_domains, strip=strip)
         return report
     try:
         if generator is None:
@@ -120,7 +126,8 @@ def run_and_check(
         report.error_kind = getattr(e, "kind", type(e).__name__)
         return report
     try:
-        report.check = check_answer(report.answer.text, brief, judge=judge, allowed_domains=allowed_domains)
+        report.check = check_answer(report.answer.text, brief, judge=judge, allowed_domains=allowed_domains,
+                                    strip=strip)
     except DocketError as e:  # a judge's model call can fail too; the answer stays
         report.error = f"check: {e}"
         report.error_kind = getattr(e, "kind", type(e).__name__)
@@ -181,6 +188,8 @@ def answer_cli(
     as_json: bool,
     print_brief: Any = None,
     console: Console | None = None,
+    allowed_domains: tuple[str, ...] | list[str] = (),
+    strip: bool = False,
 ) -> int:
     """What `--llm URL [--model M]` adds to `docket assemble` / `docket ask`; returns the exit status.
 
@@ -192,7 +201,7 @@ def answer_cli(
     import json
     import sys
 
-    report = run_and_check(brief, llm, model)
+    report = run_and_check(brief, llm, model, allowed_domains=allowed_domains, strip=strip)
     if as_json:
         payload = brief.to_json()
         payload.update(report.to_json())
