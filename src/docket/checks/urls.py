@@ -26,8 +26,10 @@ from publicsuffixlist import PublicSuffixList
 
 from docket.errors import InputError
 
-#: relative links resolve against this base: a host equal to it never left the answer's own page
-BASE = "https://answer.docket.invalid/chat/"
+#: relative links resolve against these bases: a host equal to theirs never left the answer's own
+#: page. Both schemes, because `https:evil.example` is a relative path on an https page and a link
+#: to evil.example on an http one.
+BASES = ("https://answer.docket.invalid/chat/", "http://answer.docket.invalid/chat/")
 BASE_HOST = "answer.docket.invalid"
 SPECIAL_USE = frozenset({"example", "test", "invalid", "localhost", "local", "internal", "onion", "arpa", "alt"})
 #: schemes whose URL names a host that is judged by the allow-list
@@ -65,10 +67,22 @@ class Destination:
 
 
 def destination(url: str) -> Destination:
-    """Parse `url` the way a browser resolves a link on the answer's page."""
+    """Parse `url` the way a browser resolves a link on the answer's page (the reading that
+    leaves the page, when the page's scheme changes where it leads)."""
+    first = None
+    for base in BASES:
+        d = _destination(url, base)
+        if not d.relative:
+            return d
+        first = first or d
+    assert first is not None
+    return first
+
+
+def _destination(url: str, base: str) -> Destination:
     raw = url.strip()
     try:
-        u = ada_url.URL(raw, BASE)
+        u = ada_url.URL(raw, base)
     except ValueError:
         return Destination(url, "", "", parsed=False)
     scheme = str(u.protocol).lower()

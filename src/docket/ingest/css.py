@@ -372,14 +372,31 @@ class _Collector:
             if kw == "layer":  # `@layer a, b;` fixes the layers' order
                 for part in _split_commas(r.prelude):
                     self.layer_rank(tinycss2.serialize(part).strip())
+            elif kw == "import":  # only a data: URL can be read offline
+                target = next((t for t in r.prelude if isinstance(t, (ast.URLToken, ast.StringToken))), None)
+                if target is None:
+                    fn = next((t for t in r.prelude if isinstance(t, ast.FunctionBlock) and t.lower_name == "url"), None)
+                    target = next((a for a in fn.arguments if isinstance(a, ast.StringToken)), None) if fn else None
+                css = data_url_text(target.value) if target is not None else None
+                rest = [t for t in r.prelude if t is not target and not isinstance(t, ast.WhitespaceToken)]
+                media = [t for t in rest if not isinstance(t, ast.FunctionBlock)]
+                if css is not None and (not media or media_matches(media)):
+                    self.rules_of(tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True),
+                                  origin, layer, parents)
             return
         inner = tinycss2.parse_blocks_contents(r.content, skip_comments=True, skip_whitespace=True) \
             if parents else tinycss2.parse_rule_list(r.content, skip_comments=True, skip_whitespace=True)
         if kw == "media":
             if media_matches(r.prelude):
                 self.nested(inner, origin, layer, parents)
-        elif kw in ("supports", "container", "document", "-moz-document", "starting-style"):
+        elif kw == "supports":  # a browser supports what pages test for; `not (...)` is the fallback branch
+            first = next((t for t in r.prelude if not isinstance(t, (ast.WhitespaceToken, ast.Comment))), None)
+            if not (isinstance(first, ast.IdentToken) and first.lower_value == "not"):
+                self.nested(inner, origin, layer, parents)
+        elif kw in ("container", "document", "-moz-document", "starting-style"):
             self.nested(inner, origin, layer, parents)
+        elif kw == "import":
+            pass
         elif kw == "layer":
             name = tinycss2.serialize(r.prelude).strip() or f"(anonymous {self.order})"
             self.nested(inner, origin, self.layer_rank(name), parents)
@@ -476,16 +493,41 @@ def _legacy_color(v: str) -> str:
     return f"#{v}" if re.fullmatch(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{6}", v) else v
 
 
+def data_url_text(url: str) -> str | None:
+    """The text of a `data:text/css,...` URL (percent- or base64-encoded); None for anything else."""
+    import base64
+    from urllib.parse import unquote_to_bytes
+
+    m = re.match(r"\s*data:([^,]*),(.*)", url, re.S | re.I)
+    if not m or (m.group(1).strip() and "css" not in m.group(1).lower()):
+        return None
+    raw = unquote_to_bytes(m.group(2))
+    if m.group(1).lower().endswith(";base64"):
+        try:
+            raw = base64.b64decode(raw, validate=False)
+        except ValueError:
+            return None
+    return raw.decode("utf-8", errors="replace")
+
+
 def page_stylesheets(soup: BeautifulSoup) -> Iterator[str]:
-    """The text of every `<style>` that applies on a screen (not inside <template>/<noscript>)."""
-    for st in soup.find_all("style"):
+    """The text of every `<style>` (and `<link rel=stylesheet>` to a data: URL, the one kind that
+    needs no fetch) that applies on a screen, in document order; none inside <template>/<noscript>."""
+    for st in soup.find_all(["style", "link"]):
         if any(p.name in ("template", "noscript") for p in st.parents):
-            continue
-        kind = str(st.get("type", "text/css")).strip().lower()
-        if kind not in ("", "text/css"):
             continue
         media = st.get("media")
         if media and not media_matches(str(media)):
+            continue
+        if st.name == "link":
+            rel: Any = st.get("rel") or []
+            rels = [str(x).lower() for x in (rel if isinstance(rel, list) else str(rel).split())]
+            css = data_url_text(str(st.get("href", ""))) if "stylesheet" in rels and "alternate" not in rels else None
+            if css is not None:
+                yield css
+            continue
+        kind = str(st.get("type", "text/css")).strip().lower()
+        if kind not in ("", "text/css"):
             continue
         yield st.get_text()
 

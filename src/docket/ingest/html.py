@@ -69,7 +69,8 @@ def _walk(node: Tag, out: list[str]) -> None:
 def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
     """Visible text of an HTML document; counts removed scripts, styles, comments and hidden text by kind."""
     counts = counts if counts is not None else Counter()
-    soup = BeautifulSoup(source, "html.parser")
+    # a repeated attribute keeps its first value, as in a browser (`style="display:none" style="..."`)
+    soup = BeautifulSoup(source, "html.parser", on_duplicate_attribute="ignore")
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text(" ")).strip() if isinstance(title_tag, Tag) else ""
     styles = resolve(soup)  # before the <style> elements go

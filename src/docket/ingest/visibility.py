@@ -68,6 +68,7 @@ class _State:
     line_height: tuple[str, float] = ("normal", 0.0)
     background: cv.RGBA | None = cv.WHITE  # opaque colour behind the text; None when an image makes it unknown
     opacity: float = 1.0  # product down the tree
+    scale: float = 1.0  # how much transforms and zoom shrink text, multiplied down the tree
     text_decorated: bool = False  # background-clip:text paints the glyphs with the background
     shadows: tuple[cv.RGBA, ...] = ()  # text-shadow and -webkit-text-stroke colours: they draw the glyphs too
     custom: dict[str, list[Any]] = field(default_factory=dict)
@@ -444,8 +445,12 @@ def _box_reason(decls: dict[str, Decl], state: _State, parent: _State, display: 
         z = cv.number(zoom)
         if z is not None and 0 < z < 0.25:
             return "transform"
-    if abs(m[0] * m[3] - m[1] * m[2]) < 0.01:
+        if z is not None and z > 0:
+            m = (m[0] * z, m[1] * z, m[2] * z, m[3] * z, m[4], m[5])
+    det = abs(m[0] * m[3] - m[1] * m[2])
+    if det < 0.01:
         return "transform"
+    state.scale = parent.scale * math.sqrt(det)
     tl = _value(decls, "translate", state)
     dx, dy = m[4], m[5]
     if tl is not None and cv.keyword(tl) not in ("none", *_WIDE):
@@ -465,6 +470,8 @@ def _box_reason(decls: dict[str, Decl], state: _State, parent: _State, display: 
         y = top if top is not None else (-bottom if bottom is not None else 0.0)
         if x <= -OFFSCREEN_PX or y <= -OFFSCREEN_PX or x >= FAR_PX:
             return "offscreen"
+        if position == "fixed" and (x >= VIEW_W or y >= VIEW_H):
+            return "offscreen"  # fixed below or right of the window: scrolling never brings it in
     ml = _len(decls, "margin-left", state, ctx)
     mt = _len(decls, "margin-top", state, cv.Ctx(em=state.font_px, percent=VIEW_W))
     if (ml is not None and (ml <= -4 * OFFSCREEN_PX or ml >= FAR_PX)) or \
@@ -535,7 +542,7 @@ def _background(decls: dict[str, Decl], state: _State, parent: _State) -> cv.RGB
 def _text_reason(state: _State) -> str | None:
     if state.visibility in ("hidden", "collapse"):
         return "visibility"
-    if state.font_px < MIN_FONT_PX:
+    if state.font_px * state.scale < MIN_FONT_PX:
         return "font_size"
     if state.text_indent <= -OFFSCREEN_PX:
         return "offscreen"
