@@ -130,7 +130,8 @@ VISIBLE = [
     ("white on blue", "", '<p style="color:#fff;background-color:#0a58ca">SHOWN</p>'),
     ("grey text", "", '<p style="color:#777">SHOWN</p>'),
     ("light grey text", "", '<p style="color:#ccc">SHOWN</p>'),
-    ("white over a background image", "", '<div style="background:url(hero.jpg) #fff"><p style="color:#fff">SHOWN</p></div>'),
+    ("white over a background image", "", '<div style="background:#fff url(&quot;data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27%3E%3Crect width=%27100%25%27 height=%27100%25%27 fill=%27%23000%27/%3E%3C/svg%3E&quot;)"><p style="color:#fff">SHOWN</p></div>'),
+    ("white over a dark gradient", "", '<div style="background:linear-gradient(#000,#222)"><p style="color:#fff">SHOWN</p></div>'),
     ("gradient text", "", '<p style="background:linear-gradient(red,blue);-webkit-background-clip:text;-webkit-text-fill-color:transparent">SHOWN</p>'),
     ("white text with a dark shadow", "", '<p style="color:#fff;text-shadow:0 0 2px #000">SHOWN</p>'),
     ("small relative shift", "", '<p style="position:relative;left:-10px;top:-5px">SHOWN</p>'),
@@ -142,9 +143,10 @@ VISIBLE = [
     ("zero size on an inline span", "", '<span style="width:0;height:0;overflow:hidden">SHOWN</span>'),
     ("capped height", "", '<div style="max-height:200px;overflow:hidden">SHOWN</div>'),
     ("line-height 0 without overflow hidden", "", '<div style="line-height:0">SHOWN</div>'),
-    ("slight scale", "", '<p style="transform:scale(0.9) rotate(90deg)">SHOWN</p>'),
+    ("slight scale", "", '<p style="transform:scale(0.9) rotate(3deg)">SHOWN</p>'),
+    ("rotated a quarter turn", "", '<p style="width:200px;transform:rotate(90deg)">SHOWN</p>'),
     ("rotateY 30deg", "", '<p style="transform:rotateY(30deg)">SHOWN</p>'),
-    ("clip-path with room", "", '<p style="clip-path:inset(10% 20%)">SHOWN</p>'),
+    ("clip-path with room", "", '<p style="clip-path:inset(0 40% 0 0)">SHOWN</p>'),
     ("display contents", "", '<div style="display:contents">SHOWN</div>'),
     ("closed details", "", "<details><summary>Question</summary><p>SHOWN</p></details>"),
     ("aria-hidden false", "", '<p aria-hidden="false">SHOWN</p>'),
@@ -327,3 +329,79 @@ def test_index_report_counts_each_kind(tmp_path) -> None:  # type: ignore[no-unt
         assert store.search_bm25("refunds", 10, Filters())
     finally:
         store.close()
+
+
+# -- the tables against a real browser ------------------------------------------------------------
+
+_TILE_W, _TILE_H, _PER_SHOT = 1280, 800, 16
+#: techniques removed on purpose although Chromium draws the text
+BROWSER_DIFFERS = {
+    "aria-hidden": "drawn, but marked by its author as not for assistive readers; dropped by policy",
+    "font-size 0.1em": "Chromium draws text sized in relative units at 6px at least; 1.6px in other browsers",
+    "font-size 2%": "as above: 0.32px by the CSS rules, 6px in Chromium",
+}
+#: text kept on purpose although Chromium does not draw it until the reader acts
+BROWSER_HIDES = {
+    "closed details": "drawn when the reader opens it: FAQ answers live there, so it stays",
+}
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _shoot(pages: list[str], tmp: object) -> list[object]:
+    """Each page rendered in its own 1280x800 frame by headless Chromium, as RGB arrays."""
+    import html as _html
+    import subprocess
+    from pathlib import Path
+
+    import numpy as np
+    from PIL import Image
+
+    out: list[object] = []
+    browser = _chromium()
+    assert browser
+    for at in range(0, len(pages), _PER_SHOT):
+        batch = pages[at:at + _PER_SHOT]
+        frames = "".join(f'<iframe width="{_TILE_W}" height="{_TILE_H}" style="border:0;display:block" '
+                         f'srcdoc="{_html.escape(p, quote=True)}"></iframe>' for p in batch)
+        sheet = Path(str(tmp)) / f"batch{at}.html"
+        shot = Path(str(tmp)) / f"batch{at}.png"
+        sheet.write_text(f'<html><body style="margin:0">{frames}</body></html>', encoding="utf-8")
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--disable-background-networking", "--force-device-scale-factor=1",
+                        f"--window-size={_TILE_W},{_TILE_H * len(batch)}", f"--screenshot={shot}", sheet.as_uri()],
+                       check=True, capture_output=True, timeout=180)
+        img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+        out.extend(img[i * _TILE_H:(i + 1) * _TILE_H] for i in range(len(batch)))
+    return out
+
+
+@pytest.mark.slow
+def test_redteam_hidden_html_browser(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Chromium's pixels as the oracle: a technique hides its word when swapping the word for
+    another of the same width (monospace) changes no pixel noticeably; a control shows it."""
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    import numpy as np
+
+    cases = [(n, c, h, "SECRET", True) for n, c, h, _ in HIDDEN if n not in BROWSER_DIFFERS]
+    cases += [(n, c, h, "SHOWN", False) for n, c, h in VISIBLE if n not in BROWSER_HIDES]
+    pages = []
+    for _name, css, html, word, _ in cases:
+        page = PAGE.format(css=css, html=html).replace("<style>", "<style>body{font-family:monospace}</style><style>", 1)
+        pages += [page, page.replace(word, "X" * len(word))]
+    shots = _shoot(pages, tmp_path)
+    disagree = []
+    for k, (name, _css, _html, _word, hidden) in enumerate(cases):
+        a, b = shots[2 * k], shots[2 * k + 1]
+        changed = int((np.abs(np.asarray(a) - np.asarray(b)).max(axis=2) >= 24).sum())
+        if (changed >= 4) == hidden:
+            disagree.append((name, "hidden" if hidden else "visible", changed))
+    record("ingest/hidden-html-vs-chromium", tried=len(cases), escaped=len(disagree),
+           note="table verdicts that Chromium's rendering contradicts: " + "; ".join(f"{n} ({v}, {c} px)" for n, v, c in disagree))
+    (tmp_path / "disagree.txt").write_text(repr(disagree))
+    assert not disagree, disagree

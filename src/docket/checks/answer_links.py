@@ -20,6 +20,7 @@ differently (`https://evil.example\\@trusted.com` is `trusted.com` to CommonMark
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from collections.abc import Callable
@@ -168,7 +169,7 @@ class _Lines:
             offsets.append(offsets[-1] + len(piece) + 1)
 
         def to_source(i: int) -> int | None:
-            j = max(k for k in range(len(offsets)) if offsets[k] <= i) if i >= 0 else 0
+            j = max(0, bisect.bisect_right(offsets, i) - 1)
             col = i - offsets[j]
             if col > len(pieces[j]):
                 return None
@@ -200,14 +201,32 @@ class _Seen:
             self.add(src[i], i, i + 1, code)
 
 
-def _render(src: str, recs: list[_Rec], start: int, end: int, seen: _Seen, md: MarkdownIt, env: dict[str, Any]) -> None:
+@dataclass
+class _Recs:
+    """A block's records sorted by start (outermost first), with their starts for bisection."""
+
+    recs: list[_Rec]
+    starts: list[int]
+    label_ends: dict[int, int | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, recs: list[_Rec]) -> _Recs:
+        ordered = sorted(recs, key=lambda r: (r[1], -r[2]))
+        return cls(ordered, [r[1] for r in ordered])
+
+    def label_end(self, src: str, at: int, md: MarkdownIt, env: dict[str, Any]) -> int | None:
+        if at not in self.label_ends:
+            self.label_ends[at] = _label_end(src, at, md, env)
+        return self.label_ends[at]
+
+
+def _render(src: str, recs: _Recs, start: int, end: int, seen: _Seen, md: MarkdownIt, env: dict[str, Any]) -> None:
     """Append what a reader sees of src[start:end] (records inside that range) to `seen`."""
-    inside = sorted((r for r in recs if r[1] >= start and r[2] <= end), key=lambda r: (r[1], -r[2]))
     pos = start
-    i = 0
-    while i < len(inside):
-        name, a, b, toks = inside[i]
-        if a < pos:
+    i = bisect.bisect_left(recs.starts, start)
+    while i < len(recs.recs) and recs.recs[i][1] < end:
+        name, a, b, toks = recs.recs[i]
+        if a < pos or b > end:
             i += 1
             continue
         seen.literal(src, pos, a)
@@ -236,14 +255,13 @@ def _render(src: str, recs: list[_Rec], start: int, end: int, seen: _Seen, md: M
             if tag and tag.group(1).lower() not in _INLINE_TAGS:
                 seen.add("\n", a, b)
         elif name == "link":
-            label_end = _label_end(src, a, md, env)
+            label_end = recs.label_end(src, a, md, env)
             if label_end is not None:
-                nested = [r for r in inside if r[1] >= a + 1 and r[2] <= label_end and r is not inside[i]]
-                _render(src, nested, a + 1, label_end, seen, md, env)
+                _render(src, recs, a + 1, label_end, seen, md, env)
         # image, autolink: reported as links; nothing to read as text
         pos = b
         i += 1
-        while i < len(inside) and inside[i][1] < b:
+        while i < len(recs.recs) and recs.recs[i][1] < b:
             i += 1
     seen.literal(src, pos, end)
 
@@ -460,18 +478,19 @@ def _inline(tok: Token, recs: list[_Rec], to_src: Callable[[int], int | None] | 
             md: MarkdownIt, env: dict[str, Any], used_refs: set[str]) -> list[Occurrence]:
     src = tok.content
     out: list[Occurrence] = []
+    index = _Recs.of(recs)
     for name, a, b, toks in recs:
         if name == "link":
             opener = next((t for t in toks if t.type == "link_open"), None)
             if opener is None:
                 continue
             href = str(opener.attrGet("href") or "")
-            label_end = _label_end(src, a, md, env)
+            label_end = index.label_end(src, a, md, env)
             raw = _raw_destination(src, label_end, b)
             label_span = _map_span(to_src, a + 1, label_end) if label_end is not None else None
             seen = _Seen()
             if label_end is not None:
-                _render(src, recs, a + 1, label_end, seen, md, env)
+                _render(src, index, a + 1, label_end, seen, md, env)
             ref = _ref_label(src, label_end, b, a)
             if ref:
                 used_refs.add(ref)
@@ -482,7 +501,7 @@ def _inline(tok: Token, recs: list[_Rec], to_src: Callable[[int], int | None] | 
             img = next((t for t in toks if t.type == "image"), None)
             if img is None:
                 continue
-            label_end = _label_end(src, a + 1, md, env)
+            label_end = index.label_end(src, a + 1, md, env)
             ref = _ref_label(src, label_end, b, a + 1)
             raw = _raw_destination(src, label_end, b)
             if ref:
@@ -501,7 +520,7 @@ def _inline(tok: Token, recs: list[_Rec], to_src: Callable[[int], int | None] | 
                     occ.span = _map_span(to_src, a + occ.span[0], a + occ.span[1])
                 out.append(occ)
     seen = _Seen()
-    _render(src, recs, 0, len(src), seen, md, env)
+    _render(src, index, 0, len(src), seen, md, env)
     out.extend(_text_links(seen, to_src, block))
     return out
 

@@ -151,7 +151,7 @@ def strip_links(text: str, domains: Iterable[str] = ()) -> str:
             return text
         edits: list[tuple[int, int, str]] = []
         placed = [lk for lk in bad if lk.occurrence is not None and lk.occurrence.span is not None]
-        blind = [lk for lk in bad if lk not in placed]
+        blind = [lk for lk in bad if lk.occurrence is None or lk.occurrence.span is None]
         if not placed:
             for lk in blind:
                 assert lk.occurrence is not None
@@ -160,7 +160,14 @@ def strip_links(text: str, domains: Iterable[str] = ()) -> str:
         for lk in sorted(placed, key=lambda x: (x.start, -x.end)):
             edits.append((lk.start, lk.end, _replacement(text, lk)))
         text = _apply(text, edits)
-    return text
+    bad = _flagged(text, doms)
+    if bad:  # edits that do not converge: take out the blocks that still hold a disallowed link
+        text = _apply(text, [(*lk.occurrence.block, REMOVED + "\n") for lk in bad if lk.occurrence is not None])
+    return text if not _flagged(text, doms) else UNSAFE
+
+
+#: what strip_links returns when no edit of the answer leaves it free of disallowed links
+UNSAFE = "[answer removed: it kept links to domains that are not on the allow-list]"
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
@@ -171,8 +178,12 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
         if chosen and a < chosen[-1][1]:
             continue
         chosen.append((a, b, repl))
-    for a, b, repl in reversed(chosen):
-        if not repl and a > 0 and b < len(text) and text[a - 1] == " " and text[b] in " .,;:!?":
+    parts: list[str] = []
+    pos = 0
+    for a, b, repl in chosen:
+        if not repl and a > pos and b < len(text) and text[a - 1] == " " and text[b] in " .,;:!?":
             a -= 1
-        text = text[:a] + repl + text[b:]
-    return text
+        parts += [text[pos:a], repl]
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -187,6 +188,25 @@ class Found:
     url: str
 
 
+class _Taken:
+    """Disjoint [start, end) intervals, kept sorted, for an overlap test in log time."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def free(self, a: int, b: int) -> bool:
+        i = bisect.bisect_right(self.starts, a)
+        if i > 0 and self.ends[i - 1] > a:
+            return False
+        return not (i < len(self.starts) and self.starts[i] < b)
+
+    def add(self, a: int, b: int) -> None:
+        i = bisect.bisect_right(self.starts, a)
+        self.starts.insert(i, a)
+        self.ends.insert(i, b)
+
+
 def _trim(url: str) -> str:
     """Trailing punctuation that ends the sentence is not part of the link (GFM's rule)."""
     while url and url[-1] in ".,:;!?\"'*_~":
@@ -199,11 +219,8 @@ def _trim(url: str) -> str:
 def bare_links(text: str, *, in_code: bool = False) -> Iterator[Found]:
     """URLs with a scheme, e-mail addresses and bare host names in `text` (already normalised by
     `normalise_text`), non-overlapping, in order."""
-    taken: list[tuple[int, int]] = []
-
-    def free(a: int, b: int) -> bool:
-        return all(b <= s or a >= e for s, e in taken)
-
+    taken = _Taken()
+    free = taken.free
     found: list[Found] = []
     for m in _SCHEME_URL.finditer(text):
         scheme = m.group(1).lower()
@@ -212,14 +229,14 @@ def bare_links(text: str, *, in_code: bool = False) -> Iterator[Found]:
         url = _trim(m.group(0))
         if len(url) <= len(scheme) + 1:
             continue
-        taken.append((m.start(), m.start() + len(url)))
+        taken.add(m.start(), m.start() + len(url))
         found.append(Found(m.start(), m.start() + len(url), "url", url))
     for m in _EMAIL.finditer(text):
         if not free(m.start(), m.end()):
             continue
         host = to_ascii(m.group(1))
         if host and has_public_suffix(host):
-            taken.append((m.start(), m.end()))
+            taken.add(m.start(), m.end())
             found.append(Found(m.start(), m.end(), "email", "mailto:" + m.group(0)))
     for m in _NAME.finditer(text):
         name = m.group(0).rstrip(".")
@@ -236,7 +253,7 @@ def bare_links(text: str, *, in_code: bool = False) -> Iterator[Found]:
             continue
         tail = _PATH_TAIL.match(text, end)
         stop = end + len(_trim(tail.group(0))) if tail else end
-        taken.append((m.start(), stop))
+        taken.add(m.start(), stop)
         found.append(Found(m.start(), stop, "domain", text[m.start():stop]))
     found.sort(key=lambda f: f.start)
     return iter(found)

@@ -360,10 +360,17 @@ class _Collector:
         self.rules_of(rules, origin, UNLAYERED, [scope] if scope else [])
 
     def rules_of(self, rules: Iterable[Any], origin: int, layer: int, parents: list[str]) -> None:
+        leading = True  # @import only counts before every other rule (@charset and @layer aside)
         for r in rules:
             if isinstance(r, ast.QualifiedRule):
+                leading = False
                 self.qualified(r.prelude, r.content, origin, layer, parents)
             elif isinstance(r, ast.AtRule):
+                kw = r.lower_at_keyword
+                if kw == "import" and (not leading or parents):
+                    continue
+                if kw not in ("import", "charset", "layer") or r.content is not None:
+                    leading = False
                 self.at_rule(r, origin, layer, parents)
 
     def at_rule(self, r: Any, origin: int, layer: int, parents: list[str]) -> None:
