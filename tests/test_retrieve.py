@@ -84,12 +84,13 @@ def test_forbidden_chunks_never_reach_ranking_or_prompt(store: Store) -> None:
     assert {"pol-v1-0", "pol-v1-1"} <= shown  # the public hit, expanded to its public neighbour...
     assert "pol-v1-2" not in shown and "120 percent" not in prompt  # ...but neighbour expansion stops at the ACL
     assert "secret rate table" not in prompt
-    # the same candidates assembled over the unscoped store would expand into the forbidden chunk:
-    # the view is what stops it
+    # the same candidates assembled over the raw store (no view given) stop at the ACL too:
+    # assemble scopes every store to its principal (anonymous here)
     from docket.assemble import assemble
 
-    leaky = assemble(q, retrieve(store, q, k=50), store=store, floor=0.0, budget=2000, embedder=EMB)
-    assert "pol-v1-2" in {cid for s in leaky.sources.values() for cid in s["chunks"]}
+    raw = assemble(q, retrieve(store, q, k=50), store=store, floor=0.0, budget=2000, embedder=EMB)
+    assert "pol-v1-2" not in {cid for s in raw.sources.values() for cid in s["chunks"]}
+    assert {"pol-v1-0", "pol-v1-1"} <= {cid for s in raw.sources.values() for cid in s["chunks"]}
 
 
 def test_a_member_of_the_group_sees_the_restricted_chunks(store: Store) -> None:

@@ -128,7 +128,7 @@ def test_metadata_filters(store: Store) -> None:
 def test_acl_applies_inside_both_searches(store: Store) -> None:
     store.write_version(version("public", 1, ["salary bands are published yearly"]))
     store.write_version(version("hr", 1, ["salary bands secret table for staff"], acl=("finance",)))
-    store.write_version(version("ceo", 1, ["salary bands of the ceo"], acl=("carol",)))
+    store.write_version(version("ceo", 1, ["salary bands of the ceo"], acl=("user:carol",)))
     store.write_version(version("nobody", 1, ["salary bands nobody may read"], acl=()))
     q = qvec("salary bands")
 
@@ -148,7 +148,7 @@ def test_acl_applies_inside_both_searches(store: Store) -> None:
 def test_acl_change_is_seen_after_rewrite(store: Store) -> None:
     store.write_version(version("hr", 1, ["salary bands"], acl=("finance",)))
     assert store.search_dense(qvec("salary"), 5, Filters(principal=BOB)) == []
-    store.write_version(version("hr", 1, ["salary bands"], acl=("finance", "bob")))
+    store.write_version(version("hr", 1, ["salary bands"], acl=("finance", "user:bob")))
     assert [c for c, _ in store.search_dense(qvec("salary"), 5, Filters(principal=BOB))] == ["hr-v1-0"]
 
 
@@ -181,7 +181,7 @@ def test_export_round_trip_between_backends(store: Store, tmp_path) -> None:
     for dv in exported:
         target.write_version(dv)
     assert [(v.version, v.status) for v in target.versions("pol")] == [(1, "superseded"), (2, "current")]
-    assert target.get("pol-v2-1").acl == ("finance",)  # type: ignore[union-attr]
+    assert target.get("pol-v2-1").acl == ("group:finance",)  # type: ignore[union-attr]  # stored typed
     assert target.search_dense(qvec("c three"), 1, Filters(principal=ALICE))[0][0] == "pol-v2-1"
     target.close()
 

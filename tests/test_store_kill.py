@@ -24,8 +24,8 @@ WRITER = textwrap.dedent(
     from docket.store.sqlite import SQLiteStore
 
     class SlowStore(SQLiteStore):
-        def _insert_chunks(self, cur, dv, status):
-            super()._insert_chunks(cur, dv, status)   # every row of this version is written...
+        def _insert_chunks(self, cur, dv, *args):
+            super()._insert_chunks(cur, dv, *args)    # every row of this version is written...
             if dv.doc == "doc3":                      # ...but the transaction is not committed yet
                 print("MID", flush=True)
                 time.sleep(60)

@@ -22,7 +22,9 @@ from docket.errors import InputError
 from docket.model import Candidate, Chunk, passage_of
 from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
+from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
+from docket.store.protocol import scoped
 from docket.tokens import TokenCounter, default_counter
 
 
@@ -59,14 +61,26 @@ def assemble(
     budget: int | None = None,
     floor: float | None = None,
     as_of: Date | None = None,
+    principal: Principal | None = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
 
     Without `candidates`, every chunk of the store is ranked by cosine to the question (the
     store must offer `all()`, like MemoryStore). `budget`, `floor` and `as_of` override the policy.
+
+    Access control: only what `principal` may read takes part (without one: public chunks only).
+    Candidates it may not read are removed before any move, and the store is read through a view
+    scoped to it, so no move, trace entry, warning, conflict or source can name such a chunk. The
+    brief does not say how many were removed either (a count tells that restricted text on the
+    topic exists); a caller that wants the number compares its list with `access.readable`.
     """
     if not isinstance(question, str) or not question.strip():
         raise InputError("is empty; ask a question", field="question")
+    if principal is not None and not isinstance(principal, Principal):
+        raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
+    store = scoped(store, principal)
+    if candidates is not None:
+        candidates = readable(candidates, principal)
     policy = policy or Policy()
     overrides: dict = {}
     if budget is not None:
@@ -81,10 +95,7 @@ def assemble(
     if embedder is None and (candidates is None or policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
     if candidates is None:
-        all_chunks = getattr(store, "all", None)
-        if all_chunks is None:
-            raise InputError("no candidates given and the store cannot list its chunks; pass ranked candidates")
-        candidates = rank_by_cosine(question, all_chunks(), embedder)  # type: ignore[arg-type]
+        candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[arg-type]  # embedder set above
     check_vectors([c.chunk for c in candidates], embedder)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
 

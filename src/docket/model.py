@@ -118,7 +118,11 @@ class Chunk(BaseModel):
     @classmethod
     def _acl_list(cls, v: Any) -> Any:
         if isinstance(v, str):
-            return (v,)
+            v = (v,)
+        if isinstance(v, (list, tuple)):
+            from docket.store.access import check_acl  # user:NAME / group:NAME / plain (= group)
+
+            return check_acl(v)
         return v
 
     @model_validator(mode="after")

@@ -14,6 +14,7 @@ and version look-ups cannot reach a forbidden chunk either.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import date as Date
 from typing import Literal
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from docket.brief.result import Brief
 from docket.embed import Embedder, HashEmbedder, default_embedder
-from docket.errors import DocketError, InputError, UnavailableError
+from docket.errors import InputError, UnavailableError
 from docket.model import Candidate
 from docket.policy import Policy
 from docket.store.protocol import Filters, ScopedView, Store, may_read
@@ -41,6 +42,12 @@ def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, fl
             scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + pos)
             first_seen.setdefault(cid, (r, pos))
     return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]], kv[0]))
+
+
+def snapshot_of(store: Store) -> AbstractContextManager[None]:
+    """The store's snapshot block (a store without one reads live)."""
+    snap = getattr(store, "snapshot", None)
+    return snap() if snap is not None else nullcontext()
 
 
 def embedder_for(store: Store) -> Embedder:
@@ -84,20 +91,23 @@ def retrieve(
     depth = depth or max(2 * k, 100)
     qvec = embedder.embed([question])[0]
     rankings: list[list[str]] = []
-    if mode in ("fused", "dense"):
-        rankings.append([cid for cid, _ in store.search_dense(qvec, depth, filters)])
-    if mode in ("fused", "bm25"):
-        rankings.append([cid for cid, _ in store.search_bm25(question, depth, filters)])
-    order = [cid for cid, _ in rrf(rankings, rrf_k)] if mode == "fused" else rankings[0]
-    order = order[:k]
-    chunks = store.get_many(order)
+    with snapshot_of(store):  # search and fetch see the same rows and the same ACLs
+        if mode in ("fused", "dense"):
+            rankings.append([cid for cid, _ in store.search_dense(qvec, depth, filters)])
+        if mode in ("fused", "bm25"):
+            rankings.append([cid for cid, _ in store.search_bm25(question, depth, filters)])
+        order = [cid for cid, _ in rrf(rankings, rrf_k)] if mode == "fused" else rankings[0]
+        order = order[:k]
+        chunks = store.get_many(order)
     out: list[Candidate] = []
     for cid in order:
         c = chunks.get(cid)
         if c is None:
-            continue  # deleted between search and fetch
+            continue  # deleted between search and fetch (outside a snapshot)
         if not filters.unrestricted and not may_read(filters.principal, c.acl):
-            raise DocketError(f"store bug: search returned chunk {cid!r}, which the principal may not read")
+            # the ACL changed between search and fetch (a caller outside `store.snapshot()`):
+            # the chunk is not shown, and its id is not named anywhere
+            continue
         vec = np.asarray(c.vector, dtype=np.float32) if c.vector is not None else embedder.embed([c.text])[0]
         out.append(Candidate(chunk=c, score=round(float(vec @ qvec), 6), rank=len(out) + 1))
     return out
@@ -116,13 +126,19 @@ def ask(
     floor: float | None = None,
     as_of: Date | None = None,
 ) -> tuple[list[Candidate], Brief]:
-    """Retrieve, then assemble through the principal-scoped view. Returns (candidates, Brief)."""
+    """Retrieve, then assemble through the principal-scoped view, all of it in one snapshot of
+    the store (a write or an ACL change committed meanwhile is not half seen). Returns
+    (candidates, Brief). `Filters(unrestricted=True)` is refused: it is for administration."""
     from docket.assemble import assemble
 
     filters = filters or Filters()
+    if filters.unrestricted:
+        raise InputError("unrestricted filters are for administration (export, copying a store), not for answering "
+                         "a question; pass the principal who asks", field="filters")
     embedder = embedder or embedder_for(store)
-    candidates = retrieve(store, question, k=k, mode=mode, filters=filters, embedder=embedder)
-    view = store if filters.unrestricted else ScopedView(store, filters.principal)
-    brief = assemble(question, candidates, store=view, policy=policy, embedder=embedder, budget=budget, floor=floor,
-                     as_of=as_of)
+    with snapshot_of(store):
+        candidates = retrieve(store, question, k=k, mode=mode, filters=filters, embedder=embedder)
+        view = ScopedView(store, filters.principal)
+        brief = assemble(question, candidates, store=view, policy=policy, embedder=embedder, budget=budget,
+                         floor=floor, as_of=as_of, principal=filters.principal)
     return candidates, brief

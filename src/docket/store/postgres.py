@@ -15,7 +15,9 @@ index scan); then the query is re-run as an exact scan so a filtered search is n
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,11 +27,11 @@ import numpy as np
 
 from docket.errors import InputError, UnavailableError
 from docket.model import Chunk
+from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
 from docket.store.protocol import (
     DocumentVersion,
     Filters,
-    Principal,
     StoredVersion,
     WriteResult,
     check_version,
@@ -38,6 +40,7 @@ from docket.store.protocol import (
     plan_write,
 )
 
+SCHEMA_VERSION = 2
 _BASE_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS meta(key text PRIMARY KEY, value text NOT NULL);
@@ -52,25 +55,102 @@ CREATE TABLE IF NOT EXISTS chunks(
   rowid bigserial PRIMARY KEY, id text NOT NULL UNIQUE, doc text NOT NULL, version integer NOT NULL,
   position integer, status text NOT NULL, date date, effective_to date, title text, section text,
   source_type text, trust text, acl text[], public boolean NOT NULL, metadata jsonb, text text NOT NULL,
-  tokens integer NOT NULL, vector vector({dim}) NOT NULL,
-  tsv tsvector GENERATED ALWAYS AS (
-    setweight(to_tsvector('english', coalesce(title, '') || ' ' || coalesce(section, '')), 'B')
-    || setweight(to_tsvector('english', text), 'A')) STORED,
-  len integer NOT NULL DEFAULT 0);
+  tokens integer NOT NULL, vector vector({dim}) NOT NULL, len integer NOT NULL DEFAULT 0,
+  cls bigint NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS chunk_terms(term text NOT NULL, chunk bigint NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
-  tf real NOT NULL, len real NOT NULL, PRIMARY KEY (term, chunk) INCLUDE (tf, len));
+  tf real NOT NULL, len real NOT NULL, cls bigint NOT NULL DEFAULT 0, PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls));
 CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
-CREATE TABLE IF NOT EXISTS fts_stats(one boolean PRIMARY KEY DEFAULT true CHECK (one), n bigint NOT NULL,
-  total_len bigint NOT NULL);
-INSERT INTO fts_stats VALUES (true, 0, 0) ON CONFLICT DO NOTHING;
-CREATE INDEX IF NOT EXISTS chunks_restricted ON chunks(rowid) WHERE NOT public;
+CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], n bigint NOT NULL DEFAULT 0,
+  total_len bigint NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
-CREATE INDEX IF NOT EXISTS chunks_acl ON chunks USING gin(acl);
 """
 _HNSW = "CREATE INDEX IF NOT EXISTS chunks_hnsw ON chunks USING hnsw (vector vector_cosine_ops)"
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
 _ORDER = "ORDER BY c.position IS NULL, c.position, c.id"
+#: one advisory lock for docket's DDL in a database: two first writers must not both create tables
+_DDL_LOCK = 7_204_311_590_113
+#: the english tsvector of a chunk (title and section weighted B, the text A), as `tv`
+_TSV = ("setweight(to_tsvector('english', coalesce(s.title, '') || ' ' || coalesce(s.section, '')), 'B') "
+        "|| setweight(to_tsvector('english', s.text), 'A')")
+# one statement writes a version's chunks, their postings and the ACL classes' BM25 statistics
+_INSERT_CHUNKS = f"""
+WITH s AS (
+  SELECT * FROM unnest(%s::text[], %s::integer[], %s::date[], %s::date[], %s::text[], %s::text[], %s::text[],
+                       %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[], %s::vector[], %s::bigint[])
+    AS s(id, position, date, effective_to, title, section, source_type, trust, acl, metadata, text, tokens, vector, cls)),
+t AS (SELECT s.*, {_TSV} AS tv FROM s),
+l AS (SELECT t.*, coalesce((SELECT sum(cardinality(u.positions)) FROM unnest(t.tv) u), 0)::integer AS len FROM t),
+ins AS (
+  INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type, trust, acl,
+                     public, metadata, text, tokens, vector, len, cls)
+  SELECT id, %s, %s, position, %s, date, effective_to, title, section, source_type, trust,
+         CASE WHEN acl IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(acl::jsonb)) END,
+         acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls FROM l
+  RETURNING rowid, id),
+stats AS (
+  INSERT INTO acl_classes(id, entries, n, total_len)
+  SELECT cls, CASE WHEN min(acl) IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(min(acl)::jsonb)) END,
+         count(*), sum(len) FROM l GROUP BY cls
+  ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len)
+INSERT INTO chunk_terms(term, chunk, tf, len, cls)
+SELECT u.lexeme, ins.rowid, cardinality(u.positions), l.len, l.cls FROM ins JOIN l ON l.id = ins.id, unnest(l.tv) u
+"""
+# removes chunks (their postings cascade) and takes them out of their classes' statistics
+_DELETE_CHUNKS = """
+WITH d AS (DELETE FROM chunks WHERE {cond} RETURNING cls, len)
+UPDATE acl_classes a SET n = a.n - s.n, total_len = a.total_len - s.l
+FROM (SELECT cls, count(*) AS n, coalesce(sum(len), 0) AS l FROM d GROUP BY cls) s WHERE a.id = s.cls
+"""
+
+
+def acl_class(acl: Sequence[str] | None) -> int:
+    """The id of an ACL class (the chunks sharing one typed acl): 0 = public, else a 63-bit hash."""
+    if acl is None:
+        return 0
+    h = hashlib.blake2b(json.dumps(sorted(acl)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1 or 1
+
+
+def _readable_sql(f: Filters) -> tuple[str, list[Any]]:
+    """The ACL classes the filter's principal may read, as an SQL array expression ('' = all)."""
+    names = f.acl_names
+    if names is None:
+        return "", []
+    if not names:
+        return "ARRAY[0::bigint]", []
+    return "(SELECT array_agg(id) FROM acl_classes WHERE id = 0 OR entries && %s::text[])::bigint[]", [names]
+
+
+def _migrate_v1_to_v2(conn: Any) -> None:
+    """Schema 1 -> 2 (inside the caller's transaction): users and groups apart, BM25 statistics
+    per ACL class. Plain acl entries become typed by the principals table (`resolve_acl`, noted
+    in meta `acl_migration`); every chunk and posting gets its ACL class; the store-wide
+    `fts_stats` (which counted restricted rows for everyone) and the unused tsv column go."""
+    registry = Registry.of((r["name"], r["groups"]) for r in conn.execute("SELECT name, groups FROM principals"))
+    note = AclResolution()
+    conn.execute("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS cls bigint NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS cls bigint NOT NULL DEFAULT 0")
+    conn.execute("CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], "
+                 "n bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0)")
+    for r in conn.execute("SELECT DISTINCT acl FROM chunks WHERE acl IS NOT NULL").fetchall():
+        typed = resolve_acl(r["acl"], registry, note)
+        conn.execute("UPDATE chunks SET acl = %s, cls = %s WHERE acl = %s", (list(typed or ()), acl_class(typed), r["acl"]))
+    conn.execute("UPDATE chunk_terms ct SET cls = c.cls FROM chunks c WHERE c.rowid = ct.chunk AND c.cls <> 0")
+    conn.execute("ALTER TABLE chunk_terms DROP CONSTRAINT IF EXISTS chunk_terms_pkey")
+    conn.execute("ALTER TABLE chunk_terms ADD PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls)")
+    conn.execute("INSERT INTO acl_classes(id, entries, n, total_len) SELECT cls, min(acl), count(*), coalesce(sum(len), 0) "
+                 "FROM chunks GROUP BY cls")
+    conn.execute("DROP TABLE IF EXISTS fts_stats")
+    conn.execute("DROP INDEX IF EXISTS chunks_acl")
+    conn.execute("DROP INDEX IF EXISTS chunks_restricted")
+    conn.execute("ALTER TABLE chunks DROP COLUMN IF EXISTS tsv")
+    conn.execute("INSERT INTO meta VALUES ('acl_migration', %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                 (json.dumps(note.to_json()),))
+
+
+#: schema version -> the function that lifts a store from it to the next version
+_MIGRATIONS = {1: _migrate_v1_to_v2}
 
 
 def _connect(url: str) -> Any:
@@ -85,7 +165,9 @@ def _connect(url: str) -> Any:
     except psycopg.OperationalError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "connection failed"
         raise UnavailableError(f"cannot connect to PostgreSQL: {first}") from None
-    conn.execute(_BASE_SCHEMA)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+        conn.execute(_BASE_SCHEMA)
     register_vector(conn)
     return conn
 
@@ -96,41 +178,90 @@ class PostgresStore:
     def __init__(self, url: str) -> None:
         self.location = url
         self._conn = _connect(url)
+        self._lock = threading.RLock()
+        self._snapshot_depth = 0
         self._bulk = False
         self._has_chunks = self._table_exists("chunks")
-        if self._has_chunks:
+        self._open_schema()
+        if self._has_chunks and not self._table_exists("chunks_hnsw"):
             self._conn.execute(_HNSW)
 
     def _table_exists(self, name: str) -> bool:
         row = self._conn.execute("SELECT to_regclass(%s) AS t", (name,)).fetchone()
         return row["t"] is not None
 
+    def _open_schema(self) -> None:
+        """Record the schema version of a new store, or migrate an older one (one transaction,
+        under docket's DDL lock, so two openers never migrate twice)."""
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                found = 1 if self._table_exists("chunks") else SCHEMA_VERSION  # schema 1 did not record itself
+            else:
+                found = int(row["value"])
+            if found > SCHEMA_VERSION:
+                raise InputError(f"was written by a newer docket (schema {found}, this one reads {SCHEMA_VERSION}); "
+                                 "upgrade docket", where=_redact(self.location))
+            while found < SCHEMA_VERSION:
+                _MIGRATIONS[found](self._conn)
+                found += 1
+            self._conn.execute("INSERT INTO meta VALUES ('schema', %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                               (str(found),))
+
     def _ensure_chunks(self, dim: int) -> None:
         if not self._has_chunks:
-            self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
             self._has_chunks = True
-        if not self._bulk:
+        if not self._bulk and not self._table_exists("chunks_hnsw"):
             self._conn.execute(_HNSW)  # also rebuilds it after a bulk load that was interrupted
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
         """Loading into an empty store: build the HNSW index once at the end instead of row by
-        row (pgvector's advice; several times faster). Atomicity per version is unchanged."""
+        row (pgvector's advice; several times faster), and commit without waiting for the WAL
+        flush (`synchronous_commit = off`: each version is still one atomic transaction; a
+        crash may forget the last versions written, which the next index run writes again).
+        """
         if self.count() > 0:
             yield
             return
         self._bulk = True
         self._conn.execute("DROP INDEX IF EXISTS chunks_hnsw")
+        self._conn.execute("SET synchronous_commit = off")
         try:
             yield
         finally:
             self._bulk = False
-            self._conn.execute("SET maintenance_work_mem = '512MB'")
+            self._conn.execute("RESET synchronous_commit")
+            self._conn.execute("SET maintenance_work_mem = '1GB'")
             if self._has_chunks:
                 self._conn.execute(_HNSW)
                 # sets the visibility map, so BM25 reads postings from the index alone
                 self._conn.execute("VACUUM (ANALYZE) chunk_terms")
                 self._conn.execute("ANALYZE chunks")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One REPEATABLE READ transaction: every search and fetch inside sees one state of the
+        database. Re-entrant."""
+        with self._lock:
+            if self._snapshot_depth:
+                self._snapshot_depth += 1
+                try:
+                    yield
+                finally:
+                    self._snapshot_depth -= 1
+                return
+            with self._conn.transaction():
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._snapshot_depth = 1
+                try:
+                    yield
+                finally:
+                    self._snapshot_depth = 0
 
     # --- settings and principals -----------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -146,15 +277,19 @@ class PostgresStore:
             self._ensure_chunks(int(values["dim"]))
 
     def set_principal(self, name: str, groups: Sequence[str]) -> None:
-        self._conn.execute(
-            "INSERT INTO principals VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET groups = EXCLUDED.groups",
-            (name, sorted(set(groups))),
-        )
+        p = Principal(name, frozenset(groups))  # validates and strips user:/group: prefixes
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO principals VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET groups = EXCLUDED.groups",
+                (p.name, sorted(p.groups)),
+            )
 
     def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
-        row = self._conn.execute("SELECT groups FROM principals WHERE name = %s", (name,)).fetchone()
+        p = Principal(name, frozenset(extra_groups))
+        with self._lock:
+            row = self._conn.execute("SELECT groups FROM principals WHERE name = %s", (p.name,)).fetchone()
         stored = row["groups"] if row else []
-        return Principal(name=name, groups=frozenset(stored) | frozenset(extra_groups))
+        return Principal(name=p.name, groups=frozenset(stored) | p.groups)
 
     # --- ChunkLookup ----------------------------------------------------------------------
     def get(self, chunk_id: str) -> Chunk | None:
@@ -163,25 +298,25 @@ class PostgresStore:
     def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
         if not self._has_chunks or not ids:
             return {}
-        rows = self._conn.execute(f"SELECT {_COLS} FROM chunks c WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_COLS} FROM chunks c WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
         return {r["id"]: chunk_from_row(r, _vec(r["vector"])) for r in rows}
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         if not self._has_chunks:
             return []
         q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = %s AND c.version = %s {_ORDER}"
-        return [chunk_from_row(r, _vec(r["vector"])) for r in self._conn.execute(q, (doc, version))]
+        with self._lock:
+            rows = self._conn.execute(q, (doc, version)).fetchall()
+        return [chunk_from_row(r, _vec(r["vector"])) for r in rows]
 
     def versions(self, doc: str) -> list[VersionInfo]:
         return [v.info() for v in self.stored_versions(doc)]
 
     def stored_versions(self, doc: str) -> list[StoredVersion]:
-        rows = self._conn.execute("SELECT * FROM versions WHERE doc = %s ORDER BY version", (doc,)).fetchall()
-        return [
-            StoredVersion(r["doc"], r["version"], r["status"], r["date"], r["effective_to"], r["content_hash"],
-                          r["n_chunks"], r["source"] or "")
-            for r in rows
-        ]
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM versions WHERE doc = %s ORDER BY version", (doc,)).fetchall()
+        return [_stored(r) for r in rows]
 
     def documents(self) -> list[str]:
         return [r["doc"] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
@@ -193,89 +328,99 @@ class PostgresStore:
 
     # --- writing ----------------------------------------------------------------------------
     def write_version(self, dv: DocumentVersion) -> WriteResult:
+        """One transaction in two round trips: the reads the plan needs (pipelined), then every
+        write of the version and the COMMIT (pipelined). A chunk id that another document takes
+        at the same moment is reported like any other clash, not raised from the database."""
+        import psycopg
+
         if dv.vectors is None or dv.tokens is None:
             raise InputError(f"document {dv.doc!r} v{dv.version} has no vectors/token counts yet", where=dv.source)
         self._ensure_chunks(dv.vectors.shape[1])
-        with self._conn.transaction():
-            # one writer per document at a time: the version check and the write see the same state
-            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (dv.doc,))
-            existing = self.stored_versions(dv.doc)
+        try:
+            with self._lock:
+                return self._write(dv)
+        except psycopg.errors.UniqueViolation as e:
+            if getattr(e.diag, "constraint_name", None) != "chunks_id_key":
+                raise
+            clash = self._clash(dv)
+            if clash is None:  # the other writer's version is gone again: say what happened
+                raise InputError("a chunk id was taken by another document being written at the same time; "
+                                 "run the index again", where=dv.source, field="id") from None
+            raise InputError(
+                f"chunk id {clash['id']!r} already belongs to document {clash['doc']!r} v{clash['version']}",
+                where=dv.source, field="id",
+            ) from None
+
+    def _clash(self, dv: DocumentVersion) -> dict[str, Any] | None:
+        row: dict[str, Any] | None = self._conn.execute(
+            "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) ORDER BY id LIMIT 1",
+            ([c.id for c in dv.chunks], dv.doc, dv.version),
+        ).fetchone()
+        return row
+
+    def _write(self, dv: DocumentVersion) -> WriteResult:
+        if self._snapshot_depth:
+            raise InputError("a store cannot be written inside its own snapshot() block")
+        conn = self._conn
+        plain = any(e for c in dv.chunks if c.acl for e in c.acl if not e.lower().startswith(("user:", "group:")))
+        with conn.transaction():
+            with conn.pipeline() as pipe:
+                # one writer per document at a time: the version check and the write see the same state
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (dv.doc,))
+                cur_versions = conn.execute("SELECT * FROM versions WHERE doc = %s ORDER BY version", (dv.doc,))
+                cur_clash = conn.execute(
+                    "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) "
+                    "ORDER BY id LIMIT 1", ([c.id for c in dv.chunks], dv.doc, dv.version))
+                cur_registry = conn.execute("SELECT name, groups FROM principals") if plain else None
+                pipe.sync()
+                existing = [_stored(r) for r in cur_versions.fetchall()]
+                clash = cur_clash.fetchone()
+                registry = Registry.of((r["name"], r["groups"]) for r in cur_registry.fetchall()) if cur_registry \
+                    else Registry()
             check_version(existing, dv)
             plan = plan_write(existing, dv)
-            clash = self._conn.execute(
-                "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) LIMIT 1",
-                ([c.id for c in dv.chunks], dv.doc, dv.version),
-            ).fetchone()
             if clash:
                 raise InputError(
                     f"chunk id {clash['id']!r} already belongs to document {clash['doc']!r} v{clash['version']}",
                     where=dv.source, field="id",
                 )
-            self._delete_rows("doc = %s AND version = %s", (dv.doc, dv.version))
-            self._conn.execute(
-                "INSERT INTO versions VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (doc, version) DO UPDATE SET "
-                "status = EXCLUDED.status, date = EXCLUDED.date, effective_to = EXCLUDED.effective_to, "
-                "title = EXCLUDED.title, source = EXCLUDED.source, content_hash = EXCLUDED.content_hash, "
-                "n_chunks = EXCLUDED.n_chunks, indexed_at = EXCLUDED.indexed_at",
-                (dv.doc, dv.version, plan.status, dv.date, dv.effective_to, dv.title, dv.source, dv.content_hash,
-                 len(dv.chunks), datetime.now(UTC)),
-            )
+            acls = [resolve_acl(c.acl, registry, plan.acl) for c in dv.chunks]
             vectors = np.asarray(dv.vectors, dtype=np.float32)
-            with self._conn.cursor() as cur:
-                with cur.copy(
-                    "COPY chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
-                    " trust, acl, public, metadata, text, tokens, vector) FROM STDIN"
-                ) as copy:
-                    for c, vec, n in zip(dv.chunks, vectors, dv.tokens, strict=True):
-                        copy.write_row((
-                            c.id, c.doc, c.version, c.position, plan.status, c.date, c.effective_to, c.title,
-                            c.section, c.source_type, c.trust, list(c.acl) if c.acl is not None else None,
-                            c.acl is None, json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None,
-                            c.text, int(n), vec,
-                        ))
-            self._index_terms(dv.doc, dv.version)
-            if plan.superseded:
-                for table in ("versions", "chunks"):
-                    self._conn.execute(
-                        f"UPDATE {table} SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)",
-                        (dv.doc, plan.superseded),
+            with conn.pipeline():
+                if any(v.version == dv.version for v in existing):
+                    conn.execute(_DELETE_CHUNKS.format(cond="doc = %s AND version = %s"), (dv.doc, dv.version))
+                conn.execute(
+                    "INSERT INTO versions VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (doc, version) DO UPDATE SET "
+                    "status = EXCLUDED.status, date = EXCLUDED.date, effective_to = EXCLUDED.effective_to, "
+                    "title = EXCLUDED.title, source = EXCLUDED.source, content_hash = EXCLUDED.content_hash, "
+                    "n_chunks = EXCLUDED.n_chunks, indexed_at = EXCLUDED.indexed_at",
+                    (dv.doc, dv.version, plan.status, dv.date, dv.effective_to, dv.title, dv.source, dv.content_hash,
+                     len(dv.chunks), datetime.now(UTC)),
+                )
+                cs = dv.chunks
+                conn.execute(_INSERT_CHUNKS, (
+                    [c.id for c in cs], [c.position for c in cs], [c.date for c in cs], [c.effective_to for c in cs],
+                    [c.title for c in cs], [c.section for c in cs], [c.source_type for c in cs], [c.trust for c in cs],
+                    [json.dumps(list(a)) if a is not None else None for a in acls],
+                    [json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None for c in cs],
+                    [c.text for c in cs], [int(n) for n in dv.tokens or ()], list(vectors),
+                    [acl_class(a) for a in acls], dv.doc, dv.version, plan.status,
+                ))
+                if plan.superseded:
+                    conn.execute(
+                        "WITH v AS (UPDATE versions SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)) "
+                        "UPDATE chunks SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)",
+                        (dv.doc, plan.superseded, dv.doc, plan.superseded),
                     )
         return plan
 
-    def _index_terms(self, doc: str, version: int) -> None:
-        """Postings and lengths of one version's chunks, and the corpus statistics BM25 needs."""
-        self._conn.execute(
-            "UPDATE chunks c SET len = l.n FROM (SELECT c2.rowid, coalesce(sum(cardinality(u.positions)), 0) AS n "
-            "FROM chunks c2 LEFT JOIN LATERAL unnest(c2.tsv) u ON true WHERE c2.doc = %s AND c2.version = %s "
-            "GROUP BY c2.rowid) l WHERE c.rowid = l.rowid",
-            (doc, version),
-        )
-        self._conn.execute(
-            "INSERT INTO chunk_terms(term, chunk, tf, len) SELECT u.lexeme, c.rowid, cardinality(u.positions), c.len "
-            "FROM chunks c, unnest(c.tsv) u WHERE c.doc = %s AND c.version = %s",
-            (doc, version),
-        )
-        self._conn.execute(
-            "UPDATE fts_stats SET n = fts_stats.n + s.n, total_len = fts_stats.total_len + s.l FROM (SELECT count(*) AS n, "
-            "coalesce(sum(len), 0) AS l FROM chunks WHERE doc = %s AND version = %s) s",
-            (doc, version),
-        )
-
-    def _delete_rows(self, cond: str, args: tuple[Any, ...]) -> int:
-        """Delete chunks (their postings cascade) and take them out of the BM25 statistics."""
-        self._conn.execute(
-            f"UPDATE fts_stats SET n = fts_stats.n - s.n, total_len = fts_stats.total_len - s.l FROM (SELECT count(*) AS n, "
-            f"coalesce(sum(len), 0) AS l FROM chunks WHERE {cond}) s",
-            args,
-        )
-        return int(self._conn.execute(f"DELETE FROM chunks WHERE {cond}", args).rowcount)
-
     def delete(self, doc: str, version: int | None = None) -> int:
         cond, args = ("doc = %s", (doc,)) if version is None else ("doc = %s AND version = %s", (doc, version))
-        with self._conn.transaction():
+        with self._lock, self._conn.transaction():
             n = 0
             if self._has_chunks:
-                n = self._delete_rows(cond, args)
+                n = int(self._conn.execute(f"SELECT count(*) AS n FROM chunks WHERE {cond}", args).fetchone()["n"])
+                self._conn.execute(_DELETE_CHUNKS.format(cond=cond), args)
             self._conn.execute(f"DELETE FROM versions WHERE {cond}", args)
         return int(n)
 
@@ -288,46 +433,49 @@ class PostgresStore:
         sql = (f"SELECT c.id, 1 - (c.vector <=> %s) AS s FROM chunks c WHERE true {where} "
                "ORDER BY c.vector <=> %s LIMIT %s")  # a second sort key would stop HNSW from being used
         params = (q, *args, q, k)
-        with self._conn.transaction():
-            self._conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(1000, 2 * k))),))
             rows = self._conn.execute(sql, params).fetchall()
             if len(rows) < k and where:
                 self._conn.execute("SET LOCAL enable_indexscan = off")  # exact scan: never short
                 rows = self._conn.execute(sql, params).fetchall()
+                self._conn.execute("SET LOCAL enable_indexscan = on")  # inside a snapshot the setting would outlive us
         return [(r["id"], float(r["s"])) for r in rows]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
+        """BM25 in one statement. Document frequencies, row count and average length are taken
+        over the ACL classes the principal may read, so text it may not read never moves its
+        ranking; the other filters only choose among the scored rows."""
         terms = fts_terms(query)
         if not self._has_chunks or not terms or k <= 0:
             return []
-        stats = self._conn.execute("SELECT n, total_len FROM fts_stats").fetchone()
-        n, avg = int(stats["n"]), max(1.0, float(stats["total_len"]) / max(1, int(stats["n"])))
-        where, args = _where_sql(filters)
-        restricted = bool(where) and (
-            where != " AND c.public"
-            or self._conn.execute("SELECT EXISTS (SELECT 1 FROM chunks WHERE NOT public) AS r").fetchone()["r"]
-        )
-        lexemes = self._conn.execute("SELECT tsvector_to_array(to_tsvector('english', %s)) AS a",
-                                     (" ".join(terms),)).fetchone()["a"]
-        if not lexemes:
-            return []
+        readable, acl_args = _readable_sql(filters)
+        cls_cond = f"WHERE id = ANY({readable})" if readable else ""
+        post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
+        where, args = _where_sql(filters, acl=False)
         # `term = ANY(array)` keeps the planner on the (term, chunk) key: only these postings are read
-        scored = (
-            "WITH t AS (SELECT term, ln(1 + (%s::float8 - count(*) + 0.5) / (count(*) + 0.5)) AS idf "
-            "FROM chunk_terms WHERE term = ANY(%s) GROUP BY term), "
-            "s AS (SELECT ct.chunk, sum(t.idf * ct.tf * 2.2 / (ct.tf + 1.2 * (0.25 + 0.75 * ct.len / %s::float8))) "
-            "AS score FROM chunk_terms ct JOIN t ON t.term = ct.term WHERE ct.term = ANY(%s) GROUP BY ct.chunk) "
+        sql = (
+            f"WITH r AS (SELECT n, total_len FROM acl_classes {cls_cond}), "
+            "st AS (SELECT coalesce(sum(n), 0)::float8 AS n, "
+            "greatest(1.0, coalesce(sum(total_len), 0)::float8 / greatest(1, coalesce(sum(n), 0))) AS avg FROM r), "
+            "q AS (SELECT tsvector_to_array(to_tsvector('english', %s)) AS a), "
+            "p AS (SELECT ct.term, ct.chunk, ct.tf, ct.len FROM chunk_terms ct "
+            f"WHERE ct.term = ANY((SELECT a FROM q)::text[]) {post_cond}), "
+            "t AS (SELECT term, ln(1 + ((SELECT n FROM st) - count(*) + 0.5) / (count(*) + 0.5)) AS idf FROM p GROUP BY term), "
+            "s AS (SELECT p.chunk, sum(t.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / (SELECT avg FROM st)))) "
+            "AS score FROM p JOIN t ON t.term = p.term GROUP BY p.chunk) "
         )
-        params: tuple[Any, ...] = (n, lexemes, avg, lexemes)
-        if restricted:
-            sql = scored + f"SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk WHERE true {where} " \
+        params: list[Any] = [*acl_args, " ".join(terms), *acl_args]
+        if where:
+            sql += f"SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk WHERE true {where} " \
                 "ORDER BY s.score DESC, c.id LIMIT %s"
-            params = (*params, *args, k)
-        else:  # every chunk passes: rank first, join only the k winners (same result)
-            sql = scored + "SELECT c.id, top.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk " \
+            params += [*args, k]
+        else:  # rank first, join only the k winners (same result)
+            sql += "SELECT c.id, top.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk " \
                 "LIMIT %s) top JOIN chunks c ON c.rowid = top.chunk ORDER BY top.score DESC, c.id"
-            params = (*params, k)
-        return [(r["id"], float(r["score"])) for r in self._conn.execute(sql, params)]
+            params += [k]
+        with self._lock:
+            return [(r["id"], float(r["score"])) for r in self._conn.execute(sql, params)]
 
     # --- export -----------------------------------------------------------------------------
     def export(self) -> Iterator[DocumentVersion]:
@@ -354,8 +502,13 @@ class PostgresStore:
         self.close()
 
 
-def _where_sql(f: Filters) -> tuple[str, list[Any]]:
-    """SQL conditions (each starting with AND) on `chunks c`, ACL included."""
+def _stored(r: dict[str, Any]) -> StoredVersion:
+    return StoredVersion(r["doc"], r["version"], r["status"], r["date"], r["effective_to"], r["content_hash"],
+                         r["n_chunks"], r["source"] or "")
+
+
+def _where_sql(f: Filters, *, acl: bool = True) -> tuple[str, list[Any]]:
+    """SQL conditions (each starting with AND) on `chunks c`, the ACL included unless `acl` is False."""
     parts: list[str] = []
     args: list[Any] = []
     for col, values in (("c.doc", f.docs), ("c.status", f.statuses), ("c.source_type", f.source_types)):
@@ -368,13 +521,10 @@ def _where_sql(f: Filters) -> tuple[str, list[Any]]:
     if f.date_to is not None:
         parts.append("c.date <= %s")
         args.append(f.date_to)
-    names = f.acl_names
-    if names is not None:
-        if names:
-            parts.append("(c.public OR c.acl && %s::text[])")
-            args.append(names)
-        else:
-            parts.append("c.public")
+    readable, acl_args = _readable_sql(f) if acl else ("", [])
+    if readable:
+        parts.append(f"c.cls = ANY({readable})")
+        args.extend(acl_args)
     return "".join(f" AND {p}" for p in parts), args
 
 

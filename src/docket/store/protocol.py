@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import date as Date
 from typing import Any, Protocol, runtime_checkable
@@ -21,33 +22,10 @@ import numpy as np
 
 from docket.errors import InputError
 from docket.model import RETIRED_STATUSES, Chunk
+from docket.store.access import AclResolution, Principal, may_read, readable_chunks
 from docket.store.base import ChunkLookup, VersionInfo
 
-# --- access control -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is asking: a name and the groups it belongs to. A chunk whose `acl` lists none of
-    these names is invisible to it; a chunk without an `acl` is public."""
-
-    name: str
-    groups: frozenset[str] = frozenset()
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset({self.name}) | self.groups
-
-
-def may_read(principal: Principal | None, acl: Sequence[str] | None) -> bool:
-    """The one ACL rule, mirrored by every backend's SQL: no acl = public; an empty acl = nobody;
-    otherwise the principal or one of its groups must be listed. No principal = anonymous."""
-    if acl is None:
-        return True
-    if principal is None:
-        return False
-    return not principal.names.isdisjoint(acl)
-
+# --- access control (the rule and the types live in docket.store.access) --------------------
 
 @dataclass(frozen=True)
 class Filters:
@@ -71,7 +49,7 @@ class Filters:
         """Names a chunk's acl must intersect; None when the ACL is not checked."""
         if self.unrestricted:
             return None
-        return sorted(self.principal.names) if self.principal else []
+        return sorted(self.principal.keys) if self.principal else []
 
 
 # --- document versions ----------------------------------------------------------------------
@@ -118,6 +96,7 @@ class StoredVersion:
 class WriteResult:
     status: str  # the status the version was stored with
     superseded: list[int] = field(default_factory=list)  # older versions marked superseded
+    acl: AclResolution = field(default_factory=AclResolution)  # how plain acl entries were read
 
 
 def content_hash(chunks: Iterable[Chunk], supersedes: bool = True) -> str:
@@ -218,6 +197,11 @@ class Store(ChunkLookup, Protocol):
         """The principal with its stored groups (from the principals table) plus `extra_groups`."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Every read inside the block sees one consistent state of the store (searches, fetches,
+        the assembler's look-ups): a write committed meanwhile is seen by the next block."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -252,6 +236,20 @@ class ScopedView:
         if doc not in self._versions or not self._memo:
             self._versions[doc] = [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
         return list(self._versions[doc])
+
+    def all(self) -> list[Chunk]:
+        """The readable chunks of a store that can list its chunks (MemoryStore)."""
+        everything = getattr(self._store, "all", None)
+        if everything is None:
+            raise InputError("no candidates given and the store cannot list its chunks; pass ranked candidates")
+        return readable_chunks(everything(), self.principal)
+
+
+def scoped(store: ChunkLookup, principal: Principal | None) -> ScopedView:
+    """`store` as `principal` sees it (a view of a view of the same principal is not stacked)."""
+    if isinstance(store, ScopedView) and store.principal == principal:
+        return store
+    return ScopedView(store, principal)
 
 
 # --- helpers shared by the backends ----------------------------------------------------------

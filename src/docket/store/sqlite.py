@@ -1,12 +1,19 @@
 """The embedded default store: one SQLite file, no server.
 
 WAL journal; each document version is written inside one `BEGIN IMMEDIATE` transaction, so a
-process killed mid-index leaves every document either in its old or its new state. BM25 is
-SQLite's FTS5 `bm25()`. The stdlib `sqlite3` cannot load extensions (no sqlite-vec), so dense
-search is exact cosine in numpy over a float32 matrix loaded lazily from the vector BLOBs and
-cached until the store's write generation changes (a counter bumped by every write transaction,
-so writes by another process are seen too). Metadata and ACL filters are numpy masks applied
-before ranking: a filtered-out chunk never gets a rank.
+process killed mid-index leaves every document either in its old or its new state. The stdlib
+`sqlite3` cannot load extensions (no sqlite-vec), so search runs in numpy over an index loaded
+lazily from the file and cached until the store's write generation changes (a counter bumped by
+every write transaction, so writes by another process are seen too): dense search is exact
+cosine over a float32 matrix of the vector BLOBs; keyword search is BM25 (k1 1.2, b 0.75, the
+PostgreSQL backend's formula) over postings built from each chunk's stored term ids, with IDF,
+document count and average length taken over the rows the principal may read, so a ranking
+never depends on text the asker cannot see. Metadata and ACL filters are numpy masks applied
+before ranking: a filtered-out chunk never gets a rank. `snapshot()` holds one read transaction,
+so searches and fetches inside it see one state of the file.
+
+Schema changes are one migration function per version step (`_MIGRATIONS`), run once when an
+older file is opened, inside one write transaction.
 """
 
 from __future__ import annotations
@@ -26,20 +33,20 @@ import numpy as np
 
 from docket.errors import DocketError, InputError
 from docket.model import Chunk
+from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
 from docket.store.protocol import (
     DocumentVersion,
     Filters,
-    Principal,
     StoredVersion,
     WriteResult,
     check_version,
     chunk_from_row,
-    fts_terms,
     plan_write,
 )
+from docket.store.terms import query_terms, term_counts
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS versions(
@@ -50,22 +57,97 @@ CREATE TABLE IF NOT EXISTS chunks(
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL, version INTEGER NOT NULL,
   position INTEGER, status TEXT NOT NULL, date TEXT, effective_to TEXT, title TEXT, section TEXT,
   source_type TEXT, trust TEXT, acl TEXT, public INTEGER NOT NULL, metadata TEXT, text TEXT NOT NULL,
-  tokens INTEGER NOT NULL, vector BLOB NOT NULL);
+  tokens INTEGER NOT NULL, vector BLOB NOT NULL, terms BLOB NOT NULL DEFAULT x'', len INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
 CREATE TABLE IF NOT EXISTS chunk_acl(principal TEXT NOT NULL, chunk INTEGER NOT NULL,
   PRIMARY KEY (principal, chunk)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_acl_chunk ON chunk_acl(chunk);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, section, text,
-  tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS principals(name TEXT PRIMARY KEY, groups TEXT NOT NULL);
 """
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
+#: one posting of a chunk's term list: term id, frequency in the chunk
+_POSTING = np.dtype([("term", "<i4"), ("tf", "<u2")])
+_K1, _B = 1.2, 0.75
+
+
+def _migrate_v1_to_v2(cur: sqlite3.Cursor) -> None:
+    """Schema 1 -> 2: users and groups apart, BM25 over docket's own postings.
+
+    Plain acl entries are rewritten in the typed form by the principals table (`resolve_acl`:
+    a registered user who is no registered group becomes `user:NAME`, the rest `group:NAME`;
+    what was done is kept in meta `acl_migration`). Each chunk gets its term ids and length; the
+    FTS5 table (whose bm25() counted every row, restricted ones included) is dropped.
+    """
+    registry = _registry(cur)
+    note = AclResolution()
+    for rowid, acl in cur.execute("SELECT rowid, acl FROM chunks WHERE acl IS NOT NULL").fetchall():
+        typed = resolve_acl(json.loads(acl), registry, note)
+        assert typed is not None
+        cur.execute("UPDATE chunks SET acl = ? WHERE rowid = ?", (json.dumps(list(typed)), rowid))
+        cur.execute("DELETE FROM chunk_acl WHERE chunk = ?", (rowid,))
+        cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)", [(e, rowid) for e in typed])
+    cur.execute("ALTER TABLE chunks ADD COLUMN terms BLOB NOT NULL DEFAULT x''")
+    cur.execute("ALTER TABLE chunks ADD COLUMN len INTEGER NOT NULL DEFAULT 0")
+    cur.execute("CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE)")
+    rows = cur.execute("SELECT rowid, title, section, text FROM chunks ORDER BY rowid").fetchall()
+    ids = _TermIds()
+    for start in range(0, len(rows), 1000):
+        part = rows[start : start + 1000]
+        packed = ids.pack(cur, [_search_text(r[1], r[2], r[3]) for r in part])
+        cur.executemany("UPDATE chunks SET terms = ?, len = ? WHERE rowid = ?",
+                        [(blob, n, r[0]) for (blob, n), r in zip(packed, part)])
+    cur.execute("DROP TABLE IF EXISTS chunks_fts")
+    cur.execute("INSERT OR REPLACE INTO meta VALUES ('acl_migration', ?)", (json.dumps(note.to_json()),))
+
+
+#: schema version -> the function that lifts a store from it to the next version
+_MIGRATIONS = {1: _migrate_v1_to_v2}
+
+
+def _registry(cur: sqlite3.Cursor) -> Registry:
+    return Registry.of((r[0], json.loads(r[1])) for r in cur.execute("SELECT name, groups FROM principals"))
+
+
+def _search_text(title: str | None, section: str | None, text: str) -> str:
+    return f"{title or ''} {section or ''} {text}"
+
+
+class _TermIds:
+    """Term -> id in the `terms` table; ids are never reused or deleted, so a mapping read once
+    stays true. New ids enter the shared cache only after their transaction commits."""
+
+    def __init__(self, cache: dict[str, int] | None = None) -> None:
+        self.cache = cache if cache is not None else {}
+        self.new: dict[str, int] = {}
+
+    def pack(self, cur: sqlite3.Cursor, texts: Sequence[str]) -> list[tuple[bytes, int]]:
+        counts = [term_counts(t) for t in texts]
+        wanted = {t for c in counts for t in c if t not in self.cache and t not in self.new}
+        if wanted:
+            todo = sorted(wanted)
+            cur.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in todo])
+            for start in range(0, len(todo), 500):
+                part = todo[start : start + 500]
+                for tid, term in cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part):
+                    self.new[term] = tid
+        out = []
+        for c in counts:
+            arr = np.empty(len(c), dtype=_POSTING)
+            for i, (term, tf) in enumerate(c.items()):
+                arr[i] = (self.cache.get(term) or self.new[term], min(tf, 65535))
+            out.append((arr.tobytes(), int(sum(c.values()))))
+        return out
+
+    def committed(self) -> None:
+        self.cache.update(self.new)
+        self.new = {}
 
 
 @dataclass
-class _Matrix:
-    """The in-memory side of dense search, rebuilt when the write generation changes."""
+class _Index:
+    """The in-memory side of search, rebuilt when the write generation changes."""
 
     generation: str
     ids: list[str]
@@ -79,10 +161,26 @@ class _Matrix:
     source_types: np.ndarray
     source_codes: dict[str, int]
     dates: np.ndarray  # proleptic ordinal, 0 = undated
-    acl: dict[str, np.ndarray]  # principal -> row indexes it may read
+    acl: dict[str, np.ndarray]  # typed acl entry -> row indexes it opens
+    lens: np.ndarray  # terms per chunk (float32)
+    post_terms: np.ndarray  # postings sorted by term id: term ids...
+    post_rows: np.ndarray  # ...the row of each posting...
+    post_tf: np.ndarray  # ...and its term frequency (float32)
 
-    def mask(self, f: Filters) -> np.ndarray | None:
-        m: np.ndarray | None = None
+    def readable(self, f: Filters) -> np.ndarray | None:
+        """Rows the filter's principal may read (None: every row, unrestricted)."""
+        names = f.acl_names
+        if names is None:
+            return None
+        readable = self.public.copy()
+        for name in names:
+            idx = self.acl.get(name)
+            if idx is not None:
+                readable[idx] = True
+        return readable
+
+    def mask(self, f: Filters, readable: np.ndarray | None) -> np.ndarray | None:
+        m: np.ndarray | None = readable
 
         def both(a: np.ndarray) -> np.ndarray:
             return a if m is None else (m & a)
@@ -99,15 +197,44 @@ class _Matrix:
             m = both((self.dates > 0) & (self.dates >= f.date_from.toordinal()))
         if f.date_to is not None:
             m = both((self.dates > 0) & (self.dates <= f.date_to.toordinal()))
-        names = f.acl_names
-        if names is not None:
-            readable = self.public.copy()
-            for name in names:
-                idx = self.acl.get(name)
-                if idx is not None:
-                    readable[idx] = True
-            m = both(readable)
         return m
+
+    def bm25(self, term_ids: list[int], k: int, f: Filters) -> list[tuple[str, float]]:
+        """BM25 of the rows passing `f`, with document frequencies, row count and average length
+        over the rows the principal may read (never over rows it may not)."""
+        readable = self.readable(f)
+        mask = self.mask(f, readable)
+        n = int(readable.sum()) if readable is not None else len(self.ids)
+        if n == 0:
+            return []
+        avg = max(1.0, float(self.lens[readable].mean() if readable is not None else self.lens.mean()))
+        rows_parts, score_parts = [], []
+        for t in term_ids:
+            lo, hi = np.searchsorted(self.post_terms, [t, t + 1])
+            if lo == hi:
+                continue
+            rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
+            if readable is not None:
+                keep = readable[rows]
+                rows, tf = rows[keep], tf[keep]
+            df = rows.shape[0]
+            if df == 0:
+                continue
+            if mask is not None and mask is not readable:
+                keep = mask[rows]
+                rows, tf = rows[keep], tf[keep]
+            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+            rows_parts.append(rows)
+            score_parts.append(idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * self.lens[rows] / avg)))
+        if not rows_parts:
+            return []
+        rows = np.concatenate(rows_parts)
+        uniq, inv = np.unique(rows, return_inverse=True)
+        scores = np.bincount(inv, weights=np.concatenate(score_parts).astype(np.float64))
+        k = min(k, uniq.shape[0])
+        top = np.argpartition(-scores, k - 1)[:k] if k < uniq.shape[0] else np.arange(uniq.shape[0])
+        best = sorted((-float(scores[i]), self.ids[int(uniq[i])]) for i in top)
+        return [(cid, -s) for s, cid in best]
 
 
 def _codes(values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
@@ -131,13 +258,41 @@ class SQLiteStore:
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+            self._open_schema()
         except sqlite3.DatabaseError as e:
             raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
         self._lock = threading.RLock()
-        self._matrix: _Matrix | None = None
+        self._index: _Index | None = None
+        self._terms: dict[str, int] = {}
+        self._snapshot_depth = 0
+
+    def _open_schema(self) -> None:
+        """Create a new store, or bring an older one up to `SCHEMA_VERSION` (one transaction)."""
+        fresh = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None
+        if fresh:
+            self._conn.executescript(_SCHEMA)  # IF NOT EXISTS throughout: two creators agree
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        found = int(row[0]) if row is not None else SCHEMA_VERSION
+        if found > SCHEMA_VERSION:
+            raise InputError(f"was written by a newer docket (schema {found}, this one reads {SCHEMA_VERSION}); "
+                             "upgrade docket", where=str(self.path))
+        if found == SCHEMA_VERSION:
+            return
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            found = int(cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])  # another opener may have migrated it
+            while found < SCHEMA_VERSION:
+                _MIGRATIONS[found](cur)
+                found += 1
+                cur.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(found),))
+            cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
 
     # --- settings and principals -----------------------------------------------------------
     def meta(self) -> dict[str, str]:
@@ -148,13 +303,15 @@ class SQLiteStore:
             self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
 
     def set_principal(self, name: str, groups: Sequence[str]) -> None:
+        p = Principal(name, frozenset(groups))  # validates and strips user:/group: prefixes
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO principals VALUES (?, ?)", (name, json.dumps(sorted(set(groups)))))
+            self._conn.execute("INSERT OR REPLACE INTO principals VALUES (?, ?)", (p.name, json.dumps(sorted(p.groups))))
 
     def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
-        row = self._conn.execute("SELECT groups FROM principals WHERE name = ?", (name,)).fetchone()
+        p = Principal(name, frozenset(extra_groups))
+        row = self._conn.execute("SELECT groups FROM principals WHERE name = ?", (p.name,)).fetchone()
         stored = json.loads(row["groups"]) if row else []
-        return Principal(name=name, groups=frozenset(stored) | frozenset(extra_groups))
+        return Principal(name=p.name, groups=frozenset(stored) | p.groups)
 
     # --- ChunkLookup ----------------------------------------------------------------------
     def get(self, chunk_id: str) -> Chunk | None:
@@ -163,22 +320,25 @@ class SQLiteStore:
     def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
         out: dict[str, Chunk] = {}
         ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            q = f"SELECT {_COLS} FROM chunks c WHERE c.id IN ({','.join('?' * len(part))})"
-            for r in self._conn.execute(q, part):
-                out[r["id"]] = self._chunk(r)
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                q = f"SELECT {_COLS} FROM chunks c WHERE c.id IN ({','.join('?' * len(part))})"
+                for r in self._conn.execute(q, part):
+                    out[r["id"]] = self._chunk(r)
         return out
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
-        return [self._chunk(r) for r in self._conn.execute(q, (doc, version))]
+        with self._lock:
+            return [self._chunk(r) for r in self._conn.execute(q, (doc, version))]
 
     def versions(self, doc: str) -> list[VersionInfo]:
         return [v.info() for v in self.stored_versions(doc)]
 
     def stored_versions(self, doc: str) -> list[StoredVersion]:
-        rows = self._conn.execute("SELECT * FROM versions WHERE doc = ? ORDER BY version", (doc,)).fetchall()
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM versions WHERE doc = ? ORDER BY version", (doc,)).fetchall()
         return [
             StoredVersion(r["doc"], r["version"], r["status"], _date(r["date"]), _date(r["effective_to"]),
                           r["content_hash"], r["n_chunks"], r["source"] or "")
@@ -195,10 +355,33 @@ class SQLiteStore:
     def _chunk(r: sqlite3.Row) -> Chunk:
         return chunk_from_row(dict(r), np.frombuffer(r["vector"], dtype=np.float32))
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction: every search and fetch inside sees the same state of the file
+        (WAL readers keep their snapshot while writers commit). Re-entrant."""
+        with self._lock:
+            if self._snapshot_depth:
+                self._snapshot_depth += 1
+                try:
+                    yield
+                finally:
+                    self._snapshot_depth -= 1
+                return
+            self._conn.execute("BEGIN")
+            self._snapshot_depth = 1
+            try:
+                yield
+            finally:
+                self._snapshot_depth = 0
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
     # --- writing ----------------------------------------------------------------------------
     def write_version(self, dv: DocumentVersion) -> WriteResult:
         if dv.vectors is None or dv.tokens is None:
             raise DocketError(f"{dv.source}: document {dv.doc!r} v{dv.version} has no vectors/token counts yet")
+        texts = [_search_text(c.title, c.section, c.text) for c in dv.chunks]
+        ids = _TermIds(self._terms)
         with self._transaction() as cur:
             existing = self.stored_versions(dv.doc)
             check_version(existing, dv)
@@ -210,12 +393,13 @@ class SQLiteStore:
                 (dv.doc, dv.version, plan.status, _iso(dv.date), _iso(dv.effective_to), dv.title, dv.source,
                  dv.content_hash, len(dv.chunks), datetime.now(UTC).isoformat(timespec="seconds")),
             )
-            self._insert_chunks(cur, dv, plan.status)
+            self._insert_chunks(cur, dv, plan, ids.pack(cur, texts))
             if plan.superseded:
                 marks = ",".join("?" * len(plan.superseded))
                 args = ("superseded", dv.doc, *plan.superseded)
                 cur.execute(f"UPDATE versions SET status = ? WHERE doc = ? AND version IN ({marks})", args)
                 cur.execute(f"UPDATE chunks SET status = ? WHERE doc = ? AND version IN ({marks})", args)
+        ids.committed()
         return plan
 
     def _check_ids(self, cur: sqlite3.Cursor, dv: DocumentVersion) -> None:
@@ -230,30 +414,33 @@ class SQLiteStore:
                     where=dv.source, field="id",
                 )
 
-    def _insert_chunks(self, cur: sqlite3.Cursor, dv: DocumentVersion, status: str) -> None:
-        """Insert the chunk rows of one version (inside the caller's transaction)."""
+    def _insert_chunks(self, cur: sqlite3.Cursor, dv: DocumentVersion, plan: WriteResult,
+                       terms: list[tuple[bytes, int]]) -> None:
+        """Insert the chunk rows of one version (inside the caller's transaction), acl entries typed."""
         assert dv.vectors is not None and dv.tokens is not None
         vectors = np.ascontiguousarray(dv.vectors, dtype=np.float32)
-        for c, vec, n in zip(dv.chunks, vectors, dv.tokens, strict=True):
-            cur.execute(
-                "INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
-                " trust, acl, public, metadata, text, tokens, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (c.id, c.doc, c.version, c.position, status, _iso(c.date), _iso(c.effective_to), c.title, c.section,
-                 c.source_type, c.trust, json.dumps(list(c.acl)) if c.acl is not None else None,
-                 1 if c.acl is None else 0, json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None,
-                 c.text, int(n), vec.tobytes()),
-            )
-            rowid = cur.lastrowid
-            cur.execute("INSERT INTO chunks_fts(rowid, title, section, text) VALUES (?,?,?,?)", (rowid, c.title, c.section, c.text))
-            if c.acl:
-                cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)", [(p, rowid) for p in c.acl])
+        registry = _registry(cur) if any(c.acl for c in dv.chunks) else Registry()
+        acls = [resolve_acl(c.acl, registry, plan.acl) for c in dv.chunks]
+        cur.executemany(
+            "INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
+            " trust, acl, public, metadata, text, tokens, vector, terms, len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(c.id, c.doc, c.version, c.position, plan.status, _iso(c.date), _iso(c.effective_to), c.title, c.section,
+              c.source_type, c.trust, json.dumps(list(acl)) if acl is not None else None,
+              1 if acl is None else 0, json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None,
+              c.text, int(n), vec.tobytes(), blob, length)
+             for c, acl, vec, n, (blob, length) in zip(dv.chunks, acls, vectors, dv.tokens, terms, strict=True)],
+        )
+        if any(acls):
+            rowid_of = {r[1]: r[0] for r in cur.execute("SELECT rowid, id FROM chunks WHERE doc = ? AND version = ?",
+                                                       (dv.doc, dv.version))}
+            cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)",
+                            [(e, rowid_of[c.id]) for c, acl in zip(dv.chunks, acls) if acl for e in acl])
 
     def _delete_rows(self, cur: sqlite3.Cursor, where: str, args: tuple[Any, ...]) -> int:
         rowids = [r[0] for r in cur.execute(f"SELECT rowid FROM chunks WHERE {where}", args)]
         for start in range(0, len(rowids), 500):
             part = rowids[start : start + 500]
             marks = ",".join("?" * len(part))
-            cur.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
             cur.execute(f"DELETE FROM chunk_acl WHERE chunk IN ({marks})", part)
             cur.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
         return len(rowids)
@@ -261,8 +448,10 @@ class SQLiteStore:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
         """One write: `BEGIN IMMEDIATE`, the caller's statements, the generation bump (readers
-        reload their vector matrix when it changes), COMMIT; any error rolls all of it back."""
+        reload their index when it changes), COMMIT; any error rolls all of it back."""
         with self._lock:
+            if self._snapshot_depth:
+                raise DocketError("a store cannot be written inside its own snapshot() block")
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
@@ -284,55 +473,62 @@ class SQLiteStore:
     def _generation(self) -> str:
         return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
-    def _load_matrix(self) -> _Matrix:
-        gen = self._generation()
-        if self._matrix is not None and self._matrix.generation == gen:
-            return self._matrix
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute("BEGIN")  # one consistent snapshot of chunks and acl rows
-            try:
-                gen = self._generation()
-                rows = cur.execute(
-                    "SELECT rowid, id, doc, status, source_type, date, public, vector FROM chunks ORDER BY rowid"
-                ).fetchall()
-                acl_rows = cur.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
-            finally:
-                cur.execute("COMMIT")
+    def _search_index(self) -> _Index:
+        """The index of the current generation (of the snapshot, inside `snapshot()`)."""
+        with self._lock, self.snapshot():
+            gen = self._generation()
+            if self._index is not None and self._index.generation == gen:
+                return self._index
+            self._index = self._load_index(gen)
+            return self._index
+
+    def _load_index(self, gen: str) -> _Index:
+        rows = self._conn.execute(
+            "SELECT rowid, id, doc, status, source_type, date, public, vector, terms, len FROM chunks ORDER BY rowid"
+        ).fetchall()
+        acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
         dim = int(self.meta().get("dim", "0") or 0)
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        mat = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(len(rows), -1) if rows \
+        n = len(rows)
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        mat = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(n, -1) if rows \
             else np.zeros((0, dim), dtype=np.float32)
         index = {int(rid): i for i, rid in enumerate(rowids)}
-        by_principal: dict[str, list[int]] = {}
+        by_entry: dict[str, list[int]] = {}
         for p, chunk in acl_rows:
             if chunk in index:
-                by_principal.setdefault(p, []).append(index[chunk])
+                by_entry.setdefault(p, []).append(index[chunk])
+        counts = np.fromiter((len(r[8]) // _POSTING.itemsize for r in rows), dtype=np.int64, count=n)
+        postings = np.frombuffer(b"".join(r[8] for r in rows), dtype=_POSTING)
+        posting_rows = np.repeat(np.arange(n, dtype=np.int32), counts)
+        order = np.argsort(postings["term"], kind="stable")
         docs, doc_codes = _codes([r[2] for r in rows])
         statuses, status_codes = _codes([r[3] for r in rows])
         sources, source_codes = _codes([r[4] for r in rows])
-        self._matrix = _Matrix(
+        return _Index(
             generation=gen,
             ids=[r[1] for r in rows],
             rowids=rowids,
             mat=mat,
-            public=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=len(rows)),
+            public=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=n),
             docs=docs, doc_codes=doc_codes,
             statuses=statuses, status_codes=status_codes,
             source_types=sources, source_codes=source_codes,
-            dates=np.fromiter((Date.fromisoformat(r[5]).toordinal() if r[5] else 0 for r in rows), dtype=np.int64, count=len(rows)),
-            acl={p: np.asarray(ix, dtype=np.int64) for p, ix in by_principal.items()},
+            dates=np.fromiter((Date.fromisoformat(r[5]).toordinal() if r[5] else 0 for r in rows), dtype=np.int64, count=n),
+            acl={p: np.asarray(ix, dtype=np.int64) for p, ix in by_entry.items()},
+            lens=np.fromiter((r[9] for r in rows), dtype=np.float32, count=n),
+            post_terms=np.ascontiguousarray(postings["term"][order]),
+            post_rows=posting_rows[order],
+            post_tf=postings["tf"][order].astype(np.float32),
         )
-        return self._matrix
 
     def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:
-        m = self._load_matrix()
+        m = self._search_index()
         if not m.ids or k <= 0:
             return []
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         if q.shape[0] != m.mat.shape[1]:
             raise InputError(f"query vector has {q.shape[0]} dimensions, the store holds {m.mat.shape[1]}", field="vector")
-        mask = m.mask(filters)
+        mask = m.mask(filters, m.readable(filters))
         if mask is not None:
             idx = np.flatnonzero(mask)
             if idx.size == 0:
@@ -348,23 +544,14 @@ class SQLiteStore:
         return [(m.ids[int(r)], float(scores[int(t)])) for r, t in zip(rows, top)]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
-        terms = fts_terms(query)
+        terms = query_terms(query)
         if not terms or k <= 0:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        mask = self._load_matrix().mask(filters)
-        if mask is None or bool(mask.all()):
-            # every chunk passes the filters (e.g. a store without acls): rank in FTS5 alone, which
-            # is twice as fast as ranking through the join; the result is the same
-            q = ("SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-                 "ORDER BY rank LIMIT ?) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank, c.id")
-            return [(r[0], -float(r[1])) for r in self._conn.execute(q, (match, k))]
-        where, args = _where_sql(filters)
-        q = (
-            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ? {where} ORDER BY s, c.id LIMIT ?"
-        )
-        return [(r[0], -float(r[1])) for r in self._conn.execute(q, (match, *args, k))]
+        with self._lock, self.snapshot():
+            m = self._search_index()
+            marks = ",".join("?" * len(terms))
+            term_ids = [r[0] for r in self._conn.execute(f"SELECT id FROM terms WHERE term IN ({marks})", terms)]
+        return m.bm25(sorted(term_ids), k, filters)
 
     # --- export -----------------------------------------------------------------------------
     def export(self) -> Iterator[DocumentVersion]:
