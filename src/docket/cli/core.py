@@ -24,6 +24,7 @@ from docket.embed import default_embedder
 from docket.errors import InputError
 from docket.io import check_chunks, load_candidates, load_chunks
 from docket.policy import Policy, load_policy
+from docket.store.access import Principal
 from docket.store.base import MemoryStore
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
@@ -67,15 +68,22 @@ def assemble_cmd(
     model: opt.Model = None,
     allow_domain: opt.AllowDomain = None,
     strip_links: opt.StripLinks = False,
+    principal: Annotated[str | None, typer.Option("--principal", help="Who asks (a user); without it only public chunks.")] = None,
+    groups: Annotated[list[str] | None, typer.Option("--groups", help="The principal's groups (comma-separated).")] = None,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
     opt.check_budget(budget)
+    if groups and not principal:
+        raise InputError("needs --principal (groups belong to someone)", field="--groups")
+    who = Principal(principal, frozenset(g.strip() for item in groups or [] for g in item.split(",") if g.strip())) \
+        if principal is not None else None
     policy = load_policy_with(policy_path, fmt)
     chunks = load_chunks(store)
     check_chunks(chunks)
     mem = MemoryStore(chunks)
     cands = load_candidates(candidates, mem) if candidates else None
-    brief = assemble(question, cands, store=mem, policy=policy, budget=budget, floor=floor, as_of=parse_date(as_of))
+    brief = assemble(question, cands, store=mem, policy=policy, budget=budget, floor=floor, as_of=parse_date(as_of),
+                     principal=who)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
         from docket.llm.answer import answer_cli
 

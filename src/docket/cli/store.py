@@ -64,6 +64,11 @@ def _print_report(console: Console, report: IndexReport) -> None:
     console.print(t)
     for where, msg in report.problems:
         console.print(f"[yellow]skipped[/yellow] {escape(where)}: {escape(msg)}")
+    acl = report.acl.to_json()
+    for key, what in (("as_user", "read as registered users (user:NAME)"), ("as_group", "read as groups (group:NAME)"),
+                      ("ambiguous", "registered as a user and as a group, read as the group")):
+        if acl[key]:
+            console.print(f"acl entries without user:/group: {what}: {escape(', '.join(acl[key]))}", soft_wrap=True)
 
 
 @app.command("index")

@@ -22,6 +22,7 @@ from docket.eval.dataset import Item, LabelledSet
 from docket.eval.peers import BASELINES, PEER_NAMES, TOPK_SYSTEMS, Query, SystemOutput, check_available, runner_for
 from docket.model import Candidate
 from docket.policy import MOVE_NAMES, Policy
+from docket.store.access import may_read
 from docket.tokens import TokenCounter
 
 DEFAULT_BUDGETS = (250, 500, 1000, 2000)
@@ -64,9 +65,12 @@ def prepare(lset: LabelledSet, embedder: Embedder, progress: Callable[[int], Non
             scores = np.asarray(it.scores, dtype=float)
         else:
             scores = vecs @ qvec if len(vecs) else np.zeros(0)
-        order = sorted(range(len(it.chunks)), key=lambda i: (-float(scores[i]), it.chunks[i].id))
+        # the asker is anonymous: chunks with an acl are out of every system's pool (docket's and
+        # the peers'), the same rule as `docket assemble` and `docket ask`
+        pool = [i for i in range(len(it.chunks)) if may_read(None, it.chunks[i].acl)]
+        order = sorted(pool, key=lambda i: (-float(scores[i]), it.chunks[i].id))
         ranked = [Candidate(chunk=it.chunks[i], score=round(float(scores[i]), 6), rank=r) for r, i in enumerate(order, 1)]
-        rvecs = vecs[order] if len(order) else vecs
+        rvecs = vecs[order] if order else vecs[:0]
         by_id = {c.id: c for c in it.chunks}
         gold_texts = [by_id[g].text for g in it.gold if g in by_id]
         out.append(Prepared(it, Query(it.question, ranked, qvec, rvecs), gold_texts, {c.chunk.id: i for i, c in enumerate(ranked)}))

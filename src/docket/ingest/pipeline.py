@@ -196,6 +196,7 @@ def _write(store: Store, dv: DocumentVersion, report: IndexReport) -> None:
     label = f"{dv.doc} v{dv.version}"
     (report.updated if dv.version in before else report.added).append(label)
     report.superseded.extend(f"{dv.doc} v{v}" for v in result.superseded)
+    report.acl.update(result.acl)
     report.chunks_written += len(dv.chunks)
 
 

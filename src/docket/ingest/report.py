@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from docket.store.access import AclResolution
+
 
 @dataclass
 class IndexReport:
@@ -21,6 +23,7 @@ class IndexReport:
     removed: Counter[str] = field(default_factory=Counter)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (where, message)
     seconds: float = 0.0
+    acl: AclResolution = field(default_factory=AclResolution)  # how acl entries without user:/group: were read
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append((where, message))
@@ -42,4 +45,5 @@ class IndexReport:
             "removed": dict(sorted(self.removed.items())),
             "problems": [{"where": w, "message": m} for w, m in self.problems],
             "seconds": round(self.seconds, 3),
+            "acl": self.acl.to_json(),
         }

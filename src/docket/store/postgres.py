@@ -183,8 +183,8 @@ class PostgresStore:
         self._bulk = False
         self._has_chunks = self._table_exists("chunks")
         self._open_schema()
-        if self._has_chunks and not self._table_exists("chunks_hnsw"):
-            self._conn.execute(_HNSW)
+        if self._has_chunks:
+            self._ensure_hnsw()
 
     def _table_exists(self, name: str) -> bool:
         row = self._conn.execute("SELECT to_regclass(%s) AS t", (name,)).fetchone()
@@ -211,12 +211,23 @@ class PostgresStore:
 
     def _ensure_chunks(self, dim: int) -> None:
         if not self._has_chunks:
-            with self._conn.transaction():
+            with self._lock, self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                if self._table_exists("chunks"):  # another writer created it first: its DDL is not re-run,
+                    self._has_chunks = True      # since CREATE INDEX IF NOT EXISTS still locks the table
+                    return
                 self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
+                if not self._bulk:  # a bulk load builds it at the end
+                    self._conn.execute(_HNSW)  # on the empty table, in the same transaction: instant
             self._has_chunks = True
-        if not self._bulk and not self._table_exists("chunks_hnsw"):
-            self._conn.execute(_HNSW)  # also rebuilds it after a bulk load that was interrupted
+
+    def _ensure_hnsw(self) -> None:
+        """Rebuild the HNSW index if a bulk load was interrupted (under the DDL lock)."""
+        if self._table_exists("chunks_hnsw"):
+            return
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            self._conn.execute(_HNSW)
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -238,7 +249,7 @@ class PostgresStore:
             self._conn.execute("RESET synchronous_commit")
             self._conn.execute("SET maintenance_work_mem = '1GB'")
             if self._has_chunks:
-                self._conn.execute(_HNSW)
+                self._ensure_hnsw()
                 # sets the visibility map, so BM25 reads postings from the index alone
                 self._conn.execute("VACUUM (ANALYZE) chunk_terms")
                 self._conn.execute("ANALYZE chunks")
