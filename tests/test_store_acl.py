@@ -240,7 +240,7 @@ def test_two_first_writers_into_an_empty_store_both_land(pg_server: str) -> None
         errors: list[BaseException] = []
         barrier = threading.Barrier(3)
 
-        def writer(w: int, url: str = url) -> None:
+        def writer(w: int, url: str = url, barrier: threading.Barrier = barrier, errors: list = errors) -> None:  # type: ignore[type-arg]
             try:
                 barrier.wait()
                 s = open_store(url)
