@@ -1,15 +1,25 @@
-"""Store speed: indexing throughput and `ask` latency (retrieve + assemble, no LLM) on SQLite
-and PostgreSQL + pgvector, at 10k and 100k chunks of real text.
+"""Store speed: `ask` latency at scale (retrieve + assemble, no LLM), cold start, and indexing
+throughput, on SQLite and PostgreSQL + pgvector HNSW.
 
-    .venv/bin/python benchmarks/store_speed.py --sizes 10000,100000 --embedder hash
-    .venv/bin/python benchmarks/store_speed.py --sizes 10000 --embedder minilm
+    .venv/bin/python benchmarks/store_speed.py --sizes 10000,100000            # both backends
+    .venv/bin/python benchmarks/store_speed.py --sizes 1000000 --backends sqlite --queries 50
+    .venv/bin/python benchmarks/store_speed.py --index-only                    # indexing vs the embedder
 
 Chunks are paragraphs from ../shared/data (hotpotqa, musique, squad-v2), repeated with their
-sentences rotated when more are needed; four consecutive chunks form one document. Vectors are
-computed once and cached under benchmarks/out/ (MiniLM embeds ~65 sentences/s on two cores:
-100k chunks take ~25 min, so `--embedder hash` exists for the latency part; every figure says
-which embedder produced it). Indexing throughput is the store's own write rate (vectors given)
-beside the embedder's sentences/s and their combination, what `docket index` achieves.
+sentences rotated when more are needed; four consecutive chunks form one document. Store vectors
+come from the hash embedder at dim 384 (MiniLM would take hours at 1M; the cost of a search does
+not depend on where the vectors came from) and are cached under benchmarks/out/; every question
+is embedded by MiniLM inside the timed call, as `docket ask` does. Per size and backend:
+
+- cold: a fresh process-like open of the store and its first `ask` (SQLite loads its vector matrix
+  and postings; PostgreSQL warms its buffers), reported apart from the warm figures;
+- warm: p50 / p95 of `retrieve` and of `ask` (retrieve + full assembly at budget 1000, floor 0)
+  over the HotpotQA dev questions, and of the question embedding alone;
+- write: chunks/s of the store writing versions whose vectors are given.
+
+`--index-only` times `docket index`'s pipeline with MiniLM on real paragraphs against MiniLM
+embedding the same texts alone (the gap is everything that is not the model). `--plot PNG`
+draws latency against corpus size. The last table prints each cost's growth per 10x chunks.
 """
 
 from __future__ import annotations
@@ -72,9 +82,20 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+class QuestionEmbedder:
+    """MiniLM for the question, named like the store's hash vectors (dim 384) so the store accepts
+    it: the timed `ask` pays the real question embedding; chunk vectors come from the store."""
+
+    def __init__(self, dim: int) -> None:
+        self.inner = default_embedder().inner  # type: ignore[attr-defined]  # uncached: every call pays
+        self.name = HashEmbedder.name
+        self.dim = dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.inner.embed(texts), dtype=np.float32)
+
+
 def measure(store: Store, embedder: Embedder, qs: list[str]) -> dict[str, float]:
-    # warm-up: loads the matrix (SQLite) and the model
-    ask(store, qs[0], filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
     r_ms, a_ms = [], []
     for q in qs:
         t0 = time.perf_counter()
@@ -88,64 +109,107 @@ def measure(store: Store, embedder: Embedder, qs: list[str]) -> dict[str, float]
             "ask_p50_ms": statistics.median(a_ms), "ask_p95_ms": pct(a_ms, 95)}
 
 
+def search_parts(store: Store, embedder: Embedder, qs: list[str]) -> dict[str, float]:
+    """p50 of the pieces of retrieve: dense search, BM25, and the fetch of 50 chunks."""
+    d_ms, b_ms, f_ms = [], [], []
+    for q in qs:
+        qv = embedder.embed([q])[0]
+        t0 = time.perf_counter()
+        hits = store.search_dense(qv, 100, Filters())
+        t1 = time.perf_counter()
+        store.search_bm25(q, 100, Filters())
+        t2 = time.perf_counter()
+        store.get_many([c for c, _ in hits[:50]])
+        t3 = time.perf_counter()
+        d_ms.append((t1 - t0) * 1000)
+        b_ms.append((t2 - t1) * 1000)
+        f_ms.append((t3 - t2) * 1000)
+    return {"dense_p50_ms": statistics.median(d_ms), "bm25_p50_ms": statistics.median(b_ms),
+            "fetch_p50_ms": statistics.median(f_ms)}
+
+
+def _pg_location(pg_uri: str, schema: str) -> str:
+    """A new schema on the benchmark's server, as a store URL."""
+    import psycopg
+
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{pg_uri}{'&' if '?' in pg_uri else '?'}options=-csearch_path%3D{schema}%2Cpublic"
+
+
 def run(backend: str, size: int, embedder: Embedder, vecs: np.ndarray, items: list[tuple[str, str]],
         tokens: list[int], qs: list[str], workdir: Path, pg_uri: str | None) -> dict[str, object]:
-    if backend == "sqlite":
-        location = str(workdir / f"bench-{size}.db")
-    else:
-        assert pg_uri is not None
-        import psycopg
-
-        schema = f"bench_{size}_{int(time.time())}"
-        with psycopg.connect(pg_uri, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {schema}")
-        sep = "&" if "?" in pg_uri else "?"
-        location = f"{pg_uri}{sep}options=-csearch_path%3D{schema}%2Cpublic"
+    location = str(workdir / f"bench-{size}.db") if backend == "sqlite" else _pg_location(pg_uri or "", f"bench_{size}")
     store = open_store(location)
     dvs = versions(items, vecs, tokens)
     t0 = time.perf_counter()
-    report = index_versions(store, dvs, IndexOptions(embedder=embedder))
+    report = index_versions(store, dvs, IndexOptions(embedder=HashEmbedder(embedder.dim)))
     write_s = time.perf_counter() - t0
     assert report.chunks_written == size, report.problems[:3]
-    lat = measure(store, embedder, qs)
     store.close()
-    return {"backend": backend, "chunks": size, "embedder": embedder.name, "write_chunks_per_s": size / write_s,
-            **lat}
+    t0 = time.perf_counter()
+    store = open_store(location)  # cold: a new connection, nothing loaded
+    ask(store, qs[0], filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
+    cold_ms = (time.perf_counter() - t0) * 1000
+    ask(store, qs[1], filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
+    lat = measure(store, embedder, qs)
+    parts = search_parts(store, embedder, qs[: min(30, len(qs))])
+    store.close()
+    return {"backend": backend, "chunks": size, "write_chunks_per_s": size / write_s, "write_s": write_s,
+            "cold_ask_ms": cold_ms, **lat, **parts}
+
+
+def index_throughput(n: int, pg_uri: str | None, backends: list[str], workdir: Path) -> list[dict[str, object]]:
+    """`docket index`'s pipeline with MiniLM against MiniLM alone, on the same real paragraphs."""
+    from docket.embed import MiniLMEmbedder
+
+    texts = [t for _, t in corpus(n)]
+    model = MiniLMEmbedder()
+    model.embed(texts[:16])
+    t0 = time.perf_counter()
+    model.embed(texts)
+    alone = n / (time.perf_counter() - t0)
+    rows: list[dict[str, object]] = [{"what": "MiniLM alone", "chunks_per_s": alone}]
+    for backend in backends:
+        location = str(workdir / "index.db") if backend == "sqlite" else _pg_location(pg_uri or "", f"index_{n}")
+        store = open_store(location)
+        items = corpus(n)
+        dvs = versions(items, np.zeros((n, model.dim), np.float32), [0] * n)
+        for dv in dvs:
+            dv.vectors, dv.tokens = None, None
+            dv.chunks = [c.model_copy(update={"id": f"i{c.id}"}) for c in dv.chunks]
+        t0 = time.perf_counter()
+        report = index_versions(store, dvs, IndexOptions(embedder=model))
+        rate = report.chunks_written / (time.perf_counter() - t0)
+        store.close()
+        rows.append({"what": f"docket index pipeline, {backend}", "chunks_per_s": rate, "share_of_model": rate / alone})
+    return rows
+
+
+def growth(rows: list[dict[str, object]], key: str, backend: str) -> str:
+    """How a cost grows per 10x chunks, from the smallest to the largest size measured."""
+    pts = sorted((int(r["chunks"]), float(r[key])) for r in rows if r["backend"] == backend)  # type: ignore[arg-type]
+    if len(pts) < 2 or pts[0][1] <= 0:
+        return "-"
+    (n0, v0), (n1, v1) = pts[0], pts[-1]
+    per10 = (v1 / v0) ** (1 / np.log10(n1 / n0))
+    return f"x{per10:.2f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--index-only", action="store_true", help="only indexing throughput against the embedder")
+    ap.add_argument("--index-chunks", type=int, default=384)
+    ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask p50 against chunks")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
-    embedder: Embedder = HashEmbedder(384) if args.embedder == "hash" else default_embedder()
+    dim = 384
     counter = default_counter()
-    # the embedder's own speed, on 256 real paragraphs
-    sample = [t for _, t in corpus(256)]
-    t0 = time.perf_counter()
-    (HashEmbedder(384) if args.embedder == "hash" else default_embedder().inner).embed(sample)  # type: ignore[attr-defined]
-    emb_rate = len(sample) / (time.perf_counter() - t0)
-    minilm_rate = emb_rate
-    if args.embedder == "hash":
-        m = default_embedder().inner  # type: ignore[attr-defined]
-        m.embed(sample[:8])
-        t0 = time.perf_counter()
-        m.embed(sample[:128])
-        minilm_rate = 128 / (time.perf_counter() - t0)
-    print(f"embedder {embedder.name}: {emb_rate:,.0f} sentences/s; MiniLM int8: {minilm_rate:,.1f} sentences/s "
-          f"(paragraphs from {DATA})", flush=True)
-    raw = default_embedder().inner  # type: ignore[attr-defined]
-    q_ms = []
-    for q in questions(50):
-        t0 = time.perf_counter()
-        raw.embed([q])
-        q_ms.append((time.perf_counter() - t0) * 1000)
-    print(f"MiniLM question embedding: p50 {statistics.median(q_ms):.1f} ms, p95 {pct(q_ms, 95):.1f} ms "
-          "(add to hash-embedder ask latencies for the real cost)", flush=True)
     pg_uri = None
     server = None
     pg_parent = ""
@@ -160,33 +224,79 @@ def main() -> None:
         pg_uri = server.get_uri()
         with psycopg.connect(pg_uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    qs = questions(args.queries)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="docket-bench-") as tmp:
-        for size in sizes:
-            items = corpus(size)
-            t0 = time.perf_counter()
-            vecs = cached_embed(embedder, [t for _, t in items], "speed")
-            print(f"{size:,} chunks: vectors ready in {time.perf_counter() - t0:.1f}s (cache in {OUT})", flush=True)
-            tokens = [counter.count(t) for _, t in items]
-            for backend in backends:
-                row = run(backend, size, embedder, vecs, items, tokens, qs, Path(tmp), pg_uri)
-                rate = row["write_chunks_per_s"]
-                assert isinstance(rate, float)
-                row["index_chunks_per_s_with_minilm"] = 1 / (1 / rate + 1 / minilm_rate)
-                rows.append(row)
-                print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+            conn.execute("ALTER SYSTEM SET max_parallel_maintenance_workers = 2")
+            conn.execute("SELECT pg_reload_conf()")
+    try:
+        with tempfile.TemporaryDirectory(prefix="docket-bench-") as tmp:
+            if args.index_only:
+                rows = index_throughput(args.index_chunks, pg_uri, backends, Path(tmp))
+                print("| what | chunks/s | share of the model's own rate |")
+                print("|---|---|---|")
+                for r in rows:
+                    share = r.get("share_of_model")
+                    print(f"| {r['what']} | {float(r['chunks_per_s']):,.1f} | "  # type: ignore[arg-type]
+                          f"{'' if share is None else f'{100 * float(share):.0f}%'} |")  # type: ignore[arg-type]
+                return
+            embedder = QuestionEmbedder(dim)
+            qs = questions(args.queries + 2)
+            embedder.embed(qs[:4])  # the model loaded
+            q_ms = []
+            for q in qs[:50]:
+                t0 = time.perf_counter()
+                embedder.embed([q])
+                q_ms.append((time.perf_counter() - t0) * 1000)
+            print(f"MiniLM question embedding: p50 {statistics.median(q_ms):.1f} ms, p95 {pct(q_ms, 95):.1f} ms "
+                  "(inside every retrieve / ask figure below)", flush=True)
+            rows = []
+            for size in sizes:
+                items = corpus(size)
+                t0 = time.perf_counter()
+                vecs = cached_embed(HashEmbedder(dim), [t for _, t in items], "speed")
+                tokens = [len(t) // 4 for _, t in items] if size > 200_000 else [counter.count(t) for _, t in items]
+                print(f"{size:,} chunks: vectors ready in {time.perf_counter() - t0:.1f}s (cache in {OUT})", flush=True)
+                for backend in backends:
+                    row = run(backend, size, embedder, vecs, items, tokens, qs, Path(tmp), pg_uri)
+                    rows.append(row)
+                    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+                del vecs
+    finally:
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(pg_parent, ignore_errors=True)
     print()
-    print(f"| backend | chunks | embedder (latency) | store write chunks/s | index chunks/s incl. MiniLM ({minilm_rate:.0f}/s) "
-          "| retrieve p50 / p95 ms | ask p50 / p95 ms |")
+    print("| backend | chunks | write chunks/s | cold first ask ms | retrieve p50 / p95 ms | ask p50 / p95 ms "
+          "| dense / BM25 / fetch p50 ms |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['backend']} | {r['chunks']:,} | {r['embedder']} | {r['write_chunks_per_s']:,.0f} | "
-              f"{r['index_chunks_per_s_with_minilm']:,.1f} | {r['retrieve_p50_ms']:.1f} / {r['retrieve_p95_ms']:.1f} | "
-              f"{r['ask_p50_ms']:.1f} / {r['ask_p95_ms']:.1f} |")
-    if server is not None:
-        server.cleanup()
-        shutil.rmtree(pg_parent, ignore_errors=True)
+        print(f"| {r['backend']} | {r['chunks']:,} | {r['write_chunks_per_s']:,.0f} | {r['cold_ask_ms']:,.0f} | "
+              f"{r['retrieve_p50_ms']:.1f} / {r['retrieve_p95_ms']:.1f} | {r['ask_p50_ms']:.1f} / {r['ask_p95_ms']:.1f} | "
+              f"{r['dense_p50_ms']:.1f} / {r['bm25_p50_ms']:.1f} / {r['fetch_p50_ms']:.1f} |")
+    if len(sizes) > 1:
+        print()
+        print("| backend | growth per 10x chunks: ask p50 | retrieve p50 | dense | BM25 | cold start | write rate |")
+        print("|---|---|---|---|---|---|---|")
+        for b in backends:
+            print(f"| {b} | {growth(rows, 'ask_p50_ms', b)} | {growth(rows, 'retrieve_p50_ms', b)} | "
+                  f"{growth(rows, 'dense_p50_ms', b)} | {growth(rows, 'bm25_p50_ms', b)} | "
+                  f"{growth(rows, 'cold_ask_ms', b)} | {growth(rows, 'write_chunks_per_s', b)} |")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for b in backends:
+            pts = sorted((int(r["chunks"]), float(r["ask_p50_ms"])) for r in rows if r["backend"] == b)  # type: ignore[arg-type]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{b} ask p50")
+        ax.set_xscale("log")
+        ax.set_xlabel("chunks in the store")
+        ax.set_ylabel("warm ask p50 (ms)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=120)
 
 
 if __name__ == "__main__":

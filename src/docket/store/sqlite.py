@@ -133,10 +133,11 @@ class _TermIds:
                 for tid, term in cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part):
                     self.new[term] = tid
         out = []
+        cache, new = self.cache, self.new
         for c in counts:
             arr = np.empty(len(c), dtype=_POSTING)
-            for i, (term, tf) in enumerate(c.items()):
-                arr[i] = (self.cache.get(term) or self.new[term], min(tf, 65535))
+            arr["term"] = [cache.get(t) or new[t] for t in c]
+            arr["tf"] = np.minimum(np.fromiter(c.values(), dtype=np.int64, count=len(c)), 65535)
             out.append((arr.tobytes(), int(sum(c.values()))))
         return out
 
