@@ -124,7 +124,7 @@ def test_markdown_with_sidecar_is_chunked_with_metadata(store: SQLiteStore, tmp_
     assert [(c.section, c.text) for c in chunks] == [("Annual plans", "Refund in 14 days."), ("Monthly plans", "Cancel any time.")]
     c = chunks[0]
     assert (c.title, c.position, c.acl, c.source_type, str(c.date), c.metadata) == (
-        "Refund policy", 0, ("staff",), "policy", "2025-01-01", {"owner": "legal"})
+        "Refund policy", 0, ("group:staff",), "policy", "2025-01-01", {"owner": "legal"})  # plain entry stored typed
 
 
 def test_reindex_is_incremental_and_supersedes(store: SQLiteStore, tmp_path: Path) -> None:
