@@ -114,10 +114,12 @@ def _plan(store: Store, versions: Iterable[DocumentVersion], report: IndexReport
             continue
         by_key[key] = dv
     pending: list[DocumentVersion] = []
-    states: dict[str, list[StoredVersion]] = {}
+    many = getattr(store, "stored_versions_of", None)  # one query for the batch, not one per document
+    docs = sorted({d for d, _ in by_key})
+    states: dict[str, list[StoredVersion]] = many(docs) if many is not None else {}
     for key in sorted(by_key):
         dv = by_key[key]
-        existing = states.setdefault(dv.doc, store.stored_versions(dv.doc))
+        existing = states[dv.doc] if dv.doc in states else states.setdefault(dv.doc, store.stored_versions(dv.doc))
         same = next((v for v in existing if v.version == dv.version), None)
         if same is not None and same.content_hash == dv.content_hash:
             report.unchanged += 1
@@ -187,14 +189,13 @@ def _flush(store: Store, batch: list[DocumentVersion], options: IndexOptions, re
 
 
 def _write(store: Store, dv: DocumentVersion, report: IndexReport) -> None:
-    before = {v.version: v for v in store.stored_versions(dv.doc)}
     try:
         result = store.write_version(dv)
     except InputError as e:
         report.problem(dv.source, problem_of(e, dv.source).message + "; version rejected")
         return
     label = f"{dv.doc} v{dv.version}"
-    (report.updated if dv.version in before else report.added).append(label)
+    (report.updated if result.replaced else report.added).append(label)
     report.superseded.extend(f"{dv.doc} v{v}" for v in result.superseded)
     report.acl.update(result.acl)
     report.chunks_written += len(dv.chunks)

@@ -329,6 +329,15 @@ class PostgresStore:
             rows = self._conn.execute("SELECT * FROM versions WHERE doc = %s ORDER BY version", (doc,)).fetchall()
         return [_stored(r) for r in rows]
 
+    def stored_versions_of(self, docs: Sequence[str]) -> dict[str, list[StoredVersion]]:
+        out: dict[str, list[StoredVersion]] = {d: [] for d in docs}
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM versions WHERE doc = ANY(%s) ORDER BY doc, version",
+                                      (list(out),)).fetchall()
+        for r in rows:
+            out[r["doc"]].append(_stored(r))
+        return out
+
     def documents(self) -> list[str]:
         return [r["doc"] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
 

@@ -97,6 +97,7 @@ class WriteResult:
     status: str  # the status the version was stored with
     superseded: list[int] = field(default_factory=list)  # older versions marked superseded
     acl: AclResolution = field(default_factory=AclResolution)  # how plain acl entries were read
+    replaced: bool = False  # the same document version was stored before (rewritten in place)
 
 
 def content_hash(chunks: Iterable[Chunk], supersedes: bool = True) -> str:
@@ -142,7 +143,7 @@ def plan_write(existing: Sequence[StoredVersion], dv: DocumentVersion) -> WriteR
     superseded: list[int] = []
     if status == "current" and dv.supersedes:
         superseded = sorted(v.version for v in others if v.version < dv.version and v.status == "current")
-    return WriteResult(status=status, superseded=superseded)
+    return WriteResult(status=status, superseded=superseded, replaced=len(others) < len(existing))
 
 
 # --- the protocol ---------------------------------------------------------------------------
@@ -162,6 +163,10 @@ class Store(ChunkLookup, Protocol):
     def set_meta(self, values: dict[str, str]) -> None: ...
 
     def stored_versions(self, doc: str) -> list[StoredVersion]: ...
+
+    def stored_versions_of(self, docs: Sequence[str]) -> dict[str, list[StoredVersion]]:
+        """`stored_versions` of many documents in one query (an index run plans a batch at once)."""
+        ...
 
     def write_version(self, dv: DocumentVersion) -> WriteResult:
         """Write (or replace) one document version in one transaction: all or nothing."""

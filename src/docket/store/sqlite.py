@@ -346,6 +346,19 @@ class SQLiteStore:
             for r in rows
         ]
 
+    def stored_versions_of(self, docs: Sequence[str]) -> dict[str, list[StoredVersion]]:
+        out: dict[str, list[StoredVersion]] = {d: [] for d in docs}
+        docs = list(out)
+        with self._lock:
+            for start in range(0, len(docs), 500):
+                part = docs[start : start + 500]
+                q = f"SELECT * FROM versions WHERE doc IN ({','.join('?' * len(part))}) ORDER BY doc, version"
+                for r in self._conn.execute(q, part):
+                    out[r["doc"]].append(StoredVersion(r["doc"], r["version"], r["status"], _date(r["date"]),
+                                                       _date(r["effective_to"]), r["content_hash"], r["n_chunks"],
+                                                       r["source"] or ""))
+        return out
+
     def documents(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
 
