@@ -206,6 +206,9 @@ def main() -> None:
     ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = ap.parse_args()
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below (the PostgreSQL server)
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
     dim = 384

@@ -209,7 +209,7 @@ class _Index:
         if n == 0:
             return []
         avg = max(1.0, float(self.lens[readable].mean() if readable is not None else self.lens.mean()))
-        rows_parts, score_parts = [], []
+        scores: np.ndarray | None = None
         for t in term_ids:
             lo, hi = np.searchsorted(self.post_terms, [t, t + 1])
             if lo == hi:
@@ -225,16 +225,18 @@ class _Index:
                 keep = mask[rows]
                 rows, tf = rows[keep], tf[keep]
             idf = np.log1p((n - df + 0.5) / (df + 0.5))
-            rows_parts.append(rows)
-            score_parts.append(idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * self.lens[rows] / avg)))
-        if not rows_parts:
+            if scores is None:
+                scores = np.zeros(len(self.ids), dtype=np.float64)
+            # a row appears once in a term's postings, so a fancy-indexed add is exact
+            scores[rows] += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * self.lens[rows] / avg))
+        if scores is None:
             return []
-        rows = np.concatenate(rows_parts)
-        uniq, inv = np.unique(rows, return_inverse=True)
-        scores = np.bincount(inv, weights=np.concatenate(score_parts).astype(np.float64))
-        k = min(k, uniq.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k] if k < uniq.shape[0] else np.arange(uniq.shape[0])
-        best = sorted((-float(scores[i]), self.ids[int(uniq[i])]) for i in top)
+        hit = np.flatnonzero(scores > 0)
+        k = min(k, hit.shape[0])
+        if k == 0:
+            return []
+        top = hit[np.argpartition(-scores[hit], k - 1)[:k]] if k < hit.shape[0] else hit
+        best = sorted((-float(scores[i]), self.ids[int(i)]) for i in top)
         return [(cid, -s) for s, cid in best]
 
 
