@@ -211,7 +211,8 @@ class _Index:
         avg = max(1.0, float(self.lens[readable].mean() if readable is not None else self.lens.mean()))
         scores: np.ndarray | None = None
         for t in term_ids:
-            lo, hi = np.searchsorted(self.post_terms, [t, t + 1])
+            # the needle in the array's own dtype: a Python int list made numpy convert all postings
+            lo, hi = np.searchsorted(self.post_terms, np.array([t, t + 1], dtype=self.post_terms.dtype))
             if lo == hi:
                 continue
             rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
