@@ -66,6 +66,10 @@ def _leaks(brief_json: str, chunks: list, who: Principal | None) -> int:  # type
     return n
 
 
+def _backend(location: str) -> str:
+    return "postgres" if "://" in location else "sqlite"
+
+
 def _new_location(location: str, tmp_path, tag: str) -> str:  # noqa: ANN001
     """Another empty store of the same backend (a new schema beside the test's own on PostgreSQL)."""
     if "://" not in location:
@@ -94,7 +98,7 @@ def test_redteam_acl_random_principals_and_options(location: str) -> None:
         s.write_version(dv)
     stored = [c for doc in s.documents() for v in s.versions(doc) for c in s.chunks_of(doc, v.version)]
     tried = leaked = 0
-    for _ in range(150):
+    for _ in range(300):
         who = _principal(rng)
         q = " ".join(rng.sample(WORDS, 3))
         filters = Filters(principal=who, docs=tuple(rng.sample([f"d{i}" for i in range(60)], 10)) if rng.random() < 0.2 else ())
@@ -104,14 +108,14 @@ def test_redteam_acl_random_principals_and_options(location: str) -> None:
         tried += 1
         leaked += _leaks(out, stored, who)
     s.close()
-    record(f"acl/ask-{location.split(':')[0][:8]}", tried, leaked=leaked)
+    record(f"acl/ask-{_backend(location)}", tried, leaked=leaked)
     assert leaked == 0
 
 
 def test_redteam_acl_caller_candidates() -> None:
     rng = random.Random(11)
     tried = leaked = 0
-    for _ in range(200):
+    for _ in range(400):
         chunks = [c for dv in _corpus(rng, 8) for c in dv.chunks]
         chunks = [c.model_copy(update={"vector": tuple(EMB.embed([c.text])[0].tolist())}) for c in chunks]
         rng.shuffle(chunks)
@@ -150,7 +154,7 @@ def test_redteam_acl_bm25_statistics(location: str, tmp_path) -> None:  # noqa: 
         for a, b in zip(*ranks):
             tried += 1
             leaked += a != b
-    record(f"acl/bm25-stats-{location.split(':')[0][:8]}", tried, leaked=leaked)
+    record(f"acl/bm25-stats-{_backend(location)}", tried, leaked=leaked)
     assert leaked == 0
 
 
@@ -180,7 +184,7 @@ def test_redteam_acl_concurrent_acl_changes(location: str) -> None:
     t.start()
     tried = leaked = failed = 0
     try:
-        for _ in range(80):
+        for _ in range(150):
             who = _principal(rng)
             try:
                 cands, brief = ask(s, " ".join(rng.sample(WORDS, 3)) + " flip", filters=Filters(principal=who),
@@ -196,6 +200,6 @@ def test_redteam_acl_concurrent_acl_changes(location: str) -> None:
         stop.set()
         t.join()
         s.close()
-    record(f"acl/concurrent-{location.split(':')[0][:8]}", tried + failed, escaped=failed, leaked=leaked,
+    record(f"acl/concurrent-{_backend(location)}", tried + failed, escaped=failed, leaked=leaked,
            note=f"{flips[0]} acl flips meanwhile")
     assert failed == 0 and leaked == 0
