@@ -210,3 +210,25 @@ def test_embedder_must_match_the_store(store: SQLiteStore, tmp_path: Path) -> No
     run(store, tmp_path)
     with pytest.raises(InputError, match="was built with embedder 'hash-bow'"):
         index_paths(store, [tmp_path], IndexOptions(embedder=HashEmbedder(32)))
+
+
+def test_versions_of_one_document_are_written_lowest_first_whatever_has_vectors(store: SQLiteStore) -> None:
+    """v1 needs embedding, v2 brings its own vectors: v2 must not be written first (v1 would then
+    be refused as lower than the stored v2)."""
+    from docket.embed import HashEmbedder
+    from docket.ingest import IndexOptions, index_versions
+    from docket.model import Chunk
+    from docket.store.protocol import DocumentVersion
+
+    emb = HashEmbedder(64)
+    v2_vec = tuple(float(x) for x in emb.embed(["new rule"])[0])
+
+    def dv(v: int, vector: tuple[float, ...] | None, status: str) -> DocumentVersion:
+        chunks = [Chunk(id=f"p{v}", doc="p", text="old rule" if v == 1 else "new rule", version=v, status=status,
+                        vector=vector)]
+        return DocumentVersion(doc="p", version=v, status=status, date=None, effective_to=None, title="", source=f"v{v}",
+                               chunks=chunks)
+
+    report = index_versions(store, [dv(1, None, "current"), dv(2, v2_vec, "current")], IndexOptions(embedder=emb))
+    assert report.problems == [] and sorted(report.added) == ["p v1", "p v2"]
+    assert [(v.version, v.status) for v in store.versions("p")] == [(1, "superseded"), (2, "current")]

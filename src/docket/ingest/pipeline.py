@@ -181,6 +181,8 @@ def _flush(store: Store, batch: list[DocumentVersion], options: IndexOptions, re
         done += len(texts)
         if options.progress:
             options.progress(done, total)
+    order = {id(dv): i for i, dv in enumerate(batch)}
+    ready.sort(key=lambda dv: order[id(dv)])  # batch order: a document's lower version is written first
     for dv in ready:
         if dv.tokens is None:
             dv.tokens = [options.counter.count(c.text) for c in dv.chunks]
