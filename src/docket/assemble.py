@@ -19,9 +19,10 @@ from docket.brief.layout import build_brief, not_found_brief
 from docket.context import Context, check_vectors
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
-from docket.model import Candidate, Chunk, passage_of
+from docket.model import Candidate, Chunk, check_scores, passage_of
 from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
+from docket.safeio import clean_question
 from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
 from docket.store.protocol import scoped
@@ -74,13 +75,13 @@ def assemble(
     brief does not say how many were removed either (a count tells that restricted text on the
     topic exists); a caller that wants the number compares its list with `access.readable`.
     """
-    if not isinstance(question, str) or not question.strip():
-        raise InputError("is empty; ask a question", field="question")
+    question = clean_question(question)
     if principal is not None and not isinstance(principal, Principal):
         raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
     store = scoped(store, principal)
     if candidates is not None:
-        candidates = readable(candidates, principal)
+        candidates = list(readable(candidates, principal))
+        check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
     policy = policy or Policy()
     overrides: dict = {}
     if budget is not None:

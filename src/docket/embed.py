@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from docket.errors import UnavailableError
+from docket.safeio import scrub
 
 
 @runtime_checkable
@@ -79,7 +80,7 @@ class MiniLMEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            enc = self._tok.encode_batch([texts[i] for i in idx])
+            enc = self._tok.encode_batch([scrub(texts[i]) for i in idx])  # a lone surrogate is a TypeError there
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}
@@ -109,7 +110,7 @@ class HashEmbedder:
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
+            for word in re.findall(r"\w+", scrub(text).lower()):
                 h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
                 out[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)

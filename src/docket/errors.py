@@ -17,11 +17,14 @@ class InputError(DocketError):
     def __init__(self, message: str, *, where: str | None = None, field: str | None = None):
         self.where = where
         self.field = field
+        self.detail = message
         parts = []
         if where:
             parts.append(where)
         if field:
-            parts.append(f"field '{field}'")
+            # command-line options and arguments read as such; record fields as fields
+            kind = "option" if field.startswith("-") else "argument" if field.isupper() else "field"
+            parts.append(f"{kind} '{field}'")
         prefix = ", ".join(parts)
         super().__init__(f"{prefix}: {message}" if prefix else message)
 

@@ -1,35 +1,20 @@
-"""Reading chunk and candidate files, with errors that name the file, line and field."""
+"""Reading chunk and candidate files, with errors that name the file, line and field.
+
+The bytes, the JSON and its numbers are checked by `docket.safeio` (one loader for every file
+docket reads); this module checks the records.
+"""
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from docket.errors import InputError
 from docket.model import Candidate, Chunk, check_unique, parse_chunk
+from docket.safeio import iter_jsonl, shown
 from docket.store.base import ChunkLookup
-
-
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) for every non-blank line; a bad line names itself."""
-    p = Path(path)
-    try:
-        fh = p.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", where=str(p)) from None
-    except OSError as e:
-        raise InputError(f"cannot be read ({e.strerror})", where=str(p)) from None
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"is not valid JSON ({e.msg} at column {e.colno})", where=f"{p}:{n}") from None
 
 
 def load_chunks(path: str | Path) -> list[Chunk]:
@@ -62,21 +47,25 @@ def parse_candidates(records: Sequence[Any], store: ChunkLookup, where: str = "c
             raise InputError("is required (a chunk id string)", where=loc, field="id")
         score = rec.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise InputError(f"must be a number, got {score!r}", where=f"{loc} (id {cid!r})", field="score")
+            raise InputError(f"must be a number, got {shown(score)}", where=f"{loc} (id {shown(cid)})", field="score")
         if not math.isfinite(score):
-            raise InputError(f"must be finite, got {score!r}", where=f"{loc} (id {cid!r})", field="score")
+            raise InputError(f"must be finite, got {score!r}", where=f"{loc} (id {shown(cid)})", field="score")
         if cid in seen:
-            raise InputError("is ranked twice", where=f"{loc} (id {cid!r})", field="id")
+            raise InputError("is ranked twice", where=f"{loc} (id {shown(cid)})", field="id")
         seen.add(cid)
         chunk = store.get(cid)
         if chunk is None:
-            raise InputError("is not in the store", where=f"{loc} (id {cid!r})", field="id")
+            raise InputError("is not in the store", where=f"{loc} (id {shown(cid)})", field="id")
         out.append(Candidate(chunk=chunk, score=float(score), rank=n))
     return out
 
 
 def load_candidates(path: str | Path, store: ChunkLookup) -> list[Candidate]:
+    """A ranked candidates file; an empty one is an error (it would silently mean "not found")."""
     recs = [rec for _, rec in iter_jsonl(path)]
+    if not recs:
+        raise InputError('holds no candidates; give one {"id", "score"} record per line, best first, or leave '
+                         "--candidates out to rank every chunk", where=str(path))
     return parse_candidates(recs, store, where=str(path))
 
 

@@ -16,11 +16,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from docket.errors import InputError
+from docket.safeio import check_tree, scrub, shown
 
 #: Statuses that mean "this version is no longer (or not yet) the rule".
 RETIRED_STATUSES = frozenset({"superseded", "archived", "withdrawn", "retired", "deprecated", "draft"})
 #: Statuses that mark text written by people outside the organisation.
 UNTRUSTED_STATUSES = frozenset({"user-generated", "ugc", "external"})
+
+#: versions and positions are stored in 32-bit integer columns (PostgreSQL `integer`)
+MAX_SMALL_INT = 2**31 - 1
+_TEXT_FIELDS = ("id", "doc", "text", "status", "title", "section", "source_type", "trust")
 
 CHUNK_FIELDS = (
     "id", "doc", "text", "version", "status", "date", "effective_to", "title", "section",
@@ -53,6 +58,7 @@ class Chunk(BaseModel):
     @classmethod
     def _unknown_into_metadata(cls, data: Any) -> Any:
         if isinstance(data, dict):
+            data = _scrubbed(data)
             extra = {k: v for k, v in data.items() if k not in CHUNK_FIELDS}
             if extra:
                 data = {k: v for k, v in data.items() if k in CHUNK_FIELDS}
@@ -88,12 +94,15 @@ class Chunk(BaseModel):
         if isinstance(v, float):
             if not v.is_integer():
                 raise ValueError(f"must be an integer, got {v!r}")
-            return int(v)
-        if isinstance(v, str):
+            v = int(v)
+        elif isinstance(v, str):
             try:
-                return int(v.strip())
+                v = int(v.strip())
             except ValueError:
                 raise ValueError(f"must be an integer, got {v!r}") from None
+        if isinstance(v, int) and not 0 <= v <= MAX_SMALL_INT:
+            raise ValueError(f"must be between 0 and {MAX_SMALL_INT:,}, got {v:.3g}" if abs(v) > 1e15
+                             else f"must be between 0 and {MAX_SMALL_INT:,}, got {v}")
         return v
 
     @field_validator("status")
@@ -160,6 +169,28 @@ class Chunk(BaseModel):
         return out
 
 
+def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:
+    """The record with lone surrogates replaced in every text field, acl entry and metadata
+    value, and metadata checked for depth and number range (what any store can hold)."""
+    out = dict(data)
+    for k in _TEXT_FIELDS:
+        v = out.get(k)
+        if isinstance(v, str):
+            out[k] = scrub(v)
+    acl = out.get("acl")
+    if isinstance(acl, (list, tuple)):
+        out["acl"] = [scrub(a) if isinstance(a, str) else a for a in acl]
+    elif isinstance(acl, str):
+        out["acl"] = scrub(acl)
+    extra = {k: v for k, v in out.items() if k not in CHUNK_FIELDS}
+    meta = out.get("metadata")
+    if isinstance(meta, dict) and meta:
+        out["metadata"] = check_tree(dict(meta), "", max_depth=32, field="metadata")
+    for k, v in extra.items():
+        out[k] = check_tree(v, "", max_depth=31, field=scrub(str(k)))
+    return out
+
+
 def _describe(err: ValidationError) -> tuple[str, str]:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ())) or "record"
@@ -179,12 +210,14 @@ def parse_chunk(record: Any, where: str = "chunk") -> Chunk:
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object, got {type(record).__name__}", where=where)
     rid = record.get("id")
-    label = f"{where} (id {rid!r})" if rid is not None else where
+    label = f"{where} (id {shown(rid)})" if rid is not None else where
     try:
         return Chunk.model_validate(record)
     except ValidationError as e:
         loc, msg = _describe(e)
         raise InputError(msg, where=label, field=loc) from None
+    except InputError as e:  # raised by the metadata check, which knows the key but not the record
+        raise InputError(e.detail, where=label, field=e.field) from None
 
 
 def check_unique(chunks: Iterable[Chunk]) -> None:
@@ -253,6 +286,17 @@ class Passage:
 
     def with_(self, **changes: Any) -> Passage:
         return replace(self, **changes)
+
+
+def check_scores(candidates: Iterable[Candidate] | None) -> None:
+    """Caller-built candidates: a NaN score compares false with every floor and would pass or
+    fail silently; refuse it, naming the chunk."""
+    for n, c in enumerate(candidates or (), 1):
+        s = getattr(c, "score", None)
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+            cid = getattr(getattr(c, "chunk", None), "id", "?")
+            raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
+                             field="score")
 
 
 def passage_of(c: Candidate) -> Passage:

@@ -7,7 +7,6 @@ each side, best-first order, XML fences, the literal refusal sentence, compressi
 
 from __future__ import annotations
 
-import tomllib
 from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
@@ -16,12 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from docket.brief.formats import text_formats
 from docket.errors import InputError
+from docket.safeio import load_toml, shown
 
 DEFAULT_REFUSAL = "I do not know from the provided sources."
+#: the passage header fields `render.fields` may name (brief/render.py `header_fields`)
+HEADER_FIELDS = ("title", "section", "version", "date", "status", "trust", "source", "doc")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN compares false with everything, so a NaN floor or weight would switch a rule off silently;
+    # infinities make sums meaningless. Every float setting must be a finite number.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class VersionsPolicy(_Strict):
@@ -125,6 +129,14 @@ class RenderPolicy(_Strict):
             raise ValueError(f"must be one of {' or '.join(map(repr, text_formats()))}, got {v!r}")
         return v
 
+    @field_validator("fields")
+    @classmethod
+    def _known_fields(cls, v: list[str]) -> list[str]:
+        unknown = [f for f in v if f not in HEADER_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown header field(s) {', '.join(map(repr, unknown))}; choose from {', '.join(HEADER_FIELDS)}")
+        return v
+
 
 class BriefPolicy(_Strict):
     role: str = "You are a careful assistant that answers questions using only the documents provided."
@@ -163,10 +175,21 @@ class AnswerablePolicy(_Strict):
 
     enabled: bool = False
     weights: dict[str, float] = Field(default_factory=dict)
+
     bias: float = 0.0
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     #: how many of the best candidates the coverage signals read
     top_n: int = Field(3, ge=1)
+
+    @field_validator("weights")
+    @classmethod
+    def _known_signals(cls, v: dict[str, float]) -> dict[str, float]:
+        from docket.answerable import SIGNALS  # imported late: answerable imports the policy
+
+        unknown = [k for k in v if k not in SIGNALS]
+        if unknown:
+            raise ValueError(f"unknown signal(s) {', '.join(map(repr, unknown))}; choose from {', '.join(SIGNALS)}")
+        return v
 
 
 class Policy(_Strict):
@@ -204,10 +227,13 @@ class Policy(_Strict):
             if name == "as_of":
                 data["as_of"] = values
                 continue
+            if not isinstance(data.get(name), dict) or not isinstance(values, dict):
+                raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
             data[name].update(values)
         return load_policy_dict(data, where="policy")
 
 
+SECTIONS = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order", "render", "brief")
 MOVE_NAMES = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order")
 
 
@@ -218,20 +244,21 @@ def load_policy_dict(data: dict[str, Any], where: str = "policy") -> Policy:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         msg = first.get("msg", "invalid").removeprefix("Value error, ")
-        if first.get("type") == "extra_forbidden":
+        kind = first.get("type")
+        if kind == "extra_forbidden":
             msg = "is not a known setting (check the spelling; see docs/policy.md)"
-        raise InputError(msg, where=where, field=loc) from None
+        elif loc == "as_of" or loc.endswith(".as_of"):
+            msg = f"must be a date like 2026-03-01, got {shown(first.get('input'))}"
+        elif kind == "finite_number":
+            msg = f"must be a finite number, got {first.get('input')!r}"
+        elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "int_type", "float_type",
+                      "literal_error", "bool_type", "int_parsing", "float_parsing", "bool_parsing"):
+            msg = f"{msg}, got {shown(first.get('input'))}"
+        raise InputError(msg, where=where, field=loc or None) from None
 
 
 def load_policy(path: str | Path | None) -> Policy:
     """Read a TOML policy file; None gives the defaults."""
     if path is None:
         return Policy()
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file not found", where=str(p)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"is not valid TOML ({e})", where=str(p)) from None
-    return load_policy_dict(data, where=str(p))
+    return load_policy_dict(load_toml(path), where=str(path))

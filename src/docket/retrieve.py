@@ -25,6 +25,7 @@ from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError, UnavailableError
 from docket.model import Candidate
 from docket.policy import Policy
+from docket.safeio import clean_question
 from docket.store.protocol import Filters, ScopedView, Store, may_read
 
 Mode = Literal["fused", "dense", "bm25"]
@@ -84,8 +85,7 @@ def retrieve(
         raise InputError(f"must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if k < 1:
         raise InputError(f"must be at least 1, got {k}", field="candidates")
-    if not question.strip():
-        raise InputError("is empty; ask a question", field="question")
+    question = clean_question(question)
     filters = filters or Filters()
     embedder = embedder or embedder_for(store)
     depth = depth or max(2 * k, 100)

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Protocol, runtime_checkable
 
 from docket.errors import UnavailableError
+from docket.safeio import scrub
 
 
 @runtime_checkable
@@ -75,7 +76,10 @@ class O200kCounter:
     def count(self, text: str) -> int:
         n = self._cache.get(text)
         if n is None:
-            n = len(self._enc.encode(text, disallowed_special=()))
+            try:
+                n = len(self._enc.encode(text, disallowed_special=()))
+            except (TypeError, UnicodeEncodeError):  # lone surrogates: count them as U+FFFD
+                n = len(self._enc.encode(scrub(text), disallowed_special=()))
             if len(self._cache) > 200_000:
                 with self._lock:
                     self._cache.clear()

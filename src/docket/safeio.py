@@ -1,0 +1,383 @@
+"""Reading input docket did not write: one place for everything a file or a string may do wrong.
+
+Every JSON, JSONL, TOML and YAML that docket reads from a user goes through here, so each class
+of bad input is handled once, with one line that names the file (and line, and key):
+
+- the path: missing, a directory where a file is expected, a symlink loop or a dangling link,
+  no permission;
+- the bytes: not UTF-8 (the message gives the line and column of the first bad byte);
+- the syntax: invalid JSON/TOML/YAML; nesting deeper than `MAX_DEPTH` (the parsers would hit
+  Python's recursion limit, and every consumer after them too);
+- the numbers: NaN, infinities, floats that overflow (`1e999`), integers beyond 64 bits (SQLite
+  and PostgreSQL cannot store them) or too long to parse;
+- the text: lone surrogates (a `\\ud800` escape decodes to a code point that no encoder, tokenizer
+  or database accepts) become U+FFFD, the replacement character.
+
+Output paths are checked before any work starts (`output_file_problem`, `output_dir_problem`)
+and written atomically (`atomic_write`), so a failed run never leaves half a file where a good
+one was.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from docket.errors import InputError
+
+#: deepest nesting of arrays/objects (tables) docket reads; its own records need 4-5 levels
+MAX_DEPTH = 64
+#: integers must fit the stores' 64-bit columns
+MAX_INT = 2**63 - 1
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: cheap pre-check: only text that might hold a bad number, a surrogate escape or deep nesting is walked
+_SUSPECT = re.compile(r"NaN|Infinity|\d{19}|[eE][+-]?\d{3}|\\u[dD][89a-fA-F]")
+
+
+# --- paths ----------------------------------------------------------------------------------------
+
+
+def _loops(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    return False
+
+
+def input_problem(path: str | Path, kind: str = "file") -> str | None:
+    """Why `path` cannot be read as `kind` ("file", "dir" or "any"), or None when it can."""
+    p = Path(path)
+    if _loops(p):
+        return "is a symlink loop; point it at a real file"
+    if p.is_symlink() and not p.exists():
+        return f"is a symlink to {os.readlink(p)!r}, which does not exist"
+    if not p.exists():
+        return "file not found" if kind == "file" else "not found"
+    if kind == "file" and p.is_dir():
+        return "is a directory; give a file"
+    if kind == "dir" and not p.is_dir():
+        return "is a file; give a folder"
+    if not os.access(p, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+def check_input(path: str | Path, kind: str = "file", field: str | None = None) -> Path:
+    problem = input_problem(path, kind)
+    if problem:
+        raise InputError(problem, where=str(path), field=field)
+    return Path(path)
+
+
+def _nearest_existing(p: Path) -> Path:
+    cur = p.parent if str(p.parent) else Path(".")
+    while not cur.exists() and cur != cur.parent:
+        cur = cur.parent
+    return cur
+
+
+def output_file_problem(path: str | Path) -> str | None:
+    """Why a file cannot be written at `path` (checked before the work, not after), or None."""
+    p = Path(path)
+    if _loops(p):
+        return "is a symlink loop; give a real file name"
+    if p.is_dir():
+        return "is a directory; give a file name inside it"
+    if p.exists() and not p.is_file():
+        return "exists and is not a regular file"
+    if p.exists() and not os.access(p, os.W_OK):
+        return "is read-only"
+    parent = p.parent if str(p.parent) else Path(".")
+    if _loops(parent):
+        return f"folder {str(parent)!r} is a symlink loop"
+    if not parent.exists():
+        return f"folder {str(parent)!r} does not exist; create it first"
+    if not parent.is_dir():
+        return f"{str(parent)!r} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot write into folder {str(parent)!r} (permission denied)"
+    return None
+
+
+def output_dir_problem(path: str | Path) -> str | None:
+    """Why a folder cannot be created or written at `path`, or None."""
+    p = Path(path)
+    if _loops(p):
+        return "is a symlink loop; give a real folder"
+    if p.exists():
+        if not p.is_dir():
+            return "is a file; give a folder (it is created if missing)"
+        if not os.access(p, os.W_OK | os.X_OK):
+            return "cannot be written (permission denied)"
+        return None
+    base = _nearest_existing(p)
+    if not base.is_dir():
+        return f"{str(base)!r} is a file, so the folder cannot be created under it"
+    if not os.access(base, os.W_OK | os.X_OK):
+        return f"cannot create it under {str(base)!r} (permission denied)"
+    return None
+
+
+def check_output_file(path: str | Path, field: str | None = None) -> Path:
+    problem = output_file_problem(path)
+    if problem:
+        raise InputError(problem, where=str(path), field=field)
+    return Path(path)
+
+
+def check_output_dir(path: str | Path, field: str | None = None) -> Path:
+    problem = output_dir_problem(path)
+    if problem:
+        raise InputError(problem, where=str(path), field=field)
+    return Path(path)
+
+
+@contextmanager
+def atomic_write(path: str | Path) -> Iterator[IO[str]]:
+    """Write text to a temporary file next to `path`, renamed over `path` only on success."""
+    p = Path(path)
+    check_output_file(p)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        if p.exists():
+            os.chmod(tmp, p.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    with atomic_write(path) as fh:
+        fh.write(text)
+
+
+# --- bytes and text ---------------------------------------------------------------------------------
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes; any path problem is an InputError naming the file."""
+    p = check_input(path)
+    try:
+        return p.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot be read ({e.strerror or e})", where=str(p)) from None
+
+
+def decode(data: bytes, where: str) -> str:
+    """Strict UTF-8 (a leading BOM is dropped); a bad byte is reported with its line and column."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InputError(f"is not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}, column {col}); "
+                         "save it as UTF-8", where=where) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: str | Path) -> str:
+    return decode(read_bytes(path), str(path))
+
+
+def scrub(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (no encoder, tokenizer or database
+    accepts them; they only arise from `\\udXXX` escapes or undecodable command-line bytes)."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def has_words(text: str) -> bool:
+    """True when `text` holds at least one letter, digit or symbol (not only spaces, controls or
+    invisible formatting characters)."""
+    return any(unicodedata.category(ch)[0] in "LNS" for ch in text)
+
+
+def clean_question(question: object, field: str = "question") -> str:
+    """The question with lone surrogates replaced; refused when it is not a string or holds no
+    word (empty, or only spaces, control or invisible characters): nothing to retrieve or answer."""
+    if not isinstance(question, str):
+        raise InputError(f"must be a string, got {type(question).__name__}", field=field)
+    if not question.strip():
+        raise InputError("is empty; ask a question", field=field)
+    q = scrub(question)
+    if not has_words(q):
+        raise InputError("holds no words (only spaces, punctuation, control or invisible characters); ask a question",
+                         field=field)
+    return q
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """repr() of a value for an error message, cut to `limit` characters."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 4] + "...'"
+
+
+# --- parsed data --------------------------------------------------------------------------------------
+
+
+def _path_str(chain: tuple[Any, ...] | None, limit: int = 6) -> str:
+    keys: list[Any] = []
+    while chain is not None:
+        chain, key = chain
+        keys.append(key)
+    keys.reverse()
+    out = ""
+    for k in keys[:limit]:
+        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+    return out + ("..." if len(keys) > limit else "")
+
+
+def _leaf_problem(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        digits = str(value)
+        return f"integer {digits[:24]}{'...' if len(digits) > 24 else ''} is too large (beyond 64 bits)"
+    return None
+
+
+def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: int | None = None,
+               field: str | None = None) -> Any:
+    """Walk parsed data without recursion: refuse nesting deeper than `max_depth`, more than
+    `max_nodes` values (YAML aliases can expand a small file into billions), non-finite floats
+    and integers beyond 64 bits, naming the key; return it with lone surrogates scrubbed (in
+    place for lists and dicts; tuples become lists)."""
+
+    def fail(chain: tuple[Any, ...] | None, msg: str) -> InputError:
+        name = ".".join(p for p in (field, _path_str(chain)) if p) or None
+        return InputError(msg, where=where, field=name)
+
+    root: list[Any] = [obj]
+    # (container, key, path chain as nested (parent, key) pairs, depth)
+    stack: list[tuple[Any, Any, tuple[Any, ...] | None, int]] = [(root, 0, None, 0)]
+    seen = 0
+    while stack:
+        parent, key, chain, depth = stack.pop()
+        seen += 1
+        if max_nodes is not None and seen > max_nodes:
+            raise InputError(f"holds more than {max_nodes:,} values (YAML aliases that expand too far?)", where=where,
+                             field=field)
+        value = parent[key]
+        if isinstance(value, str):
+            if not value.isascii() and _SURROGATE.search(value):
+                parent[key] = scrub(value)
+        elif isinstance(value, (dict, list, tuple)):
+            if depth >= max_depth:
+                raise fail(chain, f"is nested more than {max_depth} levels deep; flatten it")
+            if isinstance(value, tuple):
+                value = parent[key] = list(value)
+            if isinstance(value, dict):
+                if any(isinstance(k, str) and not k.isascii() and _SURROGATE.search(k) for k in value):
+                    value = parent[key] = {scrub(k) if isinstance(k, str) else k: v for k, v in value.items()}
+                stack.extend((value, k, (chain, k), depth + 1) for k in value)
+            else:
+                stack.extend((value, i, (chain, i), depth + 1) for i in range(len(value)))
+        else:
+            problem = _leaf_problem(value)
+            if problem:
+                raise fail(chain, problem)
+    return root[0]
+
+
+def loads_json(text: str, where: str) -> Any:
+    """One JSON value with every check of this module; errors name `where`."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        at = f"line {e.lineno}, column {e.colno}" if "\n" in text.rstrip("\n") else f"column {e.colno}"
+        raise InputError(f"is not valid JSON ({e.msg} at {at})", where=where) from None
+    except RecursionError:
+        raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed); flatten it",
+                         where=where) from None
+    except ValueError as e:  # e.g. an integer literal longer than Python's 4300-digit limit
+        raise InputError(f"holds a number that cannot be read ({str(e).split(';')[0]})", where=where) from None
+    if (text.count("[") + text.count("{") > MAX_DEPTH) or _SUSPECT.search(text):
+        obj = check_tree(obj, where)
+    return obj
+
+
+def iter_json_lines(text: str, where: str) -> Iterator[tuple[int, Any | InputError]]:
+    """(line number, value or the InputError for that line) for every non-blank line, so a
+    caller can choose to stop at a bad line or report it and go on."""
+    # split on "\n" only: str.splitlines() also breaks at U+2028, U+0085 and others, which JSON
+    # allows unescaped inside strings
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, loads_json(line, f"{where}:{n}")
+        except InputError as e:
+            yield n, e
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSONL file; a bad line stops it,
+    named with its line."""
+    for n, value in iter_json_lines(read_text(path), str(path)):
+        if isinstance(value, InputError):
+            raise value
+        yield n, value
+
+
+def load_json(path: str | Path) -> Any:
+    return loads_json(read_text(path), str(path))
+
+
+def loads_toml(text: str, where: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"is not valid TOML ({e})", where=where) from None
+    except RecursionError:
+        raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed)", where=where) from None
+    return check_tree(data, where)  # type: ignore[no-any-return]
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    return loads_toml(read_text(path), str(path))
+
+
+def loads_yaml(text: str, where: str) -> Any:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"is not valid YAML{line}", where=where) from None
+    except RecursionError:
+        raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed)", where=where) from None
+    return check_tree(data, where, max_nodes=200_000)
+
+
+__all__ = [
+    "MAX_DEPTH", "atomic_write", "check_input", "check_output_dir", "check_output_file", "check_tree", "decode",
+    "has_words", "input_problem", "iter_json_lines", "iter_jsonl", "load_json", "load_toml", "loads_json",
+    "loads_toml", "loads_yaml", "output_dir_problem", "output_file_problem", "read_bytes", "read_text", "scrub",
+    "write_text_atomic",
+]
