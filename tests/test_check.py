@@ -270,12 +270,12 @@ def test_brief_inputs(tmp_path: Path) -> None:
         load_brief(bad)
     assert str(bad) in str(ei.value) and "sources.S1.text" in str(ei.value)
     bad.write_text("{not json")
-    with pytest.raises(InputError, match="not JSON"):
+    with pytest.raises(InputError, match="not valid JSON"):
         load_brief(bad)
     bad.write_text(json.dumps({"found": True}))
     with pytest.raises(InputError, match="'sources'"):
         load_brief(bad)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         load_brief(tmp_path / "missing.json")
 
 

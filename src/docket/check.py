@@ -23,7 +23,6 @@ of a model call per sentence. The report says which check found what.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from docket.checks.facts import PassageFacts, content_words, sentence_facts
 from docket.checks.links import Link, find_links, flagged_links, normalize_domains, strip_links
 from docket.checks.sentences import Sentence, labels_in, split_sentences
 from docket.errors import InputError
+from docket.safeio import loads_json, read_text
 
 DEFAULT_REFUSAL = "I do not know from the provided sources."
 
@@ -81,17 +81,13 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     if isinstance(brief, Path) or (isinstance(brief, str) and not brief.lstrip().startswith("{")):
         path = Path(brief)
         where = where or str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise InputError(f"cannot read the brief ({e.strerror or e})", where=where) from e
-        data = text
+        data = read_text(path)  # names the file: missing, a folder, a loop, not UTF-8
     if isinstance(data, str):
         try:
-            data = json.loads(data)
-        except json.JSONDecodeError as e:
-            raise InputError(f"not JSON (line {e.lineno}, column {e.colno}: {e.msg}); pass what `docket assemble --json` prints",
-                             where=where or "brief") from e
+            data = loads_json(data, where or "brief")
+        except InputError as e:
+            raise InputError(f"{e.detail}; pass what `docket assemble --json` prints", where=where or "brief",
+                             field=e.field) from None
     if not isinstance(data, Mapping):
         raise InputError("must be a JSON object (the output of `docket assemble --json`)", where=where or "brief")
     sources = data.get("sources")

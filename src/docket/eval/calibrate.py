@@ -41,18 +41,20 @@ class Pair:
 
 def load_pairs(path: str | Path) -> list[Pair]:
     """JSONL lines {"a": text, "b": text, "same": true|false}."""
+    from docket.safeio import iter_jsonl
+
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"is not valid JSON ({e.msg})", where=f"{path}:{n}") from None
-            if not isinstance(rec, dict) or not {"a", "b", "same"} <= rec.keys():
-                raise InputError('needs "a", "b" (texts) and "same" (true/false)', where=f"{path}:{n}")
-            out.append(Pair(str(rec["a"]), str(rec["b"]), bool(rec["same"])))
+    for n, rec in iter_jsonl(path):
+        if not isinstance(rec, dict) or not {"a", "b", "same"} <= rec.keys():
+            raise InputError('needs "a", "b" (texts) and "same" (true/false)', where=f"{path}:{n}")
+        for k in ("a", "b"):
+            if not isinstance(rec[k], str) or not rec[k].strip():
+                raise InputError("must be a non-empty text", where=f"{path}:{n}", field=k)
+        if not isinstance(rec["same"], bool):
+            raise InputError(f"must be true or false, got {rec['same']!r}", where=f"{path}:{n}", field="same")
+        out.append(Pair(rec["a"], rec["b"], rec["same"]))
+    if not out:
+        raise InputError('holds no pairs; give one {"a", "b", "same"} record per line', where=str(path))
     return out
 
 
@@ -347,13 +349,12 @@ def dumps_toml(data: dict[str, Any]) -> str:
 
 def write_policy_values(path: str | Path, updates: dict[str, dict[str, Any]]) -> None:
     """Merge section values into a policy TOML (created if missing), validating the result."""
-    import tomllib
-
     from docket.policy import load_policy_dict
+    from docket.safeio import load_toml, write_text_atomic
 
     p = Path(path)
-    data: dict[str, Any] = tomllib.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+    data: dict[str, Any] = load_toml(p) if p.exists() or p.is_symlink() else {}
     for section, values in updates.items():
         data.setdefault(section, {}).update(values)
     load_policy_dict(data, where=str(p))  # refuse to write an invalid policy
-    p.write_text("# written by `docket calibrate`; edit freely\n" + dumps_toml(data), encoding="utf-8")
+    write_text_atomic(p, "# written by `docket calibrate`; edit freely\n" + dumps_toml(data))

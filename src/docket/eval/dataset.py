@@ -23,6 +23,7 @@ which recognises a shared-data file by its format.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date as Date
@@ -32,6 +33,7 @@ from typing import Any
 from docket.errors import InputError
 from docket.io import iter_jsonl, load_chunks
 from docket.model import Chunk, parse_chunk
+from docket.safeio import check_input, clean_question, decode, load_json, loads_json, shown
 from docket.store.base import MemoryStore
 
 FORMATS = ("docket", "hotpotqa", "musique", "squad-v2", "bipia", "poisonedrag")
@@ -81,6 +83,8 @@ class LabelledSet:
     #: one store shared by all items (neighbours, versions); None = each item's pool is its store
     store: MemoryStore | None = None
     _stores: dict[str, MemoryStore] = field(default_factory=dict, repr=False)
+    #: what the loader noticed but did not refuse (e.g. gold chunks outside the pool); printed by the CLI
+    warnings: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -98,7 +102,7 @@ class LabelledSet:
     def limit(self, n: int | None) -> LabelledSet:
         if n is None or n >= len(self.items):
             return self
-        return LabelledSet(self.name, self.items[:n], self.format, self.store)
+        return LabelledSet(self.name, self.items[:n], self.format, self.store, warnings=list(self.warnings))
 
     @property
     def has_unanswerable(self) -> bool:
@@ -120,16 +124,19 @@ def detect_format(path: str | Path) -> str:
         if any((p / sub / "test.jsonl").exists() for sub in ("email", "table", "code")):
             return "bipia"
         raise InputError("is a directory but not a BIPIA benchmark folder", where=str(p))
-    if not p.exists():
-        raise InputError("file not found", where=str(p))
-    with open(p, encoding="utf-8") as f:
-        head = f.read(64).lstrip()
-        f.seek(0)
-        first = f.readline()
+    check_input(p)
+    with open(p, "rb") as f:
+        raw = f.readline(1 << 22)
+        while raw and not raw.strip():
+            raw = f.readline(1 << 22)
+    if not raw:
+        raise InputError("is empty: it holds no questions", where=str(p))
+    first = decode(raw, f"{p}:1") if raw.endswith(b"\n") or len(raw) < 1 << 22 else ""
+    head = first.lstrip()
     if head.startswith("{") and first.rstrip().endswith("}"):
         try:
-            rec = json.loads(first)
-        except json.JSONDecodeError:
+            rec = loads_json(first, f"{p}:1")
+        except InputError:
             rec = None
         if isinstance(rec, dict):
             if "question_text" in rec and "contexts" in rec:
@@ -139,8 +146,10 @@ def detect_format(path: str | Path) -> str:
             if "context" in rec and "question" in rec and "ideal" in rec:
                 return "bipia"
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        data = load_json(p)
+    except InputError as e:
+        if "valid JSON" not in e.detail:
+            raise
         raise InputError(
             "is neither a docket labelled set (JSONL) nor a known public set (hotpotqa, musique, squad-v2, bipia, poisonedrag)",
             where=str(p),
@@ -156,6 +165,7 @@ def detect_format(path: str | Path) -> str:
 
 def load_set(path: str | Path, fmt: str | None = None, **options: Any) -> LabelledSet:
     """Load a labelled set; `fmt` None means detect it."""
+    forced = fmt is not None
     fmt = fmt or detect_format(path)
     loaders = {
         "docket": load_docket,
@@ -167,17 +177,53 @@ def load_set(path: str | Path, fmt: str | None = None, **options: Any) -> Labell
     }
     if fmt not in loaders:
         raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", field="format")
-    return loaders[fmt](path, **options)  # type: ignore[operator]
+    check_input(path, "any")
+    try:
+        lset = loaders[fmt](path, **options)  # type: ignore[operator]
+    except InputError as e:
+        if forced and e.where == str(path):
+            raise InputError(f"{e.detail} (read as {fmt}: check the file or --set-format)", where=e.where,
+                             field=e.field) from None
+        raise
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as e:
+        # a public set's loader reads the published layout; anything else is not that set
+        what = f"missing key {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        raise InputError(f"is not a valid {fmt} file ({what}); check the file or --set-format", where=str(path)) from None
+    if not lset.items:
+        raise InputError("holds no questions", where=str(path))
+    return lset
 
 
 # --- docket's own format -------------------------------------------------------------------------
 
 
+def _str_list(rec: dict[str, Any], key: str, where: str, what: str) -> list[str]:
+    v = rec.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise InputError(f"must be a list of {what}, got {shown(v)}", where=where, field=key)
+    return v
+
+
+def _scores(rec: dict[str, Any], n: int, where: str) -> list[float] | None:
+    scores = rec.get("scores")
+    if scores is None:
+        return None
+    if not isinstance(scores, list) or len(scores) != n:
+        raise InputError(f"must be a list of {n} numbers, parallel to the candidates", where=where, field="scores")
+    for i, x in enumerate(scores):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            raise InputError(f"must be a finite number, got {shown(x)}", where=where, field=f"scores[{i}]")
+    return [float(x) for x in scores]
+
+
 def load_docket(path: str | Path) -> LabelledSet:
+    """A docket labelled set: every field of every line checked, the line named on error."""
     p = Path(path)
     items: list[Item] = []
     stores: dict[Path, list[Chunk]] = {}
     shared: MemoryStore | None = None
+    ids: dict[str, int] = {}
+    missing_gold: list[str] = []
     for n, rec in iter_jsonl(p):
         where = f"{p}:{n}"
         if not isinstance(rec, dict):
@@ -185,54 +231,86 @@ def load_docket(path: str | Path) -> LabelledSet:
         q = rec.get("question")
         if not isinstance(q, str) or not q.strip():
             raise InputError("is required: a non-empty string", where=where, field="question")
+        clean_question(q)  # a question of only control characters would be scored as noise
         if "candidates" in rec:
             cands = rec["candidates"]
             if not isinstance(cands, list):
                 raise InputError("must be a list of chunk records", where=where, field="candidates")
             chunks = [parse_chunk(c, where=f"{where} candidate {i}") for i, c in enumerate(cands)]
         elif "store" in rec:
+            if not isinstance(rec["store"], str) or not rec["store"].strip():
+                raise InputError("must be the path of a chunk JSONL file, relative to the set", where=where, field="store")
             sp = (p.parent / rec["store"]).resolve()
             if sp not in stores:
                 stores[sp] = load_chunks(sp)
                 shared = MemoryStore(stores[sp]) if len(stores) == 1 else None
             by_id = {c.id: c for c in stores[sp]}
-            ids = rec.get("candidate_ids")
-            if ids is None:
+            if rec.get("candidate_ids") is None:
                 chunks = list(stores[sp])
             else:
-                missing = [i for i in ids if i not in by_id]
+                wanted = _str_list(rec, "candidate_ids", where, "chunk ids")
+                missing = [i for i in wanted if i not in by_id]
                 if missing:
                     raise InputError(f"ids not in the store: {missing[:5]}", where=where, field="candidate_ids")
-                chunks = [by_id[i] for i in ids]
+                chunks = [by_id[i] for i in wanted]
         else:
             raise InputError("needs 'candidates' (chunk records) or 'store' (a chunk JSONL path)", where=where)
-        scores = rec.get("scores")
-        if scores is not None and (not isinstance(scores, list) or len(scores) != len(chunks)):
-            raise InputError("must be a list of numbers parallel to the candidates", where=where, field="scores")
-        gold = rec.get("gold", [])
-        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-            raise InputError("must be a list of chunk ids", where=where, field="gold")
-        answerable = bool(rec.get("answerable", bool(gold)))
+        seen: set[str] = set()
+        for c in chunks:
+            if c.id in seen:
+                raise InputError(f"id {shown(c.id)} appears twice in the pool", where=where, field="candidates")
+            seen.add(c.id)
+        scores = _scores(rec, len(chunks), where)
+        gold = _str_list(rec, "gold", where, "chunk ids")
+        absent = [g for g in gold if g not in seen]
+        if absent and "store" in rec and "candidates" not in rec:
+            unknown = [g for g in absent if g not in by_id]
+            if unknown:
+                raise InputError(f"ids not in the store: {unknown[:5]}", where=where, field="gold")
+        if absent:
+            missing_gold.append(f"{where} ({', '.join(absent[:3])})")
+        answers = _str_list(rec, "answers", where, "strings")
+        answerable = rec.get("answerable", bool(gold))
+        if not isinstance(answerable, bool):
+            raise InputError(f"must be true or false, got {shown(answerable)}", where=where, field="answerable")
         as_of = rec.get("as_of")
         try:
             as_of_d = Date.fromisoformat(as_of) if as_of else None
-        except ValueError:
-            raise InputError(f"must be an ISO date, got {as_of!r}", where=where, field="as_of") from None
+        except (TypeError, ValueError):
+            raise InputError(f"must be an ISO date, got {shown(as_of)}", where=where, field="as_of") from None
+        meta = rec.get("meta", {})
+        if not isinstance(meta, dict):
+            raise InputError(f"must be an object, got {shown(meta)}", where=where, field="meta")
+        attack = rec.get("attack")
+        if attack is not None and not isinstance(attack, dict):
+            raise InputError(f"must be an object, got {shown(attack)}", where=where, field="attack")
+        qid = rec.get("id", n)
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not str(qid).strip():
+            raise InputError(f"must be a non-empty string, got {shown(qid)}", where=where, field="id")
+        if str(qid) in ids:
+            raise InputError(f"{shown(str(qid))} is used by line {ids[str(qid)]} too; ids must be unique", where=where,
+                             field="id")
+        ids[str(qid)] = n
         items.append(
             Item(
-                id=str(rec.get("id", n)),
+                id=str(qid),
                 question=q,
                 chunks=chunks,
                 gold=gold,
-                answers=[str(a) for a in rec.get("answers", [])],
+                answers=answers,
                 answerable=answerable,
-                scores=[float(s) for s in scores] if scores is not None else None,
+                scores=scores,
                 as_of=as_of_d,
-                attack=rec.get("attack"),
-                meta=rec.get("meta", {}),
+                attack=attack,
+                meta=meta,
             )
         )
-    return LabelledSet(p.stem, items, "docket", shared)
+    out = LabelledSet(p.stem, items, "docket", shared)
+    if missing_gold:
+        out.warnings.append(f"{len(missing_gold)} question(s) name gold chunks that are not in their pool, so they can "
+                            f"never be covered (a retrieval miss, or a typo): {'; '.join(missing_gold[:3])}"
+                            + (" ..." if len(missing_gold) > 3 else ""))
+    return out
 
 
 # --- public sets -------------------------------------------------------------------------------
@@ -252,15 +330,11 @@ def load_hotpotqa(path: str | Path, drop_gold: bool = False) -> LabelledSet:
     `drop_gold=True` removes the supporting paragraphs, making every question unanswerable
     (for floor tuning)."""
     items = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            qid = rec["question_id"]
-            chunks, gold = _paragraph_chunks(qid, rec["contexts"], "id", drop_gold)
-            answers = [s for a in rec.get("answers_objects", []) for s in a.get("spans", [])]
-            items.append(Item(qid, rec["question_text"], chunks, gold, answers, answerable=not drop_gold))
+    for _, rec in iter_jsonl(path):
+        qid = rec["question_id"]
+        chunks, gold = _paragraph_chunks(qid, rec["contexts"], "id", drop_gold)
+        answers = [s for a in rec.get("answers_objects", []) for s in a.get("spans", [])]
+        items.append(Item(qid, rec["question_text"], chunks, gold, answers, answerable=not drop_gold))
     return LabelledSet(Path(path).stem, items, "hotpotqa")
 
 
@@ -280,7 +354,7 @@ def _paragraph_chunks(qid: str, paragraphs: list[dict[str, Any]], id_key: str, d
 
 def load_musique(path: str | Path, drop_gold: bool = False) -> LabelledSet:
     """MuSiQue-Ans: 20 paragraphs, 2-4 supporting ones are gold."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path)
     items = []
     for rec in data:
         qid = rec["id"]
@@ -297,7 +371,7 @@ def load_squad_v2(path: str | Path) -> LabelledSet:
 
     The gold chunk is the paragraph the question was written on; `is_impossible` questions are
     unanswerable (gold empty). One store per article, so neighbours exist for Move 3."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path)
     items = []
     all_chunks: list[Chunk] = []
     for a_i, art in enumerate(data["data"]):
@@ -330,7 +404,7 @@ def _bipia_attacks(root: Path, kind: str) -> list[tuple[str, str]]:
     f = root / name
     if not f.exists():
         return []
-    data = json.loads(f.read_text(encoding="utf-8"))
+    data = load_json(f)
     return [(cat, ins) for cat, lst in data.items() for ins in lst]
 
 
@@ -344,39 +418,35 @@ def load_bipia(path: str | Path, task: str = "email", split: str = "test", with_
     kind = ctx_file.parent.name
     attacks = _bipia_attacks(root, kind) if with_attacks else []
     items = []
-    with open(ctx_file, encoding="utf-8") as f:
-        for n, line in enumerate(f):
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            ctx = rec["context"]
-            if isinstance(ctx, list):
-                ctx = "\n".join(ctx)
-            question = rec["question"]
-            if isinstance(question, list):
-                question = "\n".join(question)
-            if kind == "code" and rec.get("error"):
-                question = "Fix this error:\n" + "\n".join(rec["error"])
-            attack = None
-            text = ctx
-            if attacks:
-                cat, ins = attacks[n % len(attacks)]
-                text = f"{ctx}\n{ins}"
-                attack = {"kind": "bipia", "category": cat, "instruction": ins, "chunk_id": f"{kind}-{n}"}
-            ideal = rec.get("ideal", "")
-            chunk = _para_chunk(f"{kind}-{n}", f"{kind} {n}", text, status="user-generated", source_type=kind)
-            items.append(
-                Item(
-                    f"{kind}-{n}",
-                    question.removeprefix("Q: "),
-                    [chunk],
-                    [chunk.id],
-                    [ideal] if isinstance(ideal, str) and ideal and ideal != "unknown" else [],
-                    answerable=True,
-                    attack=attack,
-                    meta={"clean_text": ctx},
-                )
+    for n, (_, rec) in enumerate(iter_jsonl(ctx_file)):
+        ctx = rec["context"]
+        if isinstance(ctx, list):
+            ctx = "\n".join(ctx)
+        question = rec["question"]
+        if isinstance(question, list):
+            question = "\n".join(question)
+        if kind == "code" and rec.get("error"):
+            question = "Fix this error:\n" + "\n".join(rec["error"])
+        attack = None
+        text = ctx
+        if attacks:
+            cat, ins = attacks[n % len(attacks)]
+            text = f"{ctx}\n{ins}"
+            attack = {"kind": "bipia", "category": cat, "instruction": ins, "chunk_id": f"{kind}-{n}"}
+        ideal = rec.get("ideal", "")
+        chunk = _para_chunk(f"{kind}-{n}", f"{kind} {n}", text, status="user-generated", source_type=kind)
+        items.append(
+            Item(
+                f"{kind}-{n}",
+                question.removeprefix("Q: "),
+                [chunk],
+                [chunk.id],
+                [ideal] if isinstance(ideal, str) and ideal and ideal != "unknown" else [],
+                answerable=True,
+                attack=attack,
+                meta={"clean_text": ctx},
             )
+        )
     return LabelledSet(f"bipia-{kind}", items, "bipia")
 
 
@@ -388,7 +458,7 @@ def load_poisonedrag(path: str | Path, untrusted: bool = True) -> LabelledSet:
     chunk. The adversarial passages are marked `trust: untrusted` (web content) unless
     `untrusted=False`; say which in any figure you report, since the trust mark, not the fence,
     is what can help against passages that carry no instruction."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path)
     items = []
     for key, rec in data.items():
         q = rec["question"]

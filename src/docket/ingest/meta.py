@@ -15,15 +15,13 @@ exactly as it would be in a JSONL record, naming the file and the field.
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from docket.errors import InputError
 from docket.model import parse_chunk
+from docket.safeio import input_problem, loads_json, loads_toml, loads_yaml, read_text
 
 SIDECAR_SUFFIXES = (".meta.json", ".meta.yaml", ".meta.yml", ".meta.toml")
 #: document-level keys; anything else goes to each chunk's `metadata`
@@ -58,21 +56,13 @@ def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
 
 
 def _parse(text: str, kind: str, where: str) -> dict[str, Any]:
-    try:
-        if kind == "yaml":
-            data = yaml.safe_load(text) if text.strip() else {}
-        elif kind == "toml":
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"is not valid YAML{line}", where=where) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"is not valid TOML ({e})", where=where) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"is not valid JSON ({e.msg} at line {e.lineno})", where=where) from None
+    """Front matter or a sidecar through docket.safeio (syntax, nesting, numbers, surrogates)."""
+    if kind == "yaml":
+        data = loads_yaml(text, where)
+    elif kind == "toml":
+        data = loads_toml(text, where)
+    else:
+        data = loads_json(text, where)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -84,11 +74,11 @@ def read_sidecar(path: Path) -> tuple[dict[str, Any], Path | None]:
     """The first sidecar found next to `path` (json, yaml, yml, toml), parsed."""
     for suffix in SIDECAR_SUFFIXES:
         side = path.with_name(path.name + suffix)
-        if side.exists():
-            try:
-                text = side.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise InputError(f"cannot be read ({e})", where=str(side)) from None
+        if side.exists() or side.is_symlink():
+            problem = input_problem(side, "file")
+            if problem:
+                raise InputError(problem, where=str(side))
+            text = read_text(side)
             kind = {"json": "json", "yaml": "yaml", "yml": "yaml", "toml": "toml"}[suffix.rsplit(".", 1)[1]]
             return _parse(text, kind, str(side)), side
     return {}, None
@@ -121,8 +111,8 @@ def resolve_meta(front: dict[str, Any], sidecar: dict[str, Any], where: str) -> 
 def _jsonable(metadata: dict[str, Any], where: str) -> dict[str, Any]:
     """Metadata is stored as JSON: dates become ISO strings; other odd values are rejected."""
     try:
-        return json.loads(json.dumps(metadata, default=_iso))
-    except TypeError as e:
+        return json.loads(json.dumps(metadata, default=_iso, allow_nan=False))  # type: ignore[no-any-return]
+    except (TypeError, ValueError) as e:
         raise InputError(f"holds a value that cannot be stored as JSON ({e})", where=where, field="metadata") from None
 
 

@@ -9,6 +9,7 @@ already in the store is touched unless a version replaces it.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
@@ -44,9 +45,10 @@ def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions
     report = IndexReport()
     versions: list[DocumentVersion] = []
     problems: list[Problem] = []
-    own = Path(store.location).resolve() if "://" not in store.location else None
+    own = Path(os.path.realpath(store.location)) if "://" not in store.location else None
     for item in discover(paths):
-        where = Path(item.path if isinstance(item, Found) else item.where).resolve()
+        # realpath, not Path.resolve: it never raises, not even on a symlink loop
+        where = Path(os.path.realpath(item.path if isinstance(item, Found) else item.where))
         if own is not None and where.parent == own.parent and where.name.startswith(own.name):
             continue  # the store's own file (and its -wal/-shm) when it lives among the documents
         if isinstance(item, Problem):
@@ -57,6 +59,9 @@ def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions
             versions.extend(read_file(item, options.chunk, options.counter, report.removed, problems))
         except InputError as e:
             problems.append(problem_of(e, str(item.path), suffix="; file skipped"))
+        except Exception as e:  # noqa: BLE001 - one file must never cost the rest of the batch
+            problems.append(Problem(str(item.path), f"could not be read ({type(e).__name__}: {e}); file skipped "
+                                                    "(a docket bug: please report it with this file)"))
     for p in problems:
         report.problem(p.where, p.message)
     index_versions(store, versions, options, report)

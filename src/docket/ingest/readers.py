@@ -8,7 +8,7 @@ caller can report it and go on with the rest of the batch.
 
 from __future__ import annotations
 
-import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -20,6 +20,8 @@ from docket.ingest.html import clean_html
 from docket.ingest.meta import is_sidecar, read_sidecar, resolve_meta, split_front_matter
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk, parse_chunk
+from docket.safeio import input_problem, iter_json_lines
+from docket.safeio import read_text as _read_text
 from docket.store.protocol import DocumentVersion
 from docket.tokens import TokenCounter
 
@@ -41,21 +43,60 @@ class Problem:
 
 def discover(paths: Iterable[str | Path]) -> Iterator[Found | Problem]:
     """Every file under `paths` (directories recursively, sorted; hidden files and metadata
-    sidecars skipped). A path that does not exist or has an unsupported type is a Problem."""
+    sidecars skipped). A path that does not exist, loops, has an unsupported type or (a folder)
+    holds nothing to index is a Problem; so is a link inside a folder that leads nowhere."""
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                rel = f.relative_to(p)
-                if not f.is_file() or any(part.startswith(".") for part in rel.parts) or is_sidecar(f):
-                    continue
-                yield _supported(f, p)
+        problem = input_problem(p, "any")
+        if problem:
+            yield Problem(str(p), problem)
+        elif p.is_dir():
+            found = 0
+            for item in _walk(p):
+                if isinstance(item, Path):
+                    found += 1
+                    yield _supported(item, p)
+                else:
+                    yield item
+            if not found:
+                kinds = ", ".join(sorted(KINDS))
+                yield Problem(str(p), f"holds no files to index (supported: {kinds}; hidden files are skipped)")
         elif p.is_file():
             yield _supported(p, p.parent)
-        elif p.exists():
-            yield Problem(str(p), "is not a regular file")
         else:
-            yield Problem(str(p), "file not found")
+            yield Problem(str(p), "is not a regular file or folder")
+
+
+def _walk(root: Path) -> Iterator[Path | Problem]:
+    """The regular files under `root` in sorted order (hidden names and sidecars skipped), and a
+    Problem for each folder that cannot be read and each link that leads nowhere or to a folder:
+    nothing under `root` is left out without a word."""
+    unreadable: list[OSError] = []
+    entries: list[tuple[Path, str]] = []  # (path, "file" | "link-to-folder" | "bad-link")
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for d in list(dirnames):
+            if (here / d).is_symlink():
+                entries.append((here / d, "link-to-folder"))
+        for f in filenames:
+            path = here / f
+            if f.startswith(".") or is_sidecar(path):
+                continue
+            entries.append((path, "file" if path.is_file() else "bad-link" if path.is_symlink() else "special"))
+    for e in unreadable:
+        entries.append((Path(e.filename or root), "unreadable"))
+    for path, kind in sorted(entries):
+        if kind == "file":
+            yield path
+        elif kind == "link-to-folder":
+            yield Problem(str(path), "is a link to a folder, which is not followed; give it as its own PATH")
+        elif kind == "bad-link":
+            yield Problem(str(path), input_problem(path, "file") or "is a broken link")
+        elif kind == "unreadable":
+            yield Problem(str(path), "cannot be read (permission denied); the files in it were not indexed")
+        else:
+            yield Problem(str(path), "is not a regular file (a pipe, socket or device); skipped")
 
 
 def _supported(path: Path, root: Path) -> Found | Problem:
@@ -74,12 +115,8 @@ def problem_of(e: InputError, fallback: str, suffix: str = "") -> Problem:
 
 
 def read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"is not UTF-8 text (byte {e.start})", where=str(path)) from None
-    except OSError as e:
-        raise InputError(f"cannot be read ({e.strerror})", where=str(path)) from None
+    """The file as text (strict UTF-8); see docket.safeio for what is refused."""
+    return _read_text(path)
 
 
 def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Counter[str],
@@ -138,14 +175,10 @@ def read_jsonl(text: str, where: str, removed: Counter[str], problems: list[Prob
     groups: dict[tuple[str, int], list[tuple[int, Chunk]]] = {}
     rejected: set[tuple[str, int]] = set()
     seen: dict[str, int] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, rec in iter_json_lines(text, where):
         loc = f"{where}:{n}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append(Problem(loc, f"is not valid JSON ({e.msg} at column {e.colno}); line skipped"))
+        if isinstance(rec, InputError):
+            problems.append(problem_of(rec, loc, suffix="; line skipped"))
             continue
         key = _group_key(rec)
         try:
@@ -180,7 +213,7 @@ def _group_key(rec: object) -> tuple[str, int] | None:
         return None
     try:
         return (rec["doc"], int(rec.get("version", 1)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
