@@ -13,6 +13,7 @@ docket.llm` works without the `llm` extra.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,43 +24,94 @@ __all__ = [
     "Answer",
     "BriefGenerator",
     "Citation",
+    "Endpoint",
     "Generator",
     "LLMError",
     "StreamingGenerator",
     "generator_from_url",
+    "parse_url",
 ]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What an `--llm` URL names: the provider and, where it has one, the API root."""
+
+    kind: str  # "anthropic", "openai", "local", "ollama" or "http"
+    base: str | None = None
+
+
+_HINT = "use local, http(s)://host:port/v1, openai, ollama://host:port or anthropic"
+
+
+def _host_port(raw: str, netloc_url: str) -> None:
+    """Raise NotConfigured when `netloc_url` has no host or a bad port (urlsplit only checks lazily)."""
+    try:
+        parts = urlsplit(netloc_url)
+        port = parts.port  # raises for a non-number or a port out of range
+        host = parts.hostname
+    except ValueError as e:
+        raise NotConfigured(f"the model URL {raw!r} is malformed ({e}); {_HINT}") from None
+    if not host:
+        raise NotConfigured(f"the model URL {raw!r} names no host; {_HINT}")
+    if port == 0:
+        raise NotConfigured(f"the model URL {raw!r} has port 0; {_HINT}")
+
+
+def parse_url(url: str) -> Endpoint:
+    """Check an `--llm` URL and say what it names, without connecting or importing a client.
+
+    Bad URLs raise NotConfigured (one line naming the URL and the accepted forms), so a command can
+    refuse them before any work starts."""
+    raw = (url or "").strip()
+    if not raw:
+        raise NotConfigured("no model URL given (--llm): e.g. local, http://127.0.0.1:8080/v1, openai, anthropic")
+    if any(ch.isspace() or not ch.isprintable() for ch in raw):
+        raise NotConfigured(f"the model URL {raw!r} holds spaces or control characters; {_HINT}")
+    low = raw.lower()
+    if low in ("anthropic", "anthropic://", "claude") or low.startswith("anthropic://"):
+        return Endpoint("anthropic")
+    if "api.anthropic.com" in low:
+        if low.startswith("http"):
+            _host_port(raw, raw)
+            return Endpoint("anthropic", raw.split("/v1")[0])
+        return Endpoint("anthropic")
+    if low in ("openai", "openai://"):
+        return Endpoint("openai", "https://api.openai.com/v1")
+    if low == "local" or low.startswith("local://"):
+        return Endpoint("local")
+    if low.startswith("ollama://"):
+        rest = raw[len("ollama://"):].strip("/") or "127.0.0.1:11434"
+        hostport = rest.split("/")[0]
+        _host_port(raw, f"http://{hostport}")
+        return Endpoint("ollama", f"http://{hostport}/v1")
+    try:
+        parts = urlsplit(raw)
+    except ValueError as e:
+        raise NotConfigured(f"the model URL {raw!r} is malformed ({e}); {_HINT}") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise NotConfigured(f"cannot tell which model endpoint '{raw}' means: {_HINT}")
+    _host_port(raw, raw)
+    base = raw.rstrip("/")
+    if parts.path in ("", "/"):
+        base += "/v1"
+    return Endpoint("http", base)
 
 
 def generator_from_url(url: str, model: str | None = None, **options: Any) -> Generator:
     """Build the generator a URL names. `options` go to the generator (timeout, retries, api_key...)."""
-    raw = (url or "").strip()
-    if not raw:
-        raise NotConfigured("no model URL given (--llm): e.g. local, http://127.0.0.1:8080/v1, openai, anthropic")
-    low = raw.lower()
-    if low in ("anthropic", "anthropic://", "claude") or "api.anthropic.com" in low or low.startswith("anthropic://"):
+    ep = parse_url(url)
+    if ep.kind == "anthropic":
         from docket.llm.anthropic_gen import AnthropicGenerator
 
-        base = None
-        if low.startswith("http"):
-            base = raw.split("/v1")[0]
-        return AnthropicGenerator(model, base_url=base, **options)
+        return AnthropicGenerator(model, base_url=ep.base, **options)
 
     from docket.llm.openai_compat import OpenAICompatGenerator
 
-    if low in ("openai", "openai://"):
-        return OpenAICompatGenerator("https://api.openai.com/v1", model or "gpt-4o-mini", **options)
-    if low == "local" or low.startswith("local://"):
+    if ep.kind == "openai":
+        return OpenAICompatGenerator(ep.base or "https://api.openai.com/v1", model or "gpt-4o-mini", **options)
+    if ep.kind == "local":
         from docket.llm.local import local_url
 
         return OpenAICompatGenerator(local_url(), model, **options)
-    if low.startswith("ollama://"):
-        rest = raw[len("ollama://"):].strip("/") or "127.0.0.1:11434"
-        return OpenAICompatGenerator(f"http://{rest.split('/')[0]}/v1", model, **options)
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise NotConfigured(f"cannot tell which model endpoint '{raw}' means: use http(s)://host:port/v1, local, openai, "
-                            f"ollama://host:port or anthropic")
-    base = raw.rstrip("/")
-    if parts.path in ("", "/"):
-        base += "/v1"
-    return OpenAICompatGenerator(base, model, **options)
+    return OpenAICompatGenerator(ep.base or "", model, **options)
