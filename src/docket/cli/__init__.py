@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+import typer
 
 from docket.cli.app import app
 from docket.errors import DocketError
@@ -13,13 +16,38 @@ def _register() -> None:
     from docket.cli import answer, core, evaluate, store  # noqa: F401
 
 
+def _usage_line(e: Any) -> str:
+    """A parse error (unknown option, value of the wrong type) as one line, like every other bad
+    input, with the command to ask for help."""
+    names: list[str] = []
+    ctx = getattr(e, "ctx", None)
+    while ctx is not None and getattr(ctx, "parent", None) is not None:
+        names.insert(0, str(ctx.info_name))
+        ctx = ctx.parent
+    hint = f" (see: docket {' '.join(names + ['--help'])})"
+    return " ".join(e.format_message().split()) + hint
+
+
 def main() -> None:
     _register()
     try:
-        app()
+        rc = app(standalone_mode=False)
     except DocketError as e:
         print(f"docket: error: {e}", file=sys.stderr)
         sys.exit(2)
+    except typer.Abort:
+        print("docket: aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as e:
+        # click's usage errors (Typer may vendor click, so they are recognised by shape, not class)
+        if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
+            raise
+        if type(e).__name__ == "NoArgsIsHelpError":
+            e.show()  # type: ignore[attr-defined]
+        else:
+            print(f"docket: error: {_usage_line(e)}", file=sys.stderr)
+        sys.exit(e.exit_code)  # type: ignore[attr-defined]
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 __all__ = ["app", "main"]

@@ -13,8 +13,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
+from docket.safeio import decode, read_text
 
 llm_app = typer.Typer(help="Language models: start/stop the local llama.cpp server, list what an endpoint serves.",
                       no_args_is_help=True)
@@ -22,31 +24,32 @@ app.add_typer(llm_app, name="llm")
 
 
 def _read_answer(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read the answer ({e.strerror or e})", where=path) from e
-    except UnicodeDecodeError as e:
-        raise InputError("is not UTF-8 text", where=path) from e
+    text = decode(sys.stdin.buffer.read(), "stdin") if path == "-" else read_text(path)
+    if not text.strip():
+        raise InputError("is empty: there is no answer to check", where="stdin" if path == "-" else path,
+                         field="--answer")
+    return text
 
 
 @app.command("check")
 def check_cmd(
-    answer: str = typer.Option(..., "--answer", "-a", help="The model's answer: a text file, or - for stdin."),
-    brief: Path = typer.Option(..., "--brief", "-b", help="What `docket assemble --json` printed for that question."),
+    answer: str = typer.Option(..., "--answer", "-a", help="The model's answer: a text file, or - for stdin.",
+                               callback=opt.input_file_or_stdin),
+    brief: Path = typer.Option(..., "--brief", "-b", help="What `docket assemble --json` printed for that question.",
+                               callback=opt.input_file),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     allow_domain: list[str] = typer.Option([], "--allow-domain", help="A domain links may point to (subdomains too). Repeatable."),
     strip_links: bool = typer.Option(False, "--strip-links", help="Also print the answer with disallowed links removed."),
-    judge_url: str | None = typer.Option(None, "--judge", help="Also ask this model (a --llm URL) whether each cited passage supports its sentence."),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="Model name for --judge."),
+    judge_url: str | None = typer.Option(None, "--judge", help="Also ask this model (a --llm URL) whether each cited passage supports its sentence.",
+                                         callback=opt.llm_url),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="Model name for --judge.", callback=opt.name),
     no_names: bool = typer.Option(False, "--no-names", help="Do not compare capitalised names, only numbers and dates."),
 ) -> None:
     """Check an answer's citations against its brief: unknown labels, uncited sentences, facts the
     cited passage does not contain, and links to domains not on the allow-list."""
     from docket.check import LLMJudge, check_answer
 
+    opt.requires(judge_model, judge_url, "--judge-model", "--judge")
     text = _read_answer(answer)
     judge = None
     if judge_url:
@@ -65,10 +68,13 @@ def check_cmd(
 
 @llm_app.command("serve-local")
 def serve_local(
-    model: str = typer.Option("0.5b", "--model", "-m", help="0.5b, 1.5b (Qwen2.5-Coder-Instruct Q4_K_M from PyPI parts) or a .gguf path."),
-    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
-    n_ctx: int = typer.Option(4096, "--n-ctx", help="Context window of the server."),
-    wait: float = typer.Option(180.0, "--wait", help="Seconds to wait for the server to answer."),
+    model: str = typer.Option("0.5b", "--model", "-m", help="0.5b, 1.5b (Qwen2.5-Coder-Instruct Q4_K_M from PyPI parts) or a .gguf path.",
+                              callback=opt.name),
+    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one).",
+                                    callback=opt.int_range(1, 65535)),
+    n_ctx: int = typer.Option(4096, "--n-ctx", help="Context window of the server.", callback=opt.int_range(256, 1 << 20)),
+    wait: float = typer.Option(180.0, "--wait", help="Seconds to wait for the server to answer.",
+                               callback=opt.finite(0.0, 24 * 3600.0, lo_open=True)),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Start llama.cpp's OpenAI-compatible server on loopback and wait until it answers.
@@ -108,7 +114,8 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 @llm_app.command("models")
-def models(url: str = typer.Argument(..., help="An --llm URL (http://host:port/v1, local, ollama://host:port).")) -> None:
+def models(url: str = typer.Argument(..., help="An --llm URL (http://host:port/v1, local, ollama://host:port).",
+                                     callback=opt.llm_url)) -> None:
     """List the models an OpenAI-compatible endpoint serves (a quick reachability test)."""
     from docket.llm import generator_from_url
     from docket.llm.openai_compat import OpenAICompatGenerator

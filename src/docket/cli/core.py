@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date as Date
 from pathlib import Path
 from typing import Annotated
 
@@ -29,22 +28,13 @@ from docket.store.base import MemoryStore
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
 
-
-def parse_date(value: str | None, field: str = "--as-of") -> Date | None:
-    if value is None:
-        return None
-    try:
-        return Date.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"must be an ISO date like 2025-03-01, got {value!r}", field=field) from None
+parse_date = opt.parse_date
 
 
 def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
     policy = load_policy(path)
     if fmt is not None:
-        if fmt not in text_formats():
-            raise InputError(f"must be {' or '.join(map(repr, text_formats()))}, got {fmt!r}", field="--format")
-        policy = policy.updated(render={"format": fmt})
+        policy = policy.updated(render={"format": opt.check_choice(fmt, "--format", tuple(text_formats()))})
     return policy
 
 
@@ -54,29 +44,31 @@ def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
 
 @app.command("assemble")
 def assemble_cmd(
-    store: Annotated[Path, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).")],
-    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
-    candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.')] = None,
+    store: Annotated[Path, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).", callback=opt.input_file)],
+    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.", callback=opt.question)],
+    candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.',
+                                                    callback=opt.input_file)] = None,
     budget: opt.Budget = None,
     floor: opt.Floor = None,
     policy_path: opt.PolicyPath = None,
     as_of: opt.AsOf = None,
-    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP, callback=opt.choice(*text_formats()))] = None,
     as_json: opt.AsJson = False,
     explain: opt.Explain = False,
     llm: opt.Llm = None,
     model: opt.Model = None,
     allow_domain: opt.AllowDomain = None,
     strip_links: opt.StripLinks = False,
-    principal: Annotated[str | None, typer.Option("--principal", help="Who asks (a user); without it only public chunks.")] = None,
+    principal: Annotated[str | None, typer.Option("--principal", help="Who asks (a user); without it only public chunks.",
+                                                  callback=opt.name)] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="The principal's groups (comma-separated).")] = None,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
-    opt.check_budget(budget)
+    opt.requires(model, llm, "--model", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
-    who = Principal(principal, frozenset(g.strip() for item in groups or [] for g in item.split(",") if g.strip())) \
-        if principal is not None else None
+    who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []
+                                         for g in item.split(",") if g.strip())) if principal is not None else None
     policy = load_policy_with(policy_path, fmt)
     chunks = load_chunks(store)
     check_chunks(chunks)
@@ -99,7 +91,7 @@ def assemble_cmd(
 
 @app.command("demo")
 def demo_cmd(
-    budget: Annotated[int, typer.Option("--budget", help="Evidence budget for the refund question.")] = 250,
+    budget: Annotated[int, typer.Option("--budget", help="Evidence budget for the refund question.", callback=opt.positive)] = 250,
     as_json: Annotated[bool, typer.Option("--json", help="Print both briefs as JSON.")] = False,
 ) -> None:
     """The spec's Nimbus example: eight chunks, the refund question and the student-discount question."""
@@ -124,23 +116,31 @@ def demo_cmd(
 
 @app.command("budget")
 def budget_cmd(
-    input_target: Annotated[int, typer.Option("--input-target", help="Input tokens you choose per query.")] = 6000,
-    system: Annotated[int | None, typer.Option("--system", help="System prompt tokens (default: docket's own brief).")] = None,
-    history: Annotated[int, typer.Option("--history", help="Chat history tokens.")] = 900,
-    question: Annotated[int, typer.Option("--question-tokens", help="Question tokens (capped).")] = 120,
-    answer_reserve: Annotated[int, typer.Option("--answer-reserve", help="Tokens reserved for the answer.")] = 0,
-    tags: Annotated[int, typer.Option("--tags", help="Tags + header tokens per passage.")] = 35,
-    chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", help="Typical chunk tokens after cleaning.")] = 350,
-    price: Annotated[float, typer.Option("--price", help="USD per million input tokens.")] = 3.0,
-    per_day: Annotated[int, typer.Option("--queries-per-day", help="Query volume.")] = 50_000,
-    store: Annotated[Path | None, typer.Option("--store", help="Show which passages fit for a real question.")] = None,
-    ask: Annotated[str | None, typer.Option("--question", "-q", help="The question to pack (with --store).")] = None,
+    input_target: Annotated[int, typer.Option("--input-target", help="Input tokens you choose per query.",
+                                              callback=opt.positive)] = 6000,
+    system: Annotated[int | None, typer.Option("--system", help="System prompt tokens (default: docket's own brief).",
+                                               callback=opt.non_negative)] = None,
+    history: Annotated[int, typer.Option("--history", help="Chat history tokens.", callback=opt.non_negative)] = 900,
+    question: Annotated[int, typer.Option("--question-tokens", help="Question tokens (capped).",
+                                          callback=opt.non_negative)] = 120,
+    answer_reserve: Annotated[int, typer.Option("--answer-reserve", help="Tokens reserved for the answer.",
+                                                callback=opt.non_negative)] = 0,
+    tags: Annotated[int, typer.Option("--tags", help="Tags + header tokens per passage.", callback=opt.non_negative)] = 35,
+    chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", help="Typical chunk tokens after cleaning.",
+                                              callback=opt.positive)] = 350,
+    price: Annotated[float, typer.Option("--price", help="USD per million input tokens.", callback=opt.finite(0.0))] = 3.0,
+    per_day: Annotated[int, typer.Option("--queries-per-day", help="Query volume.", callback=opt.non_negative)] = 50_000,
+    store: Annotated[Path | None, typer.Option("--store", help="Show which passages fit for a real question.",
+                                               callback=opt.input_file)] = None,
+    ask: Annotated[str | None, typer.Option("--question", "-q", help="The question to pack (with --store).",
+                                            callback=opt.question)] = None,
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
     from docket.brief import layout
     from docket.context import Context
     from docket.tokens import default_counter
 
+    opt.requires(ask, store, "--question", "--store")
     for name, v in (("--input-target", input_target), ("--chunk-tokens", chunk_tokens)):
         if v <= 0:
             raise InputError(f"must be positive, got {v}", field=name)

@@ -9,10 +9,16 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
+from docket.eval.dataset import FORMATS as SET_FORMATS
 from docket.policy import load_policy
+
+#: how `calibrate` groups questions for cross-validation
+GROUP_BY = ("paragraph", "article", "item")
 
 
 def _parse_budgets(text: str) -> list[int]:
@@ -20,9 +26,9 @@ def _parse_budgets(text: str) -> list[int]:
         out = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
         raise InputError(f"must be comma-separated token counts like 250,500,1000, got {text!r}", field="--budgets") from None
-    if not out or any(b < 1 for b in out):
-        raise InputError("must hold positive token counts", field="--budgets")
-    return out
+    if not out or any(not 1 <= b <= opt.MAX_COUNT for b in out):
+        raise InputError(f"must hold positive token counts like 250,500,1000, got {text!r}", field="--budgets")
+    return list(dict.fromkeys(out))
 
 
 def _parse_compare(text: str | None) -> list[str]:
@@ -93,20 +99,27 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
 
 @app.command("eval")
 def eval_cmd(
-    path: Annotated[Path, typer.Argument(help="A labelled set (JSONL, docs/eval.md) or a public set file/folder.")],
+    path: Annotated[Path, typer.Argument(help="A labelled set (JSONL, docs/eval.md) or a public set file/folder.",
+                                         callback=opt.input_path)],
     budgets: Annotated[str, typer.Option("--budgets", help="Evidence budgets, comma-separated.")] = "250,500,1000,2000",
-    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML.")] = None,
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy TOML.", callback=opt.input_file)] = None,
     ablate: Annotated[bool, typer.Option("--ablate", help="Also run with each move switched off in turn.")] = False,
     compare: Annotated[str | None, typer.Option("--compare", help="langchain,llamaindex,haystack,topk,greedy or all.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.", callback=opt.positive)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
-    report: Annotated[Path | None, typer.Option("--report", help="Write Markdown and PNG plots into this folder.")] = None,
-    price: Annotated[float | None, typer.Option("--price", help="USD per million input tokens, for cost per 1,000 queries.")] = None,
-    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format (docket, hotpotqa, musique, squad-v2, bipia, poisonedrag).")] = None,
-    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash (fast, for smoke tests only).")] = "minilm",
-    llm: Annotated[str | None, typer.Option("--llm", help="OpenAI-compatible base URL: also measure answers (slow).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.")] = None,
-    generation_budget: Annotated[int, typer.Option("--generation-budget", help="Evidence budget for the answer runs.")] = 500,
+    report: Annotated[Path | None, typer.Option("--report", help="Write Markdown and PNG plots into this folder.",
+                                                callback=opt.output_dir)] = None,
+    price: Annotated[float | None, typer.Option("--price", help="USD per million input tokens, for cost per 1,000 queries.",
+                                                callback=opt.finite(0.0))] = None,
+    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format (docket, hotpotqa, musique, squad-v2, bipia, poisonedrag).",
+                                            callback=opt.choice(*SET_FORMATS))] = None,
+    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash (fast, for smoke tests only).",
+                                               callback=opt.choice("minilm", "hash"))] = "minilm",
+    llm: Annotated[str | None, typer.Option("--llm", help="OpenAI-compatible base URL: also measure answers (slow).",
+                                            callback=opt.llm_url)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name for --llm.", callback=opt.name)] = None,
+    generation_budget: Annotated[int, typer.Option("--generation-budget", help="Evidence budget for the answer runs.",
+                                                   callback=opt.positive)] = 500,
 ) -> None:
     """Gold-in-prompt rate, tokens p50/p95, duplicates and "not found" per budget; ablations; peers."""
     from docket.eval.cache import eval_embedder
@@ -118,12 +131,16 @@ def eval_cmd(
         raise InputError("must be at least 1", field="--limit")
     if embedder_name not in ("minilm", "hash"):
         raise InputError("must be 'minilm' or 'hash'", field="--embedder")
+    opt.requires(model, llm, "--model", "--llm")
+    opt.requires(generation_budget if generation_budget != 500 else None, llm, "--generation-budget", "--llm")
     config = EvalConfig(budgets=_parse_budgets(budgets), policy=load_policy(policy_path), ablate=ablate,
                         compare=_parse_compare(compare), price=price, show_progress=not as_json or sys.stderr.isatty())
     lset = load_set(path, fmt).limit(limit)
     if not lset.items:
         raise InputError("holds no questions", where=str(path))
     console = Console(stderr=True)
+    for w in lset.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     embedder = eval_embedder(embedder_name)
     counter = default_counter()
     result = evaluate(lset, config, embedder=embedder, counter=counter, console=console)
@@ -135,9 +152,10 @@ def eval_cmd(
                                                budget=generation_budget, console=console)
     if report is not None:
         from docket.eval.report import write_report
+        from docket.safeio import write_text_atomic
 
         md = write_report(result, report)
-        (Path(report) / f"{result['set']}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_text_atomic(Path(report) / f"{result['set']}.json", json.dumps(result, indent=2))
         console.print(f"report written to {md}")
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
@@ -147,17 +165,25 @@ def eval_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    path: Annotated[Path | None, typer.Argument(help="A labelled set with unanswerable questions (floor, answerability).")] = None,
-    pairs: Annotated[Path | None, typer.Option("--pairs", help='JSONL of {"a", "b", "same"} pairs for the duplicate threshold.')] = None,
+    path: Annotated[Path | None, typer.Argument(help="A labelled set with unanswerable questions (floor, answerability).",
+                                                callback=opt.input_path)] = None,
+    pairs: Annotated[Path | None, typer.Option("--pairs", help='JSONL of {"a", "b", "same"} pairs for the duplicate threshold.',
+                                               callback=opt.input_file)] = None,
     derive_pairs: Annotated[bool, typer.Option("--derive-pairs", help="Derive pairs from the set's pools (hardest different pairs, exact copies).")] = False,
-    policy_out: Annotated[Path | None, typer.Option("--write", help="Write the fitted values into this policy TOML (merged).")] = None,
-    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format.")] = None,
-    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: paragraph, article (squad-v2 meta) or item.")] = "paragraph",
-    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.")] = 5,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
-    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.")] = "minilm",
-    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy whose re-scoring the margin is fitted under.")] = None,
-    margin_keep: Annotated[float, typer.Option("--margin-keep", help="Share of questions whose gold the margin must keep.")] = 0.99,
+    policy_out: Annotated[Path | None, typer.Option("--write", help="Write the fitted values into this policy TOML (merged).",
+                                                    callback=opt.output_file)] = None,
+    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format.",
+                                            callback=opt.choice(*SET_FORMATS))] = None,
+    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: paragraph, article (squad-v2 meta) or item.",
+                                          callback=opt.choice(*GROUP_BY))] = "paragraph",
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.", callback=opt.int_range(2, 1000))] = 5,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.", callback=opt.positive)] = None,
+    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.",
+                                               callback=opt.choice("minilm", "hash"))] = "minilm",
+    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy whose re-scoring the margin is fitted under.",
+                                                     callback=opt.input_file)] = None,
+    margin_keep: Annotated[float, typer.Option("--margin-keep", help="Share of questions whose gold the margin must keep.",
+                                               callback=opt.finite(0.0, 1.0, lo_open=True))] = 0.99,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy."""
@@ -169,8 +195,12 @@ def calibrate_cmd(
 
     if path is None and pairs is None:
         raise InputError("give a labelled set (PATH) and/or --pairs", field="PATH")
-    if not 0 < margin_keep <= 1:
-        raise typer.BadParameter("must be in (0, 1], e.g. 0.99", param_hint="--margin-keep")
+    if derive_pairs and path is None:
+        raise InputError("needs a labelled set (PATH) to derive pairs from", field="--derive-pairs")
+    if policy_out is not None and policy_out.exists():
+        from docket.policy import load_policy as _check_existing
+
+        _check_existing(policy_out)  # merging into a broken policy would fail after all the fitting
     embedder = eval_embedder(embedder_name)
     out: dict[str, Any] = {}
     updates: dict[str, dict[str, Any]] = {}
@@ -202,8 +232,6 @@ def calibrate_cmd(
         out["floor"] = fl
         updates.setdefault("pack", {})["floor"] = fl["floor"]
         X = C.signal_matrix(lset, embedder)
-        if group_by not in ("paragraph", "article", "item"):
-            raise InputError("must be paragraph, article or item", field="--group-by")
         groups = [_group(p.item, group_by) for p in prepared]
         if len(set(groups)) < 2:
             groups = [p.item.id for p in prepared]

@@ -1,29 +1,224 @@
-"""Options shared by the commands that assemble a brief (`assemble`, `ask`), declared once."""
+"""Options shared by the commands, declared once, and the checks every option goes through.
+
+Each check is a Typer callback, so it runs while the command line is parsed: a bad value stops
+the command before any work starts (no half-written export, no evaluation thrown away because
+`--report` points at a file). A failed check raises `InputError` naming the option, which the
+CLI prints as one line with exit status 2. The classes:
+
+- numbers: finite (NaN compares false with everything, so `--floor nan` would silently turn the
+  floor off) and in range (`finite`, `int_range`);
+- choices: one of a fixed list, the list in the message (`choice`);
+- paths: an input exists and is the right kind (file, folder; no symlink loop), an output can be
+  written (its folder exists, it is not a directory) (`input_file`, `input_path`, `output_file`,
+  `output_dir`);
+- text: a question holds a word; a name is not empty (`question`, `name`);
+- dates and model URLs parse (`iso_date`, `llm_url`).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from datetime import date as Date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from docket.errors import InputError
+from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
 
-Budget = Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.")]
-Floor = Annotated[float | None, typer.Option("--floor", help="Score floor (default 0.40, a MiniLM cosine).")]
-PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (every knob of every move).")]
-AsOf = Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).")]
+Callback = Callable[..., Any]
+
+
+def option_name(param: Any) -> str:
+    """`--floor` for an option, `QUESTION` for an argument."""
+    if getattr(param, "param_type_name", "") == "option":
+        longs = [o for o in param.opts if o.startswith("--")]
+        return (longs or param.opts or [str(param.name)])[0]
+    return str(getattr(param, "name", None) or "value").upper()
+
+
+def _each(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _checker(check: Callable[[Any, str], Any]) -> Callback:
+    """A Typer callback that applies `check(item, option name)` to the value (each item of a list),
+    returning what the checks return; None (option not given) passes."""
+
+    def callback(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:
+            return value
+        name = option_name(param)
+        try:
+            if isinstance(value, (list, tuple)):
+                return type(value)(check(v, name) for v in value)
+            return check(value, name)
+        except InputError as e:
+            # a usage error: exit status 2 however the app is run (`main`, CliRunner, an adapter)
+            raise typer.BadParameter(f"{e.where}: {e.detail}" if e.where else e.detail, ctx=ctx,
+                                     param_hint=f"'{name}'") from None
+
+    return callback
+
+
+# --- numbers ------------------------------------------------------------------------------------------
+
+
+def check_finite(value: float, name: str, lo: float | None = None, hi: float | None = None, *,
+                 lo_open: bool = False, hi_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"must be a finite number, got {shown(value)}", field=name)
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise InputError(f"must be {'greater than' if lo_open else 'at least'} {lo:g}, got {value:g}", field=name)
+    if hi is not None and (value >= hi if hi_open else value > hi):
+        raise InputError(f"must be {'less than' if hi_open else 'at most'} {hi:g}, got {value:g}", field=name)
+    return float(value)
+
+
+def finite(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False) -> Callback:
+    return _checker(lambda v, n: check_finite(v, n, lo, hi, lo_open=lo_open, hi_open=hi_open))
+
+
+def check_int(value: int, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    if lo is not None and value < lo:
+        raise InputError(f"must be at least {lo:,}, got {value}", field=name)
+    if hi is not None and value > hi:
+        raise InputError(f"must be at most {hi:,}, got {value}", field=name)
+    return value
+
+
+def int_range(lo: int | None = None, hi: int | None = None) -> Callback:
+    return _checker(lambda v, n: check_int(v, n, lo, hi))
+
+
+#: the largest token count or count of anything docket accepts (a 64-bit store column)
+MAX_COUNT = 2**31 - 1
+positive = int_range(1, MAX_COUNT)
+non_negative = int_range(0, MAX_COUNT)
+
+
+# --- choices --------------------------------------------------------------------------------------------
+
+
+def check_choice(value: str, name: str, allowed: Sequence[str]) -> str:
+    v = value.strip().lower()
+    if v not in allowed:
+        raise InputError(f"must be one of {', '.join(allowed)}; got {shown(value)}", field=name)
+    return v
+
+
+def choice(*allowed: str) -> Callback:
+    return _checker(lambda v, n: check_choice(v, n, allowed))
+
+
+# --- paths ----------------------------------------------------------------------------------------------
+
+
+def _path_check(problem_of: Callable[[Path], str | None]) -> Callable[[Any, str], Any]:
+    def check(value: Any, name: str) -> Any:
+        problem = problem_of(Path(value))
+        if problem:
+            raise InputError(problem, where=str(value), field=name)
+        return value
+
+    return check
+
+
+input_file = _checker(_path_check(lambda p: input_problem(p, "file")))
+input_path = _checker(_path_check(lambda p: input_problem(p, "any")))
+input_file_or_stdin = _checker(lambda v, n: v if str(v) == "-" else _path_check(lambda p: input_problem(p, "file"))(v, n))
+output_file = _checker(_path_check(output_file_problem))
+output_dir = _checker(_path_check(output_dir_problem))
+
+
+def check_not_same_file(a: Path, b: str | Path, name: str, what: str) -> None:
+    """Refuse writing over an input (e.g. `export` onto the store it reads: the store would be lost)."""
+    try:
+        same = Path(a).exists() and Path(b).exists() and Path(a).resolve().samefile(Path(b).resolve())
+    except OSError:
+        same = False
+    if same:
+        raise InputError(f"is the {what} itself; writing there would destroy it - give another file name",
+                         where=str(a), field=name)
+
+
+# --- text ------------------------------------------------------------------------------------------------
+
+question = _checker(lambda v, n: clean_question(v, field=n))
+
+
+def check_name(value: str, name: str) -> str:
+    """A principal, group or document name: not empty, no control characters."""
+    v = scrub(value)
+    if not v.strip():
+        raise InputError("must not be empty", field=name)
+    if any(not ch.isprintable() for ch in v):
+        raise InputError(f"holds control characters: {shown(v)}", field=name)
+    return v
+
+
+name = _checker(check_name)
+
+
+def parse_date(value: str | None, field: str = "--as-of") -> Date | None:
+    if value is None:
+        return None
+    try:
+        return Date.fromisoformat(value.strip())
+    except ValueError:
+        raise InputError(f"must be an ISO date like 2025-03-01, got {shown(value)}", field=field) from None
+
+
+iso_date = _checker(lambda v, n: (parse_date(v, n), v.strip())[1])
+
+
+def check_llm_url(value: str, name: str) -> str:
+    from docket.llm import parse_url
+    from docket.llm.errors import LLMError
+
+    try:
+        parse_url(value)
+    except LLMError as e:
+        raise InputError(str(e), field=name) from None
+    return value
+
+
+llm_url = _checker(check_llm_url)
+
+
+# --- the options several commands share ------------------------------------------------------------------
+
+Budget = Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.",
+                                            callback=positive)]
+Floor = Annotated[float | None, typer.Option("--floor", help="Score floor (default 0.40, a MiniLM cosine).",
+                                             callback=finite())]
+PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (every knob of every move).",
+                                                 callback=input_file)]
+AsOf = Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).",
+                                          callback=iso_date)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract on stdout.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")]
 Llm = Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
-                                         "http://host:port/v1, openai, anthropic, ollama://host:port.")]
-Model = Annotated[str | None, typer.Option("--model", help="Model name for --llm.")]
+                                         "http://host:port/v1, openai, anthropic, ollama://host:port.",
+                                         callback=llm_url)]
+Model = Annotated[str | None, typer.Option("--model", help="Model name for --llm.", callback=name)]
 AllowDomain = Annotated[list[str] | None, typer.Option(
     "--allow-domain", help="With --llm: a domain the answer's links and images may point to (subdomains too). Repeatable.")]
 StripLinks = Annotated[bool, typer.Option(
     "--strip-links", help="With --llm: also give the answer with disallowed links and images removed.")]
 
 
+def requires(value: object, other: object, name: str, other_name: str) -> None:
+    """An option that only means something with another one must not be ignored silently."""
+    if value not in (None, False, "", [], ()) and other in (None, False, "", [], ()):
+        raise InputError(f"is only used with {other_name}; add {other_name} or leave {name} out", field=name)
+
+
 def check_budget(budget: int | None) -> None:
+    """Kept for callers outside the CLI options (the callback on `Budget` does this at parse time)."""
     if budget is not None and budget < 1:
         raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")

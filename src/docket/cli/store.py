@@ -43,9 +43,14 @@ def _embedder(name: str | None, store: Store) -> Embedder:
     raise InputError(f"must be one of {', '.join(EMBEDDERS)}, got {name!r}", field="--embedder")
 
 
-def _split(values: list[str] | None) -> tuple[str, ...]:
-    """Repeatable options that also accept comma-separated lists."""
-    return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
+def _split(values: list[str] | None, option: str = "--groups", allow_empty: bool = False) -> tuple[str, ...]:
+    """Repeatable options that also accept comma-separated lists; each name is checked, and an
+    option given with nothing in it is refused (it would silently filter nothing) unless
+    `allow_empty` (`principal --groups ""` clears the groups)."""
+    for item in values or []:
+        if not item.strip(" ,") and not allow_empty:
+            raise InputError("is empty; give a name (or leave the option out)", field=option)
+    return tuple(opt.check_name(v.strip(), option) for item in values or [] for v in item.split(",") if v.strip())
 
 
 def _print_report(console: Console, report: IndexReport) -> None:
@@ -76,15 +81,21 @@ def index_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt.")] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
     source: Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).")] = None,
-    chunk_size: Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).")] = 300,
-    overlap: Annotated[int, typer.Option("--overlap", help="Tokens shared by consecutive chunks of a section.")] = 40,
-    embedder_name: Annotated[str | None, typer.Option("--embedder", help="minilm (default) or hash (tests only).")] = None,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).",
+                                            callback=opt.int_range(16, opt.MAX_COUNT))] = 300,
+    overlap: Annotated[int, typer.Option("--overlap", help="Tokens shared by consecutive chunks of a section.",
+                                         callback=opt.non_negative)] = 40,
+    embedder_name: Annotated[str | None, typer.Option("--embedder", help="minilm (default) or hash (tests only).",
+                                                      callback=opt.choice(*EMBEDDERS))] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
     if not paths and not source:
         raise InputError("give files or directories to index, or --from STORE", field="PATH")
-    size = ChunkSize(chunk_size, overlap)
+    try:
+        size = ChunkSize(chunk_size, overlap)
+    except InputError as e:
+        raise InputError(e.detail, field="--overlap" if e.field == "overlap" else "--chunk-size") from None
     store = open_store(db)
     try:
         embedder = _embedder(embedder_name, store)
@@ -118,6 +129,9 @@ def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport
         if "embedder" in meta and meta["embedder"] != options.embedder.name:
             options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
                                    chunk=options.chunk, progress=options.progress)
+        if not src.documents():
+            report.problem(source, "holds no documents; nothing copied")
+            return report
         return index_versions(target, src.export(), options, report)
     finally:
         src.close()
@@ -141,14 +155,21 @@ def _named(name: str, dim: int) -> Embedder:
 
 @app.command("export")
 def export_cmd(
-    out: Annotated[Path, typer.Argument(help="JSONL file to write (chunk records with vectors).")],
+    out: Annotated[Path, typer.Argument(help="JSONL file to write (chunk records with vectors).",
+                                        callback=opt.output_file)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
 ) -> None:
-    """Write every chunk of a store as JSONL records (DESIGN.md contract, `vector` included)."""
+    """Write every chunk of a store as JSONL records (DESIGN.md contract, `vector` included).
+
+    The file is written next to OUT and renamed over it at the end: a failed export leaves OUT as it was."""
+    from docket.safeio import atomic_write
+
+    if "://" not in db:
+        opt.check_not_same_file(out, db, "OUT", "store")
     store = open_store(db, create=False)
     n = 0
     try:
-        with out.open("w", encoding="utf-8") as fh:
+        with atomic_write(out) as fh:
             for dv in store.export():
                 for c, vec in zip(dv.chunks, dv.vectors if dv.vectors is not None else [None] * len(dv.chunks)):
                     rec = c.to_record()
@@ -158,20 +179,26 @@ def export_cmd(
                     n += 1
     finally:
         store.close()
-    Console(stderr=True).print(f"exported {n} chunks to {escape(str(out))}")
+    Console(stderr=True).print(f"exported {n} chunks to {escape(str(out))}" if n else
+                               f"the store holds no chunks; wrote an empty {escape(str(out))}")
 
 
 @app.command("delete")
 def delete_cmd(
-    doc: Annotated[str, typer.Argument(help="Document id.")],
+    doc: Annotated[str, typer.Argument(help="Document id.", callback=opt.name)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
-    version: Annotated[int | None, typer.Option("--version", help="Only this version.")] = None,
+    version: Annotated[int | None, typer.Option("--version", help="Only this version.", callback=opt.non_negative)] = None,
 ) -> None:
     """Remove a document (or one version of it) from the store."""
     store = open_store(db, create=False)
     try:
-        if not store.stored_versions(doc):
-            raise InputError("is not in the store", where=f"document {doc!r}")
+        stored = [v.version for v in store.stored_versions(doc)]
+        if not stored:
+            raise InputError("is not in the store; nothing deleted (`docket export` lists what is)",
+                             where=f"document {doc!r}")
+        if version is not None and version not in stored:
+            raise InputError(f"has no version {version}; stored: {', '.join(f'v{v}' for v in stored)}. Nothing deleted",
+                             where=f"document {doc!r}", field="--version")
         n = store.delete(doc, version)
     finally:
         store.close()
@@ -180,7 +207,7 @@ def delete_cmd(
 
 @app.command("principal")
 def principal_cmd(
-    name: Annotated[str, typer.Argument(help="User or service name, as listed in chunk acls.")],
+    name: Annotated[str, typer.Argument(help="User or service name, as listed in chunk acls.", callback=opt.name)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Set the groups (comma-separated).")] = None,
 ) -> None:
@@ -188,7 +215,7 @@ def principal_cmd(
     store = open_store(db, create=groups is not None)
     try:
         if groups is not None:
-            store.set_principal(name, _split(groups))
+            store.set_principal(name, _split(groups, allow_empty=True))
         p = store.principal(name)
     finally:
         store.close()
@@ -197,21 +224,26 @@ def principal_cmd(
 
 @app.command("ask")
 def ask_cmd(
-    question: Annotated[str, typer.Argument(help="The user's question.")],
+    question: Annotated[str, typer.Argument(help="The user's question.", callback=opt.question)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.")] = "docket.db",
-    principal: Annotated[str | None, typer.Option("--principal", help="Who asks; without it only public chunks.")] = None,
+    principal: Annotated[str | None, typer.Option("--principal", help="Who asks; without it only public chunks.",
+                                                  callback=opt.name)] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Extra groups of the principal (comma-separated).")] = None,
     budget: opt.Budget = None,
     floor: opt.Floor = None,
     as_of: opt.AsOf = None,
     policy_path: opt.PolicyPath = None,
-    candidates: Annotated[int, typer.Option("--candidates", help="How many retrieved chunks go to the assembler.")] = 50,
-    mode: Annotated[str, typer.Option("--mode", help="fused (default), dense or bm25.")] = "fused",
+    candidates: Annotated[int, typer.Option("--candidates", help="How many retrieved chunks go to the assembler.",
+                                            callback=opt.int_range(1, 100_000))] = 50,
+    mode: Annotated[str, typer.Option("--mode", help="fused (default), dense or bm25.",
+                                      callback=opt.choice("fused", "dense", "bm25"))] = "fused",
     doc: Annotated[list[str] | None, typer.Option("--doc", help="Only these documents (repeatable).")] = None,
     source_type: Annotated[list[str] | None, typer.Option("--source-type", help="Only these source types.")] = None,
     status: Annotated[list[str] | None, typer.Option("--status", help="Only these statuses.")] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Only chunks dated on or after (YYYY-MM-DD).")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Only chunks dated on or before (YYYY-MM-DD).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only chunks dated on or after (YYYY-MM-DD).",
+                                              callback=opt.iso_date)] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Only chunks dated on or before (YYYY-MM-DD).",
+                                              callback=opt.iso_date)] = None,
     as_json: opt.AsJson = False,
     explain: opt.Explain = False,
     llm: opt.Llm = None,
@@ -224,15 +256,21 @@ def ask_cmd(
     from docket.cli.show import print_brief, print_ranking
     from docket.retrieve import ask
 
-    opt.check_budget(budget)
+    opt.requires(model, llm, "--model", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
+    date_from, date_to = parse_date(since, "--since"), parse_date(until, "--until")
+    if date_from and date_to and date_from > date_to:
+        raise InputError(f"{since} is after --until {until}: no chunk can match", field="--since")
+    filter_docs = _split(doc, "--doc")
+    filter_types = _split(source_type, "--source-type")
+    filter_statuses = tuple(s.lower() for s in _split(status, "--status"))
     policy = load_policy_with(policy_path)
     store = open_store(db, create=False)
     try:
         who = store.principal(principal, _split(groups)) if principal else None
-        filters = Filters(docs=_split(doc), source_types=_split(source_type), statuses=_split(status),
-                          date_from=parse_date(since, "--since"), date_to=parse_date(until, "--until"), principal=who)
+        filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
+                          date_from=date_from, date_to=date_to, principal=who)
         ranked, brief = ask(store, question, filters=filters, k=candidates, mode=mode, policy=policy, budget=budget,
                             floor=floor, as_of=parse_date(as_of))
     finally:
