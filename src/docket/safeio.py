@@ -11,7 +11,7 @@ of bad input is handled once, with one line that names the file (and line, and k
 - the numbers: NaN, infinities, floats that overflow (`1e999`), integers beyond 64 bits (SQLite
   and PostgreSQL cannot store them) or too long to parse;
 - the text: lone surrogates (a `\\ud800` escape decodes to a code point that no encoder, tokenizer
-  or database accepts) become U+FFFD, the replacement character.
+  or database accepts) and NUL (PostgreSQL refuses it) become U+FFFD, the replacement character.
 
 Output paths are checked before any work starts (`output_file_problem`, `output_dir_problem`)
 and written atomically (`atomic_write`), so a failed run never leaves half a file where a good
@@ -39,9 +39,12 @@ MAX_DEPTH = 64
 #: integers must fit the stores' 64-bit columns
 MAX_INT = 2**63 - 1
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: what no encoder, tokenizer or store takes: lone surrogates, and NUL (PostgreSQL text and jsonb refuse it)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: terminal escape sequences (colour codes and the like): control sequences, not words
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 #: cheap pre-check: only text that might hold a bad number, a surrogate escape or deep nesting is walked
-_SUSPECT = re.compile(r"NaN|Infinity|\d{19}|[eE][+-]?\d{3}|\\u[dD][89a-fA-F]")
+_SUSPECT = re.compile(r"NaN|Infinity|\d{19}|[eE][+-]?\d{3}|\\u[dD][89a-fA-F]|\\u0000")
 
 
 # --- paths ----------------------------------------------------------------------------------------
@@ -201,17 +204,23 @@ def read_text(path: str | Path) -> str:
 
 
 def scrub(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD (no encoder, tokenizer or database
-    accepts them; they only arise from `\\udXXX` escapes or undecodable command-line bytes)."""
-    if text.isascii():
+    """`text` with every lone surrogate and NUL replaced by U+FFFD, the replacement character.
+
+    No encoder, tokenizer or database accepts a lone surrogate (they arise from `\\udXXX` escapes
+    and from command-line bytes that are not UTF-8); PostgreSQL refuses NUL in text and jsonb."""
+    if text.isascii() and "\x00" not in text:
         return text
-    return _SURROGATE.sub("\ufffd", text)
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _unstorable(text: str) -> bool:
+    return "\x00" in text or (not text.isascii() and _UNSTORABLE.search(text) is not None)
 
 
 def has_words(text: str) -> bool:
     """True when `text` holds at least one letter, digit or symbol (not only spaces, controls or
     invisible formatting characters)."""
-    return any(unicodedata.category(ch)[0] in "LNS" for ch in text)
+    return any(unicodedata.category(ch)[0] in "LNS" and ch != "\ufffd" for ch in text)
 
 
 def clean_question(question: object, field: str = "question") -> str:
@@ -222,7 +231,7 @@ def clean_question(question: object, field: str = "question") -> str:
     if not question.strip():
         raise InputError("is empty; ask a question", field=field)
     q = scrub(question)
-    if not has_words(q):
+    if not has_words(_UNSTORABLE.sub("", _ANSI.sub("", question))):
         raise InputError("holds no words (only spaces, punctuation, control or invisible characters); ask a question",
                          field=field)
     return q
@@ -281,7 +290,7 @@ def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: i
                              field=field)
         value = parent[key]
         if isinstance(value, str):
-            if not value.isascii() and _SURROGATE.search(value):
+            if _unstorable(value):
                 parent[key] = scrub(value)
         elif isinstance(value, (dict, list, tuple)):
             if depth >= max_depth:
@@ -289,7 +298,7 @@ def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: i
             if isinstance(value, tuple):
                 value = parent[key] = list(value)
             if isinstance(value, dict):
-                if any(isinstance(k, str) and not k.isascii() and _SURROGATE.search(k) for k in value):
+                if any(isinstance(k, str) and _unstorable(k) for k in value):
                     value = parent[key] = {scrub(k) if isinstance(k, str) else k: v for k, v in value.items()}
                 stack.extend((value, k, (chain, k), depth + 1) for k in value)
             else:

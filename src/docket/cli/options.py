@@ -18,6 +18,7 @@ CLI prints as one line with exit status 2. The classes:
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import date as Date
 from pathlib import Path
@@ -135,6 +136,32 @@ output_file = _checker(_path_check(output_file_problem))
 output_dir = _checker(_path_check(output_dir_problem))
 
 
+def _db_problem(value: str) -> str | None:
+    """A `--db` SQLite path: not a loop, not a directory, in a folder that exists (URLs pass)."""
+    if "://" in value:
+        return None
+    p = Path(value)
+    if p.is_symlink() and not p.exists():
+        return input_problem(p, "file")
+    if p.is_dir():
+        return "is a directory; give the store's file name (e.g. docket.db)"
+    if not p.exists():
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            return f"folder {str(parent)!r} does not exist; create it first"
+    return None
+
+
+def _check_db(value: str, name: str) -> str:
+    problem = _db_problem(value)  # the raw string: Path() would fold the "//" of a URL
+    if problem:
+        raise InputError(problem, where=value, field=name)
+    return value
+
+
+db_path = _checker(_check_db)
+
+
 def check_not_same_file(a: Path, b: str | Path, name: str, what: str) -> None:
     """Refuse writing over an input (e.g. `export` onto the store it reads: the store would be lost)."""
     try:
@@ -152,13 +179,13 @@ question = _checker(lambda v, n: clean_question(v, field=n))
 
 
 def check_name(value: str, name: str) -> str:
-    """A principal, group or document name: not empty, no control characters."""
-    v = scrub(value)
-    if not v.strip():
+    """A principal, group or document name: not empty, no control or invisible formatting
+    characters (lone surrogates from undecodable argv bytes are replaced, like everywhere)."""
+    if not value.strip():
         raise InputError("must not be empty", field=name)
-    if any(not ch.isprintable() for ch in v):
-        raise InputError(f"holds control characters: {shown(v)}", field=name)
-    return v
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in value):
+        raise InputError(f"holds control characters: {shown(value)}", field=name)
+    return scrub(value)
 
 
 name = _checker(check_name)
