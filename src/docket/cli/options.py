@@ -105,10 +105,16 @@ non_negative = int_range(0, MAX_COUNT)
 # --- choices --------------------------------------------------------------------------------------------
 
 
+def one_of(allowed: Sequence[str]) -> str:
+    """'a', 'b' or 'c' (the style of pydantic's messages for the policy's own choices)."""
+    quoted = [repr(a) for a in allowed]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 def check_choice(value: str, name: str, allowed: Sequence[str]) -> str:
     v = value.strip().lower()
     if v not in allowed:
-        raise InputError(f"must be one of {', '.join(allowed)}; got {shown(value)}", field=name)
+        raise InputError(f"must be {one_of(allowed)}, got {shown(value)}", field=name)
     return v
 
 
