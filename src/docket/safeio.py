@@ -187,16 +187,17 @@ def read_bytes(path: str | Path) -> bytes:
         raise InputError(f"cannot be read ({e.strerror or e})", where=str(p)) from None
 
 
-def decode(data: bytes, where: str) -> str:
-    """Strict UTF-8 (a leading BOM is dropped); a bad byte is reported with its line and column."""
+def decode(data: bytes, where: str, first_line: int = 1) -> str:
+    """Strict UTF-8 (a leading BOM is dropped); a bad byte is reported with its line and column
+    (`first_line`: the line number `data` starts at, when it is one line of a longer file)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, e.start) + first_line
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise InputError(f"is not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}, column {col}); "
                          "save it as UTF-8", where=where) from None
-    return text.removeprefix("\ufeff")
+    return text.removeprefix("\ufeff") if first_line == 1 else text
 
 
 def read_text(path: str | Path) -> str:
@@ -342,12 +343,18 @@ def iter_json_lines(text: str, where: str) -> Iterator[tuple[int, Any | InputErr
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for every non-blank line of a JSONL file; a bad line stops it,
-    named with its line."""
-    for n, value in iter_json_lines(read_text(path), str(path)):
-        if isinstance(value, InputError):
-            raise value
-        yield n, value
+    """(line number, value) for every non-blank line of a JSONL file, read as a stream (a large
+    export is never held twice in memory); a bad line stops it, named with its line."""
+    p = check_input(path)
+    try:
+        fh = p.open("rb")
+    except OSError as e:
+        raise InputError(f"cannot be read ({e.strerror or e})", where=str(p)) from None
+    with fh:
+        for n, raw in enumerate(fh, 1):  # binary lines end at b"\n" only, as JSONL wants
+            line = decode(raw, str(p), first_line=n)
+            if line.strip():
+                yield n, loads_json(line, f"{p}:{n}")
 
 
 def load_json(path: str | Path) -> Any:
