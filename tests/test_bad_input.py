@@ -159,6 +159,7 @@ CASES = [
     ("ask/groups-alone", ASK + ["--groups", "finance"], {}, 2, "needs --principal"),
     ("ask/doc-blank", ASK + ["--doc", " "], {}, 2, "'--doc': is empty"),
     ("ask/status-blank", ASK + ["--status", ","], {}, 2, "--status"),
+    ("ask/source-type-tab", ASK + ["--source-type", "\t, "], {}, 2, "--source-type"),
     ("ask/groups-control", ASK + ["--principal", "bob", "--groups", "fin\x01"], {}, 2, "--groups"),
     ("ask/policy-folder", ASK + ["--policy", "{folder}"], {}, 2, "is a directory"),
     ("ask/llm", ASK + ["--llm", "http://[::1"], {}, 2, "--llm"),

@@ -48,7 +48,7 @@ def _split(values: list[str] | None, option: str = "--groups", allow_empty: bool
     option given with nothing in it is refused (it would silently filter nothing) unless
     `allow_empty` (`principal --groups ""` clears the groups)."""
     for item in values or []:
-        if not item.strip(" ,") and not allow_empty:
+        if not item.replace(",", " ").strip() and not allow_empty:
             raise InputError("is empty; give a name (or leave the option out)", field=option)
     return tuple(opt.check_name(v.strip(), option) for item in values or [] for v in item.split(",") if v.strip())
 
@@ -80,7 +80,7 @@ def _print_report(console: Console, report: IndexReport) -> None:
 def index_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt.")] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
-                                                     callback=opt.db_path)] = "docket.db",
+                                       callback=opt.db_path)] = "docket.db",
     source: Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).")] = None,
     chunk_size: Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).",
                                             callback=opt.int_range(16, opt.MAX_COUNT))] = 300,
@@ -159,7 +159,7 @@ def export_cmd(
     out: Annotated[Path, typer.Argument(help="JSONL file to write (chunk records with vectors).",
                                         callback=opt.output_file)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
-                                                     callback=opt.db_path)] = "docket.db",
+                                       callback=opt.db_path)] = "docket.db",
 ) -> None:
     """Write every chunk of a store as JSONL records (DESIGN.md contract, `vector` included).
 
@@ -189,7 +189,7 @@ def export_cmd(
 def delete_cmd(
     doc: Annotated[str, typer.Argument(help="Document id.", callback=opt.name)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
-                                                     callback=opt.db_path)] = "docket.db",
+                                       callback=opt.db_path)] = "docket.db",
     version: Annotated[int | None, typer.Option("--version", help="Only this version.", callback=opt.non_negative)] = None,
 ) -> None:
     """Remove a document (or one version of it) from the store."""
@@ -212,7 +212,7 @@ def delete_cmd(
 def principal_cmd(
     name: Annotated[str, typer.Argument(help="User or service name, as listed in chunk acls.", callback=opt.name)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
-                                                     callback=opt.db_path)] = "docket.db",
+                                       callback=opt.db_path)] = "docket.db",
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Set the groups (comma-separated).")] = None,
 ) -> None:
     """Show or set a principal's groups (the `principals` table used by `docket ask --principal`)."""
@@ -230,7 +230,7 @@ def principal_cmd(
 def ask_cmd(
     question: Annotated[str, typer.Argument(help="The user's question.", callback=opt.question)],
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
-                                                     callback=opt.db_path)] = "docket.db",
+                                       callback=opt.db_path)] = "docket.db",
     principal: Annotated[str | None, typer.Option("--principal", help="Who asks; without it only public chunks.",
                                                   callback=opt.name)] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Extra groups of the principal (comma-separated).")] = None,
