@@ -137,6 +137,8 @@ CASES = [
     ("assemble/llm-scheme", A + ["--llm", "ftp://models"], {}, 2, "--llm"),
     ("assemble/llm-empty", A + ["--llm", ""], {}, 2, "--llm"),
     ("assemble/model-without-llm", A + ["--model", "gpt-x"], {}, 2, "only used with --llm"),
+    ("assemble/allow-domain-without-llm", A + ["--allow-domain", "example.com"], {}, 2, "'--allow-domain': is only used with --llm"),
+    ("ask/strip-links-without-llm", ASK + ["--strip-links"], {}, 2, "'--strip-links': is only used with --llm"),
     # -- questions without a word
     ("assemble/question-controls", ["assemble", "--store", "{nimbus}", "-q", "\x01\x02\x03"], {}, 2, "holds no words"),
     ("assemble/question-blank", ["assemble", "--store", "{nimbus}", "-q", "   "], {}, 2, "is empty"),

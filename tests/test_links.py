@@ -367,7 +367,7 @@ def test_assemble_llm_applies_the_allow_list_and_strips(monkeypatch: pytest.Monk
     from importlib.resources import files
 
     store = str(files("docket") / "data" / "nimbus.jsonl")
-    base = ["assemble", "--store", store, "-q", "How long do refunds take?", "--llm", "fake", "--json"]
+    base = ["assemble", "--store", store, "-q", "How long do refunds take?", "--llm", "http://127.0.0.1:9/v1", "--json"]  # generator patched
     code, out, _ = _cli(base + ["--allow-domain", "nimbus.com", "--strip-links"], monkeypatch, capsys)
     check = json.loads(out)["check"]
     assert code == 1

@@ -65,6 +65,8 @@ def assemble_cmd(
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
     opt.requires(model, llm, "--model", "--llm")
+    opt.requires(allow_domain, llm, "--allow-domain", "--llm")
+    opt.requires(strip_links, llm, "--strip-links", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []

@@ -262,6 +262,8 @@ def ask_cmd(
     from docket.retrieve import ask
 
     opt.requires(model, llm, "--model", "--llm")
+    opt.requires(allow_domain, llm, "--allow-domain", "--llm")
+    opt.requires(strip_links, llm, "--strip-links", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     date_from, date_to = parse_date(since, "--since"), parse_date(until, "--until")
