@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date as Date
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,11 @@ from docket.model import Chunk, Trace
 from docket.policy import Policy
 from docket.store.base import ChunkLookup
 from docket.tokens import TokenCounter
+
+
+def clock() -> Date:
+    """Today's date: the one place the assembler reads the wall clock (tests replace it)."""
+    return Date.today()
 
 
 @dataclass
@@ -33,6 +39,10 @@ class Context:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     #: things the caller must know (e.g. "the current rule was not found")
     warnings: list[str] = field(default_factory=list)
+    #: the wall clock, read once per assembly (the default "as of" date for versions)
+    today: Date = field(default_factory=lambda: clock())
+    #: the date whose versions Move 1 kept and why: {"date", "source"} (set by Move 1)
+    as_of: dict[str, Any] | None = None
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _qvec: np.ndarray | None = None
 

@@ -36,8 +36,16 @@ class VersionsPolicy(_Strict):
                                  "blog": 40, "forum": 10, "user": 10}
     )
     default_authority: int = 50
+    #: packing and prompt order: among passages scoring within this much of the best remaining
+    #: one (score units, like the floor), the higher authority goes first; 0 = rank order. A
+    #: passage outranked by one it contradicts always goes after it (docket.moves.authority)
+    authority_window: float = Field(0.1, ge=0.0)
     #: look up the in-force version's same section when only an old version was retrieved
     fetch_current: bool = True
+    #: a date the question asks about ("in 2024", "before the 2026 update"): "apply" it as the
+    #: as-of date when it changes which version of a candidate document is in force (unless the
+    #: caller pinned one); "warn" only says so in the trace and warnings; "off" ignores it
+    question_dates: Literal["apply", "warn", "off"] = "apply"
     #: two current, equal-authority chunks of different documents this similar are compared
     conflict_similarity: float = Field(0.75, ge=0.0, le=1.0)
     #: ... and disagree when a sentence of each shares this much of its wording (Jaccard of the
@@ -109,8 +117,9 @@ class OrderPolicy(_Strict):
 class RenderPolicy(_Strict):
     #: a registered text format (docket.brief.formats): "xml" or "lines"
     format: str = "xml"
-    #: header fields shown for every passage, in this order
-    fields: list[str] = Field(default_factory=lambda: ["title", "section", "version", "date", "status", "trust"])
+    #: header fields shown for every passage, in this order. `source` is the source type (policy,
+    #: help, forum, ...): the authority the ground rules and conflict notes refer to
+    fields: list[str] = Field(default_factory=lambda: ["title", "section", "version", "date", "source", "status", "trust"])
     max_field_chars: int = Field(200, ge=10)
     #: leave status="current" and trust="trusted" off the tags (the ground rules say a bare tag
     #: means exactly that); any other status or trust is always shown

@@ -18,7 +18,7 @@ from docket.brief.notes import conflict_notes, label_conflicts
 from docket.brief.render import header_fields, render_all
 from docket.brief.result import Brief
 from docket.context import Context
-from docket.model import Passage
+from docket.model import RETIRED_STATUSES, Passage
 
 
 def ground_rules(ctx: Context, style: str) -> list[str]:
@@ -68,6 +68,24 @@ def format_text(ctx: Context) -> str:
     return f"{pol.answer_format} {tail}"
 
 
+def as_of_note(ctx: Context, sources: dict[str, dict[str, Any]]) -> str:
+    """When the documents are not today's rules (the question asks about another date, or a
+    passage's status says it has been retired since), say which date they hold. Labels and a
+    date only, in a fixed sentence."""
+    info = ctx.as_of
+    if not info:
+        return ""
+    old = [label for label, s in sources.items() if s["status"] in RETIRED_STATUSES]
+    if info["source"] != "question" and not old:
+        return ""
+    day = info["date"].isoformat()
+    note = f"Note: the documents are the versions in force on {day}"
+    note += ", the date the question asks about." if info["source"] == "question" else "."
+    if old:
+        note += f" {', '.join(old)} {'was' if len(old) == 1 else 'were'} the rule on that date, whatever the status says today."
+    return note
+
+
 def fixed_tokens(ctx: Context) -> int:
     """Tokens of everything in the brief that is not evidence (for the backward budget)."""
     style = ctx.policy.render.format
@@ -87,7 +105,7 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         ctx.trace.add("fence", "sanitize", [], f"removed {removed} invisible or control character(s) from passage text",
                       removed=removed)
     conflicts = label_conflicts(ctx.conflicts, sources)
-    notes = conflict_notes(conflicts)
+    notes = "\n".join(n for n in (as_of_note(ctx, sources), conflict_notes(conflicts)) if n)
     system = system_text(ctx, style)
     question = question_text(ctx)
     fmt = format_text(ctx)

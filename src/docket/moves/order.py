@@ -1,8 +1,11 @@
 """Move 5: put the strongest evidence where the model looks.
 
-Best first by default; edge order (best first, second best last) as an option; chronological
-order for questions about a sequence. Two rules beat any position rule: the passages of one
-document stay together and in document order.
+Best first by default, "best" in authority order (docket.moves.authority: among close scores
+the higher authority first, a contradicted page after the source that outranks it); edge order
+(best first, second best last) as an option; chronological order for questions about a
+sequence. Two rules beat any position rule: the passages of one document stay together and in
+document order. Strangers' text (untrusted passages) never takes a position of emphasis: last
+in best-first order (after every official passage), in the middle in edge order.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TypeVar
 
 from docket.context import Context
 from docket.model import Passage
+from docket.moves.authority import authority_order
 
 MOVE = "order"
 
@@ -32,33 +36,57 @@ def _position(p: Passage) -> tuple[int, str]:
     return (pos if pos is not None else 0, p.first.id)
 
 
+def _middle(units: list[list[Passage]], strangers: list[list[Passage]]) -> list[list[Passage]]:
+    """Strangers' passages between the two halves of an edge order: never first, never last
+    while at least two official units exist to hold the ends."""
+    cut = (len(units) + 1) // 2
+    return units[:cut] + strangers + units[cut:]
+
+
 def arrange(passages: list[Passage], ctx: Context) -> list[Passage]:
     pol = ctx.policy.order
     before = [p.first.id for p in passages]
+    ordered, moved_up = authority_order(passages, ctx)
     if pol.group_documents:
         groups: dict[tuple[str, int], list[Passage]] = {}
-        for p in sorted(passages, key=lambda p: p.rank):
+        for p in ordered:
             groups.setdefault((p.doc, p.version), []).append(p)
-        units = [sorted(g, key=_position) for g in groups.values()]  # already best-group first
+        units = [sorted(g, key=_position) for g in groups.values()]  # groups in the order of their best member
     else:
-        units = [[p] for p in sorted(passages, key=lambda p: p.rank)]
+        units = [[p] for p in ordered]
 
+    def untrusted(g: list[Passage]) -> bool:
+        return any(p.untrusted for p in g)
+
+    strangers = [g for g in units if untrusted(g)]
+    official = [g for g in units if not untrusted(g)]
+    notes: list[str] = []
     if pol.mode == "edges":
-        units = edge_order(units)
-    elif pol.mode == "chronological":
-        units = sorted(units, key=lambda g: (g[0].first.date or Date.max, min(p.rank for p in g)))
-    if pol.untrusted_last:
-        # a stranger's post never takes the first slot, however well it matched the question
-        units = [g for g in units if not any(p.untrusted for p in g)] + [g for g in units if any(p.untrusted for p in g)]
+        # the first and the last slot are where the model looks: never a stranger's text there
+        units = _middle(edge_order(official), strangers) if strangers else edge_order(units)
+        if strangers and len(official) < 2:
+            notes.append(f"only {len(official)} official passage(s): a stranger's passage takes "
+                         f"{'every slot' if not official else 'the last slot'}, there is no middle")
+    else:
+        if pol.mode == "chronological":
+            units = sorted(units, key=lambda g: (g[0].first.date or Date.max, min(p.rank for p in g)))
+        if pol.untrusted_last:
+            # a stranger's post never takes the first slot, however well it matched the question
+            units = [g for g in units if not untrusted(g)] + [g for g in units if untrusted(g)]
     result = [p for g in units for p in g]
     after = [p.first.id for p in result]
     by_rank = [p.first.id for p in sorted(passages, key=lambda p: p.rank)]
     if after != by_rank or after != before:
         why = {"best_first": "best first", "edges": "edge order (best first, second best last)",
                "chronological": "chronological order"}[pol.mode]
+        if moved_up:
+            why += "; " + "; ".join(moved_up)
         if pol.group_documents:
             why += "; passages of one document together, in document order"
-        if pol.untrusted_last:
+        if pol.mode == "edges" and strangers:
+            why += "; untrusted sources in the middle, never first or last"
+        elif pol.untrusted_last and strangers:
             why += "; untrusted sources after official ones"
+        why += "".join(f"; {n}" for n in notes)
         ctx.trace.add(MOVE, "reorder", after, why, before=before)
     return result

@@ -15,6 +15,7 @@ from docket.context import Context
 from docket.errors import InputError
 from docket.model import Passage
 from docket.moves import compress as compress_move
+from docket.moves.authority import authority_order
 
 MOVE = "pack"
 
@@ -49,9 +50,13 @@ def wrapper_cost(ctx: Context) -> int:
 
 
 def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
-    """Best first; with `untrusted_last`, official sources go before strangers' posts, so the
-    budget cuts the strangers first."""
-    ordered = sorted(passages, key=lambda p: p.rank)
+    """Best first in authority order (docket.moves.authority: the policy before the help article
+    among close scores, never a contradicted page before the source that outranks it); with
+    `untrusted_last`, official sources go before strangers' posts, so the budget cuts the
+    strangers first."""
+    ordered, moved_up = authority_order(passages, ctx)
+    if moved_up:
+        ctx.trace.add(MOVE, "reorder", [p.first.id for p in ordered], "authority order: " + "; ".join(moved_up))
     if ctx.policy.pack.untrusted_last:
         official = [p for p in ordered if not p.untrusted]
         strangers = [p for p in ordered if p.untrusted]

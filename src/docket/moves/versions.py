@@ -7,9 +7,12 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 from __future__ import annotations
 
 import re
+from datetime import date as Date
 from itertools import combinations
+from typing import Any
 
 from docket.context import Context
+from docket.dates import find_dates
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase, title_match_strict
@@ -19,11 +22,14 @@ MOVE = "versions"
 
 
 def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
-    """Authority of a chunk's source: its source_type's rank; user posts rank as forums."""
+    """Authority of a chunk's source: its source_type's rank. Untrusted text (a stranger's post,
+    a web page) never ranks above a forum post, whatever source type its metadata claims."""
+    forum = min(policy.authority.get("forum", 0), policy.default_authority)
     if chunk.source_type is not None:
-        return policy.authority.get(chunk.source_type.lower(), policy.default_authority)
+        rank = policy.authority.get(chunk.source_type.lower(), policy.default_authority)
+        return min(rank, forum) if chunk.untrusted else rank
     if chunk.untrusted:
-        return min(policy.authority.get("forum", 0), policy.default_authority)
+        return forum
     return policy.default_authority
 
 
@@ -31,14 +37,108 @@ def _vlabel(v: VersionInfo) -> str:
     return f"v{v.version} ({v.date.isoformat()})" if v.date else f"v{v.version}"
 
 
+class _Versions:
+    """Every stored version of the candidates' documents, read once per assembly."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._store = ctx.store
+        self._cache: dict[str, list[VersionInfo]] = {}
+
+    def of(self, doc: str) -> list[VersionInfo]:
+        if doc not in self._cache:
+            self._cache[doc] = self._store.versions(doc)
+        return self._cache[doc]
+
+    def in_force(self, doc: str, day: Date) -> VersionInfo | None:
+        return version_in_force(self.of(doc), day)
+
+    def during(self, doc: str, start: Date, end: Date) -> list[VersionInfo]:
+        """The versions in force at some day of [start, end] (they change only on version dates)."""
+        days = {start, end} | {d for v in self.of(doc) for d in (v.date, v.effective_to) if d and start < d <= end}
+        found = {v.version: v for v in (self.in_force(doc, d) for d in sorted(days)) if v is not None}
+        return [found[k] for k in sorted(found)]
+
+
+def _num(v: VersionInfo | None) -> int | None:
+    return v.version if v is not None else None
+
+
+def _names(changes: list[tuple[str, VersionInfo | None, VersionInfo | None]]) -> str:
+    return ", ".join(f"{doc} {'v' + str(new.version) if new else 'none'} instead of {'v' + str(old.version) if old else 'none'}"
+                     for doc, old, new in changes)
+
+
+def choose_as_of(docs: list[str], ctx: Context, vs: _Versions) -> Date:
+    """The one date whose versions the brief holds: pinned (argument, --as-of, policy), else a
+    date the question asks about when it changes which version of a candidate document is in
+    force, else today (read once per assembly). Traced, with the reason; warned when the
+    question asks about another date than the one used."""
+    pol = ctx.policy.versions
+    today, pinned = ctx.today, ctx.policy.as_of
+    base = pinned or today
+    refs = find_dates(ctx.question, today) if pol.question_dates != "off" else []
+    multi = [d for d in docs if len(vs.of(d)) > 1]
+    chosen, source = base, "pinned" if pinned else "today"
+    if refs:
+        asked = ", ".join(repr(r.text) for r in refs)
+        days = sorted({r.as_of(today) for r in refs})
+        if len(days) > 1:
+            msg = (f"the question names several dates ({asked}); one brief holds one version per document, the one in "
+                   f"force on {base.isoformat()}: ask about each date separately")
+            ctx.trace.add(MOVE, "question_date", [], msg, dates=[d.isoformat() for d in days])
+            if multi:
+                ctx.warnings.append(msg)
+        else:
+            day = days[0]
+            changes = [(d, vs.in_force(d, base), vs.in_force(d, day)) for d in docs]
+            changes = [(d, old, new) for d, old, new in changes if _num(old) != _num(new)]
+            existing = [c for c in changes if c[2] is not None]
+            where = f"the question asks about {asked} (versions in force on {day.isoformat()})"
+            if not changes:
+                ctx.trace.add(MOVE, "question_date", [], f"{where}: every candidate document has the same version in force "
+                              f"then as on {base.isoformat()}; nothing changes", date=day.isoformat())
+            elif pinned or pol.question_dates == "warn" or not existing:
+                why = (f"the as-of date is pinned to {pinned.isoformat()}" if pinned
+                       else "versions.question_dates is 'warn'" if pol.question_dates == "warn"
+                       else "no candidate document had another stored version in force then")
+                msg = f"{where}, but {why}: the brief holds the versions in force on {base.isoformat()}"
+                if existing:
+                    msg += f" (that date would give {_names(existing)})"
+                ctx.trace.add(MOVE, "question_date", [], msg, date=day.isoformat(), applied=False)
+                if any(d in multi for d, _, _ in changes):
+                    ctx.warnings.append(msg)
+            else:
+                chosen, source = day, "question"
+                msg = f"{where}: the brief holds the versions in force then, {_names(existing)} (today's rule differs)"
+                ctx.trace.add(MOVE, "question_date", [], msg, date=day.isoformat(), applied=True)
+                ctx.warnings.append(msg)
+                ref = refs[0]
+                if ref.relation == "at" and ref.grain != "day":
+                    for d in multi:
+                        during = vs.during(d, ref.start, ref.end)
+                        if len(during) > 1:
+                            several = (f"{len(during)} versions of {d} were in force during {ref.text!r} "
+                                       f"({', '.join(_vlabel(v) for v in during)}); the brief uses the one in force on "
+                                       f"{day.isoformat()}: pin --as-of for another day")
+                            ctx.trace.add(MOVE, "question_date", [], several, versions=[v.version for v in during])
+                            ctx.warnings.append(several)
+    why = {"today": "today's date, the default (pin it with --as-of or as_of in the policy to reproduce a run)",
+           "pinned": "pinned by the caller (--as-of, the as_of argument or the policy)",
+           "question": "the date the question asks about"}[source]
+    ctx.trace.add(MOVE, "as_of", [], f"versions in force on {chosen.isoformat()}: {why}", as_of=chosen.isoformat(),
+                  source=source, default=source == "today")
+    ctx.as_of = {"date": chosen, "source": source}
+    return chosen
+
+
 def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
-    """Drop chunks of versions not in force (now, or on `as_of`); fetch the current section
-    when only an old one was retrieved; record conflicts between equal-authority sources."""
-    as_of = ctx.policy.as_of
-    in_force: dict[str, VersionInfo | None] = {}
-    for p in passages:
-        if p.doc not in in_force:
-            in_force[p.doc] = version_in_force(ctx.store.versions(p.doc), as_of)
+    """Drop chunks of versions not in force on the as-of date (see `choose_as_of`); fetch the
+    in-force section when only an old one was retrieved; record conflicts between sources."""
+    vs = _Versions(ctx)
+    docs = list(dict.fromkeys(p.doc for p in passages))
+    as_of = choose_as_of(docs, ctx, vs)
+    day = as_of.isoformat()
+    in_force = {d: vs.in_force(d, as_of) for d in docs}
 
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
@@ -46,36 +146,34 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
         c = p.first
         current = in_force[p.doc]
         if current is None:
-            if as_of is not None:
-                why = f"{c.doc} had no version in force on {as_of.isoformat()}" + (
-                    f" (v{c.version} took effect {c.date.isoformat()})" if c.date else ""
-                )
-            else:
-                why = f"no version of {c.doc} is in force (v{c.version} is {c.status})"
-            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version)
+            why = f"no version of {c.doc} is in force on {day} (v{c.version} is {c.status}" + (
+                f", dated {c.date.isoformat()})" if c.date else ")")
+            if c.date is not None and c.date > as_of:
+                why = f"{c.doc} v{c.version} takes effect {c.date.isoformat()}, after the as-of date {day}"
+            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version, as_of=day)
             dropped.append((p, None))
         elif c.version != current.version:
             if c.version < current.version:
-                when = f" on {as_of.isoformat()}" if as_of else ""
-                why = f"v{c.version}" + (f" ({c.date.isoformat()})" if c.date else "") + f"; {_vlabel(current)} is in force{when}"
+                why = f"v{c.version}" + (f" ({c.date.isoformat()})" if c.date else "") + f"; {_vlabel(current)} is in force on {day}"
             else:
-                why = f"v{c.version}" + (f" took effect {c.date.isoformat()}" if c.date else " is newer")
-                why += f", after the as-of date {as_of.isoformat()}" if as_of else f", but {_vlabel(current)} is in force"
-            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version, in_force=current.version)
+                why = (f"v{c.version}" + (f" takes effect {c.date.isoformat()}" if c.date else " is newer")
+                       + f", after the as-of date {day}; {_vlabel(current)} is in force")
+            ctx.trace.add(MOVE, "drop", [c.id], why, version=c.version, in_force=current.version, as_of=day)
             dropped.append((p, current))
-        elif as_of is not None and c.date is not None and c.date > as_of:
-            ctx.trace.add(MOVE, "drop", [c.id], f"published {c.date.isoformat()}, after the as-of date {as_of.isoformat()}")
+        elif c.date is not None and c.date > as_of:
+            ctx.trace.add(MOVE, "drop", [c.id], f"published {c.date.isoformat()}, after the as-of date {day}", as_of=day)
             dropped.append((p, None))
         else:
             kept.append(p)
 
     if ctx.policy.versions.fetch_current:
-        kept = _fetch_current(kept, dropped, ctx)
+        kept = _fetch_current(kept, dropped, ctx, as_of)
     _find_conflicts(kept, ctx)
     return kept
 
 
-def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo | None]], ctx: Context) -> list[Passage]:
+def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo | None]], ctx: Context,
+                   as_of: Date) -> list[Passage]:
     """When only a retired version of a section was retrieved, bring in the same section of
     the version in force, or say loudly that the current rule was not found."""
     have = {(p.doc, p.version, p.first.section) for p in kept}
@@ -108,7 +206,7 @@ def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo
     result = sorted(kept + added, key=lambda x: (x.rank, x.ids)) if added else kept
     live = {(p.doc, p.version) for p in result}
     for c, current in missing:
-        where = f"on {ctx.policy.as_of.isoformat()}" if ctx.policy.as_of else "now"
+        where = f"on {as_of.isoformat()}"
         msg = f"{c.doc} v{current.version} (in force {where}) has no section {c.section!r}; only v{c.version} of it was retrieved"
         if (c.doc, current.version) not in live:
             msg = "the current rule was not found: " + msg
@@ -209,11 +307,13 @@ def _different_subjects(a: Passage, b: Passage) -> bool:
 
 
 def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
-    """Pairs of current, trusted chunks of different documents that are about the same thing
-    and state different facts. Equal authority: keep both and tell the model. Unequal: the
-    higher authority outranks (the rules say so), and the pair is still reported."""
+    """Pairs of in-force chunks of different documents that are about the same thing and state
+    different facts. Equal authority: keep both and tell the model. Unequal: the higher
+    authority outranks it; the pair is reported (`higher` names the chunk that wins) so the
+    prompt can say so and the order can put the winner first. A stranger's post is compared
+    only with sources that outrank it (two strangers disagreeing is not worth a note)."""
     pol = ctx.policy.versions
-    pool = [p for p in kept if not p.untrusted and not p.first.retired]
+    pool = [p for p in kept if not p.first.retired]
     if len(pool) < 2 or not ctx.has_vectors():
         return
     vecs = ctx.vectors([p.first for p in pool])
@@ -229,18 +329,31 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     for i, j in combinations(range(len(pool)), 2):
         a, b = pool[i], pool[j]
         cos = float(sims[i, j])
-        if cos < pol.conflict_similarity or a.doc == b.doc or _different_subjects(a, b):
+        if cos < pol.conflict_similarity or a.doc == b.doc:
+            continue
+        auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
+        if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
+            continue
+        if _different_subjects(a, b):
             continue
         why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap)
         if why is None:
             continue
-        auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
         kind = "equal_authority" if auth_a == auth_b else "outranked"
         pair = [a.first.id, b.first.id]
-        ctx.conflicts.append({"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "reason": why, "cosine": round(cos, 4)})
+        record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
+                                  "source_types": [a.first.source_type, b.first.source_type], "reason": why,
+                                  "cosine": round(cos, 4)}
         if kind == "equal_authority":
-            reason = f"{a.doc} and {b.doc} are current, equally authoritative and disagree: {why}; both kept"
+            reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
         else:
             hi, lo = (a, b) if auth_a > auth_b else (b, a)
-            reason = f"{lo.doc} disagrees with {hi.doc} ({why}); {hi.doc} has higher authority"
+            record["higher"] = hi.first.id
+            reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
+                      f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
+        ctx.conflicts.append(record)
         ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
+
+
+def _kind(p: Passage) -> str:
+    return p.first.source_type or ("untrusted" if p.untrusted else "no source type")

@@ -39,24 +39,32 @@ class ChunkLookup(Protocol):
 
 
 def version_in_force(versions: Sequence[VersionInfo], as_of: Date | None = None) -> VersionInfo | None:
-    """The version that is the rule now (by status) or on `as_of` (by dates).
+    """The version that is the rule on `as_of` (the assembler passes today's date by default).
 
-    Without a date the status decides: the highest version that is not retired. The wall clock is
-    never read, so the same inputs always give the same prompt. With `as_of`, a version counts
-    from its `date` until its `effective_to` (or the next version), whatever its status today;
-    drafts never count.
+    A version is in force from its `date` (undated: from the start) until its `effective_to`,
+    and the highest-numbered version that has started wins, so a version dated in the future
+    does not replace today's rule, whatever its status says. Drafts never count. A retired
+    status (superseded, archived, ...) without an `effective_to` means "until a later stored
+    version took effect": a retired version with no later one is not in force on any date (we
+    cannot tell when it ended). The wall clock is never read here.
+
+    Without a date (kept for callers that have none) the status alone decides: the highest
+    version that is not retired.
     """
     if as_of is None:
         live = [v for v in versions if v.status not in RETIRED_STATUSES]
         return max(live, key=lambda v: v.version) if live else None
-    eligible = [
-        v
-        for v in versions
-        if v.status != "draft"
-        and (v.date is None or v.date <= as_of)
-        and (v.effective_to is None or v.effective_to > as_of)
-    ]
-    return max(eligible, key=lambda v: v.version) if eligible else None
+    ordered = sorted((v for v in versions if v.status != "draft"), key=lambda v: v.version)
+    best: VersionInfo | None = None
+    for i, v in enumerate(ordered):
+        if v.date is not None and v.date > as_of:
+            continue
+        if v.effective_to is not None and v.effective_to <= as_of:
+            continue
+        if v.status in RETIRED_STATUSES and v.effective_to is None and i == len(ordered) - 1:
+            continue
+        best = v
+    return best
 
 
 def neighbours(store: ChunkLookup, chunk: Chunk, window: int) -> list[Chunk]:

@@ -1,0 +1,77 @@
+"""Authority order: the policy before the help article before the forum post, within reason.
+
+Packing (Move 4) and the prompt order (Move 5) both start from this order, so the budget cuts
+the weaker source first and the model reads the stronger one first. The rule, in two parts:
+
+1. Among passages whose scores are close, the higher authority goes first. "Close" is
+   `versions.authority_window`, in the scorer's units like the floor: the next passage is the
+   most authoritative of those scoring within the window of the best remaining score (ties by
+   rank). A help article far ahead of a marginal policy chunk keeps its place; one a hair ahead
+   does not. 0 keeps rank order.
+2. A passage that Move 1 found outranked by a conflicting one never goes before it, whatever
+   the scores: the note "S1 outranks S3" must point forward, and at a tight budget the policy,
+   not the page that contradicts it, is what fits.
+"""
+
+from __future__ import annotations
+
+from docket.context import Context
+from docket.model import Passage
+from docket.moves.versions import authority
+
+
+def outrankers(passages: list[Passage], ctx: Context) -> dict[int, set[int]]:
+    """passage index -> indexes of the passages that outrank it in a reported conflict."""
+    where = {cid: i for i, p in enumerate(passages) for cid in p.ids}
+    out: dict[int, set[int]] = {}
+    for c in ctx.conflicts:
+        if c.get("kind") != "outranked" or "higher" not in c:
+            continue
+        lower = next((x for x in c["chunks"] if x != c["higher"]), None)
+        hi, lo = where.get(c["higher"]), where.get(lower) if lower is not None else None
+        if hi is not None and lo is not None and hi != lo:
+            out.setdefault(lo, set()).add(hi)
+    return out
+
+
+def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage], list[str]]:
+    """The passages in authority order (see the module docstring), and one line per passage
+    that moved ahead of a better-ranked one (for the trace)."""
+    pol = ctx.policy.versions
+    ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
+    auth = {id(p): authority(p.first, pol) for p in ranked}
+    above = outrankers(ranked, ctx)
+    remaining = list(range(len(ranked)))
+    order: list[int] = []
+    notes: list[str] = []
+    while remaining:
+        best = max(ranked[i].score for i in remaining)
+        pool = [i for i in remaining if ranked[i].score >= best - pol.authority_window]
+        pick = max(pool, key=lambda i: (auth[id(ranked[i])], -i))
+        why = "window"
+        seen = {pick}
+        while True:  # an outranked passage waits for the passage that outranks it
+            ahead = sorted(j for j in above.get(pick, ()) if j in remaining and j not in seen)
+            if not ahead:
+                break
+            pick = ahead[0]
+            seen.add(pick)
+            why = "conflict"
+        first = remaining[0]
+        if pick != first:
+            p, q = ranked[pick], ranked[first]
+            if why == "conflict":
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}) before {q.first.id} "
+                             f"({_source(q)}, authority {auth[id(q)]}): it outranks a passage that contradicts it")
+            else:
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}, score {p.score:.3f}) before "
+                             f"{q.first.id} ({_source(q)}, authority {auth[id(q)]}, score {q.score:.3f}): higher "
+                             f"authority within {pol.authority_window} of the best remaining score {best:.3f}")
+        order.append(pick)
+        remaining.remove(pick)
+    return [ranked[i] for i in order], notes
+
+
+def _source(p: Passage) -> str:
+    c = p.first
+    return c.source_type or ("untrusted" if c.untrusted else "no source type")
