@@ -64,7 +64,8 @@ def _restricted(store: Store) -> None:
     # the third chunk is restricted: rewrite the version with per-chunk acls
     dv = version("pol", 1, ["holiday rules intro for everyone", "holiday carry over rules allow five days",
                             "holiday payout secret rate is 120 percent"])
-    chunks = list(dv.chunks)
+    # one section, so only the ACL (not a section boundary) can stop neighbour expansion
+    chunks = [c.model_copy(update={"section": "Holiday"}) for c in dv.chunks]
     chunks[2] = chunks[2].model_copy(update={"acl": ("finance",)})
     dv.chunks = chunks
     store.write_version(dv)

@@ -67,10 +67,15 @@ class ExpandPolicy(_Strict):
     mode: Literal["window", "section"] = "window"
     top_n: int = Field(1, ge=0)
     window: int = Field(1, ge=0)
-    #: a passage grown by expansion may not exceed this many tokens (its text)
-    max_passage_tokens: int = Field(600, ge=1)
+    #: a passage grown by expansion may not exceed this many tokens (its text). 1500 fits the
+    #: default window (the hit and one neighbour each side) of chunks up to 500 tokens (typical:
+    #: 300-400, 3 x 390 = 1170); 600, the old default, let no neighbour join a 390-token chunk
+    max_passage_tokens: int = Field(1500, ge=1)
     #: a parent section larger than this falls back to the window
-    max_section_tokens: int = Field(800, ge=1)
+    max_section_tokens: int = Field(1500, ge=1)
+    #: ... and never more than this share of the evidence budget, so the grown passage still
+    #: fits beside other evidence (at a 1000-token budget: 500 tokens of text)
+    max_budget_share: float = Field(0.5, gt=0.0, le=1.0)
 
 
 class PackPolicy(_Strict):

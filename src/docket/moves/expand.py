@@ -1,8 +1,12 @@
 """Move 3: give each chunk back its context.
 
 The top N hits grow to their neighbours (or their parent section) inside the same document
-version. Expanded spans that overlap or touch are merged, and a hit that already lies inside a
-span is absorbed into it, so no chunk is pasted twice. Every grown passage is capped in tokens.
+version and the same section: a passage never spans two sections, so its header names the one
+section its text belongs to (pol3-2's "They can be cancelled" stays under "Monthly plans").
+Growth never pastes back a chunk that Move 2 dropped as a copy. Expanded spans that overlap or
+touch are merged, and a hit that already lies inside a span is absorbed into it, so no chunk is
+pasted twice. Every grown passage is capped in tokens (`max_passage_tokens`, and at most
+`max_budget_share` of the evidence budget); the trace says when a cap stops expansion.
 Expansion runs after ranking, never before: a reranker would only read the first part of a
 grown window, after we paid to build it.
 """
@@ -20,10 +24,30 @@ def _text_tokens(chunks: list[Chunk], ctx: Context) -> int:
     return ctx.tokens(" ".join(c.text.strip() for c in chunks))
 
 
+def passage_cap(ctx: Context, limit: int) -> tuple[int, str]:
+    """The most tokens a grown passage's text may have: `limit` (max_passage_tokens or
+    max_section_tokens), and never more than `max_budget_share` of the evidence budget, so the
+    grown top hit still fits the prompt with room for other evidence. Returns (cap, which rule)."""
+    pol = ctx.policy.expand
+    pack = ctx.policy.pack
+    if pack.budget is not None:
+        budget = pack.budget
+    else:
+        from docket.brief.layout import fixed_tokens
+
+        budget = pack.input_target - pack.answer_reserve - pack.history_tokens - fixed_tokens(ctx)
+    share = int(pol.max_budget_share * max(budget, 0))
+    if share < limit:
+        return max(share, 1), f"{pol.max_budget_share:g} of the evidence budget {budget} (expand.max_budget_share)"
+    return limit, "expand.max_section_tokens" if limit == pol.max_section_tokens and pol.mode == "section" else \
+        "expand.max_passage_tokens"
+
+
 def _cap(span: list[Chunk], hit: Chunk, ctx: Context) -> list[Chunk]:
-    """Shrink a span around its hit until its text fits the passage cap (farthest chunk first)."""
-    cap = ctx.policy.expand.max_passage_tokens
-    before = len(span)
+    """Shrink a span around its hit until its text fits the passage cap (farthest chunk first);
+    the trace says which chunks the cap kept out, and which rule set it."""
+    cap, rule = passage_cap(ctx, ctx.policy.expand.max_passage_tokens)
+    before = list(span)
     while len(span) > 1 and _text_tokens(span, ctx) > cap:
         i = span.index(hit)
         # drop the end farther from the hit; ties drop the trailing chunk
@@ -31,39 +55,89 @@ def _cap(span: list[Chunk], hit: Chunk, ctx: Context) -> list[Chunk]:
             span = span[1:]
         else:
             span = span[:-1]
-    if len(span) < before:
-        ctx.trace.add(MOVE, "cap", [c.id for c in span], f"span around {hit.id} cut from {before} to {len(span)} chunks "
-                      f"to stay within {cap} tokens", tokens=_text_tokens(span, ctx))
+    if len(span) < len(before):
+        left_out = [c.id for c in before if c not in span]
+        ctx.trace.add(MOVE, "cap", [c.id for c in span],
+                      f"expansion of {hit.id} stopped by the cap: {', '.join(left_out)} left out, "
+                      f"{_text_tokens(before, ctx)} tokens with them > {cap} ({rule}); "
+                      f"{'no neighbour fits' if len(span) == 1 else f'{len(span)} chunks kept'}",
+                      tokens=_text_tokens(span, ctx), cap=cap, without_cap=_text_tokens(before, ctx), left_out=left_out)
     return span
 
 
-def _grow(p: Passage, ctx: Context) -> list[Chunk]:
+def _same_section(a: Chunk, b: Chunk) -> bool:
+    return a.section == b.section
+
+
+def _window(hit: Chunk, ctx: Context, excluded: dict[str, str]) -> list[Chunk]:
+    """The hit and its neighbours within the window, contiguous around it: growth stops at a
+    section boundary (a passage has one section, so its header never reads "Monthly plans /
+    Annual plans") and at a chunk that Move 2 dropped as a copy (never pasted back)."""
+    span = neighbours(ctx.store, hit, ctx.policy.expand.window)
+    if not any(c.id == hit.id for c in span):
+        return [hit]
+    i = next(k for k, c in enumerate(span) if c.id == hit.id)
+    lo, hi = i, i
+    stops: list[str] = []
+    for step in (-1, 1):
+        k = i + step
+        while 0 <= k < len(span):
+            c = span[k]
+            if c.id in excluded:
+                stops.append(f"{c.id}: Move 2 dropped it as a copy of {excluded[c.id]}")
+                break
+            if not _same_section(c, hit):
+                stops.append(f"{c.id}: section {c.section!r}, not {hit.section!r} (a passage keeps one section)")
+                break
+            lo, hi = min(lo, k), max(hi, k)
+            k += step
+    if stops:
+        ctx.trace.add(MOVE, "boundary", [hit.id], f"{hit.id} not grown into " + "; ".join(stops))
+    return span[lo : hi + 1]
+
+
+def _grow(p: Passage, ctx: Context, excluded: dict[str, str]) -> list[Chunk]:
     pol = ctx.policy.expand
     hit = p.first
     if pol.mode == "section" and hit.section:
         sec = section_of(ctx.store, hit.doc, hit.version, hit.section)
-        if sec and _text_tokens(sec, ctx) <= pol.max_section_tokens:
+        cap, rule = passage_cap(ctx, pol.max_section_tokens)
+        copies = [c.id for c in sec if c.id in excluded]
+        if sec and not copies and _text_tokens(sec, ctx) <= cap:
             return sec
-        if sec:
+        if copies:
+            ctx.trace.add(MOVE, "fallback", [hit.id], f"section {hit.section!r} holds {', '.join(copies)}, which Move 2 "
+                          f"dropped as copies; using a window of {pol.window} instead")
+        elif sec:
             ctx.trace.add(MOVE, "fallback", [hit.id], f"section {hit.section!r} has {_text_tokens(sec, ctx)} tokens "
-                          f"> {pol.max_section_tokens}; using a window of {pol.window} instead")
-    span = neighbours(ctx.store, hit, pol.window)
-    if not any(c.id == hit.id for c in span):
-        span = [hit]
-    return _cap(span, hit, ctx)
+                          f"> {cap} ({rule}); using a window of {pol.window} instead", tokens=_text_tokens(sec, ctx), cap=cap)
+    return _cap(_window(hit, ctx, excluded), hit, ctx)
 
 
 def _pos(store_chunks: list[Chunk]) -> dict[str, int]:
     return {c.id: i for i, c in enumerate(store_chunks)}
 
 
+def dropped_copies(passages: list[Passage]) -> dict[str, str]:
+    """Chunk id -> the passage it was folded into, for every copy Move 2 dropped (its provenance
+    stays in the kept passage's `also_in`): expansion must never paste such a chunk back."""
+    out: dict[str, str] = {}
+    for p in passages:
+        for extra in p.also_in:
+            for cid in extra.get("chunks", []):
+                if cid not in p.ids:
+                    out.setdefault(cid, p.first.id)
+    return out
+
+
 def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
     pol = ctx.policy.expand
     if pol.top_n == 0 or not passages:
         return passages
+    excluded = dropped_copies(passages)
     grown: list[Passage] = []
     for p in passages[: pol.top_n]:
-        span = _grow(p, ctx)
+        span = _grow(p, ctx, excluded)
         if len(span) > 1 or span[0].id != p.first.id:
             added = [c.id for c in span if c.id not in p.ids]
             if added:
@@ -81,13 +155,14 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
             merged.append(g)
             continue
         joined = _join(target, g, ctx)
-        if _text_tokens(list(joined.chunks), ctx) > pol.max_passage_tokens:
+        cap, rule = passage_cap(ctx, pol.max_passage_tokens)
+        if _text_tokens(list(joined.chunks), ctx) > cap:
             # too big together: keep both, but the later one loses the chunks it shares
             trimmed = tuple(c for c in g.chunks if c.id not in set(target.ids))
             if trimmed:
                 merged.append(g.with_(chunks=trimmed))
                 ctx.trace.add(MOVE, "trim", [c.id for c in trimmed], f"span of {g.first.id} overlaps {target.hits[0]}'s; merged they "
-                              f"would exceed {pol.max_passage_tokens} tokens, so the shared chunks stay with the better hit")
+                              f"would exceed {cap} tokens ({rule}), so the shared chunks stay with the better hit", cap=cap)
             continue
         merged[merged.index(target)] = joined
         ctx.trace.add(MOVE, "merge", list(joined.ids), f"spans of {', '.join(target.hits)} and {', '.join(g.hits)} "
@@ -122,7 +197,10 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
 
 
 def _joinable(a: Passage, b: Passage, ctx: Context) -> bool:
+    """Spans of one document version and one section that overlap or touch."""
     if (a.doc, a.version) != (b.doc, b.version):
+        return False
+    if {c.section for c in a.chunks} != {c.section for c in b.chunks}:
         return False
     order = _pos(ctx.store.chunks_of(a.doc, a.version))
     ia = [order[i] for i in a.ids if i in order]
