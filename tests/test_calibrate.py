@@ -148,3 +148,38 @@ def test_fit_margin_keeps_the_asked_share_and_reports_the_trade_off():
     assert curve[0.2]["gold_kept"] == pytest.approx(0.5) and curve[1.5]["candidates_kept"] == 1.0
     with pytest.raises(Exception, match="answerable"):
         C.fit_margin([], [])
+
+
+def test_gate_keeps_a_model_below_the_floor_off():
+    """The red team's case: a model whose held-out balanced accuracy is below chance (40%) must
+    not be switched on; one that adds to the floor is."""
+    y = [True] * 5 + [False] * 5
+    floor = [False, False, False, False, True, True, True, True, False, False]  # BA 0.7
+    bad = [True, True, True, False, False, False, False, False, True, True]  # 40%: worse than chance
+    g = C.gate_decision(y, floor, bad)
+    assert g["enabled"] is False and g["model_balanced_accuracy"] == pytest.approx(0.4)
+    assert g["floor_balanced_accuracy"] == pytest.approx(0.7) and "left off" in g["reason"]
+    good = [False] * 5 + [False, False, False, True, True]  # catches the two the floor misses
+    g = C.gate_decision(y, floor, good)
+    assert g["enabled"] is True and g["combined_balanced_accuracy"] > g["floor_balanced_accuracy"]
+    assert "switched on" in g["reason"]
+
+
+def test_floor_scores_are_the_re_scored_top():
+    """The assembler compares the floor with re-scored scores: calibrate fits it on those."""
+    from docket.eval.dataset import Item, LabelledSet
+    from docket.eval.runner import prepare
+    from docket.policy import Policy
+    from docket.tokens import default_counter
+
+    def ch(i, t, title=""):
+        return parse_chunk({"id": i, "doc": i, "text": t, "title": title})
+
+    lset = LabelledSet("s", [Item("q", "Where does the Rhine flow?",
+                                  [ch("a", "The Rhine flows into the North Sea.", "Rhine"), ch("b", "Apples are red.")])])
+    emb = HashEmbedder()
+    prepared = prepare(lset, emb)
+    raw = prepared[0].query.ranked[0].score
+    on = C.floor_scores(prepared, Policy(), default_counter(), emb)[0]
+    off = C.floor_scores(prepared, Policy().updated(rescore={"enabled": False}), default_counter(), emb)[0]
+    assert off == raw and on > raw

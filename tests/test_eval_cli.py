@@ -91,7 +91,12 @@ def test_calibrate_writes_policy(tmp_path):
     out = json.loads(r.stdout)
     assert {"duplicate_threshold", "floor", "answerable"} <= set(out)
     p = load_policy(pol)
-    assert p.answerable.enabled and p.answerable.weights
+    # the model is switched on only when, held out, it beats the plain floor; here the floor is
+    # already perfect, so it stays off and the output says why
+    gate = out["answerable"]["gate"]
+    assert p.answerable.enabled is gate["enabled"] is False
+    assert "does not beat the plain floor" in gate["reason"]
+    assert out["floor"]["scores"] == "re-scored" and "balanced_accuracy" in out["floor"]["held_out"]
     assert p.dedup.threshold == out["duplicate_threshold"]["threshold"]
     assert p.pack.floor == out["floor"]["floor"]
     assert p.pack.margin == out["margin"]["margin"]
@@ -99,6 +104,13 @@ def test_calibrate_writes_policy(tmp_path):
     r2 = runner.invoke(app, ["eval", str(s), "--budgets", "300", "--embedder", "hash", "--policy", str(pol), "--json"])
     assert r2.exit_code == 0, r2.output
     assert "not_found" in json.loads(r2.stdout)["budgets"]["300"]
+
+
+def test_calibrate_says_whether_the_model_is_switched_on(tmp_path):
+    s = write_set(tmp_path / "set.jsonl")
+    r = runner.invoke(app, ["calibrate", str(s), "--embedder", "hash", "--group-by", "item", "--folds", "3"])
+    assert r.exit_code == 0, r.output
+    assert "answerable.enabled = false" in r.stdout and "does not beat the plain floor" in r.stdout
 
 
 def test_calibrate_fits_the_margin_on_an_all_answerable_set(tmp_path):

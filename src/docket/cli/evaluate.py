@@ -214,31 +214,40 @@ def calibrate_cmd(
         if dup["threshold"] is not None:
             updates["dedup"] = {"threshold": dup["threshold"]}
     prepared = prepare(lset, embedder) if lset is not None else []
-    if lset is not None and any(it.answerable and it.gold for it in lset.items):
-        from docket.policy import Policy, load_policy
-        from docket.tokens import default_counter
+    from docket.policy import Policy
+    from docket.tokens import default_counter
 
-        pol = load_policy(policy_path) if policy_path is not None else Policy()
+    pol = load_policy(policy_path) if policy_path is not None else Policy()
+    if lset is not None and any(it.answerable and it.gold for it in lset.items):
         q_gaps, pools = C.margin_inputs(prepared, pol, default_counter(), embedder)
         if q_gaps:
             mg = C.fit_margin(q_gaps, pools, keep=margin_keep)
             out["margin"] = mg
             updates.setdefault("pack", {})["margin"] = mg["margin"]
     if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
-        tops = [p.query.ranked[0].score if p.query.ranked else -1.0 for p in prepared]
+        tops = C.floor_scores(prepared, pol, default_counter(), embedder)
         y = [p.item.answerable for p in prepared]
         fl = C.fit_floor(tops, y)
         fl["curve"] = C.floor_curve(tops, y)
-        out["floor"] = fl
-        updates.setdefault("pack", {})["floor"] = fl["floor"]
-        X = C.signal_matrix(lset, embedder)
+        fl["scores"] = "re-scored" if pol.rescore.enabled else "ranker"
         groups = [_group(p.item, group_by) for p in prepared]
         if len(set(groups)) < 2:
             groups = [p.item.id for p in prepared]
+        floor_nf = C.cv_floor_predictions(tops, y, groups, folds)
+        fl["held_out"] = C.cv_floor(tops, y, groups, folds)
+        out["floor"] = fl
+        updates.setdefault("pack", {})["floor"] = fl["floor"]
+        X = C.signal_matrix(lset, embedder)
         model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
+        _, model_nf = C.cv_answerable(X, y, groups, folds)
+        gate = C.gate_decision(y, floor_nf, model_nf)
+        model["gate"] = gate
         out["answerable"] = model
-        updates["answerable"] = {"enabled": True, "weights": model["weights"], "bias": model["bias"],
-                                 "threshold": model["threshold"]}
+        if gate["enabled"]:
+            updates["answerable"] = {"enabled": True, "weights": model["weights"], "bias": model["bias"],
+                                     "threshold": model["threshold"]}
+        else:
+            updates["answerable"] = {"enabled": False}
     elif lset is not None and not pair_list and "margin" not in out:
         raise InputError("has no unanswerable questions to fit the floor on and no gold chunks to fit the margin on; "
                          "add some or pass --pairs/--derive-pairs", where=str(path))
@@ -276,8 +285,10 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
                           + f"; {100 * d['different_at_or_above_0.95']:.1f}% at or above 0.95")
     if "floor" in out:
         f = out["floor"]
-        console.print(f"[bold]score floor[/bold] {f['floor']}  (balanced accuracy {f['balanced_accuracy']:.3f}, "
-                      f"accuracy {f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")
+        ho = f.get("held_out", {})
+        console.print(f"[bold]score floor[/bold] {f['floor']}  (on {f.get('scores', 'ranker')} top scores: balanced accuracy "
+                      f"{f['balanced_accuracy']:.3f} in-sample, {ho.get('balanced_accuracy') or 0:.3f} held out; accuracy "
+                      f"{f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")
         t = Table(title="floor trade-off: 'not found' when the top score is below the floor")
         for c in ("floor", "not-found precision", "not-found recall", "balanced accuracy"):
             t.add_column(c, justify="right")
@@ -302,5 +313,8 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
                       f"balanced accuracy {_pct(cv['balanced_accuracy'])}, not-found precision {_pct(cv['precision'])}, "
                       f"recall {_pct(cv['recall'])}, AUC {cv['auc']:.3f}")
         console.print("weights: " + ", ".join(f"{k} {v:+.3f}" for k, v in a["weights"].items()) + f"; bias {a['bias']:+.3f}")
+        g = a["gate"]
+        console.print(f"[bold]answerable.enabled = {'true' if g['enabled'] else 'false'}[/bold]: {g['reason']}",
+                      soft_wrap=True)
     if "written" in out:
         console.print(f"values written to {out['written']}")

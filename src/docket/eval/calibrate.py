@@ -9,7 +9,11 @@
   candidate's (re-scored) score within which a chosen share of the gold chunks lies; the curve
   shows what each margin keeps of the gold and of the pool.
 - answerability model: a logistic regression over docket.answerable's signals, evaluated by
-  grouped cross-validation (no question is scored by a model that saw its group).
+  grouped cross-validation (no question is scored by a model that saw its group), and switched
+  on only when, held out, floor + model beat the plain floor (`gate_decision`).
+
+The floor is fitted on the scores the assembler compares it with: after re-scoring when the
+policy re-scores (the default), since the bonuses lift the top candidate of every pool.
 """
 
 from __future__ import annotations
@@ -284,11 +288,10 @@ def group_folds(groups: Sequence[str], k: int) -> list[np.ndarray]:
     return [np.array([i for i, g in enumerate(groups) if assign[g] == f]) for f in range(k)]
 
 
-def fit_answerable(
-    X: np.ndarray, y: Sequence[bool], groups: Sequence[str], names: Sequence[str] = A.SIGNALS, folds: int = 5,
-    l2: float = 1.0,
-) -> dict[str, Any]:
-    """Cross-validated figures (grouped folds) and the final model fit on everything."""
+def cv_answerable(X: np.ndarray, y: Sequence[bool], groups: Sequence[str], folds: int = 5,
+                  l2: float = 1.0) -> tuple[np.ndarray, list[bool]]:
+    """Held-out scores (shifted so 0.5 is each fold's own threshold) and "not found" predictions:
+    every question is judged by a model fit on the other groups' folds."""
     yv = np.asarray(y, dtype=float)
     probs = np.zeros(len(yv))
     for test in group_folds(groups, folds):
@@ -297,7 +300,16 @@ def fit_answerable(
         # the threshold is chosen on the training folds too (balanced accuracy)
         t, _ = M.best_threshold(list(_predict(X[train], coef, bias)), [bool(v) for v in yv[train]])
         probs[test] = _predict(X[test], coef, bias) - t + 0.5
-    pred_nf = [bool(p < 0.5) for p in probs]
+    return probs, [bool(p < 0.5) for p in probs]
+
+
+def fit_answerable(
+    X: np.ndarray, y: Sequence[bool], groups: Sequence[str], names: Sequence[str] = A.SIGNALS, folds: int = 5,
+    l2: float = 1.0,
+) -> dict[str, Any]:
+    """Cross-validated figures (grouped folds) and the final model fit on everything."""
+    yv = np.asarray(y, dtype=float)
+    probs, pred_nf = cv_answerable(X, y, groups, folds, l2)
     cm = M.confusion(pred_nf, [not bool(v) for v in yv])
     coef, bias = fit_logistic(X, yv, l2)
     t, _ = M.best_threshold(list(_predict(X, coef, bias)), [bool(v) for v in yv])
@@ -308,6 +320,47 @@ def fit_answerable(
         "bias": round(bias, 5),
         "threshold": round(float(min(1.0, max(0.0, t))), 4),
     }
+
+
+def gate_decision(y: Sequence[bool], floor_nf: Sequence[bool], model_nf: Sequence[bool]) -> dict[str, Any]:
+    """Whether to switch the answerability model on: only when, held out, the decision the
+    assembler would then make ("not found" below the floor OR when the model says so) has a
+    higher balanced accuracy than the plain floor alone. A model at or below the floor, or at
+    or below chance, stays off."""
+    truth = [not a for a in y]
+    floor_ba = M.confusion(list(floor_nf), truth).balanced_accuracy or 0.0
+    combined = [f or m for f, m in zip(floor_nf, model_nf)]
+    combined_ba = M.confusion(combined, truth).balanced_accuracy or 0.0
+    model_ba = M.confusion(list(model_nf), truth).balanced_accuracy or 0.0
+    enable = combined_ba > floor_ba and combined_ba > 0.5
+    if enable:
+        why = (f"switched on: held out, floor + model reach {100 * combined_ba:.1f}% balanced accuracy against "
+               f"{100 * floor_ba:.1f}% for the floor alone")
+    else:
+        why = (f"left off: held out, floor + model reach {100 * combined_ba:.1f}% balanced accuracy (the model alone "
+               f"{100 * model_ba:.1f}%), which does not beat the plain floor's {100 * floor_ba:.1f}%")
+    return {"enabled": enable, "floor_balanced_accuracy": round(floor_ba, 4),
+            "model_balanced_accuracy": round(model_ba, 4), "combined_balanced_accuracy": round(combined_ba, 4),
+            "reason": why}
+
+
+def floor_scores(prepared: Sequence[Any], policy: Any, counter: Any, embedder: Embedder) -> list[float]:
+    """Per question, the top score the floor is compared with in the assembler: after
+    re-scoring when the policy re-scores (bonuses lift the top), the ranker's score otherwise."""
+    from docket.context import Context
+    from docket.rescore import rescore
+
+    out = []
+    for p in prepared:
+        ranked = list(p.query.ranked)
+        if not ranked:
+            out.append(-1.0)
+            continue
+        if policy.rescore.enabled:
+            ctx = Context(question=p.item.question, store=None, policy=policy, counter=counter, embedder=embedder)  # type: ignore[arg-type]
+            ranked = rescore(ranked, ctx)
+        out.append(max(c.score for c in ranked))
+    return out
 
 
 # --- writing the policy ---------------------------------------------------------------------------
