@@ -46,10 +46,11 @@ class VersionsPolicy(_Strict):
     #: as-of date when it changes which version of a candidate document is in force (unless the
     #: caller pinned one); "warn" only says so in the trace and warnings; "off" ignores it
     question_dates: Literal["apply", "warn", "off"] = "apply"
-    #: two current, equal-authority chunks of different documents this similar are compared
-    conflict_similarity: float = Field(0.75, ge=0.0, le=1.0)
-    #: ... and disagree when a sentence of each shares this much of its wording (Jaccard of the
-    #: words other than numbers and negations) but not its numbers or its negation
+    #: two in-force chunks of different documents at least this similar (cosine) are compared
+    #: statement by statement (docket.claims); reworded statements of one rule score 0.5-0.8
+    conflict_similarity: float = Field(0.55, ge=0.0, le=1.0)
+    #: ... and a year or a unit-less number differs only between sentences sharing this much of
+    #: their words (Jaccard); an amount with a unit (days, EUR, %) needs 0.3, a negation 0.4
     conflict_overlap: float = Field(0.6, gt=0.0, le=1.0)
 
 

@@ -6,11 +6,13 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 
 from __future__ import annotations
 
-import re
 from datetime import date as Date
 from itertools import combinations
 from typing import Any
 
+import numpy as np
+
+from docket.claims import Claim, Similar, claims, contradiction
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -225,74 +227,45 @@ def _closest(section: list[Chunk], old: Chunk, ctx: Context) -> Chunk:
     return same_pos[0] if same_pos else section[0]
 
 
-_NUM = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|percent|days?|weeks?|months?|years?|hours?|business days?)?", re.I)
-_NEG = re.compile(r"\b(?:not|no|never|non-\w+|cannot|can't|won't|isn't|aren't)\b", re.I)
-_SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
-_WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-
-
-def _frame_words(text: str) -> list[str]:
-    """Words in any script; a run of Chinese, Japanese or Korean characters (no spaces between
-    words) counts as its character pairs."""
-    out: list[str] = []
-    for w in _WORDS.findall(text):
-        if _CJK.search(w) and len(w) > 2:
-            out.extend(w[i : i + 2] for i in range(len(w) - 1))
-        elif len(w) > 1 or _CJK.search(w):
-            out.append(w)
-    return out
-_FRAME_STOP = frozenset("a an the of in on at to for from by with and or is are was were be been it its as that this "
-                        "these those can may will would should".split())
-
-
-def numeric_facts(text: str) -> set[str]:
-    return {re.sub(r"\s+", " ", m.group(0).lower()).strip() for m in _NUM.finditer(text)}
-
-
-Statement = tuple[frozenset[str], frozenset[str], bool, str]  # frame words, numbers, negated, text
+Statement = Claim  # a sentence with its content words, names, quantities and negation (docket.claims)
 
 
 def statements(text: str) -> list[Statement]:
-    """Sentences as (frame, numbers, negation): the frame is the sentence's words with numbers and
-    negations taken out, so "refunded within 30 days" and "refunded within 14 days" share one."""
-    out = []
-    for sent in _SENT.split(text):
-        sent = sent.strip()
-        if not sent:
-            continue
-        bare = _NEG.sub(" ", _NUM.sub(" ", sent.lower()))
-        frame = frozenset(w for w in _frame_words(bare) if w not in _FRAME_STOP)
-        if len(frame) >= 2:
-            out.append((frame, frozenset(numeric_facts(sent)), bool(_NEG.search(sent)), sent))
-    return out
+    """The sentences of a passage as claims (see docket.claims)."""
+    return claims(text)
 
 
 def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     """A cheap sign that two passages state different facts: a sentence of one and a sentence of
-    the other say the same thing (their frames overlap by at least `overlap`, Jaccard) with a
-    different number, or one negates it. Returns the reason, or None.
+    the other say the same thing with a different value (for a unit both use, neither set of
+    values holds the other: "40 EUR a day" vs "50 EUR for each day"), or one negates it. Returns
+    the reason, or None. `overlap` is the word overlap asked of years and unit-less numbers.
 
     Comparing whole passages ("their numbers differ") flags any two similar encyclopaedia
     paragraphs (two managers' careers, two seasons of a team); comparing statements does not."""
-    return _disagree(statements(a), statements(b), overlap)
+    return contradiction(claims(a), claims(b), overlap)
 
 
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+def _disagree(sa: list[Statement], sb: list[Statement], overlap: float, anaphora: bool = True,
+              similar: Similar | None = None) -> str | None:
+    return contradiction(sa, sb, overlap, anaphora, similar)
 
 
-def _disagree(sa: list[Statement], sb: list[Statement], overlap: float) -> str | None:
-    for fa, na, nega, ta in sa:
-        for fb, nb, negb, tb in sb:
-            if len(fa & fb) / len(fa | fb) < overlap:
-                continue
-            if na and nb and na != nb:
-                return (f"numbers differ ({', '.join(sorted(na - nb)) or '-'} vs {', '.join(sorted(nb - na)) or '-'}) "
-                        f"in the same statement: {_short(ta)!r} vs {_short(tb)!r}")
-            if nega != negb:
-                return f"one negates what the other states: {_short(ta)!r} vs {_short(tb)!r}"
-    return None
+def _sentence_similarity(ctx: Context) -> Similar | None:
+    """Cosine of two sentences with the assembler's embedder, each sentence embedded once."""
+    if ctx.embedder is None:
+        return None
+    embedder = ctx.embedder
+    cache: dict[str, np.ndarray] = {}
+
+    def similar(a: str, b: str) -> float:
+        need = [t for t in dict.fromkeys((a, b)) if t not in cache]
+        if need:
+            for t, v in zip(need, embedder.embed(need)):
+                cache[t] = v
+        return float(cache[a] @ cache[b])
+
+    return similar
 
 
 def _different_subjects(a: Passage, b: Passage) -> bool:
@@ -303,7 +276,26 @@ def _different_subjects(a: Passage, b: Passage) -> bool:
     ta, tb = a.first.title.strip(), b.first.title.strip()
     if not ta or not tb or phrase(ta) == phrase(tb):
         return False
-    return bool(title_match_strict(ta, a.text) and title_match_strict(tb, b.text))
+    if _series(ta) == _series(tb):
+        return True  # "2013 Young Hollywood Awards" vs "2014 ...", "Kent County Cricket Club in 2010" vs "... 2011"
+    return _names_title(ta, a.text) and _names_title(tb, b.text)
+
+
+def _names_title(title: str, text: str) -> bool:
+    """The text names its title, or the title's part before a comma ("Sullivan County" of
+    "Sullivan County, New Hampshire"; "Wangcun" of "Wangcun, Jimo")."""
+    head = title.split(",")[0].strip()
+    return bool(title_match_strict(title, text) or (head != title and head and title_match_strict(head, text)))
+
+
+def _series(title: str) -> str:
+    """A title without its numbers: two titles that differ only by a year or an ordinal are two
+    editions of one series (seasons, elections, award ceremonies), not one subject."""
+    return " ".join(w for w in phrase(title).split() if not any(ch.isdigit() for ch in w))
+
+
+def _same_title(a: Passage, b: Passage) -> bool:
+    return phrase(a.first.title) == phrase(b.first.title)
 
 
 def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
@@ -319,6 +311,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     vecs = ctx.vectors([p.first for p in pool])
     sims = vecs @ vecs.T
     facts: dict[int, list[Statement]] = {}
+    similar = _sentence_similarity(ctx)
 
     def facts_of(k: int) -> list[Statement]:
         # computed once per passage, and only for passages in a similar-enough pair
@@ -336,7 +329,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             continue
         if _different_subjects(a, b):
             continue
-        why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap)
+        why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b), similar=similar)
         if why is None:
             continue
         kind = "equal_authority" if auth_a == auth_b else "outranked"
@@ -357,3 +350,9 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
 
 def _kind(p: Passage) -> str:
     return p.first.source_type or ("untrusted" if p.untrusted else "no source type")
+
+
+def find_conflicts(passages: list[Passage], ctx: Context) -> None:
+    """Record in `ctx.conflicts` the pairs of `passages` that disagree (what `resolve` runs on
+    the passages it keeps; public for measuring the detector on labelled pairs)."""
+    _find_conflicts(passages, ctx)

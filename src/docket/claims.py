@@ -1,0 +1,535 @@
+"""Statements with values: what two passages say about the same thing, and whether they agree.
+
+A conflict is the same statement with a different value, or negated: "up to 40 EUR a day" vs
+"reimbursed up to 50 EUR for each day", "20 weeks" vs "18 weeks of paid leave", "are refundable"
+vs "are not refundable". Two passages that merely look alike with different numbers are not
+("Support replies within 2 days" vs "Refunds within 30 days"; two seasons of one team).
+
+Each sentence becomes a `Claim`: its content words (folded, crudely stemmed, a few synonyms
+merged: refund/reimburse/repay, answer/reply, max/up to/limit, ...), its proper names, its
+quantities (value + unit class, with units converted: weeks to days, km to m, "fifteen
+percent" to 15 %, "twice" to 200 %, "1.5 million" to 1,500,000), and whether it is negated.
+Two claims are about the same thing when their words overlap enough (or, for amounts with a
+unit, their sentence embeddings are close: `similar`) and their names do not exclude each other
+("The Berlin office" vs "The Lisbon office"). They disagree when, for a unit
+they share, neither set of values contains the other (rounding forgiven: 20 % ~ 20.4 %), or when
+one negates what the other states. Years and unit-less numbers need a closer match of words than
+amounts with a unit, which are the usual content of rules.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# --- words ------------------------------------------------------------------------------------
+
+_SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?|[%€$£]|[,;:()]|[-–—]", re.UNICODE)
+_FRACTION = re.compile(r"(\d+)\s?(\d)[⁄/](\d)\b")
+_RANGE = frozenset("- – — to and or bis a à".split())
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+STOP = frozenset("""a an the of in on at to for from by with and or is are was were be been being it its as that this
+these those will would should shall which who whom whose what when where there their they them he she his her we you
+your our us i me my has have had do does did so than then into about after before over under per each every all any
+some such also only just both either very more most other same up out off via its itself until till since within
+between during among can may must could might will would shall should get gets got getting have having make makes made take takes took give gives keep keeps
+le la les de du des un une
+et est sont der die das den dem des ein eine einer und ist sind von zu im am el los las del y es son il lo gli e di
+da che op het een van en is zijn o os as um uma do da dos das que""".split())
+
+NEGATIONS = frozenset("""not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't shouldn't
+mustn't couldn't wouldn't nor none nothing nobody neither without nicht kein keine keinen keiner keines nie niemals
+ne pas jamais aucun aucune non nunca ningun ninguna ningún niet geen nooit nao não nem""".split())
+
+#: words folded into one canonical word, so a reworded statement keeps its subject
+_SYNONYMS: dict[str, str] = {}
+for _canon, _words in {
+    "refund": "refund refunds refunded refundable reimburse reimbursed reimbursement reimbursements repay repaid "
+              "repayment returned return money erstattet erstattung rembourse remboursement remboursements",
+    "cover": "cover covered covers paid pay pays payable earn earns",
+    "answer": "answer answers answered reply replies replied respond responds response",
+    "max": "max maximum limit limited most cap capped upto",
+    "min": "min minimum least",
+    "cancel": "cancel cancelled canceled cancels cancellation terminate terminated termination",
+    "purchase": "purchase purchased buy bought",
+    "staff": "staff employee employees worker workers",
+    "expense": "expense expenses cost costs",
+    "meal": "meal meals food",
+    "leave": "leave leaves",
+    "parent": "parent parents parental",
+    "register": "register registered link linked connect connected",
+    "device": "device devices",
+    "account": "account accounts",
+    "trial": "trial trials",
+    "long": "long length",
+    "found": "found founded establish established form formed",
+    "ship": "ship ships shipping shipped delivery deliver",
+    "allow": "allow allowed allows permit permitted",
+    "abroad": "abroad foreign",
+    "day": "day days daily",
+    "storage": "storage space",
+    "live": "live lives living population inhabitants",
+    "last": "last lasts lasting duration",
+    "over": "over above exceeding",
+}.items():
+    for _w in _words.split():
+        _SYNONYMS[_w] = _canon
+
+
+def fold(text: str) -> str:
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _stem(w: str) -> str:
+    w = w.removesuffix("'s").removesuffix("'")
+    if w in _SYNONYMS:
+        return _SYNONYMS[w]
+    for suf in ("ing", "ed", "er", "es", "s"):
+        if w.endswith(suf) and len(w) - len(suf) >= 4:
+            base = w[: -len(suf)]
+            return _SYNONYMS.get(base, base)
+    return w
+
+
+# --- quantities -------------------------------------------------------------------------------
+
+_WORD_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+             "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
+             "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100,
+             "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "funf": 5, "zehn": 10, "un": 1, "deux": 2, "trois": 3,
+             "cinq": 5, "dix": 10, "quinze": 15, "trente": 30, "dos": 2, "tres": 3, "cinco": 5, "diez": 10}
+_MULT = {"twice": 200.0, "double": 200.0, "triple": 300.0, "half": 50.0}
+_SCALE = {"thousand": 1e3, "million": 1e6, "millions": 1e6, "billion": 1e9, "billions": 1e9, "mio": 1e6, "bn": 1e9}
+
+#: unit word -> (unit class, factor to the class's base unit)
+_UNITS: dict[str, tuple[str, float]] = {}
+for _cls, _spec in {
+    "pct": "%:1 percent:1 pct:1 prozent:1",
+    "eur": "eur:1 euro:1 euros:1 €:1",
+    "usd": "$:1 usd:1 dollar:1 dollars:1",
+    "gbp": "£:1 gbp:1 pound:1 pounds:1",
+    "chf": "chf:1 franc:1 francs:1",
+    "days": "day:1 days:1 tag:1 tage:1 tagen:1 jour:1 jours:1 dia:1 dias:1 giorni:1 dagen:1 week:7 weeks:7 wochen:7 "
+            "woche:7 semaine:7 semaines:7 month:30 months:30 monat:30 monate:30 monaten:30 mois:30 mes:30 meses:30 "
+            "year:365 years:365 jahr:365 jahre:365 jahren:365 an:365 ans:365",
+    "hours": "hour:1 hours:1 hr:1 hrs:1 h:1 stunde:1 stunden:1 heure:1 heures:1 minute:0.016667 minutes:0.016667 "
+             "mins:0.016667",
+    "bytes": "gb:1 gigabyte:1 gigabytes:1 mb:0.001 tb:1000 kb:0.000001",
+    "metres": "m:1 metre:1 metres:1 meter:1 meters:1 km:1000 kilometre:1000 kilometres:1000 kilometer:1000 "
+              "kilometers:1000 mile:1609 miles:1609 cm:0.01 mm:0.001",
+    "grams": "g:1 kg:1000 gram:1 grams:1 kilogram:1000 kilograms:1000",
+    "clock": "am:0 pm:12",
+}.items():
+    for _item in _spec.split():
+        _u, _f = _item.rsplit(":", 1)
+        _UNITS[_u] = (_cls, float(_f))
+# "business days" / "working days" / "jours ouvrés" are their own class (not convertible to days)
+_BUSINESS = frozenset("business working werktage werktagen ouvres ouvrables habiles laborables".split())
+_SQUARE = frozenset("square sq".split())
+_CURRENCY_BEFORE = {"€": "eur", "$": "usd", "£": "gbp"}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    unit: str  # a class: pct, eur, days, bdays, bytes, metres, area:metres, year, count:<noun>, plain, ...
+    text: str
+    #: the step of the last digit written ("20" -> 1, "20.4" -> 0.1), in the unit's base
+    step: float = 1.0
+    #: the first content word after it ("25 days of *annual* leave"): what the amount is of
+    of: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    words: frozenset[str]
+    names: frozenset[str]
+    quantities: tuple[Quantity, ...]
+    negated: bool
+    text: str
+    #: the name the passage opens with (the same for every claim of one passage)
+    subject: frozenset[str] = frozenset()
+    #: the sentence opens with a pronoun ("It was added to the register on ..."): its subject
+    #: is whatever its own passage is about
+    anaphoric: bool = False
+
+    def units(self) -> dict[str, tuple[Quantity, ...]]:
+        out: dict[str, list[Quantity]] = {}
+        for q in self.quantities:
+            out.setdefault(q.unit, []).append(q)
+        return {u: tuple(v) for u, v in out.items()}
+
+
+def _step(tok: str) -> float:
+    """The step of the last digit: "20" 1, "20.4" 0.1, "1,200" 1, "0.30" 0.01."""
+    m = re.search(r"[.,](\d+)$", tok)
+    if m and not re.fullmatch(r"\d{1,3}([.,]\d{3})+", tok):
+        return 10.0 ** -len(m.group(1))
+    return 1.0
+
+
+def _number(tok: str) -> float | None:
+    if tok in _WORD_NUM:
+        return float(_WORD_NUM[tok])
+    if not tok[0].isdigit():
+        return None
+    t = tok.rstrip(".,")
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", t):
+        t = t.replace(",", "")
+    elif re.fullmatch(r"\d{1,3}(\.\d{3})+", t) and not re.fullmatch(r"\d\.\d{3}", t):
+        t = t.replace(".", "")  # 1.200.000 (German thousands)
+    else:
+        t = t.replace(",", ".")
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def _date_at(tokens: list[str], i: int) -> tuple[Quantity, int] | None:
+    """A calendar date starting at token i ("21 october 1992", "november 8 2044", "june 2000"):
+    one value (days since year 0), not a day number and a year."""
+    from docket.dates import _MONTHS
+
+    def year(t: str) -> int | None:
+        return int(t) if t.isdigit() and len(t) == 4 else None
+
+    t = [x for x in tokens[i : i + 5] if x != ","][:3]
+    day = mon = yr = None
+    if len(t) == 3 and t[0].isdigit() and t[1] in _MONTHS and year(t[2]):
+        day, mon, yr, n = int(t[0]), _MONTHS[t[1]], year(t[2]), 3
+    elif len(t) == 3 and t[0] in _MONTHS and t[1].isdigit() and year(t[2]):
+        day, mon, yr, n = int(t[1]), _MONTHS[t[0]], year(t[2]), 3
+    elif len(t) >= 2 and t[0] in _MONTHS and year(t[1]):
+        mon, yr, n = _MONTHS[t[0]], year(t[1]), 2
+    else:
+        return None
+    if yr is None or not 1 <= (day or 1) <= 31:
+        return None
+    value = yr * 372 + (mon - 1) * 31 + (day or 1)
+    span, seen = i, 0
+    while seen < n:  # n tokens of the date, commas between them included
+        seen += tokens[span] != ","
+        span += 1
+    return Quantity(float(value), "date", " ".join(x for x in tokens[i:span] if x != ","), 1.0 if day else 31.0), span
+
+
+def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
+    """Quantities in a token list, and the indexes of the tokens they used (numbers, scale and
+    unit words: not content words)."""
+    out: list[Quantity] = []
+    spans: list[tuple[int, int]] = []  # token span of each quantity in `out`
+    used: set[int] = set()
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        dated = _date_at(tokens, i)
+        if dated is not None:
+            out.append(dated[0])
+            spans.append((i, dated[1]))
+            used.update(range(i, dated[1]))
+            i = dated[1]
+            continue
+        if tok in _MULT:
+            out.append(Quantity(_MULT[tok], "pct", tok))
+            spans.append((i, i + 1))
+            used.add(i)
+            i += 1
+            continue
+        value = _number(tok)
+        if value is None:
+            i += 1
+            continue
+        if tok in _WORD_NUM and i + 1 < len(tokens) and tokens[i + 1] not in _UNITS and tokens[i + 1] in STOP:
+            i += 1  # "one of the", "un des": a word, not a number
+            continue
+        start = i
+        step = _step(tok)
+        before = tokens[i - 1] if i > 0 else ""
+        j = i + 1
+        if j < len(tokens) and tokens[j] in _SCALE:
+            value *= _SCALE[tokens[j]]
+            step *= _SCALE[tokens[j]]
+            j += 1
+        unit = None
+        if before in _CURRENCY_BEFORE:
+            unit = _CURRENCY_BEFORE[before]
+            used.add(i - 1)
+        elif j < len(tokens) and tokens[j] in _BUSINESS and j + 1 < len(tokens) and tokens[j + 1] in _UNITS:
+            unit = "bdays"
+            j += 2
+        elif j < len(tokens) and tokens[j] in _SQUARE and j + 1 < len(tokens) and tokens[j + 1] in _UNITS:
+            cls, f = _UNITS[tokens[j + 1]]
+            unit, value, step = f"area:{cls}", value * f * f, step * f * f
+            j += 2
+        elif j < len(tokens) and tokens[j] in _UNITS:
+            cls, f = _UNITS[tokens[j]]
+            if j + 1 < len(tokens) and tokens[j + 1] in _BUSINESS:
+                cls = "bdays"
+            if cls == "clock":
+                value = (value % 12) + f
+            else:
+                value *= f
+                step *= f
+            unit = cls
+            j += 1
+            if cls in ("days", "bdays") and j < len(tokens) and tokens[j] in _BUSINESS:
+                j += 1
+        elif 1800 <= value <= 2100 and float(value).is_integer() and "." not in tok and "," not in tok:
+            unit = "year"
+        elif j < len(tokens) and tokens[j].isalpha() and tokens[j] not in STOP and tokens[j] not in NEGATIONS:
+            unit = f"count:{_stem(tokens[j])}"  # the noun stays a content word too: it is what is counted
+            out.append(Quantity(round(value, 6), unit, f"{tok} {tokens[j]}", step, _qualifier(tokens, j + 1)))
+            spans.append((i, j))
+            used.add(i)
+            i = j
+            continue
+        else:
+            unit = "plain"
+        out.append(Quantity(round(value, 6), unit, " ".join(tokens[start:j]), step, _qualifier(tokens, j)))
+        spans.append((start, j))
+        used.update(range(start, j))
+        i = j
+    # a range ("129,000 -- 226,000 people", "2-3 weeks"): the first number takes the second's unit
+    for k in range(len(out) - 1):
+        q, nxt = out[k], out[k + 1]
+        (_, end), (start2, _) = spans[k], spans[k + 1]
+        if q.unit == "plain" and nxt.unit != "plain" and 0 < start2 - end <= 2 and all(t in _RANGE for t in tokens[end:start2]):
+            raw = _number(tokens[start2])
+            factor = nxt.value / raw if raw else 1.0
+            out[k] = Quantity(round(q.value * factor, 6), nxt.unit, q.text, q.step * factor, nxt.of)
+    return out, used
+
+
+_LINKS = frozenset("of de von du des a an the for each every per la le el".split())
+
+
+def _qualifier(tokens: list[str], j: int) -> str:
+    """The first content word right after a quantity (skipping "of", "for each", ...)."""
+    for t in tokens[j : j + 3]:
+        if t in _LINKS:
+            continue
+        if t[0].isalpha() and t not in STOP and t not in NEGATIONS and t not in _UNITS:
+            return _stem(t)
+        return ""
+    return ""
+
+
+_HONORIFICS = frozenset("sir dame lord lady dr mr mrs ms saint st king queen prince princess president".split())
+
+
+_DEFINES = re.compile(r"^\s*(?:is|was|are|were)\s+(?:a|an|the|one)\b")
+
+
+def subject(text: str) -> frozenset[str]:
+    """The name a passage opens with, when it opens with one: a run of capitalised words ("Sir
+    Matt Busby was ...", 'Lawrence "Baby" Austin ...'; titles like "Sir" and a leading "The" left
+    out) of at least two words, or one word that is then defined ("Wangcun () is a town",
+    "Nirvana was an American band"). Empty for "Annual plans ..." or "Customers ...", which are
+    grammar, not names."""
+    head = text.strip()[:160]
+    toks = list(re.finditer(r"[^\W\d_]+|\S", head))
+    run: list[str] = []
+    end = 0
+    for m in toks:
+        t = m.group(0)
+        if not run and t.lower() in ("the", "a", "an"):
+            continue
+        if t in ('"', "“", "”", "'", "&") or (t[:1].isupper() and t.isalpha()):
+            if t.isalpha():
+                run.append(t)
+            end = m.end()
+            continue
+        break
+    names = [fold(t) for t in run if fold(t) not in _HONORIFICS]
+    if not names:
+        return frozenset()
+    rest = _PARENS.sub(" ", head[end:])
+    if len(run) >= 2 or _DEFINES.match(rest):
+        return frozenset(names)
+    return frozenset()
+
+
+def different_subjects(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two passages open with different names: each has a name word the other lacks ("Sullivan
+    County" vs "Pike County"; "Pearl Jam" vs "Pearl Jam" is one subject)."""
+    return bool(a) and bool(b) and bool(a - b) and bool(b - a)
+
+
+_NOT_NAMES = frozenset("monday tuesday wednesday thursday friday saturday sunday montag dienstag mittwoch donnerstag "
+                       "freitag samstag sonntag lundi mardi mercredi jeudi vendredi samedi dimanche".split())
+
+
+def _names(raw: str) -> frozenset[str]:
+    """Capitalised words that do not start the sentence (proper names, in most languages);
+    month and weekday names are dates, not names."""
+    from docket.dates import _MONTHS
+
+    toks = re.findall(r"[^\W\d_]+", raw)
+    found = {fold(t) for k, t in enumerate(toks) if k > 0 and t[0].isupper() and len(t) > 1 and not t.isupper()}
+    found |= {fold(t) for t in toks if t.isupper() and len(t) > 1}
+    return frozenset(w for w in found if w not in _MONTHS and w not in _NOT_NAMES)
+
+
+_ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th|er|eme|e|º|ª)\b")
+_HEDGES = re.compile(r"\b(?:not|nicht|pas)\s+(?:only|always|just|necessarily|nur|immer|seulement|toujours)\b|\bif not\b")
+_PARENS = re.compile(r"\([^()]*\)")
+_PRONOUNS = frozenset("it its he his she her they their them this these those there er sie es il elle ils elles".split())
+
+
+_NON_PREDICATES = frozenset("binding exempt compliant eligible taxable negotiable transferable available".split())
+
+
+def _negated(folded: str, tokens: list[str]) -> bool:
+    """A negation of the statement itself: "not always" and "not only" are hedges, a negation
+    inside parentheses qualifies an aside, and "non-" negates only a predicate ("non-refundable",
+    "non-binding"), not a compound noun ("non-album singles")."""
+    bare = _HEDGES.sub(" ", _PARENS.sub(" ", folded))
+    if any(w.endswith(("able", "ible")) or w in _NON_PREDICATES for w in re.findall(r"\bnon-(\w+)", bare)):
+        return True
+    bare = re.sub(r"\bnon-", " ", bare)  # what is left of "non-": compound nouns ("non-album singles")
+    return any(t in NEGATIONS for t in _TOKEN.findall(bare)) or bool(re.search(r"n't\b|\bn'", bare))
+
+
+def claims(text: str) -> list[Claim]:
+    """The sentences of a passage as claims (sentences without two content words are skipped)."""
+    out = []
+    subj = subject(text)
+    for sent in _SENT.split(text):
+        sent = sent.strip()
+        if not sent:
+            continue
+        # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
+        folded = _ORDINAL.sub(" ", fold(sent).replace("’", "'"))
+        folded = _FRACTION.sub(lambda m: f"{int(m.group(1)) + int(m.group(2)) / int(m.group(3)):g}", folded)
+        tokens = _TOKEN.findall(folded)
+        qs, used = _quantities(tokens)
+        negated = _negated(folded, tokens)
+        words: set[str] = set()
+        for k, t in enumerate(tokens):
+            if k in used or t in STOP or t in NEGATIONS or not t[0].isalpha() or (len(t) < 2 and not _CJK.match(t)):
+                continue
+            if _CJK.search(t):
+                words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))
+                continue
+            t = t.removeprefix("non-")
+            words.add(_stem(t))
+        if len(words) >= 2 or (qs and words):
+            anaphoric = any(t in _PRONOUNS for t in tokens[:8])
+            out.append(Claim(frozenset(words), _names(sent), tuple(qs), negated, sent, subj, anaphoric))
+    return out
+
+
+# --- comparing --------------------------------------------------------------------------------
+
+
+def _same_value(a: Quantity, b: Quantity) -> bool:
+    """Equal up to the coarser of the two roundings: 20 % and 20.4 %, 1.2 km and 1,200 m, 14 days
+    and two weeks are the same value; 1998 and 2001, 0.30 and 0.42 are not."""
+    return abs(a.value - b.value) <= max(a.step, b.step) / 2 + 1e-9
+
+
+def _contains(big: tuple[Quantity, ...], small: tuple[Quantity, ...]) -> bool:
+    return all(any(_same_value(s, b) for b in big) for s in small)
+
+
+def similarity(a: Claim, b: Claim) -> float:
+    """Jaccard of the content words."""
+    if not a.words or not b.words:
+        return 0.0
+    return len(a.words & b.words) / len(a.words | b.words)
+
+
+def different_names(a: Claim, b: Claim) -> bool:
+    """Both sentences name someone or somewhere, and not the same ones: different subjects."""
+    return bool(a.names) and bool(b.names) and not (a.names & b.names)
+
+
+#: how close the words of two sentences must be, by what differs between them
+UNIT_OVERLAP = 0.3  # an amount with a unit (the usual content of a rule) in both
+YEAR_OVERLAP = 0.6  # years or unit-less numbers
+NEGATION_OVERLAP = 0.4  # the same statement, one negated
+
+
+#: sentence cosine (MiniLM) at which two sentences with amounts of one unit are about the same
+#: thing even when they share few words ("annual subscription costs" / "yearly subscription is
+#: priced at"); above every different-subject pair of the design set (0.70)
+SENTENCE_SIMILARITY = 0.72
+
+Similar = Callable[[str, str], float]
+
+
+def disagreement(a: Claim, b: Claim, overlap: float = YEAR_OVERLAP, similar: Similar | None = None) -> str | None:
+    """Why the two claims contradict each other, or None. `overlap` is the word overlap asked of
+    years and unit-less numbers (the policy's conflict_overlap); amounts with a unit ask for less,
+    negations for `NEGATION_OVERLAP`."""
+    if different_names(a, b):
+        return None
+    sim = similarity(a, b)
+    shared = len(a.words & b.words)
+    ua, ub = a.units(), b.units()
+    differing = [u for u in sorted(set(ua) & set(ub))
+                 if not (_contains(ua[u], ub[u]) or _contains(ub[u], ua[u])) and not _other_things(ua[u], ub[u], a, b)]
+    # one changed value is a conflict; two ("released in 1994 and sold 2 million" vs "in 1996 ...
+    # 5 million") describe two different things
+    if len(differing) == 1:
+        unit = differing[0]
+        loose = unit not in ("year", "date", "plain", "clock") and not unit.startswith("count:")
+        need = UNIT_OVERLAP if loose else overlap
+        same = shared >= min(2, len(a.words), len(b.words)) and sim >= need
+        if not same and loose and similar is not None and shared >= 1:
+            same = similar(a.text, b.text) >= SENTENCE_SIMILARITY
+        if same:
+            return (f"values differ ({_fmt(a, unit)} vs {_fmt(b, unit)}) in the same statement: "
+                    f"{_short(a.text)!r} vs {_short(b.text)!r}")
+    if a.negated != b.negated and sim >= NEGATION_OVERLAP and shared >= min(2, len(a.words), len(b.words)):
+        if all(_contains(ua[u], ub[u]) and _contains(ub[u], ua[u]) for u in set(ua) & set(ub)):
+            return f"one negates what the other states: {_short(a.text)!r} vs {_short(b.text)!r}"
+    return None
+
+
+def _other_things(va: tuple[Quantity, ...], vb: tuple[Quantity, ...], a: Claim, b: Claim) -> bool:
+    """Amounts of different things: "25 days of annual leave" vs "10 days of sick leave" (each
+    amount's qualifier is missing from the other sentence)."""
+    qa = {q.of for q in va if q.of}
+    qb = {q.of for q in vb if q.of}
+    if not qa or not qb or qa & qb:
+        return False
+    return not (qa & b.words) and not (qb & a.words)
+
+
+def _fmt(c: Claim, unit: str) -> str:
+    return ", ".join(dict.fromkeys(q.text for q in c.quantities if q.unit == unit))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLAP, anaphora: bool = True,
+                  similar: Similar | None = None) -> str | None:
+    """The first pair of claims, one from each passage, that contradict each other. Passages that
+    open with different names ("Sir Matt Busby ..." vs "Sir Alex Ferguson ...") are about
+    different subjects, so their "He managed ... from 1945" and "... from 1986" never conflict.
+    With `anaphora` False (the passages' documents have different titles), sentences that open
+    with a pronoun are not compared: "It was added to the register in 1992" is about whatever
+    its own page is about."""
+    if sa and sb and different_subjects(sa[0].subject, sb[0].subject):
+        return None
+    for a in sa:
+        if a.anaphoric and not anaphora:
+            continue
+        for b in sb:
+            if b.anaphoric and not anaphora:
+                continue
+            why = disagreement(a, b, overlap, similar)
+            if why is not None:
+                return why
+    return None
