@@ -10,6 +10,7 @@ Writes benchmarks/out/<set>.md, .json and the PNG plot, and prints the Markdown.
     [render] fields = ["title"]   # the header shows the title only (these sets have no dates,
                                   # versions or statuses; an empty field would only cost tokens)
     [pack]   floor = -1.0         # every question here is answerable: no floor, for any system
+                                  # (setting pack.floor also replaces the not-found floor)
     [rescore] enabled = true      # title, BM25 over the pool, title links (docket.rescore)
 
 Every system gets the same MiniLM cosine ranking of the same candidates and the same o200k_base

@@ -96,9 +96,9 @@ def test_calibrate_writes_policy(tmp_path):
     gate = out["answerable"]["gate"]
     assert p.answerable.enabled is gate["enabled"] is False
     assert "does not beat the plain floor" in gate["reason"]
-    assert out["floor"]["scores"] == "re-scored" and "balanced_accuracy" in out["floor"]["held_out"]
+    assert "balanced_accuracy" in out["floor"]["held_out"]
     assert p.dedup.threshold == out["duplicate_threshold"]["threshold"]
-    assert p.pack.floor == out["floor"]["floor"]
+    assert p.answerable.floor == out["floor"]["floor"] and p.pack.floor == 0.40  # the not-found floor, not the cut
     assert p.pack.margin == out["margin"]["margin"]
     # the fitted policy runs
     r2 = runner.invoke(app, ["eval", str(s), "--budgets", "300", "--embedder", "hash", "--policy", str(pol), "--json"])
@@ -129,3 +129,5 @@ def test_calibrate_fits_the_margin_on_an_all_answerable_set(tmp_path):
     assert load_policy(pol).pack.margin == out["margin"]["margin"]
     bad = runner.invoke(app, ["calibrate", str(s), "--embedder", "hash", "--margin-keep", "1.5"])
     assert bad.exit_code == 2 and "--margin-keep" in bad.output
+    bad = runner.invoke(app, ["calibrate", str(s), "--embedder", "hash", "--min-gain", "-1"])
+    assert bad.exit_code == 2 and "--min-gain" in bad.output

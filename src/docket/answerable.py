@@ -119,7 +119,9 @@ def judge(candidates: list[Candidate], ctx: Context) -> tuple[bool, dict[str, An
     pol = ctx.policy.answerable
     if not pol.weights:
         top = max((c.score for c in candidates), default=float("-inf"))
-        return top >= ctx.policy.pack.floor, {"top_score": top, "model": "floor only (no fitted weights)"}
+        floor, _ = ctx.policy.not_found_floor()
+        return top >= (ctx.policy.pack.floor if floor is None else floor), {"top_score": top,
+                                                                            "model": "floor only (no fitted weights)"}
     cosines = None
     qvec = None
     if ctx.has_vectors():

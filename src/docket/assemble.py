@@ -101,10 +101,11 @@ def assemble(
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
 
     ranked = list(candidates)
+    retriever_scores = {c.chunk.id: c.score for c in ranked}
     if policy.rescore.enabled:
         ranked = rescore.rescore(ranked, ctx)
     above = _screen_untrusted(_apply_floor(ranked, ctx), ctx)
-    if not above:
+    if not above or not _clears_not_found_floor(above, retriever_scores, ctx):
         return not_found_brief(ctx)
     if policy.answerable.enabled:
         ok, signals = answerable.judge(ranked, ctx)
@@ -158,6 +159,21 @@ def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
             )
             above = [c for c in above if c.score >= cut]
     return above
+
+
+def _clears_not_found_floor(candidates: list[Candidate], retriever_scores: dict[str, float], ctx: Context) -> bool:
+    """The best candidate's ranker score (before re-scoring) must reach the not-found floor
+    (`Policy.not_found_floor`); traced when it does not, with the floor and where it comes from."""
+    floor, source = ctx.policy.not_found_floor()
+    if floor is None:
+        return True
+    best = max(retriever_scores.get(c.chunk.id, c.score) for c in candidates)
+    if best >= floor:
+        return True
+    ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
+                  f"not-found floor {floor} ({source}): answer 'not found' without an LLM call",
+                  best=round(best, 4), floor=floor)
+    return False
 
 
 def _screen_untrusted(candidates: list[Candidate], ctx: Context) -> list[Candidate]:

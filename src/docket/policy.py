@@ -181,13 +181,32 @@ class RescorePolicy(_Strict):
     link_rounds: int = Field(2, ge=1, le=5)
 
 
-class AnswerablePolicy(_Strict):
-    """The "not found" decision beyond the plain floor (see docket.answerable).
+#: the "not found" floor when neither `answerable.floor` nor `pack.floor` is set: the best
+#: candidate's score as the ranker gave it (before re-scoring, whose bonuses depend on the pool)
+#: must reach it. Chosen for MiniLM cosines on public data by benchmarks/default_floor.py
+#: (HotpotQA and MuSiQue with and without their gold paragraphs, SQuAD 2.0): the best mean over
+#: the three sets of (2 x answerable kept + unanswerable caught) / 3, since a false "not found"
+#: never reaches a model while a false "found" still meets the refusal rule; see
+#: benchmarks/README.md. Another scorer needs its own: fit it with `docket calibrate`.
+NOT_FOUND_FLOOR = 0.48
 
-    A logistic model over a few signals of the candidate pool; fit it with `docket calibrate`.
+
+class AnswerablePolicy(_Strict):
+    """The "not found" decision (see docket.answerable).
+
+    `floor`: when the best candidate's score (as the ranker gave it, before re-scoring) is below
+    it, the brief is not found (no prompt, no LLM call). Unset, it is the shipped default
+    NOT_FOUND_FLOOR, unless `pack.floor` is set (in the policy or by `--floor`): then that one
+    floor decides both, as before. `pack.floor` alone decides which candidates are noise; the two
+    differ because dropping a weak candidate from a good pool costs little, while answering "not
+    found" to an answerable question costs a lot.
+
+    The model: a logistic regression over a few signals of the candidate pool; fit it with
+    `docket calibrate`, which switches it on only when it beats the floor held out.
     P(answerable) = sigmoid(bias + sum(weights[name] * signal[name])); "not found" below `threshold`.
     """
 
+    floor: float | None = None
     enabled: bool = False
     weights: dict[str, float] = Field(default_factory=dict)
 
@@ -226,25 +245,36 @@ class Policy(_Strict):
             raise ValueError("brief.refusal must not be empty")
         return self
 
+    def not_found_floor(self) -> tuple[float | None, str]:
+        """The floor the best candidate's ranker score must reach for a brief to be found, and
+        where it comes from; None when `pack.floor` was set and alone decides (nothing above it:
+        not found)."""
+        if self.answerable.floor is not None:
+            return self.answerable.floor, "answerable.floor"
+        if "floor" in self.pack.model_fields_set:
+            return None, "pack.floor"
+        return NOT_FOUND_FLOOR, "the default for MiniLM cosines, chosen on public data; fit yours with docket calibrate"
+
     def with_moves_off(self, *moves: str) -> Policy:
         """A copy with the named moves switched off (for ablations)."""
-        data = self.model_dump()
+        data = self.model_dump(exclude_unset=True)
         for m in moves:
             if m not in MOVE_NAMES:
                 raise InputError(f"unknown move {m!r}; choose from {', '.join(MOVE_NAMES)}", field="move")
-            data[m]["enabled"] = False
+            data.setdefault(m, {})["enabled"] = False
         return Policy.model_validate(data)
 
     def updated(self, **sections: Any) -> Policy:
-        """A copy with some fields of some sections replaced, validated."""
-        data = self.model_dump()
+        """A copy with some fields of some sections replaced, validated. Fields left at their
+        default stay unset (so `not_found_floor` can tell a floor you chose from the default)."""
+        data = self.model_dump(exclude_unset=True)
         for name, values in sections.items():
             if name == "as_of":
                 data["as_of"] = values
                 continue
-            if not isinstance(data.get(name), dict) or not isinstance(values, dict):
+            if name not in SECTIONS or not isinstance(values, dict):
                 raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
-            data[name].update(values)
+            data.setdefault(name, {}).update(values)
         return load_policy_dict(data, where="policy")
 
 

@@ -184,6 +184,8 @@ def calibrate_cmd(
                                                      callback=opt.input_file)] = None,
     margin_keep: Annotated[float, typer.Option("--margin-keep", help="Share of questions whose gold the margin must keep.",
                                                callback=opt.finite(0.0, 1.0, lo_open=True))] = 0.99,
+    min_gain: Annotated[float, typer.Option("--min-gain", help="Held-out balanced accuracy the answerability model must "
+                                            "add to the floor to be switched on.", callback=opt.finite(0.0, 0.5, hi_open=True))] = 0.01,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy."""
@@ -225,29 +227,30 @@ def calibrate_cmd(
             out["margin"] = mg
             updates.setdefault("pack", {})["margin"] = mg["margin"]
     if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
-        tops = C.floor_scores(prepared, pol, default_counter(), embedder)
+        tops = C.floor_scores(prepared)
         y = [p.item.answerable for p in prepared]
         fl = C.fit_floor(tops, y)
         fl["curve"] = C.floor_curve(tops, y)
-        fl["scores"] = "re-scored" if pol.rescore.enabled else "ranker"
         groups = [_group(p.item, group_by) for p in prepared]
         if len(set(groups)) < 2:
             groups = [p.item.id for p in prepared]
         floor_nf = C.cv_floor_predictions(tops, y, groups, folds)
         fl["held_out"] = C.cv_floor(tops, y, groups, folds)
         out["floor"] = fl
-        updates.setdefault("pack", {})["floor"] = fl["floor"]
+        # the "not found" floor (the best candidate must reach it), not pack.floor: as a cut on
+        # every candidate a floor fitted on top scores would drop most of a good pool's evidence
+        updates.setdefault("answerable", {})["floor"] = fl["floor"]
         X = C.signal_matrix(lset, embedder)
         model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
         _, model_nf = C.cv_answerable(X, y, groups, folds)
-        gate = C.gate_decision(y, floor_nf, model_nf)
+        gate = C.gate_decision(y, floor_nf, model_nf, min_gain)
         model["gate"] = gate
         out["answerable"] = model
         if gate["enabled"]:
-            updates["answerable"] = {"enabled": True, "weights": model["weights"], "bias": model["bias"],
-                                     "threshold": model["threshold"]}
+            updates["answerable"].update({"enabled": True, "weights": model["weights"], "bias": model["bias"],
+                                          "threshold": model["threshold"]})
         else:
-            updates["answerable"] = {"enabled": False}
+            updates["answerable"]["enabled"] = False
     elif lset is not None and not pair_list and "margin" not in out:
         raise InputError("has no unanswerable questions to fit the floor on and no gold chunks to fit the margin on; "
                          "add some or pass --pairs/--derive-pairs", where=str(path))
@@ -286,7 +289,7 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
     if "floor" in out:
         f = out["floor"]
         ho = f.get("held_out", {})
-        console.print(f"[bold]score floor[/bold] {f['floor']}  (on {f.get('scores', 'ranker')} top scores: balanced accuracy "
+        console.print(f"[bold]not-found floor[/bold] (answerable.floor) {f['floor']}  (on the best candidate's ranker score: balanced accuracy "
                       f"{f['balanced_accuracy']:.3f} in-sample, {ho.get('balanced_accuracy') or 0:.3f} held out; accuracy "
                       f"{f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")
         t = Table(title="floor trade-off: 'not found' when the top score is below the floor")

@@ -12,8 +12,8 @@
   grouped cross-validation (no question is scored by a model that saw its group), and switched
   on only when, held out, floor + model beat the plain floor (`gate_decision`).
 
-The floor is fitted on the scores the assembler compares it with: after re-scoring when the
-policy re-scores (the default), since the bonuses lift the top candidate of every pool.
+The floor is the not-found floor (`answerable.floor`): fitted on the best candidate's ranker
+score, which is what the assembler compares it with.
 """
 
 from __future__ import annotations
@@ -322,45 +322,36 @@ def fit_answerable(
     }
 
 
-def gate_decision(y: Sequence[bool], floor_nf: Sequence[bool], model_nf: Sequence[bool]) -> dict[str, Any]:
+def gate_decision(y: Sequence[bool], floor_nf: Sequence[bool], model_nf: Sequence[bool],
+                  min_gain: float = 0.01) -> dict[str, Any]:
     """Whether to switch the answerability model on: only when, held out, the decision the
-    assembler would then make ("not found" below the floor OR when the model says so) has a
-    higher balanced accuracy than the plain floor alone. A model at or below the floor, or at
-    or below chance, stays off."""
+    assembler would then make ("not found" below the floor OR when the model says so) beats the
+    plain floor's balanced accuracy by at least `min_gain` (a tenth of a point on a few hundred
+    questions is noise, not a reason to run a model). A model at or below the floor, or at or
+    below chance, stays off."""
     truth = [not a for a in y]
     floor_ba = M.confusion(list(floor_nf), truth).balanced_accuracy or 0.0
     combined = [f or m for f, m in zip(floor_nf, model_nf)]
     combined_ba = M.confusion(combined, truth).balanced_accuracy or 0.0
     model_ba = M.confusion(list(model_nf), truth).balanced_accuracy or 0.0
-    enable = combined_ba > floor_ba and combined_ba > 0.5
+    enable = combined_ba >= floor_ba + min_gain and combined_ba > 0.5
     if enable:
         why = (f"switched on: held out, floor + model reach {100 * combined_ba:.1f}% balanced accuracy against "
                f"{100 * floor_ba:.1f}% for the floor alone")
     else:
         why = (f"left off: held out, floor + model reach {100 * combined_ba:.1f}% balanced accuracy (the model alone "
-               f"{100 * model_ba:.1f}%), which does not beat the plain floor's {100 * floor_ba:.1f}%")
-    return {"enabled": enable, "floor_balanced_accuracy": round(floor_ba, 4),
+               f"{100 * model_ba:.1f}%), which does not beat the plain floor's {100 * floor_ba:.1f}% by "
+               f"{100 * min_gain:g} point(s)")
+    return {"enabled": enable, "min_gain": min_gain, "floor_balanced_accuracy": round(floor_ba, 4),
             "model_balanced_accuracy": round(model_ba, 4), "combined_balanced_accuracy": round(combined_ba, 4),
             "reason": why}
 
 
-def floor_scores(prepared: Sequence[Any], policy: Any, counter: Any, embedder: Embedder) -> list[float]:
-    """Per question, the top score the floor is compared with in the assembler: after
-    re-scoring when the policy re-scores (bonuses lift the top), the ranker's score otherwise."""
-    from docket.context import Context
-    from docket.rescore import rescore
-
-    out = []
-    for p in prepared:
-        ranked = list(p.query.ranked)
-        if not ranked:
-            out.append(-1.0)
-            continue
-        if policy.rescore.enabled:
-            ctx = Context(question=p.item.question, store=None, policy=policy, counter=counter, embedder=embedder)  # type: ignore[arg-type]
-            ranked = rescore(ranked, ctx)
-        out.append(max(c.score for c in ranked))
-    return out
+def floor_scores(prepared: Sequence[Any]) -> list[float]:
+    """Per question, the score the not-found floor is compared with in the assembler: the best
+    candidate's score as the ranker gave it (re-scoring's bonuses depend on the pool and are not
+    used for "not found")."""
+    return [max((c.score for c in p.query.ranked), default=-1.0) for p in prepared]
 
 
 # --- writing the policy ---------------------------------------------------------------------------
