@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite. Creates .venv in the repository root (if missing), installs docket with
-# its test, backend, LLM-client, peer and framework-integration extras into it (so every test runs), then runs lint, types and pytest (PostgreSQL tests start
+# its test, backend, LLM-client, peer, framework-integration and server extras into it (so every test runs), then runs lint, types and pytest (PostgreSQL tests start
 # their own bundled server). Usage: scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,postgres,llm,peers,langchain,llamaindex,haystack]'
+.venv/bin/python -m pip install -q -e '.[test,postgres,llm,peers,langchain,llamaindex,haystack,server]'
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/mypy src/docket --no-error-summary || { echo "mypy failed"; exit 1; }
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -9,8 +9,9 @@ Each move is switchable in the policy (for ablations). Nothing above the floor g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date as Date
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,8 @@ from docket.brief.layout import build_brief, not_found_brief
 from docket.context import Context, check_vectors
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
+from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
+from docket.history import prepare as prepare_history
 from docket.model import Candidate, Chunk, check_scores, passage_of
 from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
@@ -63,6 +66,8 @@ def assemble(
     floor: float | None = None,
     as_of: Date | None = None,
     principal: Principal | None = None,
+    history: Sequence[ChatMessage | Mapping[str, Any]] | None = None,
+    condenser: Condenser | None = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
 
@@ -74,6 +79,10 @@ def assemble(
     scoped to it, so no move, trace entry, warning, conflict or source can name such a chunk. The
     brief does not say how many were removed either (a count tells that restricted text on the
     topic exists); a caller that wants the number compares its list with `access.readable`.
+
+    `history` (earlier `{"role", "content"}` turns, oldest first) goes between the system message
+    and the question, capped to `policy.history` (see docket.history); `condenser` summarises the
+    turns that do not fit when `history.condense` is on.
     """
     question = clean_question(question)
     if principal is not None and not isinstance(principal, Principal):
@@ -99,6 +108,25 @@ def assemble(
         candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[arg-type]  # embedder set above
     check_vectors([c.chunk for c in candidates], embedder)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
+    kept = None
+    if history is not None:
+        kept = prepare_history(parse_history(list(history)), policy.history, counter, ctx.trace, condenser, ctx.warnings)
+        if policy.pack.budget is None:  # the kept turns come off the input target (the spec's arithmetic)
+            ctx.policy = policy.updated(pack={"history_tokens": kept.tokens})
+    return _with_history(_assemble(ctx, candidates), kept)
+
+
+def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
+    if kept is None:
+        return brief
+    brief.history = list(kept.messages) if brief.found else []
+    brief.tokens.history = kept.tokens if brief.found else 0
+    brief.tokens.total += brief.tokens.history
+    return brief
+
+
+def _assemble(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
+    policy = ctx.policy
 
     ranked = list(candidates)
     retriever_scores = {c.chunk.id: c.score for c in ranked}

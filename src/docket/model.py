@@ -8,14 +8,15 @@ one document version. Everything here is immutable or copied, so a move never ch
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from docket.errors import InputError
+from docket.results import WireMapping
 from docket.safeio import check_tree, scrub, shown
 
 #: Statuses that mean "this version is no longer (or not yet) the rule".
@@ -303,15 +304,25 @@ def passage_of(c: Candidate) -> Passage:
     return Passage(chunks=(c.chunk,), score=c.score, rank=c.rank, hits=(c.chunk.id,))
 
 
-@dataclass
-class TraceEvent:
-    """One decision of one move, with the numbers behind it."""
+@dataclass(eq=False)
+class TraceEvent(WireMapping):
+    """One decision of one move, with the numbers behind it (reads like its JSON object too)."""
 
     move: str
     action: str
     chunks: list[str]
     reason: str
     numbers: dict[str, Any] = field(default_factory=dict)
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("move", "action", "chunks", "reason", "numbers")
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"numbers"})
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> TraceEvent:
+        if isinstance(data, TraceEvent):
+            return data
+        return cls(str(data["move"]), str(data["action"]), list(data.get("chunks", [])), str(data.get("reason", "")),
+                   dict(data.get("numbers") or {}))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"move": self.move, "action": self.action, "chunks": self.chunks, "reason": self.reason}

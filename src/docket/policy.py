@@ -226,6 +226,19 @@ class AnswerablePolicy(_Strict):
         return v
 
 
+class HistoryPolicy(_Strict):
+    """Chat history in the brief (docket.history): capped, newest turns kept word for word."""
+
+    #: the history budget: tokens of the kept turns (the spec's 900-token line of the arithmetic)
+    max_tokens: int = Field(900, ge=0)
+    #: at most this many turns (None = the token budget decides)
+    max_turns: int | None = Field(None, ge=1)
+    #: summarise the turns that do not fit with the generator, when the caller configured one
+    condense: bool = False
+    #: remove [S1]-style labels from earlier answers: they point at documents no longer in the prompt
+    strip_labels: bool = True
+
+
 class Policy(_Strict):
     rescore: RescorePolicy = Field(default_factory=RescorePolicy)
     answerable: AnswerablePolicy = Field(default_factory=AnswerablePolicy)
@@ -237,6 +250,7 @@ class Policy(_Strict):
     order: OrderPolicy = Field(default_factory=OrderPolicy)
     render: RenderPolicy = Field(default_factory=RenderPolicy)
     brief: BriefPolicy = Field(default_factory=BriefPolicy)
+    history: HistoryPolicy = Field(default_factory=HistoryPolicy)
     as_of: Date | None = None
 
     @model_validator(mode="after")

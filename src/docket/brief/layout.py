@@ -19,6 +19,7 @@ from docket.brief.render import header_fields, render_all
 from docket.brief.result import Brief
 from docket.context import Context
 from docket.model import RETIRED_STATUSES, Passage
+from docket.results import Conflict, Source, TokenCounts
 
 
 def ground_rules(ctx: Context, style: str) -> list[str]:
@@ -128,10 +129,10 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         system=system,
         user=user,
         documents=documents,
-        sources=sources,
-        tokens=tokens,
-        trace=ctx.trace.to_json(),
-        conflicts=conflicts,
+        sources={label: Source.of(s) for label, s in sources.items()},
+        tokens=TokenCounts.of(tokens),
+        trace=list(ctx.trace.events),
+        conflicts=[Conflict.of(c) for c in conflicts],
         warnings=list(ctx.warnings),
         budget=budget,
         refusal=ctx.policy.brief.refusal,
@@ -165,8 +166,8 @@ def not_found_brief(ctx: Context, budget: int = 0) -> Brief:
         user="",
         documents="",
         sources={},
-        tokens={"system": 0, "documents": 0, "question": 0, "total": 0, "passages": 0},
-        trace=ctx.trace.to_json(),
+        tokens=TokenCounts(system=0, documents=0, question=0, total=0, passages=0),
+        trace=list(ctx.trace.events),
         conflicts=[],
         warnings=list(ctx.warnings),
         budget=budget,

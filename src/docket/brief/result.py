@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from docket.model import Passage
+from docket.model import Passage, TraceEvent
+from docket.results import Conflict, Source, TokenCounts
+
+if TYPE_CHECKING:
+    from docket.history import ChatMessage
 
 
 @dataclass
 class Brief:
-    """What `assemble` returns. `to_json()` is the `docket assemble --json` contract (DESIGN.md)."""
+    """What `assemble` returns. `to_json()` is the `docket assemble --json` contract (DESIGN.md).
+
+    `sources`, `tokens`, `trace` and `conflicts` are typed (`Source`, `TokenCounts`,
+    `TraceEvent`, `Conflict`) and still read like the JSON objects they write; plain dicts given
+    to the constructor are converted. `history` holds the chat turns kept for the prompt (they go
+    between the system message and the final user message).
+    """
 
     found: bool
     question: str
@@ -18,38 +29,52 @@ class Brief:
     user: str
     documents: str
     #: label -> source: doc, version, chunks, title, section, date, status, trust, text, also_in
-    sources: dict[str, dict[str, Any]]
-    tokens: dict[str, int]
-    trace: list[dict[str, Any]]
-    conflicts: list[dict[str, Any]]
+    sources: dict[str, Source]
+    tokens: TokenCounts
+    trace: list[TraceEvent]
+    conflicts: list[Conflict]
     warnings: list[str]
     budget: int
     refusal: str
     passages: list[Passage] = field(default_factory=list, repr=False)
     anthropic_request: dict[str, Any] = field(default_factory=dict, repr=False)
+    history: list[ChatMessage] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sources = {label: Source.of(s) for label, s in self.sources.items()}
+        if isinstance(self.tokens, Mapping) and not isinstance(self.tokens, TokenCounts):
+            self.tokens = TokenCounts.of(self.tokens)
+        self.trace = [TraceEvent.of(e) for e in self.trace]
+        self.conflicts = [Conflict.of(c) for c in self.conflicts]
 
     @property
     def messages(self) -> list[dict[str, str]]:
-        """OpenAI-style chat messages (empty when nothing was found: do not call the model)."""
+        """OpenAI-style chat messages (empty when nothing was found: do not call the model):
+        system, the kept chat history, then the user message with the documents and question."""
         if not self.found:
             return []
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+        turns = [{"role": m.role, "content": m.content} for m in self.history]
+        return [{"role": "system", "content": self.system}, *turns, {"role": "user", "content": self.user}]
 
     def anthropic(self) -> dict[str, Any]:
-        """`system` + `messages` for Anthropic's Messages API, documents as citable blocks."""
-        return self.anthropic_request
+        """`system` + `messages` for Anthropic's Messages API, documents as citable blocks (the
+        chat history, when given, before the final user message)."""
+        if not self.history or not self.anthropic_request:
+            return self.anthropic_request
+        turns: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in self.history]
+        return {**self.anthropic_request, "messages": turns + list(self.anthropic_request.get("messages", []))}
 
     def to_json(self) -> dict[str, Any]:
         return {
             "found": self.found,
             "question": self.question,
             "messages": self.messages,
-            "sources": self.sources,
-            "tokens": self.tokens,
+            "sources": {label: s.to_json() for label, s in self.sources.items()},
+            "tokens": self.tokens.to_json(),
             "budget": self.budget,
             "refusal": self.refusal,
-            "trace": self.trace,
-            "conflicts": self.conflicts,
+            "trace": [e.to_json() for e in self.trace],
+            "conflicts": [c.to_json() for c in self.conflicts],
             "warnings": self.warnings,
-            "anthropic": self.anthropic_request if self.found else None,
+            "anthropic": self.anthropic() if self.found else None,
         }

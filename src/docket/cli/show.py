@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -25,7 +25,7 @@ def print_ranking(console: Console, candidates: Sequence[Candidate], floor: floa
     console.print(t)
 
 
-def print_trace(console: Console, trace: list[dict[str, Any]]) -> None:
+def print_trace(console: Console, trace: Sequence[Mapping[str, Any]]) -> None:
     t = Table(title="Decisions (trace)", show_lines=False)
     t.add_column("move")
     t.add_column("action")

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docket.errors import InputError
 from docket.ingest.chunking import ChunkSize, chunk_text
@@ -131,11 +132,12 @@ def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Cou
 
 
 def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: TokenCounter,
-                  removed: Counter[str]) -> DocumentVersion:
-    """One Markdown, HTML or text file as one document version, chunked."""
+                  removed: Counter[str], *, sidecar: dict[str, Any] | None = None) -> DocumentVersion:
+    """One Markdown, HTML or text file as one document version, chunked. `sidecar` given (a
+    document sent over the API) stands for the metadata file; no file is read then."""
     where = str(found.path)
     front, body = split_front_matter(text, where) if kind != "html" else ({}, text)
-    side, _ = read_sidecar(found.path)
+    side = sidecar if sidecar is not None else read_sidecar(found.path)[0]
     meta = resolve_meta(front, side, where)
     local: Counter[str] = Counter()
     title = str(meta.fields.get("title", ""))

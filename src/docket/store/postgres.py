@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], n 
   total_len bigint NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
 """
+#: every write transaction bumps this counter last (a short row lock), so readers in any process can
+#: tell that the store changed (docket.api refreshes its warm state on it)
+_BUMP = ("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT (key) DO UPDATE "
+         "SET value = (meta.value::bigint + 1)::text")
 _HNSW = "CREATE INDEX IF NOT EXISTS chunks_hnsw ON chunks USING hnsw (vector vector_cosine_ops)"
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
@@ -432,6 +436,7 @@ class PostgresStore:
                         "UPDATE chunks SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)",
                         (dv.doc, plan.superseded, dv.doc, plan.superseded),
                     )
+            self._conn.execute(_BUMP)
         return plan
 
     def delete(self, doc: str, version: int | None = None) -> int:
@@ -442,7 +447,16 @@ class PostgresStore:
                 n = int(self._conn.execute(f"SELECT count(*) AS n FROM chunks WHERE {cond}", args).fetchone()["n"])
                 self._conn.execute(_DELETE_CHUNKS.format(cond=cond), args)
             self._conn.execute(f"DELETE FROM versions WHERE {cond}", args)
+            self._conn.execute(_BUMP)
         return int(n)
+
+    def generation(self) -> str:
+        """The write counter: it changes whenever any process writes to the store. A store opened
+        before the first index learns here that the chunks table now exists."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        if not self._has_chunks:
+            self._has_chunks = self._table_exists("chunks")
+        return str(row["value"]) if row else "0"
 
     # --- search -----------------------------------------------------------------------------
     def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:

@@ -487,6 +487,10 @@ class SQLiteStore:
         return n
 
     # --- search -----------------------------------------------------------------------------
+    def generation(self) -> str:
+        """The write counter: it changes whenever any process writes to the store."""
+        return self._generation()
+
     def _generation(self) -> str:
         return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 

@@ -1,0 +1,593 @@
+"""The session: one store, one policy and the models, kept warm, behind typed methods.
+
+    with Session.open("docket.db") as s:                  # or Session(store=MemoryStore(chunks))
+        res = s.ask("Can I get a refund after 30 days?", principal="ann")
+        res.brief.messages, res.brief.sources["S1"].doc, res.brief.trace
+        rep = s.answer("...", principal="ann")             # with a generator: answer + check
+        s.check(answer_text, res.brief), s.index(["docs/"]), s.delete("refund-policy")
+
+The command line and the HTTP service are thin adapters over this class: what a question needs
+(who asks and with which groups, filters, the policy and its overrides, the store's lifetime,
+the embedder the store was built with, generator time-outs) is decided here once, so `docket
+ask` and `POST /v1/ask` cannot drift apart. Nothing here prints.
+
+Warm state: the embedder, the token counter and the store connections are loaded once; the
+SQLite store keeps its vector matrix in memory until its write generation changes, and the
+session re-reads the store's settings (which embedder built it) on the same signal, so a `docket
+index` run by another process is picked up without a restart. Each request gets a fresh
+principal-scoped view and a fresh assembler context: nothing of one request leaks into the
+next, so any number of worker processes can serve one PostgreSQL store.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import date as Date
+from pathlib import Path
+from typing import Any, Literal
+
+from docket.assemble import assemble as assemble_brief
+from docket.brief.result import Brief
+from docket.check import CheckReport, SupportJudge, check_answer
+from docket.embed import Embedder, HashEmbedder, default_embedder
+from docket.errors import DocketError, InputError, UnavailableError
+from docket.history import ChatMessage, Condenser, generator_condenser
+from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
+from docket.ingest.chunking import ChunkSize
+from docket.llm.answer import AnswerReport, generate_answer
+from docket.llm.base import Answer, Citation, Generator
+from docket.llm.errors import EndpointTimeout, LLMError
+from docket.model import Candidate, parse_chunk
+from docket.policy import Policy
+from docket.store.base import ChunkLookup, MemoryStore
+from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read, open_store
+from docket.tokens import TokenCounter, default_counter
+
+HistoryArg = Sequence[ChatMessage | Mapping[str, Any]] | None
+EMBEDDERS = ("minilm", "hash")
+
+
+@dataclass
+class AskResult:
+    """What `Session.ask` returns: the retrieved candidates (best first) and the brief."""
+
+    brief: Brief
+    candidates: list[Candidate]
+    principal: Principal | None = None
+    #: milliseconds per stage: retrieve, assemble
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The brief's JSON (the `docket ask --json` contract)."""
+        return self.brief.to_json()
+
+
+@dataclass
+class AnswerEvent:
+    """One step of a streamed answer: `brief`, `delta` (a piece of text), `answer`, `check`,
+    `error` (the model call failed; the brief stands) or `done`."""
+
+    kind: Literal["brief", "delta", "answer", "check", "error", "done"]
+    data: Any = None
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def embedder_named(name: str, dim: int = 256) -> Embedder:
+    """`minilm` (the default all-MiniLM-L6-v2) or `hash` (tests only)."""
+    if name == "hash":
+        return HashEmbedder(dim)
+    if name == "minilm":
+        return default_embedder()
+    raise InputError(f"must be one of {', '.join(EMBEDDERS)}, got {name!r}", field="embedder")
+
+
+class _Stores:
+    """Store handles for many threads: SQLite shares one reader (and its in-memory vector matrix);
+    PostgreSQL gives each thread its own connection. Writes go through one writer, one at a time."""
+
+    def __init__(self, location: str, create: bool) -> None:
+        self.location = location
+        self.create = create
+        self.shared = not location.startswith(("postgresql://", "postgres://"))
+        self._local = threading.local()
+        self._all: list[Store] = []
+        self._lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        self._reader: Store | None = None
+        self._writer: Store | None = None
+        self.reader()  # fail now, with the store's own message, if it cannot be opened
+
+    def _open(self) -> Store:
+        st = open_store(self.location, create=self.create)
+        with self._lock:
+            self._all.append(st)
+        return st
+
+    def reader(self) -> Store:
+        if self.shared:
+            if self._reader is None:
+                with self._lock:
+                    if self._reader is None:
+                        self._reader = open_store(self.location, create=self.create)
+                        self._all.append(self._reader)
+            return self._reader
+        st = getattr(self._local, "store", None)
+        if st is None:
+            st = self._local.store = self._open()
+        return st
+
+    def writer(self) -> Store:
+        if self._writer is None:
+            self._writer = self._open()
+        return self._writer
+
+    def close(self) -> None:
+        with self._lock:
+            for st in self._all:
+                try:
+                    st.close()
+                except Exception:  # closing is best effort; the process may be shutting down
+                    pass
+            self._all.clear()
+        self._reader = self._writer = None
+        self._local = threading.local()
+
+
+class Session:
+    """A store, a policy, a token counter, an embedder and optionally a generator (see the module
+    docstring). Build it from objects, or with `Session.open(location)` to let it own the store.
+
+    `embedder` None means: the one the store was indexed with (MiniLM for an empty store or a
+    store-less session). `generator_timeout` bounds every model call in seconds, whatever the
+    client's own time-out; `condense` lets the generator summarise history that does not fit.
+    """
+
+    def __init__(
+        self,
+        store: Store | ChunkLookup | None = None,
+        *,
+        policy: Policy | None = None,
+        counter: TokenCounter | None = None,
+        embedder: Embedder | None = None,
+        generator: Generator | None = None,
+        judge: SupportJudge | None = None,
+        generator_timeout: float = 120.0,
+        max_tokens: int = 512,
+        new_store_embedder: str = "minilm",
+    ) -> None:
+        self.policy = policy or Policy()
+        self.counter = counter or default_counter()
+        self._embedder = embedder
+        self.generator = generator
+        self.judge = judge
+        self.generator_timeout = generator_timeout
+        self.max_tokens = max_tokens
+        self.new_store_embedder = new_store_embedder
+        self._stores: _Stores | None = None
+        self._store = store
+        self._generation: str | None = None
+        self._store_embedder: Embedder | None = None
+        self._refresh_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="docket-llm")
+
+    @classmethod
+    def open(cls, location: str | Path, *, create: bool = False, **options: Any) -> Session:
+        """A session that owns the store at `location` (SQLite file or postgresql:// URL)."""
+        s = cls(None, **options)
+        s._stores = _Stores(str(location), create)
+        return s
+
+    # --- lifetime ---------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._stores is not None:
+            self._stores.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the store and the models ---------------------------------------------------------------
+    @property
+    def store(self) -> Store | ChunkLookup | None:
+        """The store this thread reads through (None for a store-less session)."""
+        if self._stores is not None:
+            return self._stores.reader()
+        return self._store
+
+    def _full_store(self) -> Store:
+        st = self.store
+        if st is None or not hasattr(st, "search_dense"):
+            raise InputError("this session has no searchable store: open one with Session.open(PATH or URL)",
+                             field="store")
+        return st  # type: ignore[return-value]
+
+    def generation(self) -> str | None:
+        """The store's write generation (None when it has none), refreshing the session's view
+        of the store's settings when it changed."""
+        st = self.store
+        gen_fn = getattr(st, "generation", None)
+        if gen_fn is None:
+            return None
+        gen = str(gen_fn())
+        if gen != self._generation:
+            with self._refresh_lock:
+                if gen != self._generation:
+                    self._store_embedder = None
+                    self._generation = gen
+        return gen
+
+    def embedder(self) -> Embedder:
+        """The embedder questions and new chunks must use: the configured one, else the one the
+        store was built with, else the default for a new store."""
+        if self._embedder is not None:
+            return self._embedder
+        self.generation()
+        if self._store_embedder is None:
+            st = self.store
+            meta: dict[str, str] = st.meta() if st is not None and hasattr(st, "meta") else {}  # type: ignore[union-attr,attr-defined]
+            name = meta.get("embedder")
+            if name is None:
+                emb = embedder_named(self.new_store_embedder)
+            elif name == HashEmbedder.name:
+                emb = HashEmbedder(int(meta.get("dim", "256") or 256))
+            else:
+                emb = default_embedder()
+                if name != emb.name or str(emb.dim) != str(meta.get("dim", emb.dim)):
+                    raise UnavailableError(f"the store was indexed with embedder {name!r} (dim {meta.get('dim')}), "
+                                           "which this docket cannot load")
+            self._store_embedder = emb
+        return self._store_embedder
+
+    def warm_up(self) -> None:
+        """Load the models and the store's vectors now, so the first request is not the slow one."""
+        self.counter.count("warm up")
+        self.embedder().embed(["warm up"])
+        st = self.store
+        if isinstance(st, Store) and st.meta().get("embedder"):
+            st.search_dense(self.embedder().embed(["warm up"])[0], 1, Filters())
+
+    def principal(self, name: str | Principal | None, groups: Sequence[str] = ()) -> Principal | None:
+        """Who asks: a name gets its groups from the store's principals table plus `groups`."""
+        if name is None:
+            if groups:
+                raise InputError("needs a principal (groups belong to someone)", field="groups")
+            return None
+        if isinstance(name, Principal):
+            return Principal(name.name, name.groups | frozenset(groups))
+        st = self.store
+        lookup = getattr(st, "principal", None)
+        if lookup is not None:
+            return lookup(name, tuple(groups))  # type: ignore[no-any-return]
+        return Principal(name, frozenset(groups))
+
+    def _condenser(self) -> Condenser | None:
+        if self.generator is None or not self.policy.history.condense:
+            return None
+        inner = generator_condenser(self.generator)
+
+        def bounded(turns: Sequence[ChatMessage], room: int) -> str:
+            return self._call(lambda: inner(turns, room), what="history summary")
+
+        return bounded
+
+    # --- assemble ---------------------------------------------------------------------------------
+    def assemble(
+        self,
+        question: str,
+        candidates: Sequence[Candidate] | None = None,
+        *,
+        store: ChunkLookup | None = None,
+        history: HistoryArg = None,
+        principal: Principal | None = None,
+        policy: Policy | None = None,
+        budget: int | None = None,
+        floor: float | None = None,
+        as_of: Date | None = None,
+    ) -> Brief:
+        """The brief from the caller's ranked candidates (best first), read through `store` (the
+        session's store scoped to `principal` when not given). Candidates `principal` may not read
+        are dropped before anything else sees them (a trace entry says how many)."""
+        lookup = store
+        if lookup is None:
+            base = self.store
+            if base is None:
+                lookup = MemoryStore([c.chunk for c in candidates or []])
+            else:
+                lookup = ScopedView(base, principal)
+        ranked = list(candidates) if candidates is not None else None
+        hidden: list[str] = []
+        if ranked is not None:
+            hidden = [c.chunk.id for c in ranked if not may_read(principal, c.chunk.acl)]
+            if hidden:
+                ranked = [c for c in ranked if may_read(principal, c.chunk.acl)]
+        brief = assemble_brief(question, ranked, store=lookup, policy=policy or self.policy, counter=self.counter,
+                               embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, history=history,
+                               condenser=self._condenser())
+        if hidden:
+            from docket.model import TraceEvent
+
+            who = principal.name if principal else "anonymous callers"
+            brief.trace.insert(0, TraceEvent("access", "drop", hidden, f"{len(hidden)} candidate(s) that {who} may not "
+                                             "read (acl), removed before assembly"))
+        return brief
+
+    def candidates_from(self, records: Sequence[Mapping[str, Any]], *, where: str = "candidates") -> list[Candidate]:
+        """Ranked candidates from records: each a full chunk record with a `score`, best first."""
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for n, rec in enumerate(records):
+            loc = f"{where}[{n}]"
+            data = dict(rec)
+            score = data.pop("score", None)
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                raise InputError(f"must be a number, got {score!r}", where=loc, field="score")
+            chunk = parse_chunk(data, where=loc)
+            if chunk.id in seen:
+                raise InputError("is ranked twice", where=loc, field="id")
+            seen.add(chunk.id)
+            out.append(Candidate(chunk=chunk, score=float(score), rank=n + 1))
+        return out
+
+    def candidates_by_id(self, ranked: Sequence[tuple[str, float]], principal: Principal | None, *,
+                         where: str = "candidates") -> tuple[list[Candidate], ScopedView]:
+        """Ranked `(chunk id, score)` pairs resolved in the session's store as `principal` sees it.
+        An id it may not read is reported like an unknown one, so existence does not leak."""
+        base = self._full_store()
+        view = ScopedView(base, principal)
+        found = base.get_many([cid for cid, _ in ranked])
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for n, (cid, score) in enumerate(ranked):
+            c = found.get(cid)
+            if cid in seen:
+                raise InputError("is ranked twice", where=f"{where}[{n}]", field="id")
+            seen.add(cid)
+            if c is None or not may_read(principal, c.acl):
+                raise InputError(f"{cid!r} is not in the store (or not readable with this key)", where=f"{where}[{n}]",
+                                 field="id")
+            out.append(Candidate(chunk=c, score=float(score), rank=n + 1))
+        return out, view
+
+    # --- ask ----------------------------------------------------------------------------------------
+    def ask(
+        self,
+        question: str,
+        *,
+        principal: str | Principal | None = None,
+        groups: Sequence[str] = (),
+        filters: Filters | None = None,
+        k: int = 50,
+        mode: str = "fused",
+        history: HistoryArg = None,
+        policy: Policy | None = None,
+        budget: int | None = None,
+        floor: float | None = None,
+        as_of: Date | None = None,
+    ) -> AskResult:
+        """Retrieve from the store as `principal` (dense + BM25, access-controlled in the query),
+        then assemble through the principal-scoped view. `filters` narrow the search (their own
+        principal is replaced by the one given here)."""
+        from docket.retrieve import retrieve
+
+        store = self._full_store()
+        self.generation()
+        who = self.principal(principal, groups)
+        f = filters or Filters()
+        f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
+                    date_to=f.date_to, principal=who)
+        t0 = time.perf_counter()
+        embedder = self.embedder()
+        candidates = retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder)
+        t_retrieve = _ms(t0)
+        t1 = time.perf_counter()
+        brief = assemble_brief(question, candidates, store=ScopedView(store, who), policy=policy or self.policy,
+                               counter=self.counter, embedder=embedder, budget=budget, floor=floor, as_of=as_of,
+                               history=history, condenser=self._condenser())
+        return AskResult(brief=brief, candidates=candidates, principal=who,
+                         timings={"retrieve": t_retrieve, "assemble": _ms(t1)})
+
+    # --- answer ------------------------------------------------------------------------------------
+    def _need_generator(self) -> Generator:
+        if self.generator is None:
+            raise UnavailableError("no generator configured: pass generator=... (or `--llm URL` to `docket serve`)")
+        return self.generator
+
+    def _call(self, fn: Callable[[], Any], *, what: str) -> Any:
+        """`fn()` within the generator time-out; a late answer is abandoned as a time-out."""
+        fut = self._pool.submit(fn)
+        try:
+            return fut.result(timeout=self.generator_timeout)
+        except FutureTimeout:
+            fut.cancel()
+            name = getattr(self.generator, "name", "the generator")
+            raise EndpointTimeout(f"{name}: no answer within {self.generator_timeout:g} s ({what}); raise the "
+                                  "generator time-out or use a smaller model or prompt") from None
+
+    def generate(self, brief: Brief) -> AnswerReport:
+        """Answer `brief` with the session's generator and check the answer. A model failure
+        (time-out included) is carried in the report, never raised: the brief stands."""
+        report = AnswerReport(brief=brief)
+        for ev in self.stream(brief, deltas=False):
+            if ev.kind == "answer":
+                report.answer = ev.data
+            elif ev.kind == "check":
+                report.check = ev.data
+            elif ev.kind == "error":
+                report.error, report.error_kind = ev.data["message"], ev.data["kind"]
+        report.skipped = not brief.found
+        report.generator = None if report.skipped else getattr(self.generator, "name", None)
+        return report
+
+    def answer(self, question: str, **ask_options: Any) -> AnswerReport:
+        """`ask`, then `generate`: the answer, its check and the brief, in one report."""
+        self._need_generator()
+        return self.generate(self.ask(question, **ask_options).brief)
+
+    def stream(self, brief: Brief, *, deltas: bool = True) -> Iterator[AnswerEvent]:
+        """The answer to `brief` as events: `delta`s while the model writes (when it streams and
+        `deltas`), then `answer` and `check`, or `error`; always `done` last.
+
+        Nothing above the floor: the model is not called and the answer is the refusal sentence.
+        """
+        if not brief.found:
+            ans = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
+            yield AnswerEvent("answer", ans)
+            yield AnswerEvent("check", self.check(ans.text, brief))
+            yield AnswerEvent("done")
+            return
+        gen = self._need_generator()
+        try:
+            streams = deltas and callable(getattr(gen, "stream", None)) and not callable(getattr(gen, "answer_brief", None))
+            if streams:
+                t0 = time.perf_counter()
+                pieces: list[str] = []
+                for piece in self._bounded_stream(lambda: gen.stream(brief.messages, max_tokens=self.max_tokens,  # type: ignore[attr-defined]
+                                                                     temperature=0.0)):
+                    pieces.append(piece)
+                    yield AnswerEvent("delta", piece)
+                text = "".join(pieces).strip()
+                from docket.checks.sentences import labels_in
+
+                ans = Answer(text=text, model=getattr(gen, "name", ""), seconds=time.perf_counter() - t0,
+                             citations=[Citation(label=lab) for lab in labels_in(text)])
+            else:
+                ans = self._call(lambda: generate_answer(gen, brief, max_tokens=self.max_tokens), what="answer")
+                if deltas:
+                    yield AnswerEvent("delta", ans.text)
+        except DocketError as e:
+            yield AnswerEvent("error", {"message": str(e), "kind": getattr(e, "kind", type(e).__name__)})
+            yield AnswerEvent("done")
+            return
+        yield AnswerEvent("answer", ans)
+        try:
+            yield AnswerEvent("check", self.check(ans.text, brief))
+        except DocketError as e:  # a judge's model call can fail too; the answer stays
+            yield AnswerEvent("error", {"message": f"check: {e}", "kind": getattr(e, "kind", type(e).__name__)})
+        yield AnswerEvent("done")
+
+    def _bounded_stream(self, start: Callable[[], Iterator[str]]) -> Iterator[str]:
+        """The generator's stream, read in a worker thread; the whole answer must arrive within the
+        generator time-out (a stalled stream raises EndpointTimeout instead of hanging)."""
+        q: queue.Queue[tuple[str, Any]] = queue.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            try:
+                for piece in start():
+                    if stop.is_set():
+                        return
+                    q.put(("piece", piece))
+                q.put(("end", None))
+            except BaseException as e:  # handed to the reader, re-raised there
+                q.put(("error", e))
+
+        self._pool.submit(pump)
+        deadline = time.monotonic() + self.generator_timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    kind, value = q.get(timeout=max(0.0, left))
+                except queue.Empty:
+                    name = getattr(self.generator, "name", "the generator")
+                    raise EndpointTimeout(f"{name}: the answer did not finish within {self.generator_timeout:g} s "
+                                          "(stream); raise the generator time-out") from None
+                if kind == "end":
+                    return
+                if kind == "error":
+                    if isinstance(value, DocketError):
+                        raise value
+                    raise LLMError(f"the generator failed while streaming ({type(value).__name__}: {value})")
+                yield value
+        finally:
+            stop.set()
+
+    # --- check ---------------------------------------------------------------------------------------
+    def check(self, answer: str, brief: Any, *, allowed_domains: Sequence[str] = (), strip: bool = False,
+              names: bool = True, judge: SupportJudge | None = None) -> CheckReport:
+        """Check an answer's citations against its brief (a Brief, its JSON, or a path)."""
+        return check_answer(answer, brief, judge=judge or self.judge, allowed_domains=allowed_domains, strip=strip,
+                            names=names)
+
+    # --- index / delete ------------------------------------------------------------------------------
+    def _write_store(self) -> tuple[Store, threading.Lock | None]:
+        if self._stores is not None:
+            return self._stores.writer(), self._stores.write_lock
+        return self._full_store(), None
+
+    def index(
+        self,
+        paths: Sequence[str | Path] = (),
+        *,
+        records: Sequence[Mapping[str, Any]] | None = None,
+        documents: Sequence[Mapping[str, Any]] | None = None,
+        chunk_size: int = 300,
+        overlap: int = 40,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IndexReport:
+        """Index files (`paths`), chunk `records` (the JSONL contract as dicts) or `documents`
+        (`{"name", "text", "kind": markdown|html|text, "meta": {...}}`) into the store."""
+        store, lock = self._write_store()
+        options = IndexOptions(embedder=self.embedder(), counter=self.counter, chunk=ChunkSize(chunk_size, overlap),
+                               progress=progress)
+        with lock if lock is not None else _nolock():
+            report = index_paths(store, list(paths), options) if paths else IndexReport()
+            if records or documents:
+                from docket.ingest.inline import read_inline
+
+                versions = read_inline(records or [], documents or [], options, report)
+                index_versions(store, versions, options, report)
+        self.generation()
+        return report
+
+    def delete(self, doc: str, version: int | None = None) -> int:
+        """Remove a document (or one version); InputError when the store does not hold it."""
+        store, lock = self._write_store()
+        with lock if lock is not None else _nolock():
+            stored = store.stored_versions(doc)
+            if not stored or (version is not None and all(v.version != version for v in stored)):
+                what = f"document {doc!r}" + (f" v{version}" if version is not None else "")
+                raise InputError("is not in the store", where=what)
+            n = store.delete(doc, version)
+        self.generation()
+        return n
+
+    def stats(self) -> dict[str, Any]:
+        """What /readyz reports: chunks, documents' embedder, generation."""
+        st = self._full_store()
+        meta = st.meta()
+        return {"chunks": st.count(), "embedder": meta.get("embedder"), "generation": self.generation(),
+                "location": _redact(st.location)}
+
+
+class _nolock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _redact(location: str) -> str:
+    """A store location without the password of a connection URL."""
+    if "://" in location and "@" in location:
+        head, rest = location.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        user = cred.split(":", 1)[0]
+        return f"{head}://{user}:***@{host}" if ":" in cred else location
+    return location
+
+
+__all__ = ["AnswerEvent", "AskResult", "Session", "embedder_named"]

@@ -1,0 +1,278 @@
+"""Chat history in the brief: the conversation so far, capped, between the rules and the question.
+
+The prompt becomes: system (docket's rules, unchanged, so the cacheable prefix stays stable) ·
+the kept turns · the final user message (documents, question, format). History is the user's
+own text, so it is not fenced as evidence, but three things keep it from steering the answer:
+
+* the rules stay in the system message: a `system` turn in the history is refused;
+* a documents block is never repeated: an earlier docket user message sent back whole has its
+  `<documents>` (or line-format) block stripped, keeping only its question; earlier answers
+  lose their `[S1]` labels, which pointed at documents no longer in the prompt;
+* it is capped to the history budget (`history.max_tokens`): newest turns are kept word for
+  word, older ones dropped (or, with `history.condense` and a generator, summarised into one
+  turn); a kept window never starts with an answer whose question was dropped.
+
+Every change is a trace entry (move "history") with the numbers. The kept turns' tokens are
+counted in the budget arithmetic: with no explicit evidence budget they come off the input
+target, as the spec's `input_target - system - history - question`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from docket.brief.render import sanitize
+from docket.errors import InputError
+from docket.model import Trace
+from docket.policy import HistoryPolicy
+from docket.tokens import TokenCounter
+
+MOVE = "history"
+
+
+class ChatMessage(BaseModel):
+    """One earlier turn of the conversation: who said it and what."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"] = Field(description="user or assistant; docket writes the system message")
+    content: str = Field(description="the turn's text")
+
+    def to_json(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+#: summarise `turns` in at most `max_tokens` tokens (a generator call); may raise DocketError
+Condenser = Callable[[Sequence[ChatMessage], int], str]
+
+# a docket documents block in either format, closed or cut off at the end of the turn
+_BLOCKS = (
+    re.compile(r"<documents>.*?(?:</documents>|\Z)", re.S),
+    re.compile(r"=== DOCUMENTS ===.*?(?:=== END OF DOCUMENTS ===|\Z)", re.S),
+)
+_QUESTION = re.compile(r"^Question: (.+)$", re.M)
+_LABELS = re.compile(r"\s?\[S\d+(?:\s*[,;]\s*S\d+)*\]")
+
+
+def parse_history(items: Any, where: str = "history") -> list[ChatMessage]:
+    """Validate a list of `{"role", "content"}` messages; a bad one names its index and field."""
+    if items is None:
+        return []
+    if isinstance(items, Mapping) and "messages" in items:
+        items = items["messages"]
+    if not isinstance(items, list | tuple):
+        raise InputError("must be a list of {role, content} messages", where=where)
+    out: list[ChatMessage] = []
+    for i, item in enumerate(items):
+        if isinstance(item, ChatMessage):
+            out.append(item)
+            continue
+        loc = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError("must be an object with 'role' and 'content'", where=loc)
+        if item.get("role") == "system":
+            raise InputError("'system' is not allowed in the history: docket writes the system message, and the "
+                             "rules stay there; send only user and assistant turns", where=loc, field="role")
+        if isinstance(item.get("content"), list):
+            raise InputError("must be a string (content blocks are not supported in the history)", where=loc,
+                             field="content")
+        try:
+            out.append(ChatMessage.model_validate(dict(item)))
+        except ValidationError as e:
+            first = e.errors()[0]
+            name = ".".join(str(p) for p in first.get("loc", ())) or None
+            msg = "is not a known field (a message has 'role' and 'content')" if first.get("type") == "extra_forbidden" \
+                else first.get("msg", "invalid")
+            raise InputError(msg, where=loc, field=name) from None
+    return out
+
+
+def load_history(path: str | Path) -> list[ChatMessage]:
+    """A history file: a JSON list of messages (or `{"messages": [...]}`), or JSONL, one per line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", where=str(p)) from None
+    except OSError as e:
+        raise InputError(f"cannot be read ({e.strerror})", where=str(p)) from None
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", where=str(p)) from None
+    stripped = text.strip()
+    if not stripped:
+        return []
+    if stripped[0] in "[{" and not _looks_like_jsonl(stripped):
+        try:
+            return parse_history(json.loads(stripped), where=str(p))
+        except json.JSONDecodeError as e:
+            raise InputError(f"is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})", where=str(p)) from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise InputError(f"is not valid JSON ({e.msg} at column {e.colno})", where=f"{p}:{n}") from None
+    return parse_history(items, where=str(p))
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith("{"):
+        return False
+    try:
+        json.loads(lines[0])
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+@dataclass
+class KeptHistory:
+    """The turns that go into the prompt and what they cost."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+    tokens: int = 0
+    given: int = 0
+    dropped: int = 0
+    condensed: bool = False
+
+
+def strip_documents(text: str) -> tuple[str, int]:
+    """`text` without docket documents blocks; a docket user message sent back whole keeps only
+    its question. Returns the text and how many blocks were removed."""
+    n = 0
+    out = text
+    for pat in _BLOCKS:
+        out, k = pat.subn("", out)
+        n += k
+    if n:
+        q = _QUESTION.search(out)
+        out = q.group(1).strip() if q else out.strip()
+    return out, n
+
+
+def prepare(history: Sequence[ChatMessage], policy: HistoryPolicy, counter: TokenCounter, trace: Trace,
+            condenser: Condenser | None = None, warnings: list[str] | None = None) -> KeptHistory:
+    """Clean and cap the history (see the module docstring); decisions go to `trace`."""
+    kept = KeptHistory(given=len(history))
+    cleaned: list[tuple[int, ChatMessage]] = []
+    stripped_blocks: list[int] = []
+    stripped_labels = 0
+    removed_chars = 0
+    for i, m in enumerate(history):
+        text, removed = sanitize(m.content)
+        removed_chars += removed
+        text, blocks = strip_documents(text)
+        if blocks:
+            stripped_blocks.append(i)
+        if policy.strip_labels and m.role == "assistant":
+            text, k = _LABELS.subn("", text)
+            stripped_labels += k
+        if not text.strip():
+            trace.add(MOVE, "drop", [], f"turn {i} ({m.role}) is empty after cleaning", turn=i)
+            continue
+        cleaned.append((i, ChatMessage(role=m.role, content=text)))
+    if stripped_blocks:
+        trace.add(MOVE, "strip", [], f"removed an earlier documents block from {len(stripped_blocks)} turn(s): evidence "
+                  "is given once, in the final user message, never repeated from earlier turns", turns=stripped_blocks)
+    if stripped_labels:
+        trace.add(MOVE, "strip_labels", [], f"removed {stripped_labels} citation label(s) from earlier answers: they "
+                  "point at documents that are no longer in the prompt", labels=stripped_labels)
+    if removed_chars:
+        trace.add(MOVE, "sanitize", [], f"removed {removed_chars} invisible or control character(s) from the history",
+                  removed=removed_chars)
+
+    costs = [counter.count(m.content) for _, m in cleaned]
+    budget = policy.max_tokens
+    take = 0
+    used = 0
+    for cost in reversed(costs):
+        if used + cost > budget or (policy.max_turns is not None and take >= policy.max_turns):
+            break
+        used += cost
+        take += 1
+    start = len(cleaned) - take
+    if start > 0 and take and cleaned[start][1].role == "assistant":
+        used -= costs[start]  # an answer without its question reads as a statement of fact
+        start += 1
+        take -= 1
+    old = cleaned[:start]
+    window = cleaned[start:]
+    if old:
+        turns = [i for i, _ in old]
+        why = (f"{len(old)} older turn(s) ({sum(costs[:start])} tokens) do not fit the history budget {budget} "
+               f"after the {take} newest ({used} tokens)")
+        if policy.max_turns is not None and take >= policy.max_turns:
+            why += f" or max_turns {policy.max_turns}"
+        summary = _condense([m for _, m in old], budget - used, counter, trace, condenser, warnings) \
+            if policy.condense and condenser is not None else None
+        if summary is not None:
+            kept.condensed = True
+            n = counter.count(summary.content)
+            used += n
+            window = [(-1, summary)] + window
+            trace.add(MOVE, "condense", [], why + f": summarised into one turn of {n} tokens", turns=turns, tokens=n)
+        else:
+            trace.add(MOVE, "drop", [], why + ": dropped, oldest first", turns=turns,
+                      tokens=sum(costs[:start]), budget=budget)
+        kept.dropped = len(old)
+    kept.messages = [m for _, m in window]
+    kept.tokens = used
+    if kept.messages:
+        trace.add(MOVE, "keep", [], f"{len(kept.messages)} turn(s), {used} tokens of the history budget {budget}, "
+                  "between the system message and the question", turns=len(kept.messages), tokens=used, budget=budget)
+    return kept
+
+
+SUMMARY_PREFIX = "Summary of the earlier conversation: "
+
+
+def _condense(old: list[ChatMessage], room: int, counter: TokenCounter, trace: Trace, condenser: Condenser,
+              warnings: list[str] | None) -> ChatMessage | None:
+    from docket.errors import DocketError
+
+    room -= counter.count(SUMMARY_PREFIX)
+    if room < 16:
+        return None
+    try:
+        text = " ".join(str(condenser(old, room)).split())
+    except DocketError as e:
+        trace.add(MOVE, "condense_failed", [], f"the summariser failed ({e}); older turns dropped instead")
+        if warnings is not None:
+            warnings.append(f"history: the summariser failed, older turns were dropped ({e})")
+        return None
+    text, _ = sanitize(text)
+    text, _ = strip_documents(text)
+    if not text or counter.count(SUMMARY_PREFIX + text) > room + counter.count(SUMMARY_PREFIX):
+        trace.add(MOVE, "condense_failed", [], f"the summary is empty or longer than the {room} tokens left; "
+                  "older turns dropped instead")
+        return None
+    return ChatMessage(role="user", content=SUMMARY_PREFIX + text)
+
+
+CONDENSE_SYSTEM = ("Summarise the conversation below in a few sentences for an assistant that will continue it. Keep "
+                   "names, numbers, dates and what the user wants. Do not add facts. Reply with the summary only.")
+
+
+def generator_condenser(generator: Any, *, max_tokens: int = 300) -> Condenser:
+    """A `Condenser` that asks a docket `Generator` for the summary."""
+
+    def condense(turns: Sequence[ChatMessage], room: int) -> str:
+        convo = "\n".join(f"{m.role}: {m.content}" for m in turns)
+        messages = [{"role": "system", "content": CONDENSE_SYSTEM}, {"role": "user", "content": convo}]
+        return str(generator.generate(messages, max_tokens=min(max_tokens, room), temperature=0.0))
+
+    return condense
+
+
+__all__ = ["ChatMessage", "Condenser", "KeptHistory", "generator_condenser", "load_history", "parse_history", "prepare",
+           "strip_documents"]
