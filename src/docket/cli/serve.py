@@ -1,0 +1,126 @@
+"""`docket serve` (the HTTP service) and `docket keys` (its API keys)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from docket.cli.app import app
+from docket.errors import InputError
+
+keys_app = typer.Typer(help="API keys of `docket serve`: each binds a principal, its groups and admin scope.",
+                       no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+KEYS_ENV = "DOCKET_KEYS"
+DEFAULT_KEYS = "docket-keys.json"
+KeysPath = Annotated[Path, typer.Option("--keys", envvar=KEYS_ENV, help="The key file (JSON, keys stored hashed).")]
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
+
+
+@keys_app.command("add")
+def keys_add(
+    name: Annotated[str, typer.Argument(help="A name for the key (who or what uses it).")],
+    principal: Annotated[str, typer.Option("--principal", help="The principal the key asks as (as in chunk acls).")],
+    groups: Annotated[list[str] | None, typer.Option("--groups", help="Groups of the principal (comma-separated).")] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="Allow writes: POST /v1/index, DELETE /v1/documents.")] = False,
+    keys: KeysPath = Path(DEFAULT_KEYS),
+) -> None:
+    """Create a key and print it once (only its hash is stored: it cannot be shown again)."""
+    from docket.keys import KeyFile
+
+    token = KeyFile(keys).add(name, principal, _split(groups), admin=admin)
+    typer.echo(token)
+    scope = "admin" if admin else "read"
+    Console(stderr=True).print(f"key {name!r} for principal {principal!r} ({scope}) added to {keys}; "
+                               "this is the only time it is shown", soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list(keys: KeysPath = Path(DEFAULT_KEYS), as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The keys in the file (names, principals, groups, scope; never the keys)."""
+    from docket.keys import KeyFile
+
+    if not keys.exists():
+        raise InputError("no key file here; create one with `docket keys add`", where=str(keys))
+    found = KeyFile(keys).keys()
+    if as_json:
+        typer.echo(json.dumps([k.to_json() for k in found], indent=2))
+        return
+    t = Table(title=f"API keys in {keys}")
+    for col in ("name", "principal", "groups", "scope", "starts with", "created"):
+        t.add_column(col)
+    for k in found:
+        t.add_row(k.name, k.principal, ", ".join(k.groups), "admin" if k.admin else "read", k.hint + "…", k.created)
+    Console().print(t)
+
+
+@keys_app.command("remove")
+def keys_remove(name: Annotated[str, typer.Argument(help="The key's name.")], keys: KeysPath = Path(DEFAULT_KEYS)) -> None:
+    """Revoke a key (a running server notices within a second)."""
+    from docket.keys import KeyFile
+
+    if not KeyFile(keys).remove(name):
+        raise InputError("is not in the key file", where=f"key {name!r}")
+    Console(stderr=True).print(f"removed key {name!r} from {keys}")
+
+
+@app.command("serve")
+def serve_cmd(
+    db: Annotated[str, typer.Option("--db", help="SQLite file (created when missing), or a postgresql:// URL.")] = "docket.db",
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    keys: Annotated[Path | None, typer.Option("--keys", envvar=KEYS_ENV, help="API key file (`docket keys add`).")] = None,
+    require_key: Annotated[bool, typer.Option("--require-key", help="401 without a key (default: public chunks only).")] = False,
+    llm: Annotated[str | None, typer.Option("--llm", help="Model for /v1/answer: http(s)://host:port/v1, local, openai, anthropic.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name at --llm.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a model call may take (then 504).")] = 60.0,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML for every request.")] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="For a new store: minilm (default) or hash (tests).")] = "minilm",
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm state).")] = 1,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes (then 413).")] = 8 * 1024 * 1024,
+    max_candidates: Annotated[int, typer.Option("--max-candidates", help="Most candidates per /v1/assemble.")] = 1000,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
+) -> None:
+    """Serve the HTTP API (POST /v1/assemble, /v1/ask, /v1/answer, /v1/check, /v1/index; docs/service.md).
+
+    Needs the server extra: pip install 'docket[server]'.
+    """
+    try:
+        import uvicorn
+    except ImportError:
+        raise InputError("needs the server extra: pip install 'docket[server]'", field="serve") from None
+    from docket.server import CONFIG_ENV, Limits, ServerConfig, configure_logging, create_app
+
+    if workers < 1:
+        raise InputError(f"must be at least 1, got {workers}", field="--workers")
+    if keys is not None and not keys.exists():
+        raise InputError("no key file here; create one with `docket keys add NAME --principal P --keys FILE`",
+                         where=str(keys))
+    config = ServerConfig(db=db, keys=str(keys) if keys else None, require_key=require_key, llm=llm, model=model,
+                          generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
+                          limits=Limits(body_bytes=max_body, candidates=max_candidates))
+    configure_logging(log_level)
+    err = Console(stderr=True)
+    if workers == 1:
+        application = create_app(config)  # bad settings fail here, with docket's one-line error
+        application.state.session.warm_up()
+        err.print(f"docket serving {db} on http://{host}:{port} (docs: http://{host}:{port}/docs)", soft_wrap=True)
+        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+        return
+    create_app(config).state.session.close()  # check the settings once before forking workers
+    os.environ[CONFIG_ENV] = config.to_json()
+    err.print(f"docket serving {db} on http://{host}:{port} with {workers} workers", soft_wrap=True)
+    uvicorn.run("docket.server:app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level=log_level, access_log=False)
+    sys.exit(0)

@@ -1,0 +1,186 @@
+"""The service's request and response bodies as pydantic models (the OpenAPI schema is generated
+from these, and the response models reuse the brief's own typed parts: `Source`, `TokenCounts`,
+`TraceEvent`, `Conflict`, `ChatMessage`).
+
+Requests refuse unknown fields (a typo is a 422 naming the field, not a silently ignored
+option). Two fields are accepted and ignored on purpose, `principal` and `groups`: who asks
+comes from the API key only, and a client that sends them is told so in `warnings`. Candidate
+records follow the chunk contract, so their unknown fields are kept in `metadata` as in a JSONL
+file.
+"""
+
+from __future__ import annotations
+
+from datetime import date as Date
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from docket.history import ChatMessage
+from docket.model import TraceEvent
+from docket.results import Conflict, Source, TokenCounts
+
+IGNORED = "Ignored: who asks comes from the API key only (a warning says so when it is sent)."
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    principal: str | None = Field(None, description=IGNORED, json_schema_extra={"deprecated": True})
+    groups: list[str] | None = Field(None, description=IGNORED, json_schema_extra={"deprecated": True})
+
+
+class CandidateIn(BaseModel):
+    """One ranked candidate, best first: a full chunk record (`id`, `doc`, `text`, and any of the
+    contract's optional fields) with its `score`, or only `id` and `score` for a chunk already in
+    the server's store."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    score: float
+    doc: str | None = None
+    text: str | None = None
+    version: int | None = None
+    status: str | None = None
+    date: Date | None = None
+    effective_to: Date | None = None
+    title: str | None = None
+    section: str | None = None
+    position: int | None = None
+    source_type: str | None = None
+    trust: str | None = None
+    acl: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
+
+
+class _BriefOptions(_Request):
+    history: list[ChatMessage] | None = Field(None, description="Earlier turns, oldest first (user / assistant).")
+    budget: int | None = Field(None, ge=1, le=1_000_000, description="Evidence budget: tokens of the documents block.")
+    floor: float | None = Field(None, ge=-1.0, le=1.0, description="Score floor (cosine) for candidates.")
+    as_of: Date | None = Field(None, description="Resolve versions as of this date.")
+    format: Literal["xml", "lines"] | None = Field(None, description="Fence format of the documents block.")
+
+
+class AssembleRequest(_BriefOptions):
+    question: str = Field(min_length=1)
+    candidates: list[CandidateIn] = Field(description="Your retriever's / reranker's ranking, best first.")
+
+
+class FiltersIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    docs: list[str] = Field(default_factory=list)
+    source_types: list[str] = Field(default_factory=list)
+    statuses: list[str] = Field(default_factory=list)
+    since: Date | None = None
+    until: Date | None = None
+
+
+class AskRequest(_BriefOptions):
+    question: str = Field(min_length=1)
+    k: int = Field(50, ge=1, le=500, description="How many retrieved chunks go to the assembler.")
+    mode: Literal["fused", "dense", "bm25"] = "fused"
+    filters: FiltersIn | None = None
+
+
+class AnswerRequest(AskRequest):
+    stream: bool = Field(True, description="Server-sent events (delta, answer, check, done); false: one JSON object.")
+    allowed_domains: list[str] = Field(default_factory=list, description="Domains links in the answer may point to.")
+
+
+class CheckRequest(_Request):
+    answer: str
+    brief: dict[str, Any] = Field(description="The brief the answer was written from (what /v1/ask returned).")
+    allowed_domains: list[str] = Field(default_factory=list)
+    strip_links: bool = False
+    names: bool = True
+
+
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="Path-like document id, e.g. refunds/annual.md.")
+    text: str
+    kind: Literal["markdown", "html", "text"] | None = Field(None, description="Default: from the name's suffix.")
+    meta: dict[str, Any] = Field(default_factory=dict, description="What a metadata sidecar would hold.")
+
+
+class IndexRequest(_Request):
+    records: list[dict[str, Any]] = Field(default_factory=list, description="Chunk records (the JSONL contract).")
+    documents: list[DocumentIn] = Field(default_factory=list)
+    chunk_size: int = Field(300, ge=16, le=8000)
+    overlap: int = Field(40, ge=0, le=4000)
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+class MessageOut(BaseModel):
+    role: str
+    content: str
+
+
+class BriefOut(BaseModel):
+    """The brief: the `docket assemble --json` contract (docs/contract.md)."""
+
+    found: bool
+    question: str
+    messages: list[MessageOut]
+    sources: dict[str, Source]
+    tokens: TokenCounts
+    budget: int
+    refusal: str
+    trace: list[TraceEvent]
+    conflicts: list[Conflict]
+    warnings: list[str]
+    anthropic: dict[str, Any] | None
+
+
+class AnswerOut(BriefOut):
+    answer: dict[str, Any] | None
+    check: dict[str, Any] | None
+    llm_error: dict[str, Any] | None = None
+
+
+class CheckOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    clean: bool
+    unknown_labels: list[str]
+    uncited_sentences: list[str]
+    unsupported: list[dict[str, Any]]
+    flagged_links: list[dict[str, Any]]
+    refusal: bool
+    counts: dict[str, int]
+
+
+class IndexOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    added: list[str]
+    updated: list[str]
+    unchanged: int
+    chunks_written: int
+    problems: list[dict[str, str]]
+
+
+class DeleteOut(BaseModel):
+    doc: str
+    version: int | None
+    deleted_chunks: int
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+__all__ = ["AnswerOut", "AnswerRequest", "AskRequest", "AssembleRequest", "BriefOut", "CandidateIn", "ChatMessage",
+           "CheckOut", "CheckRequest", "DeleteOut", "DocumentIn", "ErrorOut", "FiltersIn", "IndexOut", "IndexRequest"]

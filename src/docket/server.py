@@ -1,0 +1,663 @@
+"""`docket serve`: the HTTP service over the session (docket.api), FastAPI + uvicorn.
+
+    POST /v1/assemble   your ranked candidates in, the brief out
+    POST /v1/ask        retrieve from the store as the key's principal, assemble
+    POST /v1/answer     ask + generate + check; server-sent events (delta, answer, check, done)
+    POST /v1/check      check an answer against its brief
+    POST /v1/index      index records or documents             (admin key)
+    DELETE /v1/documents/{doc}                                 (admin key)
+    GET /healthz  /readyz  /metrics (Prometheus)
+
+Who asks comes only from the API key (`Authorization: Bearer KEY`, keys in a file stored
+hashed, docket.keys): never from the body. No key: public chunks only, or 401 when the server
+requires keys. Every error is JSON, `{"error": {"code", "message", "field"}}`, with the field at
+fault: 400 malformed JSON, 401/403 keys, 404, 413 body too large, 422 invalid or over a limit,
+502/504 the model failed or timed out, 503 not ready. One JSON log line per request (id,
+principal, endpoint, status, timings, token counts; never document or question text).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from docket.api import AnswerEvent, Session, embedder_named
+from docket.brief.result import Brief
+from docket.errors import DocketError, InputError, UnavailableError
+from docket.keys import ApiKey, KeyFile
+from docket.llm.errors import EndpointTimeout, LLMError
+from docket.policy import Policy, load_policy
+from docket.schemas import (
+    AnswerOut,
+    AnswerRequest,
+    AskRequest,
+    AssembleRequest,
+    BriefOut,
+    CandidateIn,
+    CheckOut,
+    CheckRequest,
+    DeleteOut,
+    ErrorOut,
+    IndexOut,
+    IndexRequest,
+)
+from docket.store.protocol import Filters, Principal
+
+try:
+    from fastapi import Depends, FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+    from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise UnavailableError("the service needs the server extra: pip install 'docket[server]'") from e
+
+log = logging.getLogger("docket.server")
+
+#: the prompt sections whose tokens /metrics histograms (the spec's "log the tokens of each
+#: prompt section per request and watch p50 and p95")
+SECTIONS = ("system", "history", "documents", "tags", "question")
+CONFIG_ENV = "DOCKET_SERVER_CONFIG"
+
+
+@dataclass
+class Limits:
+    """What one request may carry; over a limit is 413 (body) or 422 naming the field."""
+
+    body_bytes: int = 8 * 1024 * 1024
+    candidates: int = 1000
+    text_chars: int = 50_000
+    question_chars: int = 4_000
+    history_turns: int = 200
+    history_chars: int = 200_000
+    index_items: int = 20_000
+
+
+@dataclass
+class ServerConfig:
+    """Everything `docket serve` takes; JSON-serialisable so worker processes can rebuild it."""
+
+    db: str = "docket.db"
+    keys: str | None = None
+    require_key: bool = False
+    llm: str | None = None
+    model: str | None = None
+    generator_timeout: float = 60.0
+    policy: str | None = None
+    embedder: str = "minilm"
+    create: bool = True
+    limits: Limits = field(default_factory=Limits)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServerConfig:
+        data = json.loads(text)
+        data["limits"] = Limits(**data.get("limits", {}))
+        return cls(**data)
+
+
+def session_from_config(config: ServerConfig) -> Session:
+    generator = None
+    if config.llm:
+        from docket.llm import generator_from_url
+
+        generator = generator_from_url(config.llm, model=config.model, timeout=config.generator_timeout)
+    embedder_named(config.embedder)  # a bad name fails at start-up, not on the first request
+    policy = load_policy(config.policy) if config.policy else Policy()
+    return Session.open(config.db, create=config.create, policy=policy, generator=generator,
+                        generator_timeout=config.generator_timeout, new_store_embedder=config.embedder)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 headers: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+    def response(self) -> JSONResponse:
+        body: dict[str, Any] = {"error": {"code": self.code, "message": self.message, "field": self.field}}
+        body.update(self.extra)
+        return JSONResponse(body, status_code=self.status, headers=self.headers)
+
+
+_PATHLIKE = re.compile(r"^[A-Za-z_]+(\[\d+\])*(\.[A-Za-z_]+(\[\d+\])*)*$")
+
+
+def _input_error(e: InputError) -> ApiError:
+    where, fld = e.where, e.field
+    name: str | None = fld
+    if where and _PATHLIKE.match(where):
+        name = f"{where}.{fld}" if fld else where
+    return ApiError(422, "invalid", str(e), name)
+
+
+def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
+    out = ""
+    for p in parts:
+        if p in ("body", "query", "path") and not out:
+            continue
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "body"
+
+
+def _validation_error(exc: RequestValidationError) -> ApiError:
+    errs = list(exc.errors())
+    first: dict[str, Any] = dict(errs[0]) if errs else {"type": "invalid", "msg": "invalid request", "loc": ("body",)}
+    kind = first.get("type", "")
+    if kind in ("json_invalid", "json_type"):
+        ctx = first.get("ctx") or {}
+        return ApiError(400, "malformed_json", f"the body is not valid JSON ({ctx.get('error', first.get('msg'))})",
+                        "body")
+    loc = _loc(tuple(first.get("loc", ())))
+    if kind == "extra_forbidden":
+        return ApiError(422, "unknown_field", f"{loc} is not a known field (check the spelling; see /openapi.json)", loc)
+    if kind == "missing":
+        return ApiError(422, "missing", f"{loc} is required", loc)
+    return ApiError(422, "invalid", f"{loc}: {first.get('msg', 'invalid')}", loc)
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+class Metrics:
+    """Prometheus metrics of one app (its own registry, so tests and apps do not share counts).
+
+    With several uvicorn workers set PROMETHEUS_MULTIPROC_DIR: /metrics then adds up every worker.
+    """
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter("docket_requests", "HTTP requests by endpoint, method and status",
+                                ["endpoint", "method", "status"], registry=self.registry)
+        self.latency = Histogram("docket_request_duration_seconds", "Request latency by endpoint", ["endpoint"],
+                                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+                                 registry=self.registry)
+        self.stage = Histogram("docket_stage_duration_seconds", "Time per stage of a request (retrieve, assemble, "
+                               "generate, check)", ["stage"],
+                               buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30),
+                               registry=self.registry)
+        self.tokens = Histogram("docket_prompt_tokens", "Tokens per prompt section per brief (system, history, "
+                                "documents, tags, question)", ["section"],
+                                buckets=(0, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600),
+                                registry=self.registry)
+
+    def exposition(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            reg = CollectorRegistry()
+            multiprocess.MultiProcessCollector(reg)
+            return generate_latest(reg), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+@dataclass
+class Identity:
+    key: ApiKey | None
+    principal: Principal | None
+
+    @property
+    def name(self) -> str:
+        return self.key.principal if self.key else "anonymous"
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `docket keys add` (`Authorization: Bearer KEY`).")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+# --- the app --------------------------------------------------------------------------------
+
+
+def create_app(config: ServerConfig | None = None, *, session: Session | None = None,
+               keys: KeyFile | None = None) -> FastAPI:
+    """The FastAPI app. Tests pass their own `session` (and `keys`); `docket serve` passes neither."""
+    config = config or ServerConfig()
+    if config.require_key and keys is None and not config.keys:
+        raise InputError("requires keys but no key file is given; add one with `docket keys add` and pass --keys",
+                         field="--require-key")
+    keys = keys if keys is not None else (KeyFile(config.keys) if config.keys else None)
+    session = session if session is not None else session_from_config(config)
+    limits = config.limits
+    metrics = Metrics()
+    policies: dict[str | None, Policy] = {None: session.policy}
+
+    def policy_for(fmt: str | None) -> Policy:
+        if fmt not in policies:
+            policies[fmt] = session.policy.updated(render={"format": fmt})
+        return policies[fmt]
+
+    app = FastAPI(
+        title="docket",
+        version=_version(),
+        description="Context assembly for RAG: which passages go into the prompt, in what form and order, and why. "
+                    "Errors are JSON: {\"error\": {\"code\", \"message\", \"field\"}}.",
+        responses={400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 413: {"model": ErrorOut},
+                   422: {"model": ErrorOut}},
+    )
+    app.state.session = session
+    app.state.metrics = metrics
+    app.state.keys = keys
+
+    # --- middleware: request id, body limit, log line, metrics ------------------------------
+    class BodyLimit:
+        """413 before the handler reads a body over the limit (Content-Length or streamed)."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: MutableMapping[str, Any], receive: Callable[[], Awaitable[Any]],
+                           send: Callable[[Any], Awaitable[None]]) -> None:
+            if scope["type"] != "http":
+                await self.inner(scope, receive, send)
+                return
+            limit = limits.body_bytes
+            for name, value in scope.get("headers", []):
+                if name == b"content-length":
+                    try:
+                        too_big = int(value) > limit
+                    except ValueError:
+                        too_big = False
+                    if too_big:
+                        await _send_413(send, limit)
+                        return
+            seen = 0
+
+            async def limited() -> Any:
+                nonlocal seen
+                msg = await receive()
+                if msg["type"] == "http.request":
+                    seen += len(msg.get("body", b""))
+                    if seen > limit:
+                        raise _TooLarge()
+                return msg
+
+            await self.inner(scope, limited, send)
+
+    app.add_middleware(BodyLimit)
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
+        rid = request.headers.get("x-request-id", "")
+        rid = rid if _REQUEST_ID.match(rid) else uuid.uuid4().hex
+        request.state.request_id = rid
+        request.state.info = {}
+        t0 = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # a bug below: still one JSON error and one log line
+            log.exception("unhandled error in %s", request.url.path)
+            response = ApiError(500, "internal", f"internal error ({type(exc).__name__}); see the server log, "
+                                f"request id {rid}").response()
+        seconds = time.perf_counter() - t0
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", None) or "unmatched"
+        metrics.requests.labels(endpoint, request.method, str(response.status_code)).inc()
+        metrics.latency.labels(endpoint).observe(seconds)
+        info = request.state.info
+        for stage, ms in (info.get("ms") or {}).items():
+            metrics.stage.labels(stage).observe(ms / 1000)
+        for section in SECTIONS:
+            n = (info.get("tokens") or {}).get(section)
+            if isinstance(n, int):
+                metrics.tokens.labels(section).observe(n)
+        response.headers["x-request-id"] = rid
+        if info.get("ms"):
+            response.headers["server-timing"] = ", ".join(f"{k};dur={v:.2f}" for k, v in info["ms"].items())
+        line = {"ts": round(time.time(), 3), "id": rid, "method": request.method, "endpoint": endpoint,
+                "status": response.status_code, "ms": round(seconds * 1000, 2), **info}
+        log.info(json.dumps(line, ensure_ascii=False, default=str))
+        return response
+
+    # --- error handlers ----------------------------------------------------------------------
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        request.state.info["error"] = exc.code
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        err = _validation_error(exc)
+        request.state.info["error"] = err.code
+        return err.response()
+
+    @app.exception_handler(InputError)
+    async def _bad_input(request: Request, exc: InputError) -> JSONResponse:
+        err = _input_error(exc)
+        request.state.info["error"] = err.code
+        return err.response()
+
+    @app.exception_handler(DocketError)
+    async def _docket_error(request: Request, exc: DocketError) -> JSONResponse:
+        err = _llm_error(exc) if isinstance(exc, LLMError) else ApiError(503, "unavailable", str(exc))
+        request.state.info["error"] = err.code
+        return err.response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+        fld = "body" if exc.status_code in (400, 413) else None
+        request.state.info["error"] = code
+        return ApiError(exc.status_code, code, str(exc.detail), fld).response()
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:  # a bug: say so, log it, never leak text
+        log.exception("unhandled error in %s", request.url.path)
+        return ApiError(500, "internal", f"internal error ({type(exc).__name__}); see the server log, request id "
+                        f"{request.state.request_id}").response()
+
+    # --- identity ----------------------------------------------------------------------------
+    def identity(request: Request, creds: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Identity:
+        header = request.headers.get("authorization")
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if header is None:
+            if config.require_key:
+                raise ApiError(401, "unauthorized", "an API key is required: send Authorization: Bearer KEY",
+                               "authorization", challenge)
+            request.state.info["principal"] = "anonymous"
+            return Identity(None, None)
+        if creds is None or creds.scheme.lower() != "bearer" or not creds.credentials:
+            raise ApiError(401, "unauthorized", "send the key as Authorization: Bearer KEY", "authorization", challenge)
+        key = keys.verify(creds.credentials) if keys is not None else None
+        if key is None:
+            raise ApiError(401, "unauthorized", "unknown API key", "authorization", challenge)
+        who = session.principal(key.principal, key.groups)
+        request.state.info["principal"] = key.principal
+        request.state.info["key"] = key.name
+        return Identity(key, who)
+
+    def admin(ident: Identity = Depends(identity)) -> Identity:
+        if ident.key is None:
+            raise ApiError(401, "unauthorized", "this route needs an admin API key", "authorization",
+                           {"WWW-Authenticate": "Bearer"})
+        if not ident.key.admin:
+            raise ApiError(403, "forbidden", f"the key {ident.key.name!r} is not an admin key; writes need one "
+                           "(`docket keys add NAME --principal P --admin`)", "authorization")
+        return ident
+
+    # --- helpers -------------------------------------------------------------------------------
+    def ignored_identity_fields(req: Any) -> list[str]:
+        sent = [f for f in ("principal", "groups") if getattr(req, f, None) is not None]
+        return [f"{f!r} in the body is ignored: who asks comes from the API key only" for f in sent]
+
+    def check_question(q: str) -> None:
+        if not q.strip():
+            raise ApiError(422, "invalid", "question is empty; ask a question", "question")
+        if len(q) > limits.question_chars:
+            raise ApiError(422, "too_long", f"question has {len(q)} characters, the limit is {limits.question_chars}",
+                           "question")
+
+    def check_history(req: Any) -> None:
+        hist = req.history or []
+        if len(hist) > limits.history_turns:
+            raise ApiError(422, "too_many", f"history has {len(hist)} turns, the limit is {limits.history_turns}",
+                           "history")
+        total = 0
+        for i, m in enumerate(hist):
+            total += len(m.content)
+            if total > limits.history_chars:
+                raise ApiError(422, "too_long", f"history holds more than {limits.history_chars} characters",
+                               f"history[{i}].content")
+
+    def record(request: Request, brief: Brief, ms: dict[str, float], extra: dict[str, Any] | None = None) -> None:
+        tk = brief.tokens
+        request.state.info.update({
+            "found": brief.found, "passages": tk.passages,
+            "tokens": {"system": tk.system, "history": tk.history or 0, "documents": tk.documents, "tags": tk.tags or 0,
+                       "question": tk.question, "total": tk.total},
+            "ms": ms, **(extra or {}),
+        })
+
+    def brief_json(brief: Brief, warnings: list[str]) -> dict[str, Any]:
+        out = brief.to_json()
+        if warnings:
+            out["warnings"] = list(out["warnings"]) + warnings
+        return out
+
+    def run_ask(req: AskRequest, ident: Identity) -> Any:
+        check_question(req.question)
+        check_history(req)
+        f = req.filters
+        filters = Filters(docs=tuple(f.docs), source_types=tuple(f.source_types), statuses=tuple(f.statuses),
+                          date_from=f.since, date_to=f.until) if f else None
+        return session.ask(req.question, principal=ident.principal, filters=filters, k=req.k, mode=req.mode,
+                           history=req.history, policy=policy_for(req.format), budget=req.budget, floor=req.floor,
+                           as_of=req.as_of)
+
+    # --- routes -------------------------------------------------------------------------------
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], responses={503: {"model": ErrorOut}})
+    def readyz() -> JSONResponse:
+        """Readiness: the store answers and the embedder is loaded."""
+        try:
+            stats = session.stats()
+            session.embedder()
+        except DocketError as e:
+            return JSONResponse({"ready": False, "error": {"code": "unavailable", "message": str(e), "field": None}},
+                                status_code=503)
+        return JSONResponse({"ready": True, **stats})
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    def metrics_route() -> PlainTextResponse:
+        """Prometheus text format: requests and latency per endpoint, tokens per prompt section."""
+        body, ctype = metrics.exposition()
+        return PlainTextResponse(body, media_type=ctype)
+
+    @app.post("/v1/assemble", response_model=BriefOut, tags=["briefs"])
+    def assemble_route(req: AssembleRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+        """The brief from your own ranked candidates (best first): full records, or ids of chunks in
+        the server's store. Candidates the key's principal may not read are dropped."""
+        check_question(req.question)
+        check_history(req)
+        if len(req.candidates) > limits.candidates:
+            raise ApiError(422, "too_many", f"{len(req.candidates)} candidates, the limit is {limits.candidates}",
+                           "candidates")
+        for i, c in enumerate(req.candidates):
+            if c.text is not None and len(c.text) > limits.text_chars:
+                raise ApiError(422, "too_long", f"text has {len(c.text)} characters, the limit is {limits.text_chars}",
+                               f"candidates[{i}].text")
+        t0 = time.perf_counter()
+        cands, store = _candidates(session, req.candidates, ident.principal)
+        t1 = time.perf_counter()
+        brief = session.assemble(req.question, cands, store=store, history=req.history, principal=ident.principal,
+                                 policy=policy_for(req.format), budget=req.budget, floor=req.floor, as_of=req.as_of)
+        ms = {"parse": round((t1 - t0) * 1000, 3), "assemble": round((time.perf_counter() - t1) * 1000, 3)}
+        record(request, brief, ms, {"candidates": len(cands)})
+        return JSONResponse(brief_json(brief, ignored_identity_fields(req)))
+
+    @app.post("/v1/ask", response_model=BriefOut, tags=["briefs"])
+    def ask_route(req: AskRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+        """Retrieve from the store as the key's principal (public chunks without a key), assemble."""
+        res = run_ask(req, ident)
+        record(request, res.brief, res.timings, {"candidates": len(res.candidates)})
+        return JSONResponse(brief_json(res.brief, ignored_identity_fields(req)))
+
+    @app.post("/v1/answer", response_model=AnswerOut, tags=["answers"],
+              responses={200: {"content": {"text/event-stream": {}}}, 502: {"model": ErrorOut},
+                         503: {"model": ErrorOut}, 504: {"model": ErrorOut}})
+    def answer_route(req: AnswerRequest, request: Request, ident: Identity = Depends(identity)) -> Any:
+        """Ask, generate and check. With `stream` (default) server-sent events: `brief`, `delta`
+        (text pieces), `answer`, `check`, `error`, `done`; otherwise one JSON object (502/504
+        with the brief when the model fails or times out)."""
+        if session.generator is None:
+            raise ApiError(503, "no_generator", "this server has no model: start it with `docket serve --llm URL`")
+        res = run_ask(req, ident)
+        warnings = ignored_identity_fields(req)
+        info = request.state.info
+        record(request, res.brief, dict(res.timings))
+        if not req.stream:
+            t0 = time.perf_counter()
+            report = session.generate(res.brief)
+            info["ms"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
+            body = brief_json(res.brief, warnings)
+            body.update(report.to_json())
+            if report.error:
+                err = EndpointTimeout(report.error) if report.error_kind == "timeout" else LLMError(report.error)
+                api = _llm_error(err)
+                info["error"] = api.code
+                return JSONResponse({**body, "error": {"code": api.code, "message": report.error, "field": None}},
+                                    status_code=api.status)
+            return JSONResponse(body)
+        rid = request.state.request_id
+
+        def events() -> Iterator[str]:
+            yield _sse("brief", brief_json(res.brief, warnings))
+            t0 = time.perf_counter()
+            for ev in session.stream(res.brief):
+                yield _sse(ev.kind, _event_data(ev, rid))
+            info["ms"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    @app.post("/v1/check", response_model=CheckOut, tags=["answers"])
+    def check_route(req: CheckRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+        """Check an answer's citations against the brief it was written from."""
+        if len(req.answer) > limits.history_chars:
+            raise ApiError(422, "too_long", f"answer holds more than {limits.history_chars} characters", "answer")
+        t0 = time.perf_counter()
+        report = session.check(req.answer, req.brief, allowed_domains=req.allowed_domains, strip=req.strip_links,
+                               names=req.names)
+        request.state.info["ms"] = {"check": round((time.perf_counter() - t0) * 1000, 3)}
+        return JSONResponse(report.to_json())
+
+    @app.post("/v1/index", response_model=IndexOut, tags=["store"], responses={403: {"model": ErrorOut}})
+    def index_route(req: IndexRequest, request: Request, ident: Identity = Depends(admin)) -> JSONResponse:
+        """Index chunk records and documents (admin key). Problems are reported per item; the rest
+        is indexed."""
+        n = len(req.records) + len(req.documents)
+        if n == 0:
+            raise ApiError(422, "missing", "give records or documents to index", "records")
+        if n > limits.index_items:
+            raise ApiError(422, "too_many", f"{n} records and documents, the limit is {limits.index_items}", "records")
+        t0 = time.perf_counter()
+        report = session.index(records=req.records, documents=[d.model_dump() for d in req.documents],
+                               chunk_size=req.chunk_size, overlap=req.overlap)
+        request.state.info["ms"] = {"index": round((time.perf_counter() - t0) * 1000, 3)}
+        request.state.info["chunks_written"] = report.chunks_written
+        return JSONResponse(report.to_json())
+
+    @app.delete("/v1/documents/{doc:path}", response_model=DeleteOut, tags=["store"],
+                responses={403: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+    def delete_route(doc: str, request: Request, version: int | None = Query(None, ge=1),
+                     ident: Identity = Depends(admin)) -> JSONResponse:
+        """Remove a document, or one version of it (admin key)."""
+        try:
+            n = session.delete(doc, version)
+        except InputError as e:
+            raise ApiError(404, "not_found", str(e), "doc") from None
+        return JSONResponse({"doc": doc, "version": version, "deleted_chunks": n})
+
+    return app
+
+
+class _TooLarge(StarletteHTTPException):
+    """A streamed body went over the limit (FastAPI passes HTTP exceptions through as they are)."""
+
+    def __init__(self) -> None:
+        super().__init__(413, "the body is larger than the limit")
+
+
+async def _send_413(send: Callable[[Any], Awaitable[None]], limit: int) -> None:
+    body = json.dumps({"error": {"code": "too_large", "message": f"the body is larger than {limit} bytes",
+                                 "field": "body"}}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _llm_error(e: LLMError) -> ApiError:
+    if isinstance(e, EndpointTimeout) or getattr(e, "kind", "") == "timeout":
+        return ApiError(504, "generator_timeout", str(e))
+    if getattr(e, "kind", "") == "config":
+        return ApiError(503, "no_generator", str(e))
+    return ApiError(502, "generator_failed", str(e))
+
+
+def _candidates(session: Session, items: list[CandidateIn], principal: Principal | None) -> tuple[list[Any], Any]:
+    """Full records (a MemoryStore of them is what the assembler reads) or ids in the server's
+    store (read through the principal's view); a mix is refused."""
+    from docket.store.base import MemoryStore
+
+    if not items:
+        return [], MemoryStore([])
+    full = [c.text is not None for c in items]
+    if all(full):
+        cands = session.candidates_from([c.model_dump(exclude_none=True) for c in items])
+        return cands, MemoryStore([c.chunk for c in cands])
+    if any(full):
+        first = full.index(False)
+        raise ApiError(422, "invalid", "give every candidate as a full record (id, doc, text, score) or every one as "
+                       "an id of a stored chunk (id, score), not a mix", f"candidates[{first}].text")
+    extra = [i for i, c in enumerate(items) if set(c.model_dump(exclude_none=True)) - {"id", "score"}]
+    if extra:
+        raise ApiError(422, "invalid", "a candidate given by id carries only id and score (give text for a full record)",
+                       f"candidates[{extra[0]}]")
+    return session.candidates_by_id([(c.id, c.score) for c in items], principal)
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def _event_data(ev: AnswerEvent, rid: str) -> Any:
+    if ev.kind == "delta":
+        return {"text": ev.data}
+    if ev.kind in ("answer", "check"):
+        return ev.data.to_json()
+    if ev.kind == "done":
+        return {"request_id": rid}
+    return ev.data
+
+
+def _version() -> str:
+    from docket import __version__
+
+    return __version__
+
+
+def app_from_env() -> FastAPI:
+    """The app factory uvicorn workers call (`docket serve --workers N`): the config travels in
+    the DOCKET_SERVER_CONFIG environment variable."""
+    raw = os.environ.get(CONFIG_ENV)
+    config = ServerConfig.from_json(raw) if raw else ServerConfig()
+    app = create_app(config)
+    app.state.session.warm_up()
+    return app
+
+
+def configure_logging(level: str = "info") -> None:
+    """One JSON line per request on stderr (the CLI calls this; a library never configures logging)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(level.upper())
+    log.propagate = False
+
+
+__all__ = ["Limits", "ServerConfig", "app_from_env", "configure_logging", "create_app", "session_from_config"]
