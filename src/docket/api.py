@@ -104,6 +104,7 @@ class _Stores:
         self.write_lock = threading.Lock()
         self._reader: Store | None = None
         self._writer: Store | None = None
+        self.closed = False
         self.reader()  # fail now, with the store's own message, if it cannot be opened
 
     def _open(self) -> Store:
@@ -113,6 +114,8 @@ class _Stores:
         return st
 
     def reader(self) -> Store:
+        if self.closed:
+            raise UnavailableError("the session is closed")
         if self.shared:
             if self._reader is None:
                 with self._lock:
@@ -126,11 +129,14 @@ class _Stores:
         return st
 
     def writer(self) -> Store:
+        if self.closed:
+            raise UnavailableError("the session is closed")
         if self._writer is None:
             self._writer = self._open()
         return self._writer
 
     def close(self) -> None:
+        self.closed = True
         with self._lock:
             for st in self._all:
                 try:
