@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from docket.brief.result import Brief
-from docket.llm.answer import AnswerReport, print_answer_report, run_and_check
+from docket.cli.answer_show import print_answer_report
+from docket.llm.answer import AnswerReport, run_and_check
 from docket.llm.errors import EndpointUnreachable
 
 REFUSAL = "I do not know from the provided sources."

@@ -183,7 +183,8 @@ class Session:
         self._generation: str | None = None
         self._store_embedder: Embedder | None = None
         self._refresh_lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="docket-llm")
+        self._pool_lock = threading.Lock()
+        self._pool_: ThreadPoolExecutor | None = None
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = False, **options: Any) -> Session:
@@ -192,11 +193,20 @@ class Session:
         s._stores = _Stores(str(location), create)
         return s
 
+    @property
+    def _pool(self) -> ThreadPoolExecutor:
+        """Threads for model calls, so a call can be abandoned at its time-out (made on first use)."""
+        with self._pool_lock:
+            if self._pool_ is None:
+                self._pool_ = ThreadPoolExecutor(max_workers=8, thread_name_prefix="docket-llm")
+            return self._pool_
+
     # --- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
         if self._stores is not None:
             self._stores.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool_ is not None:
+            self._pool_.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> Session:
         return self
@@ -297,24 +307,30 @@ class Session:
         store: ChunkLookup | None = None,
         history: HistoryArg = None,
         principal: Principal | None = None,
+        scoped: bool = False,
         policy: Policy | None = None,
         budget: int | None = None,
         floor: float | None = None,
         as_of: Date | None = None,
     ) -> Brief:
-        """The brief from the caller's ranked candidates (best first), read through `store` (the
-        session's store scoped to `principal` when not given). Candidates `principal` may not read
-        are dropped before anything else sees them (a trace entry says how many)."""
+        """The brief from the caller's ranked candidates (best first), read through `store` (default:
+        the session's store, or the candidates themselves for a store-less session).
+
+        `scoped` (what the service does for every request): only what `principal` may read counts;
+        None means anonymous, public chunks only. Candidates it may not read are dropped before
+        anything else sees them (a trace entry says how many) and the store is read through the
+        principal's view.
+        """
         lookup = store
         if lookup is None:
             base = self.store
             if base is None:
                 lookup = MemoryStore([c.chunk for c in candidates or []])
             else:
-                lookup = ScopedView(base, principal)
+                lookup = ScopedView(base, principal) if scoped else base
         ranked = list(candidates) if candidates is not None else None
         hidden: list[str] = []
-        if ranked is not None:
+        if ranked is not None and scoped:
             hidden = [c.chunk.id for c in ranked if not may_read(principal, c.chunk.acl)]
             if hidden:
                 ranked = [c for c in ranked if may_read(principal, c.chunk.acl)]
@@ -389,16 +405,18 @@ class Session:
 
         store = self._full_store()
         self.generation()
-        who = self.principal(principal, groups)
         f = filters or Filters()
+        who = self.principal(principal, groups) if principal is not None or groups else f.principal
+        unrestricted = f.unrestricted and who is None  # administrative reads only (docket.retrieve.ask)
         f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                    date_to=f.date_to, principal=who)
+                    date_to=f.date_to, principal=who, unrestricted=unrestricted)
         t0 = time.perf_counter()
         embedder = self.embedder()
         candidates = retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder)
         t_retrieve = _ms(t0)
         t1 = time.perf_counter()
-        brief = assemble_brief(question, candidates, store=ScopedView(store, who), policy=policy or self.policy,
+        view = store if unrestricted else ScopedView(store, who)
+        brief = assemble_brief(question, candidates, store=view, policy=policy or self.policy,
                                counter=self.counter, embedder=embedder, budget=budget, floor=floor, as_of=as_of,
                                history=history, condenser=self._condenser())
         return AskResult(brief=brief, candidates=candidates, principal=who,

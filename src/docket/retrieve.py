@@ -26,7 +26,7 @@ from docket.errors import InputError, UnavailableError
 from docket.model import Candidate
 from docket.policy import Policy
 from docket.safeio import clean_question
-from docket.store.protocol import Filters, ScopedView, Store, may_read
+from docket.store.protocol import Filters, Store, may_read
 
 Mode = Literal["fused", "dense", "bm25"]
 MODES: tuple[str, ...] = ("fused", "dense", "bm25")
@@ -126,19 +126,12 @@ def ask(
     floor: float | None = None,
     as_of: Date | None = None,
 ) -> tuple[list[Candidate], Brief]:
-    """Retrieve, then assemble through the principal-scoped view, all of it in one snapshot of
-    the store (a write or an ACL change committed meanwhile is not half seen). Returns
-    (candidates, Brief). `Filters(unrestricted=True)` is refused: it is for administration."""
-    from docket.assemble import assemble
+    """Retrieve, then assemble through the principal-scoped view. Returns (candidates, Brief).
 
-    filters = filters or Filters()
-    if filters.unrestricted:
-        raise InputError("unrestricted filters are for administration (export, copying a store), not for answering "
-                         "a question; pass the principal who asks", field="filters")
-    embedder = embedder or embedder_for(store)
-    with snapshot_of(store):
-        candidates = retrieve(store, question, k=k, mode=mode, filters=filters, embedder=embedder)
-        view = ScopedView(store, filters.principal)
-        brief = assemble(question, candidates, store=view, policy=policy, embedder=embedder, budget=budget,
-                         floor=floor, as_of=as_of, principal=filters.principal)
-    return candidates, brief
+    A thin wrapper over `docket.api.Session.ask`, which holds the logic (kept for callers of
+    this function)."""
+    from docket.api import Session
+
+    session = Session(store, policy=policy, embedder=embedder or embedder_for(store))
+    res = session.ask(question, filters=filters, k=k, mode=mode, budget=budget, floor=floor, as_of=as_of)
+    return res.candidates, res.brief

@@ -60,7 +60,7 @@ def check_cmd(
     if as_json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
-        from docket.checks.render import print_check_report
+        from docket.cli.answer_show import print_check_report
 
         print_check_report(report, Console())
     raise typer.Exit(0 if report.clean else 1)

@@ -62,8 +62,12 @@ def assemble_cmd(
     principal: Annotated[str | None, typer.Option("--principal", help="Who asks (a user); without it only public chunks.",
                                                   callback=opt.name)] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="The principal's groups (comma-separated).")] = None,
+    history: opt.History = None,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
+    from docket.api import Session
+    from docket.history import load_history
+
     opt.requires(model, llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
     opt.requires(strip_links, llm, "--strip-links", "--llm")
@@ -72,14 +76,16 @@ def assemble_cmd(
     who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []
                                          for g in item.split(",") if g.strip())) if principal is not None else None
     policy = load_policy_with(policy_path, fmt)
+    turns = load_history(history) if history else None
     chunks = load_chunks(store)
     check_chunks(chunks)
     mem = MemoryStore(chunks)
     cands = load_candidates(candidates, mem) if candidates else None
-    brief = assemble(question, cands, store=mem, policy=policy, budget=budget, floor=floor, as_of=parse_date(as_of),
-                     principal=who)
+    session = Session(mem, policy=policy)
+    brief = session.assemble(question, cands, store=mem, history=turns, principal=who, budget=budget, floor=floor,
+                             as_of=parse_date(as_of))
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
-        from docket.llm.answer import answer_cli
+        from docket.cli.answer_show import answer_cli
 
         raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json,
                                     print_brief=lambda console: print_brief(console, brief, explain=explain),
@@ -136,6 +142,10 @@ def budget_cmd(
                                                callback=opt.input_file)] = None,
     ask: Annotated[str | None, typer.Option("--question", "-q", help="The question to pack (with --store).",
                                             callback=opt.question)] = None,
+    history_file: Annotated[Path | None, typer.Option("--history-file", help="Count a real chat history (JSON/JSONL "
+                                                      "turns), capped by the policy's history budget, instead of --history.",
+                                                      callback=opt.input_file)] = None,
+    policy_path: opt.PolicyPath = None,
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
     from docket.brief import layout
@@ -150,11 +160,22 @@ def budget_cmd(
                     ("--tags", tags), ("--queries-per-day", per_day)):
         if v < 0:
             raise InputError(f"must not be negative, got {v}", field=name)
+    pol = load_policy_with(policy_path)
+    turns = None
+    console = Console()
+    if history_file is not None:
+        from docket.history import load_history, prepare
+        from docket.model import Trace
+
+        turns = load_history(history_file)
+        kept = prepare(turns, pol.history, default_counter(), Trace())
+        history = kept.tokens
+        console.print(f"history: {len(kept.messages)} of {kept.given} turn(s) kept, {kept.tokens} tokens "
+                      f"(history budget {pol.history.max_tokens}; newest kept word for word)", soft_wrap=True)
     if system is None:
-        ctx = Context(question="", store=MemoryStore([]), policy=Policy(), counter=default_counter())
+        ctx = Context(question="", store=MemoryStore([]), policy=pol, counter=default_counter())
         system = ctx.tokens(layout.system_text(ctx, "xml")) + ctx.tokens(layout.format_text(ctx))
     evidence = input_target - answer_reserve - system - history - question
-    console = Console()
     t = Table(title="The prompt's contract", show_header=False)
     t.add_column("item")
     t.add_column("tokens", justify="right")
@@ -177,7 +198,7 @@ def budget_cmd(
         if not ask:
             raise InputError("is needed with --store", field="--question")
         mem = MemoryStore(load_chunks(store))
-        brief = assemble(ask, store=mem, budget=evidence)
+        brief = assemble(ask, store=mem, policy=pol, budget=evidence, history=turns)
         fit = Table(title=f"Passages that fit {evidence:,} evidence tokens for: {ask}")
         for col in ("label", "chunks", "section", "tokens"):
             fit.add_column(col)
@@ -185,6 +206,6 @@ def budget_cmd(
 
         for p, (label, s) in zip(brief.passages, brief.sources.items()):
             fit.add_row(label, ", ".join(s["chunks"]), s["section"] or "",
-                        str(default_counter().count(render_passage(p, label, Policy().render).block)))
+                        str(default_counter().count(render_passage(p, label, pol.render).block)))
         console.print(fit)
         console.print(f"documents block: {brief.tokens['documents']} tokens, found: {brief.found}")

@@ -243,6 +243,9 @@ AllowDomain = Annotated[list[str] | None, typer.Option(
     "--allow-domain", help="With --llm: a domain the answer's links and images may point to (subdomains too). Repeatable.")]
 StripLinks = Annotated[bool, typer.Option(
     "--strip-links", help="With --llm: also give the answer with disallowed links and images removed.")]
+History = Annotated[Path | None, typer.Option("--history", help="Earlier chat turns: a JSON list (or JSONL) of "
+                                              "{role, content}, oldest first; capped by the policy's [history].",
+                                              callback=input_file)]
 
 
 def requires(value: object, other: object, name: str, other_name: str) -> None:

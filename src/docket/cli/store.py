@@ -255,11 +255,13 @@ def ask_cmd(
     model: opt.Model = None,
     allow_domain: opt.AllowDomain = None,
     strip_links: opt.StripLinks = False,
+    history: opt.History = None,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
+    from docket.api import Session
     from docket.cli.core import emit_json, load_policy_with, parse_date
     from docket.cli.show import print_brief, print_ranking
-    from docket.retrieve import ask
+    from docket.history import load_history
 
     opt.requires(model, llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
@@ -273,17 +275,15 @@ def ask_cmd(
     filter_types = _split(source_type, "--source-type")
     filter_statuses = tuple(s.lower() for s in _split(status, "--status"))
     policy = load_policy_with(policy_path)
-    store = open_store(db, create=False)
-    try:
-        who = store.principal(principal, _split(groups)) if principal else None
-        filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
-                          date_from=date_from, date_to=date_to, principal=who)
-        ranked, brief = ask(store, question, filters=filters, k=candidates, mode=mode, policy=policy, budget=budget,
-                            floor=floor, as_of=parse_date(as_of))
-    finally:
-        store.close()
+    turns = load_history(history) if history else None
+    filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
+                      date_from=date_from, date_to=date_to)
+    with Session.open(db, policy=policy) as session:
+        res = session.ask(question, principal=principal, groups=_split(groups), filters=filters, k=candidates,
+                          mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of))
+    ranked, brief = res.candidates, res.brief
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
-        from docket.llm.answer import answer_cli
+        from docket.cli.answer_show import answer_cli
 
         def show(console: Console) -> None:
             print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)

@@ -12,11 +12,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.checks.sentences import labels_in
 from docket.errors import DocketError
@@ -132,86 +127,3 @@ def run_and_check(
         report.error = f"check: {e}"
         report.error_kind = getattr(e, "kind", type(e).__name__)
     return report
-
-
-def print_answer_report(report: AnswerReport, console: Console) -> None:
-    """The answer, its citations resolved to sources, and the check's findings."""
-    from docket.checks.render import print_check_report, source_line
-
-    if report.error and report.answer is None:
-        console.print(f"[red]model call failed[/]: {escape(report.error)}")
-        console.print("[dim]the brief above is complete; send it to a model yourself or fix the endpoint[/]")
-        return
-    ans = report.answer
-    if ans is None:
-        return
-    title = "answer" + (f" · {ans.model}" if ans.model else "")
-    if ans.seconds:
-        speed = ""
-        completion = ans.usage.get("completion_tokens")
-        if completion:
-            speed = f", {completion} tokens, {completion / ans.seconds:.1f} tok/s"
-        title += f" · {ans.seconds:.1f} s{speed}"
-    console.print(Panel(escape(ans.text), title=title, expand=False))
-    sources = getattr(report.brief, "sources", {}) or {}
-    if ans.citations:
-        t = Table(title="citations", show_lines=False)
-        t.add_column("label")
-        t.add_column("source", overflow="fold")
-        t.add_column("cited text", overflow="fold")
-        seen: set[tuple[str, str | None]] = set()
-        for c in ans.citations:
-            key = (c.label, c.cited_text)
-            if key in seen:
-                continue
-            seen.add(key)
-            src = sources.get(c.label)
-            t.add_row(c.label, escape(source_line(c.label, src)) if src else "[red]not in the brief[/]",
-                      escape(c.cited_text or ""))
-        console.print(t)
-    if report.check is not None:
-        print_check_report(report.check, console)
-    if report.error:
-        console.print(f"[red]{escape(report.error)}[/]")
-
-
-#: exit status of a command run with --llm: 0 answer clean, 1 check findings, 3 model call failed
-#: (the brief was still printed); bad input stays 2 as everywhere in docket.
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_MODEL_FAILED = 0, 1, 3
-
-
-def answer_cli(
-    brief: Any,
-    llm: str,
-    model: str | None,
-    *,
-    as_json: bool,
-    print_brief: Any = None,
-    console: Console | None = None,
-    allowed_domains: tuple[str, ...] | list[str] = (),
-    strip: bool = False,
-) -> int:
-    """What `--llm URL [--model M]` adds to `docket assemble` / `docket ask`; returns the exit status.
-
-    With `as_json` the brief's JSON gets "answer" and "check" keys (and "llm_error" on failure);
-    otherwise `print_brief(console)` prints the brief as the command normally does, then the answer,
-    its citations resolved to sources, and the findings. A model failure prints one line on stderr
-    after the complete brief.
-    """
-    import json
-    import sys
-
-    report = run_and_check(brief, llm, model, allowed_domains=allowed_domains, strip=strip)
-    if as_json:
-        payload = brief.to_json()
-        payload.update(report.to_json())
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
-    else:
-        console = console or Console()
-        if print_brief is not None:
-            print_brief(console)
-        print_answer_report(report, console)
-    if report.error:
-        print(f"docket: error: {report.error}", file=sys.stderr)
-        return EXIT_MODEL_FAILED
-    return EXIT_CLEAN if report.check is None or report.check.clean else EXIT_FINDINGS
