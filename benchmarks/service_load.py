@@ -206,6 +206,7 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up the processes it started
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--pg-chunks", type=int, default=None, help="PostgreSQL size (default: --chunks)")

@@ -32,9 +32,13 @@ class WireMapping(Mapping[str, Any]):
         return v is not None and v != [] and v != {}
 
     def _wire_keys(self) -> list[str]:
-        keys = [k for k in self._KEYS if self._present(k)]
         extra: dict[str, Any] = getattr(self, "extra", {})
-        return keys + [k for k in extra if k not in self._KEYS]
+        order: list[str] | None = getattr(self, "key_order", None)
+        known = [k for k in self._KEYS if self._present(k)]
+        if order:  # built from a dict: keep its key order (byte-identical JSON), then anything new
+            keys = [k for k in order if (k in self._KEYS and self._present(k)) or (k not in self._KEYS and k in extra)]
+            return keys + [k for k in known + list(extra) if k not in keys]
+        return known + [k for k in extra if k not in self._KEYS]
 
     def __getitem__(self, key: str) -> Any:
         if key in self._KEYS:
@@ -58,7 +62,8 @@ class WireMapping(Mapping[str, Any]):
         """The OpenAPI schema of the wire object: the dataclass fields without `extra`, and
         open to the keys a newer assembler adds."""
         schema = handler.resolve_ref_schema(handler(core_schema))
-        schema.get("properties", {}).pop("extra", None)
+        for private in ("extra", "key_order"):
+            schema.get("properties", {}).pop(private, None)
         schema["additionalProperties"] = True
         return dict(schema)
 
@@ -92,6 +97,7 @@ class Provenance(WireMapping):
     source_type: str | None = None
     cosine: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    key_order: list[str] | None = field(default=None, repr=False)
 
     _KEYS: ClassVar[tuple[str, ...]] = ("chunks", "doc", "version", "title", "section", "status", "source_type", "cosine")
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"source_type", "cosine"})
@@ -101,7 +107,7 @@ class Provenance(WireMapping):
         if isinstance(data, Provenance):
             return data
         known, extra = _split(data, cls._KEYS)
-        return cls(**known, extra=extra)
+        return cls(**known, extra=extra, key_order=list(data))
 
 
 @dataclass(eq=False)
@@ -127,6 +133,7 @@ class Source(WireMapping):
     text: str = ""
     also_in: list[Provenance] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    key_order: list[str] | None = field(default=None, repr=False)
 
     _KEYS: ClassVar[tuple[str, ...]] = ("doc", "version", "chunks", "title", "section", "date", "status", "trust",
                                         "source_type", "hits", "score", "rank", "compressed", "text", "also_in")
@@ -138,7 +145,7 @@ class Source(WireMapping):
             return data
         known, extra = _split(data, cls._KEYS)
         known["also_in"] = [Provenance.of(a) for a in known.get("also_in") or []]
-        return cls(**known, extra=extra)
+        return cls(**known, extra=extra, key_order=list(data))
 
 
 @dataclass(eq=False)
@@ -162,6 +169,7 @@ class TokenCounts(WireMapping):
     total: int = 0
     passages: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    key_order: list[str] | None = field(default=None, repr=False)
 
     _KEYS: ClassVar[tuple[str, ...]] = ("system", "history", "documents", "passage_text", "notes", "question", "format",
                                         "user", "tags", "total", "passages")
@@ -175,7 +183,7 @@ class TokenCounts(WireMapping):
         if isinstance(data, TokenCounts):
             return data
         known, extra = _split(data, cls._KEYS)
-        return cls(**known, extra=extra)
+        return cls(**known, extra=extra)  # the canonical order: history after system
 
 
 
@@ -190,12 +198,17 @@ class Conflict(WireMapping):
     kind: str
     reason: str
     cosine: float | None = None
+    #: the chunk that outranks the other (outranked conflicts), and its label when in the prompt
+    higher: str | None = None
     labels: list[str] | None = None
+    higher_label: str | None = None
     in_prompt: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    key_order: list[str] | None = field(default=None, repr=False)
 
-    _KEYS: ClassVar[tuple[str, ...]] = ("chunks", "docs", "kind", "reason", "cosine", "labels", "in_prompt")
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"cosine", "labels", "in_prompt"})
+    _KEYS: ClassVar[tuple[str, ...]] = ("chunks", "docs", "kind", "reason", "cosine", "higher", "labels",
+                                        "higher_label", "in_prompt")
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"cosine", "higher", "labels", "higher_label", "in_prompt"})
 
     def _present(self, key: str) -> bool:
         return key not in self._OPTIONAL or getattr(self, key) is not None
@@ -205,7 +218,7 @@ class Conflict(WireMapping):
         if isinstance(data, Conflict):
             return data
         known, extra = _split(data, cls._KEYS)
-        return cls(**known, extra=extra)
+        return cls(**known, extra=extra, key_order=list(data))
 
 
 __all__ = ["Conflict", "Provenance", "Source", "TokenCounts", "WireMapping"]

@@ -24,7 +24,8 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -93,6 +94,9 @@ class ServerConfig:
     policy: str | None = None
     embedder: str = "minilm"
     create: bool = True
+    #: requests handled at once per process (sync handlers run in threads; the assembler is
+    #: CPU-bound Python, so more threads than cores only interleave under the GIL)
+    threads: int = 8
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> str:
@@ -247,7 +251,15 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             policies[fmt] = session.policy.updated(render={"format": fmt})
         return policies[fmt]
 
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        import anyio.to_thread
+
+        anyio.to_thread.current_default_thread_limiter().total_tokens = max(1, config.threads)
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="docket",
         version=_version(),
         description="Context assembly for RAG: which passages go into the prompt, in what form and order, and why. "

@@ -88,6 +88,7 @@ def serve_cmd(
     policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML for every request.")] = None,
     embedder: Annotated[str, typer.Option("--embedder", help="For a new store: minilm (default) or hash (tests).")] = "minilm",
     workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm state).")] = 1,
+    threads: Annotated[int, typer.Option("--threads", help="Requests handled at once per worker (more wait in line).")] = 8,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes (then 413).")] = 8 * 1024 * 1024,
     max_candidates: Annotated[int, typer.Option("--max-candidates", help="Most candidates per /v1/assemble.")] = 1000,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
@@ -109,7 +110,7 @@ def serve_cmd(
                          where=str(keys))
     config = ServerConfig(db=db, keys=str(keys) if keys else None, require_key=require_key, llm=llm, model=model,
                           generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
-                          limits=Limits(body_bytes=max_body, candidates=max_candidates))
+                          threads=threads, limits=Limits(body_bytes=max_body, candidates=max_candidates))
     configure_logging(log_level)
     err = Console(stderr=True)
     if workers == 1:
