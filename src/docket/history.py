@@ -52,11 +52,15 @@ class ChatMessage(BaseModel):
 #: summarise `turns` in at most `max_tokens` tokens (a generator call); may raise DocketError
 Condenser = Callable[[Sequence[ChatMessage], int], str]
 
-# a docket documents block in either format, closed or cut off at the end of the turn
-_BLOCKS = (
-    re.compile(r"<documents>.*?(?:</documents>|\Z)", re.S),
-    re.compile(r"=== DOCUMENTS ===.*?(?:=== END OF DOCUMENTS ===|\Z)", re.S),
-)
+
+
+def _blocks() -> list[re.Pattern[str]]:
+    """A docket documents block in any registered text format, closed or cut off at the end."""
+    from docket.brief.formats import text_format, text_formats
+
+    fmts = [text_format(n) for n in text_formats()]
+    return [re.compile(re.escape(f.open) + r".*?(?:" + re.escape(f.close) + r"|\Z)", re.S) for f in fmts]
+
 _QUESTION = re.compile(r"^Question: (.+)$", re.M)
 _LABELS = re.compile(r"\s?\[S\d+(?:\s*[,;]\s*S\d+)*\]")
 
@@ -151,7 +155,7 @@ def strip_documents(text: str) -> tuple[str, int]:
     its question. Returns the text and how many blocks were removed."""
     n = 0
     out = text
-    for pat in _BLOCKS:
+    for pat in _blocks():
         out, k = pat.subn("", out)
         n += k
     if n:

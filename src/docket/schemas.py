@@ -14,8 +14,9 @@ from __future__ import annotations
 from datetime import date as Date
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from docket.brief.formats import text_formats
 from docket.history import ChatMessage
 from docket.model import TraceEvent
 from docket.results import Conflict, Source, TokenCounts
@@ -60,7 +61,15 @@ class _BriefOptions(_Request):
     budget: int | None = Field(None, ge=1, le=1_000_000, description="Evidence budget: tokens of the documents block.")
     floor: float | None = Field(None, ge=-1.0, le=1.0, description="Score floor (cosine) for candidates.")
     as_of: Date | None = Field(None, description="Resolve versions as of this date.")
-    format: Literal["xml", "lines"] | None = Field(None, description="Fence format of the documents block.")
+    format: str | None = Field(None, description="Fence format of the documents block (a registered text format).",
+                               json_schema_extra={"enum": [*text_formats(), None]})
+
+    @field_validator("format")
+    @classmethod
+    def _registered(cls, v: str | None) -> str | None:
+        if v is not None and v not in text_formats():
+            raise ValueError(f"must be one of {', '.join(text_formats())}, got {v!r}")
+        return v
 
 
 class AssembleRequest(_BriefOptions):
