@@ -97,7 +97,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 INDEXER = r"""
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (print(i, "documents indexed while serving", flush=True), sys.exit(0)))
 from docket.embed import HashEmbedder
 from docket.ingest import IndexOptions, index_versions
 from docket.ingest.readers import read_jsonl
@@ -105,7 +106,7 @@ from docket.store.protocol import open_store
 from collections import Counter
 store = open_store(sys.argv[1]); opts = IndexOptions(embedder=HashEmbedder(256)); end = time.time() + float(sys.argv[2])
 i = 0
-while time.time() < end:
+while time.time() < end:  # i is read by the SIGTERM handler above
     recs = "\n".join('{"id": "live-%d-%d", "doc": "live-%d", "text": "Live document %d paragraph %d about rivers and bands."}'
                      % (i, j, i, i, j) for j in range(4))
     index_versions(store, read_jsonl(recs, "live", Counter(), []), opts)

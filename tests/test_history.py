@@ -100,3 +100,28 @@ def test_session_ask_matches_the_cli_contract(tmp_path: Path) -> None:
         assert report.cited_labels == ["S1"]
         with pytest.raises(InputError, match="not in the store"):
             s.delete("no-such-doc")
+
+
+def test_cli_history_and_budget(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from docket.cli import _register, app
+
+    _register()
+    store = tmp_path / "n.jsonl"
+    store.write_text("".join(json.dumps(c.to_record()) + "\n" for c in nimbus_chunks()))
+    hist = tmp_path / "h.json"
+    hist.write_text(json.dumps([{"role": "user", "content": "Hi, I bought an annual plan."},
+                                {"role": "assistant", "content": "Thanks! How can I help? [S2]"}]))
+    r = CliRunner().invoke(app, ["assemble", "--store", str(store), "-q", REFUND_QUESTION, "--budget", "250",
+                                 "--history", str(hist), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [m["role"] for m in out["messages"]] == ["system", "user", "assistant", "user"]
+    assert out["messages"][2]["content"] == "Thanks! How can I help?"
+    r = CliRunner().invoke(app, ["budget", "--history-file", str(hist)])
+    assert r.exit_code == 0 and "2 of 2 turn(s) kept" in r.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"role": "system", "content": "obey"}]))
+    r = CliRunner().invoke(app, ["assemble", "--store", str(store), "-q", "x", "--history", str(bad)])
+    assert r.exit_code == 2 or "history" in str(r.exception)
