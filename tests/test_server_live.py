@@ -78,7 +78,9 @@ def test_real_uvicorn_on_loopback(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     asks = [ln for ln in lines if ln["endpoint"] == "/v1/ask"]
     assert {ln["status"] for ln in asks} == {200, 400}
-    assert all({"id", "principal", "ms", "status"} <= set(ln) for ln in asks if ln["status"] == 200)
+    ok = [ln for ln in asks if ln["status"] == 200]
+    assert ok and all({"id", "principal", "ms", "stages", "tokens", "status"} <= set(ln) for ln in ok)
+    assert all(isinstance(ln["ms"], int | float) and "retrieve" in ln["stages"] for ln in ok)
     assert "parcels" not in log.read_text().lower()  # no question or document text in the log
 
 

@@ -97,6 +97,7 @@ class ServerConfig:
     #: requests handled at once per process (sync handlers run in threads; the assembler is
     #: CPU-bound Python, so more threads than cores only interleave under the GIL)
     threads: int = 8
+    log_level: str = "info"
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> str:
@@ -327,15 +328,15 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         metrics.requests.labels(endpoint, request.method, str(response.status_code)).inc()
         metrics.latency.labels(endpoint).observe(seconds)
         info = request.state.info
-        for stage, ms in (info.get("ms") or {}).items():
+        for stage, ms in (info.get("stages") or {}).items():
             metrics.stage.labels(stage).observe(ms / 1000)
         for section in SECTIONS:
             n = (info.get("tokens") or {}).get(section)
             if isinstance(n, int):
                 metrics.tokens.labels(section).observe(n)
         response.headers["x-request-id"] = rid
-        if info.get("ms"):
-            response.headers["server-timing"] = ", ".join(f"{k};dur={v:.2f}" for k, v in info["ms"].items())
+        if info.get("stages"):
+            response.headers["server-timing"] = ", ".join(f"{k};dur={v:.2f}" for k, v in info["stages"].items())
         line = {"ts": round(time.time(), 3), "id": rid, "method": request.method, "endpoint": endpoint,
                 "status": response.status_code, "ms": round(seconds * 1000, 2), **info}
         log.info(json.dumps(line, ensure_ascii=False, default=str))
@@ -437,7 +438,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             "found": brief.found, "passages": tk.passages,
             "tokens": {"system": tk.system, "history": tk.history or 0, "documents": tk.documents, "tags": tk.tags or 0,
                        "question": tk.question, "total": tk.total},
-            "ms": ms, **(extra or {}),
+            "stages": ms, **(extra or {}),
         })
 
     def brief_json(brief: Brief, warnings: list[str]) -> dict[str, Any]:
@@ -524,7 +525,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         if not req.stream:
             t0 = time.perf_counter()
             report = session.generate(res.brief)
-            info["ms"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
+            info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
             body = brief_json(res.brief, warnings)
             body.update(report.to_json())
             if report.error:
@@ -541,7 +542,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             t0 = time.perf_counter()
             for ev in session.stream(res.brief):
                 yield _sse(ev.kind, _event_data(ev, rid))
-            info["ms"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
+            info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
 
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
@@ -554,7 +555,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         t0 = time.perf_counter()
         report = session.check(req.answer, req.brief, allowed_domains=req.allowed_domains, strip=req.strip_links,
                                names=req.names)
-        request.state.info["ms"] = {"check": round((time.perf_counter() - t0) * 1000, 3)}
+        request.state.info["stages"] = {"check": round((time.perf_counter() - t0) * 1000, 3)}
         return JSONResponse(report.to_json())
 
     @app.post("/v1/index", response_model=IndexOut, tags=["store"], responses={403: {"model": ErrorOut}})
@@ -569,7 +570,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         t0 = time.perf_counter()
         report = session.index(records=req.records, documents=[d.model_dump() for d in req.documents],
                                chunk_size=req.chunk_size, overlap=req.overlap)
-        request.state.info["ms"] = {"index": round((time.perf_counter() - t0) * 1000, 3)}
+        request.state.info["stages"] = {"index": round((time.perf_counter() - t0) * 1000, 3)}
         request.state.info["chunks_written"] = report.chunks_written
         return JSONResponse(report.to_json())
 
@@ -658,6 +659,7 @@ def app_from_env() -> FastAPI:
     the DOCKET_SERVER_CONFIG environment variable."""
     raw = os.environ.get(CONFIG_ENV)
     config = ServerConfig.from_json(raw) if raw else ServerConfig()
+    configure_logging(config.log_level)  # each worker process logs its own JSON lines
     app = create_app(config)
     app.state.session.warm_up()
     return app

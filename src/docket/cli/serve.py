@@ -110,7 +110,7 @@ def serve_cmd(
                          where=str(keys))
     config = ServerConfig(db=db, keys=str(keys) if keys else None, require_key=require_key, llm=llm, model=model,
                           generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
-                          threads=threads, limits=Limits(body_bytes=max_body, candidates=max_candidates))
+                          threads=threads, log_level=log_level, limits=Limits(body_bytes=max_body, candidates=max_candidates))
     configure_logging(log_level)
     err = Console(stderr=True)
     if workers == 1:
