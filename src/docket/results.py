@@ -41,12 +41,22 @@ class WireMapping(Mapping[str, Any]):
         return known + [k for k in extra if k not in self._KEYS]
 
     def __getitem__(self, key: str) -> Any:
+        """The wire value (nested typed parts as plain dicts, as in the JSON)."""
         if key in self._KEYS:
             if self._present(key):
-                return getattr(self, key)
+                return _plain(getattr(self, key))
             raise KeyError(key)
         extra: dict[str, Any] = getattr(self, "extra", {})
         return extra[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        """Code that edited the dicts keeps working: a known key sets the attribute, any other
+        key is kept in `extra` (and written after the known ones)."""
+        if key in self._KEYS:
+            setattr(self, key, value)
+        else:
+            extra: dict[str, Any] = getattr(self, "extra", {})
+            extra[key] = value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._wire_keys())
@@ -55,7 +65,7 @@ class WireMapping(Mapping[str, Any]):
         return len(self._wire_keys())
 
     def to_json(self) -> dict[str, Any]:
-        return {k: _plain(self[k]) for k in self._wire_keys()}
+        return {k: self[k] for k in self._wire_keys()}
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:

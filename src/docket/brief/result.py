@@ -73,8 +73,8 @@ class Brief:
             "tokens": self.tokens.to_json(),
             "budget": self.budget,
             "refusal": self.refusal,
-            "trace": [e.to_json() for e in self.trace],
-            "conflicts": [c.to_json() for c in self.conflicts],
+            "trace": [TraceEvent.of(e).to_json() for e in self.trace],  # of(): a caller may append dicts
+            "conflicts": [Conflict.of(c).to_json() for c in self.conflicts],
             "warnings": self.warnings,
             "anthropic": self.anthropic() if self.found else None,
         }

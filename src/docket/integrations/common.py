@@ -35,7 +35,7 @@ from docket.embed import Embedder, default_embedder
 from docket.errors import InputError, UnavailableError
 from docket.integrations.lookup import CallLookup, Source, hint_of
 from docket.integrations.mapping import FieldMap, Mapped, RawDoc, map_documents
-from docket.model import Candidate
+from docket.model import Candidate, TraceEvent
 from docket.policy import Policy, load_policy_dict
 from docket.tokens import TokenCounter, default_counter
 
@@ -165,11 +165,11 @@ def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: s
                      budget=options.budget, floor=options.floor, as_of=options.as_of)  # type: ignore[arg-type]
     for note in lookup.notes():
         events.append(_event("lookup_problem", note))
-    brief.trace[:0] = events
-    brief.trace.extend(history_events)
+    brief.trace[:0] = [TraceEvent.of(e) for e in events]
+    brief.trace.extend(TraceEvent.of(e) for e in history_events)
     if brief.found and kept:
-        brief.tokens["history"] = history_tokens
-        brief.tokens["total"] = brief.tokens.get("total", 0) + history_tokens
+        brief.tokens.history = history_tokens
+        brief.tokens.total += history_tokens
     return Outcome(brief=brief, messages=chat_messages(brief, kept, policy), raws={c.id: r for c, r in
                                                                                    zip(mapped.chunks, mapped.raws)},
                    history=kept if brief.found else [])
@@ -341,6 +341,6 @@ def passages(outcome: Outcome) -> list[PassageOut]:
         out.append(PassageOut(
             label=label, text=str(src.get("text", "")), score=float(src.get("score", 0.0)), chunks=ids,
             source={k: v for k, v in src.items() if k != "text"}, provenance=provenance,
-            trace=[e for e in brief.trace if named & set(e.get("chunks", []))], raw=raw, metadata=metadata,
+            trace=[e.to_json() for e in brief.trace if named & set(e.chunks)], raw=raw, metadata=metadata,
         ))
     return out
