@@ -288,6 +288,13 @@ def test_answer_streams_then_checks(env: dict[str, Any]) -> None:
     assert r.json()["check"]["counts"]["claims"] >= 1
 
 
+def test_answer_links_are_checked_against_the_allow_list(env: dict[str, Any]) -> None:
+    c = make(env, generator=Scripted("Refunds are possible [S1]. Details: https://evil.example/x?d=1"))
+    body = {"question": REFUND_QUESTION, "stream": False, "allowed_domains": ["nimbus.example"]}
+    r = c.post("/v1/answer", json=body)
+    assert r.status_code == 200 and [lk["domain"] for lk in r.json()["check"]["flagged_links"]] == ["evil.example"]
+
+
 def test_answer_not_found_does_not_call_the_model(env: dict[str, Any]) -> None:
     c = make(env, generator=Scripted("should not be used"))
     r = c.post("/v1/answer", json={"question": "Do you sell garden furniture?", "stream": False, "floor": 0.99})

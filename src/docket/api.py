@@ -439,11 +439,12 @@ class Session:
             raise EndpointTimeout(f"{name}: no answer within {self.generator_timeout:g} s ({what}); raise the "
                                   "generator time-out or use a smaller model or prompt") from None
 
-    def generate(self, brief: Brief) -> AnswerReport:
-        """Answer `brief` with the session's generator and check the answer. A model failure
-        (time-out included) is carried in the report, never raised: the brief stands."""
+    def generate(self, brief: Brief, *, allowed_domains: Sequence[str] = (), strip: bool = False) -> AnswerReport:
+        """Answer `brief` with the session's generator and check the answer (links against
+        `allowed_domains`). A model failure (time-out included) is carried in the report, never
+        raised: the brief stands."""
         report = AnswerReport(brief=brief)
-        for ev in self.stream(brief, deltas=False):
+        for ev in self.stream(brief, deltas=False, allowed_domains=allowed_domains, strip=strip):
             if ev.kind == "answer":
                 report.answer = ev.data
             elif ev.kind == "check":
@@ -459,7 +460,8 @@ class Session:
         self._need_generator()
         return self.generate(self.ask(question, **ask_options).brief)
 
-    def stream(self, brief: Brief, *, deltas: bool = True) -> Iterator[AnswerEvent]:
+    def stream(self, brief: Brief, *, deltas: bool = True, allowed_domains: Sequence[str] = (),
+               strip: bool = False) -> Iterator[AnswerEvent]:
         """The answer to `brief` as events: `delta`s while the model writes (when it streams and
         `deltas`), then `answer` and `check`, or `error`; always `done` last.
 
@@ -468,7 +470,7 @@ class Session:
         if not brief.found:
             ans = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
             yield AnswerEvent("answer", ans)
-            yield AnswerEvent("check", self.check(ans.text, brief))
+            yield AnswerEvent("check", self.check(ans.text, brief, allowed_domains=allowed_domains, strip=strip))
             yield AnswerEvent("done")
             return
         gen = self._need_generator()
@@ -496,7 +498,7 @@ class Session:
             return
         yield AnswerEvent("answer", ans)
         try:
-            yield AnswerEvent("check", self.check(ans.text, brief))
+            yield AnswerEvent("check", self.check(ans.text, brief, allowed_domains=allowed_domains, strip=strip))
         except DocketError as e:  # a judge's model call can fail too; the answer stays
             yield AnswerEvent("error", {"message": f"check: {e}", "kind": getattr(e, "kind", type(e).__name__)})
         yield AnswerEvent("done")

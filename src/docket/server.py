@@ -524,7 +524,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         record(request, res.brief, dict(res.timings))
         if not req.stream:
             t0 = time.perf_counter()
-            report = session.generate(res.brief)
+            report = session.generate(res.brief, allowed_domains=req.allowed_domains)
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
             body = brief_json(res.brief, warnings)
             body.update(report.to_json())
@@ -540,7 +540,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         def events() -> Iterator[str]:
             yield _sse("brief", brief_json(res.brief, warnings))
             t0 = time.perf_counter()
-            for ev in session.stream(res.brief):
+            for ev in session.stream(res.brief, allowed_domains=req.allowed_domains):
                 yield _sse(ev.kind, _event_data(ev, rid))
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
 
