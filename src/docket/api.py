@@ -307,43 +307,20 @@ class Session:
         store: ChunkLookup | None = None,
         history: HistoryArg = None,
         principal: Principal | None = None,
-        scoped: bool = False,
         policy: Policy | None = None,
         budget: int | None = None,
         floor: float | None = None,
         as_of: Date | None = None,
     ) -> Brief:
         """The brief from the caller's ranked candidates (best first), read through `store` (default:
-        the session's store, or the candidates themselves for a store-less session).
-
-        `scoped` (what the service does for every request): only what `principal` may read counts;
-        None means anonymous, public chunks only. Candidates it may not read are dropped before
-        anything else sees them (a trace entry says how many) and the store is read through the
-        principal's view.
-        """
+        the session's store, or the candidates themselves for a store-less session). Only what
+        `principal` may read takes part (None: public chunks only), as in `docket.assemble`."""
         lookup = store
         if lookup is None:
-            base = self.store
-            if base is None:
-                lookup = MemoryStore([c.chunk for c in candidates or []])
-            else:
-                lookup = ScopedView(base, principal) if scoped else base
-        ranked = list(candidates) if candidates is not None else None
-        hidden: list[str] = []
-        if ranked is not None and scoped:
-            hidden = [c.chunk.id for c in ranked if not may_read(principal, c.chunk.acl)]
-            if hidden:
-                ranked = [c for c in ranked if may_read(principal, c.chunk.acl)]
-        brief = assemble_brief(question, ranked, store=lookup, policy=policy or self.policy, counter=self.counter,
-                               embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, history=history,
-                               condenser=self._condenser())
-        if hidden:
-            from docket.model import TraceEvent
-
-            who = principal.name if principal else "anonymous callers"
-            brief.trace.insert(0, TraceEvent("access", "drop", hidden, f"{len(hidden)} candidate(s) that {who} may not "
-                                             "read (acl), removed before assembly"))
-        return brief
+            lookup = self.store if self.store is not None else MemoryStore([c.chunk for c in candidates or []])
+        return assemble_brief(question, candidates, store=lookup, policy=policy or self.policy, counter=self.counter,
+                              embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, principal=principal,
+                              history=history, condenser=self._condenser())
 
     def candidates_from(self, records: Sequence[Mapping[str, Any]], *, where: str = "candidates") -> list[Candidate]:
         """Ranked candidates from records: each a full chunk record with a `score`, best first."""
@@ -401,24 +378,26 @@ class Session:
         """Retrieve from the store as `principal` (dense + BM25, access-controlled in the query),
         then assemble through the principal-scoped view. `filters` narrow the search (their own
         principal is replaced by the one given here)."""
-        from docket.retrieve import retrieve
+        from docket.retrieve import retrieve, snapshot_of
 
         store = self._full_store()
         self.generation()
         f = filters or Filters()
+        if f.unrestricted:
+            raise InputError("unrestricted filters are for administration (export, copying a store), not for answering "
+                             "a question; pass the principal who asks", field="filters")
         who = self.principal(principal, groups) if principal is not None or groups else f.principal
-        unrestricted = f.unrestricted and who is None  # administrative reads only (docket.retrieve.ask)
         f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                    date_to=f.date_to, principal=who, unrestricted=unrestricted)
-        t0 = time.perf_counter()
+                    date_to=f.date_to, principal=who)
         embedder = self.embedder()
-        candidates = retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder)
-        t_retrieve = _ms(t0)
-        t1 = time.perf_counter()
-        view = store if unrestricted else ScopedView(store, who)
-        brief = assemble_brief(question, candidates, store=view, policy=policy or self.policy,
-                               counter=self.counter, embedder=embedder, budget=budget, floor=floor, as_of=as_of,
-                               history=history, condenser=self._condenser())
+        with snapshot_of(store):  # search, fetch and the assembler's look-ups see one state of the store
+            t0 = time.perf_counter()
+            candidates = retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder)
+            t_retrieve = _ms(t0)
+            t1 = time.perf_counter()
+            brief = assemble_brief(question, candidates, store=ScopedView(store, who), policy=policy or self.policy,
+                                   counter=self.counter, embedder=embedder, budget=budget, floor=floor, as_of=as_of,
+                                   principal=who, history=history, condenser=self._condenser())
         return AskResult(brief=brief, candidates=candidates, principal=who,
                          timings={"retrieve": t_retrieve, "assemble": _ms(t1)})
 

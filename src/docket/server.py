@@ -497,7 +497,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         cands, store = _candidates(session, req.candidates, ident.principal)
         t1 = time.perf_counter()
         brief = session.assemble(req.question, cands, store=store, history=req.history, principal=ident.principal,
-                                 scoped=True, policy=policy_for(req.format), budget=req.budget, floor=req.floor, as_of=req.as_of)
+                                 policy=policy_for(req.format), budget=req.budget, floor=req.floor, as_of=req.as_of)
         ms = {"parse": round((t1 - t0) * 1000, 3), "assemble": round((time.perf_counter() - t1) * 1000, 3)}
         record(request, brief, ms, {"candidates": len(cands)})
         return JSONResponse(brief_json(brief, ignored_identity_fields(req)))
