@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
 
@@ -79,19 +80,27 @@ def keys_remove(name: Annotated[str, typer.Argument(help="The key's name.")], ke
 def serve_cmd(
     db: Annotated[str, typer.Option("--db", help="SQLite file (created when missing), or a postgresql:// URL.")] = "docket.db",
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-    keys: Annotated[Path | None, typer.Option("--keys", envvar=KEYS_ENV, help="API key file (`docket keys add`).")] = None,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.", callback=opt.int_range(1, 65535))] = 8000,
+    keys: Annotated[Path | None, typer.Option("--keys", envvar=KEYS_ENV, help="API key file (`docket keys add`).",
+                                              callback=opt.input_file)] = None,
     require_key: Annotated[bool, typer.Option("--require-key", help="401 without a key (default: public chunks only).")] = False,
-    llm: Annotated[str | None, typer.Option("--llm", help="Model for /v1/answer: http(s)://host:port/v1, local, openai, anthropic.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name at --llm.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a model call may take (then 504).")] = 60.0,
-    policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML for every request.")] = None,
-    embedder: Annotated[str, typer.Option("--embedder", help="For a new store: minilm (default) or hash (tests).")] = "minilm",
-    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm state).")] = 1,
-    threads: Annotated[int, typer.Option("--threads", help="Requests handled at once per worker (more wait in line).")] = 8,
-    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes (then 413).")] = 8 * 1024 * 1024,
-    max_candidates: Annotated[int, typer.Option("--max-candidates", help="Most candidates per /v1/assemble.")] = 1000,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
+    llm: opt.Llm = None,
+    model: opt.Model = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a model call may take (then 504).",
+                                           callback=opt.finite(0.0, 3600.0, lo_open=True))] = 60.0,
+    policy: opt.PolicyPath = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="For a new store: minilm (default) or hash (tests).",
+                                          callback=opt.choice("minilm", "hash"))] = "minilm",
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm state).",
+                                         callback=opt.int_range(1, 64))] = 1,
+    threads: Annotated[int, typer.Option("--threads", help="Requests handled at once per worker (more wait in line).",
+                                         callback=opt.int_range(1, 256))] = 8,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes (then 413).",
+                                          callback=opt.positive)] = 8 * 1024 * 1024,
+    max_candidates: Annotated[int, typer.Option("--max-candidates", help="Most candidates per /v1/assemble.",
+                                                callback=opt.positive)] = 1000,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.",
+                                           callback=opt.choice("debug", "info", "warning", "error"))] = "info",
 ) -> None:
     """Serve the HTTP API (POST /v1/assemble, /v1/ask, /v1/answer, /v1/check, /v1/index; docs/service.md).
 
@@ -103,11 +112,7 @@ def serve_cmd(
         raise InputError("needs the server extra: pip install 'docket[server]'", field="serve") from None
     from docket.server import CONFIG_ENV, Limits, ServerConfig, configure_logging, create_app
 
-    if workers < 1:
-        raise InputError(f"must be at least 1, got {workers}", field="--workers")
-    if keys is not None and not keys.exists():
-        raise InputError("no key file here; create one with `docket keys add NAME --principal P --keys FILE`",
-                         where=str(keys))
+    opt.requires(model, llm, "--model", "--llm")
     config = ServerConfig(db=db, keys=str(keys) if keys else None, require_key=require_key, llm=llm, model=model,
                           generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
                           threads=threads, log_level=log_level, limits=Limits(body_bytes=max_body, candidates=max_candidates))
