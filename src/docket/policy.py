@@ -292,7 +292,8 @@ class Policy(_Strict):
         return load_policy_dict(data, where="policy")
 
 
-SECTIONS = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order", "render", "brief")
+SECTIONS = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order", "render", "brief",
+            "history")
 MOVE_NAMES = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order")
 
 
