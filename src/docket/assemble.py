@@ -9,7 +9,7 @@ Each move is switchable in the policy (for ablations). Nothing above the floor g
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date as Date
 from typing import Any
 
@@ -22,14 +22,14 @@ from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
-from docket.model import Candidate, Chunk, check_scores, passage_of
+from docket.model import Candidate, Chunk, Trace, check_scores, passage_of
 from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
 from docket.safeio import clean_question
 from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
 from docket.store.protocol import scoped
-from docket.tokens import TokenCounter, default_counter
+from docket.tokens import TokenCounter
 
 
 def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -> list[Candidate]:
@@ -68,6 +68,12 @@ def assemble(
     principal: Principal | None = None,
     history: Sequence[ChatMessage | Mapping[str, Any]] | None = None,
     condenser: Condenser | None = None,
+    attachments: Sequence[Any] | None = None,
+    whole_corpus: bool | None = None,
+    router: Any | None = None,
+    trace: Trace | None = None,
+    modes: bool = True,
+    retriever: Callable[[], Sequence[Candidate]] | None = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
 
@@ -83,6 +89,15 @@ def assemble(
     `history` (earlier `{"role", "content"}` turns, oldest first) goes between the system message
     and the question, capped to `policy.history` (see docket.history); `condenser` summarises the
     turns that do not fit when `history.condense` is on.
+
+    Before anything is ranked, docket.modes decides whether the request needs retrieval at all:
+    `attachments` (paths, `(name, bytes)` pairs or `Attachment`s) are the context; with
+    `route.enabled`, a request that needs no documents gets a brief without evidence (`router`, a
+    `Generator`, decides what the rules are unsure of); with `whole_corpus` (or `corpus.mode`),
+    everything `principal` may read goes in when it fits. `retriever`, called without arguments,
+    gives the candidates when none are passed: it runs only when the decision is to retrieve, so a
+    request that needs no retrieval costs none (`Session.ask` passes its search). `trace` collects
+    decisions taken before this call; `modes=False` skips the decision.
     """
     question = clean_question(question)
     if principal is not None and not isinstance(principal, Principal):
@@ -91,29 +106,34 @@ def assemble(
     if candidates is not None:
         candidates = list(readable(candidates, principal))
         check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
-    policy = policy or Policy()
-    overrides: dict = {}
-    if budget is not None:
-        overrides["budget"] = budget
-    if floor is not None:
-        overrides["floor"] = floor
-    if overrides:
-        policy = policy.updated(pack=overrides)
-    if as_of is not None:
-        policy = policy.updated(as_of=as_of)
-    counter = counter or default_counter()
+    policy = _with_overrides(policy, budget, floor, as_of)
+    counter = counter or counter_for(policy)
+    trace = trace if trace is not None else Trace()
+    warnings: list[str] = []
+    kept = None
+    if history is not None:
+        kept = prepare_history(parse_history(list(history)), policy.history, counter, trace, condenser, warnings)
+        if policy.pack.budget is None:  # the kept turns come off the input target (the spec's arithmetic)
+            policy = policy.updated(pack={"history_tokens": kept.tokens})
+    if modes:
+        early = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
+                        trace=trace, warnings=list(warnings))
+        decided = decide_mode(early, principal=principal, attachments=attachments, router=router,
+                              whole_corpus=whole_corpus)
+        if decided is not None:
+            return _with_history(decided, kept)
+    if candidates is None and retriever is not None:
+        candidates = readable(retriever(), principal)
     if embedder is None and (candidates is None or policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
     if candidates is None:
         candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[arg-type]  # embedder set above
     check_vectors([c.chunk for c in candidates], embedder)
-    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder)
-    kept = None
-    if history is not None:
-        kept = prepare_history(parse_history(list(history)), policy.history, counter, ctx.trace, condenser, ctx.warnings)
-        if policy.pack.budget is None:  # the kept turns come off the input target (the spec's arithmetic)
-            ctx.policy = policy.updated(pack={"history_tokens": kept.tokens})
-    return _with_history(_assemble(ctx, candidates), kept)
+    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
+                  trace=trace, warnings=warnings)
+    brief = _assemble_ranked(ctx, candidates)
+    brief.ranked = list(candidates)
+    return _with_history(finish_mode(brief, ctx), kept)
 
 
 def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
@@ -125,7 +145,21 @@ def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
     return brief
 
 
-def _assemble(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
+def _with_overrides(policy: Policy | None, budget: int | None, floor: float | None, as_of: Date | None) -> Policy:
+    policy = policy or Policy()
+    overrides: dict = {}
+    if budget is not None:
+        overrides["budget"] = budget
+    if floor is not None:
+        overrides["floor"] = floor
+    if overrides:
+        policy = policy.updated(pack=overrides)
+    if as_of is not None:
+        policy = policy.updated(as_of=as_of)
+    return policy
+
+
+def _assemble_ranked(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
     policy = ctx.policy
 
     ranked = list(candidates)
@@ -223,5 +257,8 @@ def _screen_untrusted(candidates: list[Candidate], ctx: Context) -> list[Candida
 
 
 from docket.brief.result import Brief  # noqa: E402  (re-exported for type hints)
+from docket.modes import decide as decide_mode  # noqa: E402  (docket.modes builds briefs through the layout)
+from docket.modes import finish as finish_mode  # noqa: E402
+from docket.presets import counter_for  # noqa: E402
 
 __all__ = ["assemble", "rank_by_cosine", "Brief"]

@@ -50,7 +50,8 @@ class Chunk(BaseModel):
     section: str = ""
     position: int | None = None
     source_type: str | None = None
-    trust: Literal["trusted", "untrusted"] | None = None
+    #: "user-provided": a file the user attached to the request (docket.modes.attach)
+    trust: Literal["trusted", "untrusted", "user-provided"] | None = None
     acl: tuple[str, ...] | None = None
     metadata: dict[str, Any] = {}
     vector: tuple[float, ...] | None = None
@@ -154,7 +155,7 @@ class Chunk(BaseModel):
 
     @property
     def trust_level(self) -> str:
-        return "untrusted" if self.untrusted else "trusted"
+        return "untrusted" if self.untrusted else "user-provided" if self.trust == "user-provided" else "trusted"
 
     @property
     def doc_version(self) -> tuple[str, int]:
@@ -280,6 +281,15 @@ class Passage:
     @property
     def untrusted(self) -> bool:
         return any(c.untrusted for c in self.chunks)
+
+    @property
+    def trust_level(self) -> str:
+        """untrusted if any chunk is; else user-provided if any chunk is; else trusted."""
+        levels = {c.trust_level for c in self.chunks}
+        for level in ("untrusted", "user-provided"):
+            if level in levels:
+                return level
+        return "trusted"
 
     @property
     def compressed(self) -> bool:

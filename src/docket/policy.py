@@ -237,6 +237,80 @@ class HistoryPolicy(_Strict):
     condense: bool = False
     #: remove [S1]-style labels from earlier answers: they point at documents no longer in the prompt
     strip_labels: bool = True
+class ModelPolicy(_Strict):
+    """Which model the brief is for (docket.presets; docs/modes.md)."""
+
+    #: a shipped preset (docket/data/presets.toml): fills pack.input_target, pack.answer_reserve,
+    #: model.context_window and model.tokenizer where the policy file sets none
+    preset: str | None = None
+    #: the model's window in tokens: the prompt plus the answer reservation must fit (None: unchecked)
+    context_window: int | None = Field(None, ge=1)
+    #: the offline token counter: "o200k_base" (GPT-4o; the stand-in for models whose own does not
+    #: ship offline) or "cl100k_base" (GPT-4, GPT-3.5)
+    tokenizer: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, v: str | None) -> str | None:
+        from docket.presets import preset_names
+
+        if v is not None and v not in preset_names():
+            raise ValueError(f"unknown model preset {v!r}; known: {', '.join(preset_names())}")
+        return v
+
+
+class CorpusPolicy(_Strict):
+    """The whole corpus instead of retrieval (the spec's "when not to augment", case 2)."""
+
+    #: "retrieve": never; "whole": always (an error when it does not fit); "auto": when the corpus
+    #: the asker may read fits `max_tokens` (and the model's window), with the arithmetic traced
+    mode: Literal["retrieve", "whole", "auto"] = "retrieve"
+    #: the largest corpus block sent whole (Anthropic's rule of thumb: 200,000 tokens, ~500 pages)
+    max_tokens: int = Field(200_000, ge=1)
+
+
+class AttachPolicy(_Strict):
+    """Files the user attached (the spec's case 4: the user handed you the source)."""
+
+    #: an attachment goes in whole when its block fits this many tokens; None = the evidence budget
+    whole_max_tokens: int | None = Field(None, ge=1)
+    #: when it does not fit, it is chunked like `docket index` does, then ranked and packed
+    chunk_size: int = Field(300, ge=16)
+    overlap: int = Field(40, ge=0)
+    #: files larger than this are refused (a 20 MB PDF is rarely the whole intent)
+    max_bytes: int = Field(20_000_000, ge=1)
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> AttachPolicy:
+        if self.overlap >= self.chunk_size // 2:
+            raise ValueError(f"attach.overlap must be less than half of attach.chunk_size ({self.chunk_size}), "
+                             f"got {self.overlap}")
+        return self
+
+
+class RoutePolicy(_Strict):
+    """A routing step before retrieval: does the request need the corpus at all? (case 3)."""
+
+    enabled: bool = False
+    #: with a router generator configured: "unsure" asks it when the rules are not sure, "always"
+    #: asks it every time, "never" keeps to the rules
+    llm: Literal["unsure", "always", "never"] = "unsure"
+    #: the system message of a brief without evidence
+    role: str = "You are a careful, helpful assistant."
+
+
+class CachePolicy(_Strict):
+    """Prompt caching: breakpoints in the Anthropic request and the cost report of every brief."""
+
+    #: Anthropic `cache_control` after the system prompt, and after the corpus in whole-corpus mode
+    breakpoints: bool = True
+    #: USD per million input tokens, for the brief's cost report (the spec's worked example: 3.00)
+    price: float = Field(3.0, ge=0.0)
+    #: cached-read and cache-write multipliers of the input price (Anthropic's 5-minute cache)
+    read: float = Field(0.1, ge=0.0)
+    write: float = Field(1.25, ge=0.0)
+    #: providers cache a prefix only from this length (OpenAI, and Anthropic's Sonnet: 1,024)
+    min_tokens: int = Field(1024, ge=0)
 
 
 class Policy(_Strict):
@@ -251,12 +325,21 @@ class Policy(_Strict):
     render: RenderPolicy = Field(default_factory=RenderPolicy)
     brief: BriefPolicy = Field(default_factory=BriefPolicy)
     history: HistoryPolicy = Field(default_factory=HistoryPolicy)
+    model: ModelPolicy = Field(default_factory=ModelPolicy)
+    corpus: CorpusPolicy = Field(default_factory=CorpusPolicy)
+    attach: AttachPolicy = Field(default_factory=AttachPolicy)
+    route: RoutePolicy = Field(default_factory=RoutePolicy)
+    cache: CachePolicy = Field(default_factory=CachePolicy)
     as_of: Date | None = None
 
     @model_validator(mode="after")
     def _sane(self) -> Policy:
         if not self.brief.refusal.strip():
             raise ValueError("brief.refusal must not be empty")
+        window = self.model.context_window
+        if window is not None and self.pack.input_target > window:
+            raise ValueError(f"pack.input_target {self.pack.input_target} is larger than model.context_window {window}; "
+                             "lower it or pick the right model")
         return self
 
     def not_found_floor(self) -> tuple[float | None, str]:
@@ -298,8 +381,10 @@ MOVE_NAMES = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "c
 
 
 def load_policy_dict(data: dict[str, Any], where: str = "policy") -> Policy:
+    from docket.presets import fill_from_preset
+
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(fill_from_preset(data))
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))

@@ -23,6 +23,7 @@ import numpy as np
 from docket.brief.result import Brief
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError, UnavailableError
+from docket.llm.base import Generator
 from docket.model import Candidate
 from docket.policy import Policy
 from docket.safeio import clean_question
@@ -125,13 +126,17 @@ def ask(
     budget: int | None = None,
     floor: float | None = None,
     as_of: Date | None = None,
+    whole_corpus: bool | None = None,
+    router: Generator | None = None,
 ) -> tuple[list[Candidate], Brief]:
     """Retrieve, then assemble through the principal-scoped view. Returns (candidates, Brief).
 
     A thin wrapper over `docket.api.Session.ask`, which holds the logic (kept for callers of
-    this function)."""
+    this function). First docket.modes decides whether to retrieve at all (routing, the whole
+    readable corpus); when it does not, no search runs and the candidates are empty."""
     from docket.api import Session
 
     session = Session(store, policy=policy, embedder=embedder or embedder_for(store))
-    res = session.ask(question, filters=filters, k=k, mode=mode, budget=budget, floor=floor, as_of=as_of)
+    res = session.ask(question, filters=filters, k=k, mode=mode, budget=budget, floor=floor, as_of=as_of,
+                      whole_corpus=whole_corpus, router=router)
     return res.candidates, res.brief

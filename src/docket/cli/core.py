@@ -44,10 +44,19 @@ def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
 
 @app.command("assemble")
 def assemble_cmd(
-    store: Annotated[Path, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).", callback=opt.input_file)],
     question: Annotated[str, typer.Option("--question", "-q", help="The user's question.", callback=opt.question)],
+    store: Annotated[Path | None, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).",
+                                               callback=opt.input_file)] = None,
     candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.',
                                                     callback=opt.input_file)] = None,
+    files: Annotated[list[Path] | None, typer.Option(
+        "--file", help="A file the user attached (pdf, docx, md, html, txt; repeatable): it is the context, sent whole "
+        "when it fits and searched inside when not. Replaces --store.", callback=opt.input_file)] = None,
+    whole_corpus: opt.WholeCorpus = None,
+    model_preset: opt.ModelPreset = None,
+    route: opt.Route = False,
+    route_llm: opt.RouteLlm = None,
+    html_path: opt.Html = None,
     budget: opt.Budget = None,
     floor: opt.Floor = None,
     policy_path: opt.PolicyPath = None,
@@ -64,26 +73,35 @@ def assemble_cmd(
     groups: Annotated[list[str] | None, typer.Option("--groups", help="The principal's groups (comma-separated).")] = None,
     history: opt.History = None,
 ) -> None:
-    """Assemble the brief for one question from a chunk file (and optional ranked candidates)."""
+    """Assemble the brief for one question from a chunk file (and optional ranked candidates), or
+    from files the user attached."""
     from docket.api import Session
     from docket.history import load_history
 
-    opt.requires(model, llm, "--model", "--llm")
+    opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
     opt.requires(strip_links, llm, "--strip-links", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []
                                          for g in item.split(",") if g.strip())) if principal is not None else None
-    policy = load_policy_with(policy_path, fmt)
+    policy = opt.mode_policy(load_policy_with(policy_path, fmt), model_preset, route, route_llm)
     turns = load_history(history) if history else None
-    chunks = load_chunks(store)
-    check_chunks(chunks)
-    mem = MemoryStore(chunks)
+    if files and (store is not None or candidates is not None):
+        raise InputError("an attached file is the context: give --file or --store/--candidates, not both", field="--file")
+    if not files and store is None:
+        raise InputError("is needed (or attach files with --file)", field="--store")
+    mem = MemoryStore([])
+    if store is not None:
+        chunks = load_chunks(store)
+        check_chunks(chunks)
+        mem = MemoryStore(chunks)
     cands = load_candidates(candidates, mem) if candidates else None
     session = Session(mem, policy=policy)
     brief = session.assemble(question, cands, store=mem, history=turns, principal=who, budget=budget, floor=floor,
-                             as_of=parse_date(as_of))
+                             as_of=parse_date(as_of), attachments=list(files or []) or None, whole_corpus=whole_corpus,
+                             router=opt.router_for(route_llm, model))
+    opt.write_html(html_path, brief, brief.ranked)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
         from docket.cli.answer_show import answer_cli
 
@@ -146,6 +164,16 @@ def budget_cmd(
                                                       "turns), capped by the policy's history budget, instead of --history.",
                                                       callback=opt.input_file)] = None,
     policy_path: opt.PolicyPath = None,
+    corpus_tokens: Annotated[int | None, typer.Option(
+        "--corpus-tokens", help="Compare sending a corpus of this many tokens in every prompt (uncached and "
+        "cached) with retrieval at the input target.", callback=opt.positive)] = None,
+    cache_read: Annotated[float, typer.Option("--cache-read", help="Cached-read multiplier of the input price.",
+                                              callback=opt.finite(0.0))] = 0.1,
+    cache_write: Annotated[float, typer.Option("--cache-write", help="Cache-write multiplier of the input price.",
+                                               callback=opt.finite(0.0))] = 1.25,
+    cache_ttl: Annotated[float, typer.Option("--cache-ttl", help="Minutes a cached prefix lives without a hit.",
+                                             callback=opt.finite(0.0, lo_open=True))] = 5.0,
+    model_preset: opt.ModelPreset = None,
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
     from docket.brief import layout
@@ -172,6 +200,15 @@ def budget_cmd(
         history = kept.tokens
         console.print(f"history: {len(kept.messages)} of {kept.given} turn(s) kept, {kept.tokens} tokens "
                       f"(history budget {pol.history.max_tokens}; newest kept word for word)", soft_wrap=True)
+    if model_preset is not None:
+        from docket.presets import get_preset
+
+        pre = get_preset(model_preset, field="--model-preset")
+        input_target, answer_reserve = pre.input_target, pre.answer_reserve
+        console.print(f"preset {model_preset} ({pre.label}): input target {pre.input_target:,}, answer reserve "
+                        f"{pre.answer_reserve:,}, window {pre.context_window:,}, counter {pre.tokenizer}"
+                        + ("" if pre.tokenizer_exact else " (a stand-in)") + f" · source: {pre.source} ({pre.checked})",
+                        soft_wrap=True, markup=False)
     if system is None:
         ctx = Context(question="", store=MemoryStore([]), policy=pol, counter=default_counter())
         system = ctx.tokens(layout.system_text(ctx, "xml")) + ctx.tokens(layout.format_text(ctx))
@@ -194,6 +231,8 @@ def budget_cmd(
     extra = 1_000 * per_day / 1e6 * price
     console.print(f"+1,000 evidence tokens at USD {price}/M and {per_day:,} queries/day: USD {extra:,.0f}/day, "
                   f"USD {extra * 30:,.0f}/month", soft_wrap=True)
+    if corpus_tokens is not None:
+        _print_corpus_comparison(console, corpus_tokens, input_target, price, cache_read, cache_write, per_day, cache_ttl)
     if store is not None:
         if not ask:
             raise InputError("is needed with --store", field="--question")
@@ -209,3 +248,58 @@ def budget_cmd(
                         str(default_counter().count(render_passage(p, label, pol.render).block)))
         console.print(fit)
         console.print(f"documents block: {brief.tokens['documents']} tokens, found: {brief.found}")
+
+
+def _print_corpus_comparison(console: Console, corpus: int, rag: int, price: float, read: float, write: float,
+                             per_day: int, ttl: float) -> None:
+    """The spec's arithmetic: the whole corpus in every prompt against retrieval."""
+    from docket.modes.caching import whole_vs_retrieval
+
+    r = whole_vs_retrieval(corpus_tokens=corpus, rag_tokens=rag, price=price, read=read, write=write, per_day=per_day,
+                           ttl_minutes=ttl)
+    t = Table(title=f"Whole corpus ({corpus:,} tokens) in every prompt vs retrieval ({rag:,}-token prompt), "
+                    f"input at USD {price:g}/M")
+    for col in ("", "per 1,000 queries", f"per day at {per_day:,}"):
+        t.add_column(col, justify="right" if col else "left")
+    names = {"whole_uncached": "whole corpus, uncached", "whole_cached": f"whole corpus, cached (reads x{read:g})",
+             "whole_cached_with_writes": f"whole corpus, cached + writes (x{write:g})",
+             "retrieval": f"retrieval, {rag:,}-token prompt"}
+    for key, name in names.items():
+        t.add_row(name, f"USD {r['per_1000'][key]:,.2f}", f"USD {r['per_day'][key]:,.2f}")
+    console.print(t)
+    ratio = r["cached_over_retrieval"]
+    if ratio is not None:
+        console.print(f"with a warm cache the whole corpus costs {ratio:,.2f} times as much per query as retrieval; "
+                      f"they cost the same at a corpus of {r['break_even_corpus_tokens']:,.0f} tokens", soft_wrap=True)
+    be = r["break_even_queries_per_day"]
+    if be is None:
+        console.print("caching never pays at these multipliers (a cached read costs as much as an uncached one)")
+    else:
+        console.print(f"break-even traffic: caching the corpus costs less than not caching it from {be:,.0f} queries a "
+                      f"day (arrivals spread at random over the day, a {ttl:g}-minute cache); at {per_day:,} a day "
+                      f"{r['miss_rate']:.2%} of queries rewrite the cache", soft_wrap=True)
+
+
+@app.command("presets")
+def presets_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print every preset with its sources as JSON.")] = False,
+) -> None:
+    """The model presets `--model-preset` takes: window, input target, answer reserve, counter, source."""
+    from docket.presets import presets
+
+    items = presets()
+    if as_json:
+        emit_json({name: p.to_json() for name, p in items.items()})
+        return
+    t = Table(title="Model presets (docket/data/presets.toml)")
+    for col in ("preset", "model", "window", "input target", "answer reserve", "evidence", "counter", "checked"):
+        t.add_column(col, justify="right" if col in ("window", "input target", "answer reserve") else "left",
+                     no_wrap=col == "preset")
+    for name, p in items.items():
+        t.add_row(name, p.label, f"{p.context_window:,}", f"{p.input_target:,}", f"{p.answer_reserve:,}",
+                  f"{p.evidence_min:,}-{p.evidence_max:,}", p.tokenizer + ("" if p.tokenizer_exact else " (stand-in)"),
+                  p.checked)
+    console = Console()
+    console.print(t)
+    for name, p in items.items():
+        console.print(f"{name}: {p.source}", soft_wrap=True, markup=False)

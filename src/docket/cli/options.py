@@ -28,6 +28,7 @@ import typer
 
 from docket.errors import InputError
 from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
+from docket.policy import Policy
 
 Callback = Callable[..., Any]
 
@@ -246,6 +247,17 @@ StripLinks = Annotated[bool, typer.Option(
 History = Annotated[Path | None, typer.Option("--history", help="Earlier chat turns: a JSON list (or JSONL) of "
                                               "{role, content}, oldest first; capped by the policy's [history].",
                                               callback=input_file)]
+WholeCorpus = Annotated[bool | None, typer.Option(
+    "--whole-corpus/--retrieve", help="Send everything the asker may read instead of retrieving (an error when it does "
+    "not fit corpus.max_tokens); --retrieve forces retrieval. Default: the policy's corpus.mode.")]
+ModelPreset = Annotated[str | None, typer.Option(
+    "--model-preset", help="Budget preset for a model (gpt-4o, claude-sonnet, llama-3.1-8b, gemini-1.5-pro, ...; "
+    "`docket presets` lists them): input target, answer reserve, context window, token counter.")]
+Html = Annotated[Path | None, typer.Option("--html", help="Also write the trace as one self-contained HTML page.")]
+Route = Annotated[bool, typer.Option("--route", help="Decide first whether the request needs the documents at all "
+                                     "(route.enabled); no_retrieve gives a brief without evidence.")]
+RouteLlm = Annotated[str | None, typer.Option("--route-llm", help="Let this model (a --llm URL) decide what the "
+                                              "routing rules are unsure of (implies --route).")]
 
 
 def requires(value: object, other: object, name: str, other_name: str) -> None:
@@ -258,3 +270,34 @@ def check_budget(budget: int | None) -> None:
     """Kept for callers outside the CLI options (the callback on `Budget` does this at parse time)."""
     if budget is not None and budget < 1:
         raise InputError(f"must be a positive number of tokens, got {budget}", field="--budget")
+
+
+def mode_policy(policy: Policy, preset: str | None, route: bool, route_llm: str | None) -> Policy:
+    """The policy with `--model-preset` and `--route` applied."""
+    from docket.presets import apply_preset, get_preset
+
+    if preset is not None:
+        get_preset(preset, field="--model-preset")
+        policy = apply_preset(policy, preset)
+    if route or route_llm:
+        policy = policy.updated(route={"enabled": True})
+    return policy
+
+
+def router_for(route_llm: str | None, model: str | None = None) -> object | None:
+    if not route_llm:
+        return None
+    from docket.llm import generator_from_url
+
+    return generator_from_url(route_llm, model)
+
+
+def write_html(path: Path | None, brief: object, candidates: object = None) -> None:
+    if path is None:
+        return
+    from docket.trace_html import render_trace
+
+    try:
+        path.write_text(render_trace(brief, candidates), encoding="utf-8")  # type: ignore[arg-type]
+    except OSError as e:
+        raise InputError(f"cannot be written ({e.strerror})", where=str(path), field="--html") from None

@@ -71,3 +71,20 @@ def print_brief(console: Console, brief: Brief, *, explain: bool = True, prompt:
         f"(text {tk['passage_text']}, tags {tk['tags']}) · question {tk['question']} · format {tk['format']} · "
         f"total {tk['total']}"
     )
+    print_mode(console, brief)
+
+
+def print_mode(console: Console, brief: Brief) -> None:
+    """How the context was chosen, what a prompt cache holds of it, and which counter counted."""
+    parts = [f"mode: {brief.mode}"]
+    cache = brief.cache
+    if cache:
+        usd = cache["usd_per_query"]
+        parts.append(f"cacheable prefix ({cache['prefix']}): {cache['cacheable_tokens']:,} of {cache['prefix_tokens']:,} "
+                     f"tokens · USD/query at {cache['price_per_m']}/M: {usd['uncached']:.6f} uncached, "
+                     f"{usd['cached']:.6f} warm cache, {usd['first_call']:.6f} first call")
+    tok = brief.tokenizer
+    if tok:
+        parts.append(f"counter: {tok['counter']}" + (f" ({tok['note']})" if tok.get("note") else
+                                                      f" (exact for {tok['model']})" if tok.get("model") else ""))
+    console.print(escape(" · ".join(parts)), soft_wrap=True)

@@ -256,6 +256,11 @@ def ask_cmd(
     allow_domain: opt.AllowDomain = None,
     strip_links: opt.StripLinks = False,
     history: opt.History = None,
+    whole_corpus: opt.WholeCorpus = None,
+    model_preset: opt.ModelPreset = None,
+    route: opt.Route = False,
+    route_llm: opt.RouteLlm = None,
+    html_path: opt.Html = None,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
     from docket.api import Session
@@ -263,7 +268,7 @@ def ask_cmd(
     from docket.cli.show import print_brief, print_ranking
     from docket.history import load_history
 
-    opt.requires(model, llm, "--model", "--llm")
+    opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
     opt.requires(strip_links, llm, "--strip-links", "--llm")
     if groups and not principal:
@@ -274,14 +279,17 @@ def ask_cmd(
     filter_docs = _split(doc, "--doc")
     filter_types = _split(source_type, "--source-type")
     filter_statuses = tuple(s.lower() for s in _split(status, "--status"))
-    policy = load_policy_with(policy_path)
+    policy = opt.mode_policy(load_policy_with(policy_path), model_preset, route, route_llm)
+    router = opt.router_for(route_llm, model)
     turns = load_history(history) if history else None
     filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
                       date_from=date_from, date_to=date_to)
     with Session.open(db, policy=policy) as session:
         res = session.ask(question, principal=principal, groups=_split(groups), filters=filters, k=candidates,
-                          mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of))
+                          mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of),
+                          whole_corpus=whole_corpus, router=router)
     ranked, brief = res.candidates, res.brief
+    opt.write_html(html_path, brief, ranked)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
         from docket.cli.answer_show import answer_cli
 
