@@ -112,7 +112,7 @@ def cases(draw: st.DrawFn) -> Case:
             }
             if draw(st.booleans()):
                 rec["source_type"] = h() + canary("fenced")
-            trust = draw(st.sampled_from([None, "trusted", "untrusted"]))
+            trust = draw(st.sampled_from([None, "trusted", "untrusted", "user-provided"]))
             if trust:
                 rec["trust"] = trust
             if draw(st.booleans()):
@@ -291,7 +291,7 @@ def check(name: str, case: Case) -> None:
     # documents, labels, status and trust are the truth
     assert [d.label for d in reading.docs] == [f"S{n}" for n in range(1, len(passages) + 1)]
     for d, p in zip(reading.docs, passages):
-        assert d.trust == ("untrusted" if p.untrusted else "trusted")
+        assert d.trust == p.trust_level  # untrusted if any chunk is, else user-provided if any is, else trusted
         lim = formats.field_limit("status", limit)
         assert d.status == (fmt.value(p.first.status, lim) if isinstance(fmt, formats.LinesFormat) else one_line(p.first.status, lim))
         text = sanitize(p.text)[0].strip()

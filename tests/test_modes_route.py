@@ -160,3 +160,13 @@ def test_bad_route_settings_name_the_field(settings_, field):
     with pytest.raises(InputError) as e:
         load_policy_dict({"route": settings_}, where="p.toml")
     assert field in str(e.value)
+
+
+def test_an_answer_to_a_no_retrieve_brief_has_nothing_to_cite():
+    from docket.check import check_answer
+
+    b = assemble("Make this email friendlier: Hi Tom, send the report now.", store=STORE, policy=ON, embedder=EMB)
+    answer = "Hi Tom, could you please send the report when you have a moment? Thanks!"
+    assert check_answer(answer, b).clean and check_answer(answer, b.to_json()).clean
+    invented = check_answer("Our refund window is 30 days [S1].", b)
+    assert invented.unknown_labels == ["S1"]  # labels and links are still checked

@@ -62,6 +62,8 @@ class BriefSources:
     sources: dict[str, dict[str, Any]]
     refusal: str
     found: bool = True
+    #: "no_retrieve": a brief without documents (docket.modes): nothing to cite, so no sentence is "uncited"
+    mode: str = "retrieve"
 
     def evidence(self, label: str) -> str:
         """The passage text plus the header metadata the model also saw (title, section, date...)."""
@@ -76,7 +78,8 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     Bad input raises `InputError` naming the file and the field at fault.
     """
     if hasattr(brief, "sources") and hasattr(brief, "refusal") and not isinstance(brief, Mapping):
-        return BriefSources(dict(brief.sources), str(brief.refusal or DEFAULT_REFUSAL), bool(getattr(brief, "found", True)))
+        return BriefSources(dict(brief.sources), str(brief.refusal or DEFAULT_REFUSAL), bool(getattr(brief, "found", True)),
+                            str(getattr(brief, "mode", "retrieve")))
     data: Any = brief
     if isinstance(brief, Path) or (isinstance(brief, str) and not brief.lstrip().startswith("{")):
         path = Path(brief)
@@ -108,7 +111,7 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     refusal = data.get("refusal", DEFAULT_REFUSAL)
     if not isinstance(refusal, str):
         raise InputError("must be a string", where=where or "brief", field="refusal")
-    return BriefSources(clean, refusal or DEFAULT_REFUSAL, bool(data.get("found", True)))
+    return BriefSources(clean, refusal or DEFAULT_REFUSAL, bool(data.get("found", True)), str(data.get("mode") or "retrieve"))
 
 
 # -- the judge --------------------------------------------------------------------------------
@@ -313,7 +316,8 @@ def check_answer(
         if s.kind != "claim":
             continue
         if not s.labels:
-            report.uncited_sentences.append(s.text)
+            if bs.mode != "no_retrieve":
+                report.uncited_sentences.append(s.text)
             continue
         known = [lab for lab in s.labels if lab in bs.sources]
         if not known:
