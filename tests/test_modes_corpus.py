@@ -135,6 +135,11 @@ def test_whole_corpus_through_ask_on_a_sqlite_store_skips_retrieval(tmp_path):
         _, b2 = ask(st, "How much leave?", filters=Filters(principal=hr), whole_corpus=True)
         assert [s["doc"] for s in b2.sources.values()] == ["a.md", "b.md"]
         assert b2.cache["prefix_key"] != b.cache["prefix_key"]
+        # a write changes the store's generation: the remembered block is not reused
+        (tmp_path / "c.md").write_text("# Travel\n\nTrains for trips under 500 km.\n", encoding="utf-8")
+        index_paths(st, [tmp_path / "c.md"], IndexOptions(embedder=EMB))
+        _, b3 = ask(st, "How much leave?", whole_corpus=True)
+        assert [s["doc"] for s in b3.sources.values()] == ["a.md", "c.md"]
     finally:
         st.close()
 

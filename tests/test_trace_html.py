@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from docket.assemble import assemble, rank_by_cosine
 from docket.demo import REFUND_QUESTION, nimbus_chunks, nimbus_path
@@ -50,6 +52,24 @@ def test_hostile_text_cannot_add_markup_or_script():
     csp = soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"]
     assert "default-src 'none'" in csp and "script-src" not in csp
     assert "http" not in "".join(str(t) for t in soup.find_all(["link", "script", "img"]))
+
+
+TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td", "code",
+        "div", "span", "pre", "a"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(list("<>&\"'=/ ab!-") + ["<script>", "</pre>", "<img src=x onerror=alert(1)>", "<!--",
+                                                          "-->", "<![CDATA[", "&#60;", "\u2028"]),
+                min_size=1, max_size=30).map("".join))
+def test_no_text_adds_an_element(text):
+    chunks = [Chunk(id="a" + str(len(text)), doc="d" + text, text=text + " refund", title=text, section=text, position=0)]
+    brief = assemble("refund " + text, rank_by_cosine("refund", chunks, EMB), store=MemoryStore(chunks), embedder=EMB,
+                     floor=-1.0)
+    soup = parse(render_trace(brief, brief.ranked, title=text))
+    assert {t.name for t in soup.find_all(True)} <= TAGS
+    assert len(soup.select("tr.candidate")) == 1 and len(soup.select("div.source")) == len(brief.sources)
+    assert all(a["href"].startswith("#src-S") for a in soup.find_all("a"))
 
 
 def test_every_candidate_once_with_its_fate():

@@ -18,6 +18,7 @@ The block is built once per store generation and readable set and reused across 
 from __future__ import annotations
 
 import hashlib
+import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -120,6 +121,7 @@ def block_of(chunks: list[Chunk], left_out: dict[str, int], ctx: Context) -> Cor
 
 # one block per (store generation, readable set, rendering): built once, reused across questions
 _MEMO: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], CorpusBlock]] = weakref.WeakKeyDictionary()
+_MEMO_LOCK = threading.Lock()  # the service assembles from several threads
 
 
 def _generation(store: Any) -> str | None:
@@ -142,16 +144,18 @@ def corpus_block(store: ChunkLookup, principal: Principal | None, ctx: Context) 
            ctx.policy.order.untrusted_last, ctx.policy.render.model_dump_json(), ctx.counter.name)
     memo: dict[tuple[Any, ...], CorpusBlock] | None = None
     if gen is not None:
-        try:
-            memo = _MEMO.setdefault(inner, {})
-        except TypeError:  # not weak-referenceable
-            memo = None
-    if memo is not None and key in memo:
-        return memo[key]
+        with _MEMO_LOCK:
+            try:
+                memo = _MEMO.setdefault(inner, {})
+            except TypeError:  # not weak-referenceable: no memo
+                memo = None
+            if memo is not None and key in memo:
+                return memo[key]
     chunks, left = readable(store, principal, ctx)
     block = block_of(chunks, left, ctx)
     if memo is not None:
-        if len(memo) >= 16:
-            memo.pop(next(iter(memo)))
-        memo[key] = block
+        with _MEMO_LOCK:
+            if len(memo) >= 16:  # a few readable sets per store generation
+                memo.pop(next(iter(memo)))
+            memo[key] = block
     return block
