@@ -136,6 +136,7 @@ def test_cli_file_is_repeatable_and_bad_input_is_one_line(tmp_path: Path):
     assert data["sources"]["S2"]["pages"] == [2]
     for args, expect in ((["--file", str(tmp_path / "missing.pdf")], "file not found"),
                          (["--file", str(pdf), "--store", str(tmp_path / "x.jsonl")], "not both"),
+                         (["--file", str(pdf), "--whole-corpus"], "do not apply"),
                          ([], "field '--store'")):
         bad = run("assemble", "-q", "q?", *args)
         assert bad.returncode == 2 and expect in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

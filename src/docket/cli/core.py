@@ -89,6 +89,8 @@ def assemble_cmd(
     turns = load_history(history) if history else None
     if files and (store is not None or candidates is not None):
         raise InputError("an attached file is the context: give --file or --store/--candidates, not both", field="--file")
+    if files and whole_corpus is not None:
+        raise InputError("an attached file is the context: --whole-corpus/--retrieve do not apply", field="--file")
     if not files and store is None:
         raise InputError("is needed (or attach files with --file)", field="--store")
     mem = MemoryStore([])
