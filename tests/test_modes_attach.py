@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from cli_run import run
 from office_files import encrypt_pdf, make_docx, make_pdf
 
 from docket.assemble import assemble
@@ -120,7 +121,7 @@ def test_bad_files_are_one_clear_error(tmp_path: Path, name, data, expect):
     assert msg.startswith(name) and expect in msg and "\n" not in msg
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "docket", *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "COLUMNS": "200"})
 
@@ -142,7 +143,7 @@ def test_cli_file_is_repeatable_and_bad_input_is_one_line(tmp_path: Path):
         assert bad.returncode == 2 and expect in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     locked = tmp_path / "locked.pdf"
     locked.write_bytes(encrypt_pdf(make_pdf(PAGES)))
-    bad = run("assemble", "-q", "q?", "--file", str(locked))
+    bad = run_process("assemble", "-q", "q?", "--file", str(locked))  # the real entry point, once
     assert bad.returncode == 2 and "encrypted PDF" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 

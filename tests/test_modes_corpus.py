@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from cli_run import run
 
 from docket.assemble import assemble
 from docket.embed import HashEmbedder
@@ -195,11 +192,6 @@ def test_the_spec_worked_example_and_the_break_evens():
     assert 0.1 + 1.15 * miss == pytest.approx(1.0)
     assert caching.break_even_per_day(read=1.0, write=1.25, ttl_minutes=5) is None
     assert caching.break_even_per_day(read=0.1, write=1.0, ttl_minutes=5) == 0.0
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "docket", *args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_budget_prints_the_spec_comparison():

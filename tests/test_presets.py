@@ -4,12 +4,10 @@ the model's tokenizer used where it ships offline and named as a stand-in where 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
+from cli_run import run
 
 from docket.assemble import assemble
 from docket.demo import REFUND_QUESTION, nimbus_chunks, nimbus_path
@@ -76,11 +74,6 @@ def test_counters_exact_or_named_as_stand_ins():
     g = assemble(REFUND_QUESTION, store=MemoryStore(chunks), policy=apply_preset(Policy(), "gpt-4-turbo"), embedder=emb)
     assert g.tokenizer == {"counter": "cl100k_base", "model": "GPT-4 Turbo", "preset": "gpt-4-turbo", "exact": True}
     assert g.tokens["system"] == counter_named("cl100k_base").count(g.system)
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "docket", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "200"})
 
 
 def test_cli_model_preset():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
+from cli_run import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,13 +99,11 @@ def test_fates_cover_copies_and_untouched_candidates():
 
 def test_cli_writes_the_page(tmp_path: Path):
     out = tmp_path / "trace.html"
-    proc = subprocess.run([sys.executable, "-m", "docket", "assemble", "--store", nimbus_path(), "-q", REFUND_QUESTION,
-                           "--html", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    proc = run("assemble", "--store", nimbus_path(), "-q", REFUND_QUESTION, "--html", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     soup = parse(out.read_text(encoding="utf-8"))
     assert len(soup.select("tr.candidate")) == 8  # assemble ranked the whole store itself
-    bad = subprocess.run([sys.executable, "-m", "docket", "assemble", "--store", nimbus_path(), "-q", "q",
-                          "--html", str(tmp_path / "no" / "such" / "dir.html")], capture_output=True, text=True, timeout=120)
+    bad = run("assemble", "--store", nimbus_path(), "-q", "q", "--html", str(tmp_path / "no" / "such" / "dir.html"))
     assert bad.returncode == 2 and "--html" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
