@@ -75,9 +75,10 @@ def test_principals_whose_readable_sets_differ_never_share_a_block():
     assert anon.cache["prefix_key"] != staff.cache["prefix_key"]
     other = Principal("bob", frozenset({"group:sales"}))  # reads the same as anonymous: same block, shared cache
     assert whole("salaries?", st, principal=other).cache["prefix_key"] == anon.cache["prefix_key"]
-    # through a scoped view (what `ask` passes), the view's principal decides
-    viewed = whole("salaries?", ScopedView(st, hr))
-    assert viewed.documents == staff.documents
+    # through a scoped view with its principal (what `ask` passes): the same block
+    assert whole("salaries?", ScopedView(st, hr), principal=hr).documents == staff.documents
+    # a view read without a principal is read anonymously: views only ever narrow
+    assert whole("salaries?", ScopedView(st, hr)).documents == anon.documents
 
 
 def test_explicit_whole_corpus_that_does_not_fit_is_one_clear_error():

@@ -27,8 +27,8 @@ from typing import Any
 from docket.brief.render import render_all
 from docket.context import Context
 from docket.model import Chunk, Passage
-from docket.store.base import ChunkLookup, VersionInfo, version_in_force
 from docket.store.access import Principal, may_read
+from docket.store.base import ChunkLookup, VersionInfo, version_in_force
 from docket.store.protocol import ScopedView
 
 
