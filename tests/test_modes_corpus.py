@@ -232,3 +232,21 @@ def test_cli_whole_corpus_and_its_errors(tmp_path):
     pol.write_text('[corpus]\nmode = "everything"\n', encoding="utf-8")
     bad = run("assemble", "--store", nimbus_path(), "-q", "payouts?", "--policy", str(pol))
     assert bad.returncode == 2 and "corpus.mode" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_breakpoints_reach_the_wire():
+    pytest.importorskip("anthropic")
+    from test_llm_anthropic import FakeAnthropic
+
+    from docket.llm.anthropic_gen import AnthropicGenerator
+
+    api = FakeAnthropic()
+    try:
+        gen = AnthropicGenerator("claude-test", api_key="k", base_url=api.url, timeout=5)
+        gen.answer_brief(whole("Which policies mention travel?"), max_tokens=50)
+        body = api.requests[0]["body"]
+        assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+        content = body["messages"][0]["content"]
+        assert [("cache_control" in b) for b in content] == [False] * (len(content) - 2) + [True, False]
+    finally:
+        api.close()

@@ -294,7 +294,8 @@ def ask_cmd(
         from docket.cli.answer_show import answer_cli
 
         def show(console: Console) -> None:
-            print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
+            if ranked:  # no retrieval ran (routing, the whole corpus): nothing was ranked
+                print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
             print_brief(console, brief, explain=explain)
 
         raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json, print_brief=show,
@@ -303,5 +304,6 @@ def ask_cmd(
         emit_json(brief.to_json())
         return
     console = Console()
-    print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
+    if ranked:  # no retrieval ran (routing, the whole corpus): nothing was ranked
+        print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
     print_brief(console, brief, explain=explain)
