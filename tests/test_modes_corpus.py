@@ -73,6 +73,11 @@ def test_principals_whose_readable_sets_differ_never_share_a_block():
     assert "hr-1" in [c for s in staff.sources.values() for c in s["chunks"]]
     assert "hr-1" not in [c for s in anon.sources.values() for c in s["chunks"]]
     assert anon.cache["prefix_key"] != staff.cache["prefix_key"]
+    assert anon.cache["readable_key"] != staff.cache["readable_key"]
+    # two chunks that read the same but are different records: the same text, different readable sets
+    twin = MemoryStore([chunk("a", "d", "Same words."), chunk("b", "d2", "Same words.", acl=("group:x",))])
+    x = Principal("xena", frozenset({"x"}))
+    assert whole("q?", twin).cache["readable_key"] != whole("q?", twin, principal=x).cache["readable_key"]
     other = Principal("bob", frozenset({"group:sales"}))  # reads the same as anonymous: same block, shared cache
     assert whole("salaries?", st, principal=other).cache["prefix_key"] == anon.cache["prefix_key"]
     # through a scoped view with its principal (what `ask` passes): the same block

@@ -84,8 +84,10 @@ def whole_corpus_brief(ctx: Context, principal: Principal | None, *, explicit: b
     why = f"{arithmetic}: the whole readable corpus ({block.documents} document(s), {len(block.passages)} chunk(s)) " \
           "goes in, in document order; no retrieval" + (f" (left out: {left})" if left else "")
     ctx.trace.add("corpus", "whole", [], why, **numbers)
-    brief = build_brief(list(block.passages), ctx, block.tokens)
-    return finish(brief, ctx, mode=WHOLE_CORPUS)
+    brief = finish(build_brief(list(block.passages), ctx, block.tokens), ctx, mode=WHOLE_CORPUS)
+    if brief.cache:  # which readable set the block holds: differs whenever the set differs, even in ids only
+        brief.cache["readable_key"] = block.readable_key[:16]
+    return brief
 
 
 # --- attachments -----------------------------------------------------------------------------
