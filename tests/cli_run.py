@@ -1,5 +1,6 @@
 """Run a `docket` command in this process (no interpreter start-up, the embedder loaded once),
-with the same exit codes and the one-line error `docket.cli.main` prints for a DocketError."""
+with the exit codes and one-line errors of `docket.cli.main` (a DocketError, or a usage error
+such as a bad option value, printed as `docket: error: ...`)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,21 @@ class Result:
 
 
 def run(*args: str, columns: int = 200) -> Result:
+    from docket import cli
+
     _register()
-    r = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)}, catch_exceptions=True)
-    if isinstance(r.exception, DocketError):
-        return Result(2, r.stdout, f"docket: error: {r.exception}\n")
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return Result(r.exit_code, r.stdout, r.stderr)
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)}, catch_exceptions=True,
+                           standalone_mode=False)
+    e = r.exception
+    if isinstance(e, DocketError):
+        return Result(2, r.stdout, f"docket: error: {e}\n")
+    if e is not None and hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):
+        usage_line = getattr(cli, "_usage_line", None)
+        text = usage_line(e) if usage_line else " ".join(e.format_message().split())
+        return Result(e.exit_code, r.stdout, f"docket: error: {text}\n")
+    if isinstance(e, SystemExit):
+        return Result(int(e.code or 0), r.stdout, r.stderr)
+    if e is not None:
+        raise e
+    rc = r.return_value
+    return Result(rc if isinstance(rc, int) else 0, r.stdout, r.stderr)

@@ -375,8 +375,8 @@ class Policy(_Strict):
         return load_policy_dict(data, where="policy")
 
 
-SECTIONS = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order", "render", "brief",
-            "history")
+#: every section of the policy (a new section is one field of Policy, nothing else to list)
+SECTIONS = tuple(name for name in Policy.model_fields if name != "as_of")
 MOVE_NAMES = ("rescore", "answerable", "versions", "dedup", "expand", "pack", "compress", "order")
 
 

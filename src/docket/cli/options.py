@@ -27,8 +27,8 @@ from typing import Annotated, Any
 import typer
 
 from docket.errors import InputError
-from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
 from docket.policy import Policy
+from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
 
 Callback = Callable[..., Any]
 

@@ -6,7 +6,8 @@ corpus ("which policies mention travel?") become answerable. What goes in:
 
 * exactly the chunks this principal may read (the ACL rule of docket.store), nothing else, so
   two principals whose readable sets differ get different blocks and different cache keys;
-* of each document, the version in force (the policy's `as_of`, or status), as Move 1 decides;
+* of each document, the version in force on the pinned `as_of` or today, as Move 1 decides
+  (dates named in a question are not applied: the block is the same for every question);
 * untrusted chunks marked as such (left out with `pack.untrusted = "never"`);
 * in document order (document id, version, position; with `order.untrusted_last`, strangers'
   posts after the official documents), labelled S1..Sn in that order, so the block is
@@ -22,6 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date as Date
 from typing import Any
 
 from docket.brief.render import render_all
@@ -79,15 +81,19 @@ def readable(store: ChunkLookup, principal: Principal | None, ctx: Context) -> t
             continue
         by_doc.setdefault(c.doc, {}).setdefault(c.version, (info, []))[1].append(c)
     kept: list[Chunk] = []
-    left = {"retired": 0, "untrusted": 0}
+    left = {"retired": 0, "not_yet": 0, "untrusted": 0}
+    day = as_of_day(ctx)
     for doc in sorted(by_doc):
         versions = by_doc[doc]
-        current = version_in_force([v[0] for v in versions.values()], ctx.policy.as_of)
+        current = version_in_force([v[0] for v in versions.values()], day)
         for ver, (_info, chunks) in versions.items():
             if current is None or ver != current.version:
                 left["retired"] += len(chunks)
                 continue
             for c in sorted(chunks, key=lambda c: (c.position is None, c.position or 0, c.id)):
+                if c.date is not None and c.date > day:  # published after the as-of day: not there yet
+                    left["not_yet"] += 1
+                    continue
                 if c.untrusted and ctx.policy.pack.untrusted == "never":
                     left["untrusted"] += 1
                     continue
@@ -95,6 +101,12 @@ def readable(store: ChunkLookup, principal: Principal | None, ctx: Context) -> t
     if ctx.policy.order.untrusted_last:  # strangers' posts after every official document, as in retrieval
         kept.sort(key=lambda c: c.untrusted)
     return kept, {k: v for k, v in left.items() if v}
+
+
+def as_of_day(ctx: Context) -> Date:
+    """The day whose versions the block holds: the pinned `as_of`, else today (as Move 1 does).
+    Dates in the question are not applied: the block must be the same for every question."""
+    return ctx.policy.as_of or ctx.today
 
 
 def passages_in_order(chunks: list[Chunk]) -> list[Passage]:
@@ -140,7 +152,7 @@ def _generation(store: Any) -> str | None:
 def corpus_block(store: ChunkLookup, principal: Principal | None, ctx: Context) -> CorpusBlock:
     inner, who = _unwrap(store, principal)
     gen = _generation(inner)
-    key = (gen, tuple(sorted(who.keys)) if who else None, ctx.policy.as_of, ctx.policy.pack.untrusted,
+    key = (gen, tuple(sorted(who.keys)) if who else None, as_of_day(ctx), ctx.policy.pack.untrusted,
            ctx.policy.order.untrusted_last, ctx.policy.render.model_dump_json(), ctx.counter.name)
     memo: dict[tuple[Any, ...], CorpusBlock] | None = None
     if gen is not None:
