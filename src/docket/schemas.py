@@ -56,8 +56,26 @@ class CandidateIn(BaseModel):
     vector: list[float] | None = None
 
 
+class AttachmentIn(BaseModel):
+    """A file the user handed over: it is the context (docs/modes.md). Text files as `text`; PDF
+    and DOCX (or any file) as `data_base64`. Exactly one of the two."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=255, description="The file name, e.g. contract.pdf (its type comes "
+                      "from the extension unless `kind` says)")
+    text: str | None = Field(None, description="The content of a Markdown, HTML or text file.")
+    data_base64: str | None = Field(None, description="The file's bytes, base64 (PDF, DOCX or any supported type).")
+    kind: Literal["pdf", "docx", "markdown", "html", "text"] | None = None
+
+
 class _BriefOptions(_Request):
     history: list[ChatMessage] | None = Field(None, description="Earlier turns, oldest first (user / assistant).")
+    attachments: list[AttachmentIn] = Field(default_factory=list, description="Files the user handed over: they are "
+                                            "the context instead of candidates or retrieval.")
+    whole_corpus: bool | None = Field(None, description="true: everything the key may read instead of retrieval (when "
+                                      "it fits corpus.max_tokens); false: retrieve; null: the server policy's "
+                                      "corpus.mode.")
     budget: int | None = Field(None, ge=1, le=1_000_000, description="Evidence budget: tokens of the documents block.")
     floor: float | None = Field(None, ge=-1.0, le=1.0, description="Score floor (cosine) for candidates.")
     as_of: Date | None = Field(None, description="Resolve versions as of this date.")
@@ -74,7 +92,8 @@ class _BriefOptions(_Request):
 
 class AssembleRequest(_BriefOptions):
     question: str = Field(min_length=1)
-    candidates: list[CandidateIn] = Field(description="Your retriever's / reranker's ranking, best first.")
+    candidates: list[CandidateIn] = Field(default_factory=list,
+                                          description="Your retriever's / reranker's ranking, best first.")
 
 
 class FiltersIn(BaseModel):
@@ -145,6 +164,10 @@ class BriefOut(BaseModel):
     conflicts: list[Conflict]
     warnings: list[str]
     anthropic: dict[str, Any] | None
+    mode: str = Field("retrieve", description="retrieve, whole_corpus, attachments or no_retrieve (docs/modes.md)")
+    cache: dict[str, Any] | None = Field(None, description="The cacheable prefix and the cost with and without it.")
+    tokenizer: dict[str, Any] | None = None
+    trace_id: str | None = Field(None, description="GET /v1/trace/{trace_id} shows this brief's trace as a page.")
 
 
 class AnswerOut(BriefOut):

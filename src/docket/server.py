@@ -18,6 +18,8 @@ principal, endpoint, status, timings, token counts; never document or question t
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import os
@@ -50,11 +52,12 @@ from docket.schemas import (
     IndexRequest,
 )
 from docket.store.protocol import Filters, Principal
+from docket.trace_store import TraceStore, candidate_rows
 
 try:
     from fastapi import Depends, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as e:  # pragma: no cover - depends on the environment
@@ -98,6 +101,8 @@ class ServerConfig:
     #: CPU-bound Python, so more threads than cores only interleave under the GIL)
     threads: int = 8
     log_level: str = "info"
+    #: briefs kept per process for GET /v1/trace/{id} (the oldest go first)
+    traces: int = 256
     limits: Limits = field(default_factory=Limits)
 
     def to_json(self) -> str:
@@ -245,6 +250,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
     session = session if session is not None else session_from_config(config)
     limits = config.limits
     metrics = Metrics()
+    traces = TraceStore(config.traces)
     policies: dict[str | None, Policy] = {None: session.policy}
 
     def policy_for(fmt: str | None) -> Policy:
@@ -441,10 +447,37 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             "stages": ms, **(extra or {}),
         })
 
-    def brief_json(brief: Brief, warnings: list[str]) -> dict[str, Any]:
+    def owner_of(ident: Identity) -> str:
+        return f"{ident.key.name}\x00{ident.key.principal}" if ident.key else "anonymous"
+
+    def brief_json(brief: Brief, warnings: list[str], ident: Identity | None = None,
+                   candidates: Any = None) -> dict[str, Any]:
         out = brief.to_json()
         if warnings:
             out["warnings"] = list(out["warnings"]) + warnings
+        if ident is not None:  # kept for GET /v1/trace/{id}, readable by this identity only
+            out["trace_id"] = traces.put(owner_of(ident), dict(out), candidate_rows(candidates))
+        return out
+
+    def attachments_of(req: Any) -> list[Any] | None:
+        """The request's files as docket Attachments (the reading errors come from docket.modes)."""
+        from docket.modes.attach import Attachment
+
+        if not req.attachments:
+            return None
+        out = []
+        for i, a in enumerate(req.attachments):
+            where = f"attachments[{i}]"
+            if (a.text is None) == (a.data_base64 is None):
+                raise ApiError(422, "invalid", "give the file's content as text or as data_base64, exactly one", where)
+            if a.text is not None:
+                data = a.text.encode("utf-8")
+            else:
+                try:
+                    data = base64.b64decode(a.data_base64, validate=True)
+                except (binascii.Error, ValueError):
+                    raise ApiError(422, "invalid", "is not valid base64", f"{where}.data_base64") from None
+            out.append(Attachment(name=a.name, data=data, kind=a.kind))
         return out
 
     def run_ask(req: AskRequest, ident: Identity) -> Any:
@@ -455,7 +488,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                           date_from=f.since, date_to=f.until) if f else None
         return session.ask(req.question, principal=ident.principal, filters=filters, k=req.k, mode=req.mode,
                            history=req.history, policy=policy_for(req.format), budget=req.budget, floor=req.floor,
-                           as_of=req.as_of)
+                           as_of=req.as_of, attachments=attachments_of(req), whole_corpus=req.whole_corpus)
 
     # --- routes -------------------------------------------------------------------------------
     @app.get("/healthz", tags=["ops"])
@@ -495,19 +528,22 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                                f"candidates[{i}].text")
         t0 = time.perf_counter()
         cands, store = _candidates(session, req.candidates, ident.principal)
+        if req.whole_corpus and not req.attachments:  # the corpus is the server's store, as the key may read it
+            store = session.store
         t1 = time.perf_counter()
         brief = session.assemble(req.question, cands, store=store, history=req.history, principal=ident.principal,
-                                 policy=policy_for(req.format), budget=req.budget, floor=req.floor, as_of=req.as_of)
+                                 policy=policy_for(req.format), budget=req.budget, floor=req.floor, as_of=req.as_of,
+                                 attachments=attachments_of(req), whole_corpus=req.whole_corpus)
         ms = {"parse": round((t1 - t0) * 1000, 3), "assemble": round((time.perf_counter() - t1) * 1000, 3)}
         record(request, brief, ms, {"candidates": len(cands)})
-        return JSONResponse(brief_json(brief, ignored_identity_fields(req)))
+        return JSONResponse(brief_json(brief, ignored_identity_fields(req), ident, cands))
 
     @app.post("/v1/ask", response_model=BriefOut, tags=["briefs"])
     def ask_route(req: AskRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
         """Retrieve from the store as the key's principal (public chunks without a key), assemble."""
         res = run_ask(req, ident)
         record(request, res.brief, res.timings, {"candidates": len(res.candidates)})
-        return JSONResponse(brief_json(res.brief, ignored_identity_fields(req)))
+        return JSONResponse(brief_json(res.brief, ignored_identity_fields(req), ident, res.candidates))
 
     @app.post("/v1/answer", response_model=AnswerOut, tags=["answers"],
               responses={200: {"content": {"text/event-stream": {}}}, 502: {"model": ErrorOut},
@@ -526,7 +562,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             t0 = time.perf_counter()
             report = session.generate(res.brief, allowed_domains=req.allowed_domains)
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
-            body = brief_json(res.brief, warnings)
+            body = brief_json(res.brief, warnings, ident, res.candidates)
             body.update(report.to_json())
             if report.error:
                 err = EndpointTimeout(report.error) if report.error_kind == "timeout" else LLMError(report.error)
@@ -538,7 +574,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         rid = request.state.request_id
 
         def events() -> Iterator[str]:
-            yield _sse("brief", brief_json(res.brief, warnings))
+            yield _sse("brief", brief_json(res.brief, warnings, ident, res.candidates))
             t0 = time.perf_counter()
             for ev in session.stream(res.brief, allowed_domains=req.allowed_domains):
                 yield _sse(ev.kind, _event_data(ev, rid))
@@ -546,6 +582,21 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
 
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    @app.get("/v1/trace/{trace_id}", response_class=HTMLResponse, tags=["briefs"], responses={404: {"model": ErrorOut}})
+    def trace_route(trace_id: str, ident: Identity = Depends(identity)) -> HTMLResponse:
+        """The trace of a brief this key received (its `trace_id`) as one self-contained HTML page:
+        ranked candidates and their fate, every decision with its numbers, token bars, conflicts,
+        the final prompt. Kept in memory for the last `traces` briefs of this process."""
+        from docket.trace_html import CSP, render_trace
+
+        kept = traces.get(trace_id, owner_of(ident))
+        if kept is None:  # unknown, expired, or another key's: the same answer, so ids do not leak
+            raise ApiError(404, "not_found", "no trace with this id for this key (traces are kept for the last "
+                           f"{traces.capacity} briefs of the process that served them)", "trace_id")
+        return HTMLResponse(render_trace(kept.brief, kept.candidates),
+                            headers={"content-security-policy": CSP, "x-content-type-options": "nosniff",
+                                     "cache-control": "no-store", "referrer-policy": "no-referrer"})
 
     @app.post("/v1/check", response_model=CheckOut, tags=["answers"])
     def check_route(req: CheckRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
