@@ -255,3 +255,20 @@ def test_the_breakpoints_reach_the_wire():
         assert [("cache_control" in b) for b in content] == [False] * (len(content) - 2) + [True, False]
     finally:
         api.close()
+
+
+def test_with_chat_history_the_corpus_comes_before_the_turns():
+    turns_a = [{"role": "user", "content": "Hi, I travel a lot."}, {"role": "assistant", "content": "Noted."}]
+    turns_b = [{"role": "user", "content": "Something else entirely."}, {"role": "assistant", "content": "Sure."}]
+    a = whole("Which policies mention travel?", history=turns_a)
+    b = whole("Do I need receipts?", history=turns_b)
+    assert a.messages[:2] == b.messages[:2]  # system + corpus: the same prefix for both conversations
+    assert a.messages[1]["content"] == a.documents and a.messages[2]["content"] == "Hi, I travel a lot."
+    assert a.messages[-1]["content"].startswith("Question: Which policies mention travel?")
+    req = a.anthropic()
+    first, last = req["messages"][0]["content"], req["messages"][-1]["content"]
+    assert all(blk["type"] == "document" for blk in first) and first[-1]["cache_control"] == {"type": "ephemeral"}
+    assert req["messages"][1] == {"role": "user", "content": "Hi, I travel a lot."}
+    assert [blk["type"] for blk in last] == ["text"]
+    plain = whole("Which policies mention travel?")
+    assert len(plain.messages) == 2  # without history: one user message, documents first

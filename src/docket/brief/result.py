@@ -62,15 +62,33 @@ class Brief:
         if not self.found:
             return []
         turns = [{"role": m.role, "content": m.content} for m in self.history]
-        return [{"role": "system", "content": self.system}, *turns, {"role": "user", "content": self.user}]
+        system = {"role": "system", "content": self.system}
+        if self._corpus_first():  # the corpus before the history: one cached prefix for every conversation
+            rest = self.user[len(self.documents):].lstrip("\n")
+            return [system, {"role": "user", "content": self.documents}, *turns, {"role": "user", "content": rest}]
+        return [system, *turns, {"role": "user", "content": self.user}]
+
+    def _corpus_first(self) -> bool:
+        """Whole-corpus briefs with chat history put the corpus block in a user message of its own,
+        ahead of the turns: the block is the same for every question, the history is not."""
+        return bool(self.history) and self.mode == "whole_corpus" and bool(self.documents) \
+            and self.user.startswith(self.documents)
 
     def anthropic(self) -> dict[str, Any]:
         """`system` + `messages` for Anthropic's Messages API, documents as citable blocks (the
-        chat history, when given, before the final user message)."""
+        chat history, when given, before the final user message; in whole-corpus mode after the
+        corpus's document blocks, which keep their cache breakpoint)."""
         if not self.history or not self.anthropic_request:
             return self.anthropic_request
         turns: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in self.history]
-        return {**self.anthropic_request, "messages": turns + list(self.anthropic_request.get("messages", []))}
+        messages = list(self.anthropic_request.get("messages", []))
+        if self._corpus_first() and len(messages) == 1 and isinstance(messages[0].get("content"), list):
+            content = messages[0]["content"]
+            docs = [b for b in content if b.get("type") == "document"]
+            tail = [b for b in content if b.get("type") != "document"]
+            return {**self.anthropic_request, "messages": [{"role": "user", "content": docs}, *turns,
+                                                           {"role": "user", "content": tail}]}
+        return {**self.anthropic_request, "messages": turns + messages}
 
     def to_json(self) -> dict[str, Any]:
         return {
