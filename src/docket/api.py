@@ -45,6 +45,7 @@ from docket.llm.base import Answer, Citation, Generator
 from docket.llm.errors import EndpointTimeout, LLMError
 from docket.model import Candidate, parse_chunk
 from docket.policy import Policy
+from docket.presets import counter_for
 from docket.store.base import ChunkLookup, MemoryStore
 from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read, open_store
 from docket.tokens import TokenCounter, default_counter
@@ -169,9 +170,13 @@ class Session:
         generator_timeout: float = 120.0,
         max_tokens: int = 512,
         new_store_embedder: str = "minilm",
+        router: Generator | None = None,
     ) -> None:
         self.policy = policy or Policy()
         self.counter = counter or default_counter()
+        self._counter_given = counter is not None
+        #: decides what the routing rules are unsure of (route.enabled; docket.modes.route)
+        self.router = router
         self._embedder = embedder
         self.generator = generator
         self.judge = judge
@@ -288,6 +293,11 @@ class Session:
             return lookup(name, tuple(groups))  # type: ignore[no-any-return]
         return Principal(name, frozenset(groups))
 
+    def _counter(self, policy: Policy) -> TokenCounter:
+        """The session's counter when it was given one, else the one the policy names (a model
+        preset picks cl100k_base for GPT-4, for instance)."""
+        return self.counter if self._counter_given else counter_for(policy)
+
     def _condenser(self) -> Condenser | None:
         if self.generator is None or not self.policy.history.condense:
             return None
@@ -311,16 +321,25 @@ class Session:
         budget: int | None = None,
         floor: float | None = None,
         as_of: Date | None = None,
+        attachments: Sequence[Any] | None = None,
+        whole_corpus: bool | None = None,
+        router: Generator | None = None,
     ) -> Brief:
         """The brief from the caller's ranked candidates (best first), read through `store` (default:
         the session's store, or the candidates themselves for a store-less session). Only what
-        `principal` may read takes part (None: public chunks only), as in `docket.assemble`."""
+        `principal` may read takes part (None: public chunks only), as in `docket.assemble`.
+
+        `attachments` (files the user handed over) are the context instead; `whole_corpus` sends
+        everything `principal` may read when it fits; `router` (default: the session's `router`)
+        decides for `route.enabled` what the routing rules are unsure of (docs/modes.md)."""
         lookup = store
         if lookup is None:
             lookup = self.store if self.store is not None else MemoryStore([c.chunk for c in candidates or []])
-        return assemble_brief(question, candidates, store=lookup, policy=policy or self.policy, counter=self.counter,
+        pol = policy or self.policy
+        return assemble_brief(question, candidates, store=lookup, policy=pol, counter=self._counter(pol),
                               embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, principal=principal,
-                              history=history, condenser=self._condenser())
+                              history=history, condenser=self._condenser(), attachments=attachments,
+                              whole_corpus=whole_corpus, router=router or self.router)
 
     def candidates_from(self, records: Sequence[Mapping[str, Any]], *, where: str = "candidates") -> list[Candidate]:
         """Ranked candidates from records: each a full chunk record with a `score`, best first."""
@@ -374,10 +393,17 @@ class Session:
         budget: int | None = None,
         floor: float | None = None,
         as_of: Date | None = None,
+        attachments: Sequence[Any] | None = None,
+        whole_corpus: bool | None = None,
+        router: Generator | None = None,
     ) -> AskResult:
         """Retrieve from the store as `principal` (dense + BM25, access-controlled in the query),
         then assemble through the principal-scoped view. `filters` narrow the search (their own
-        principal is replaced by the one given here)."""
+        principal is replaced by the one given here).
+
+        The search runs only when docket.modes decides to retrieve: `attachments`, routing
+        (`route.enabled`) and the whole corpus (`whole_corpus`, `corpus.mode`) can each make it
+        unnecessary; then `candidates` is empty and `timings["retrieve"]` is 0."""
         from docket.retrieve import retrieve, snapshot_of
 
         store = self._full_store()
@@ -390,16 +416,25 @@ class Session:
         f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
                     date_to=f.date_to, principal=who)
         embedder = self.embedder()
-        with snapshot_of(store):  # search, fetch and the assembler's look-ups see one state of the store
+        pol = policy or self.policy
+        found: list[Candidate] = []
+        t_retrieve = 0.0
+
+        def search() -> list[Candidate]:  # called by the assembler only when it decides to retrieve
+            nonlocal t_retrieve
             t0 = time.perf_counter()
-            candidates = retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder)
+            found.extend(retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder))
             t_retrieve = _ms(t0)
+            return list(found)
+
+        with snapshot_of(store):  # search, fetch and the assembler's look-ups see one state of the store
             t1 = time.perf_counter()
-            brief = assemble_brief(question, candidates, store=ScopedView(store, who), policy=policy or self.policy,
-                                   counter=self.counter, embedder=embedder, budget=budget, floor=floor, as_of=as_of,
-                                   principal=who, history=history, condenser=self._condenser())
-        return AskResult(brief=brief, candidates=candidates, principal=who,
-                         timings={"retrieve": t_retrieve, "assemble": _ms(t1)})
+            brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
+                                   embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
+                                   history=history, condenser=self._condenser(), retriever=search,
+                                   attachments=attachments, whole_corpus=whole_corpus, router=router or self.router)
+        return AskResult(brief=brief, candidates=found, principal=who,
+                         timings={"retrieve": t_retrieve, "assemble": round(_ms(t1) - t_retrieve, 3)})
 
     # --- answer ------------------------------------------------------------------------------------
     def _need_generator(self) -> Generator:

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 import typer
 
 from docket.errors import InputError
+from docket.llm.base import Generator
 from docket.policy import Policy
 from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
 
@@ -284,7 +285,7 @@ def mode_policy(policy: Policy, preset: str | None, route: bool, route_llm: str 
     return policy
 
 
-def router_for(route_llm: str | None, model: str | None = None) -> object | None:
+def router_for(route_llm: str | None, model: str | None = None) -> Generator | None:
     if not route_llm:
         return None
     from docket.llm import generator_from_url

@@ -24,6 +24,7 @@ from docket.context import Context
 from docket.errors import InputError
 from docket.modes import attach, caching, corpus, route
 from docket.presets import tokenizer_report
+from docket.results import TokenCounts
 from docket.store.access import Principal
 
 RETRIEVE, WHOLE_CORPUS, ATTACHMENTS, NO_RETRIEVE = "retrieve", "whole_corpus", "attachments", "no_retrieve"
@@ -156,8 +157,9 @@ def no_retrieve_brief(ctx: Context) -> Brief:
               "format": 0, "user": ctx.tokens(user), "tags": 0, "passages": 0}
     tokens["total"] = tokens["system"] + tokens["user"]
     request = {"system": system, "messages": [{"role": "user", "content": [{"type": "text", "text": user}]}]}
-    brief = Brief(found=True, question=ctx.question, system=system, user=user, documents="", sources={}, tokens=tokens,
-                  trace=ctx.trace.to_json(), conflicts=[], warnings=list(ctx.warnings), budget=0,
+    brief = Brief(found=True, question=ctx.question, system=system, user=user, documents="", sources={},
+                  tokens=TokenCounts.of(tokens), trace=list(ctx.trace.events), conflicts=[], warnings=list(ctx.warnings),
+                  budget=0,
                   refusal=ctx.policy.brief.refusal, passages=[], anthropic_request=request)
     return finish(brief, ctx, mode=NO_RETRIEVE)
 
