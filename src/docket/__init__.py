@@ -58,6 +58,8 @@ _EXPORTS = {
     "DocketError": "docket.errors",
     "InputError": "docket.errors",
     "UnavailableError": "docket.errors",
+    "Attachment": "docket.modes.attach",
+    "render_trace": "docket.trace_html",
 }
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "AnswerEvent",
     "AnswerReport",
     "AskResult",
+    "Attachment",
     "Brief",
     "Candidate",
     "ChatMessage",
@@ -103,6 +106,7 @@ __all__ = [
     "open_store",
     "parse_chunk",
     "rank_by_cosine",
+    "render_trace",
 ]
 
 
@@ -137,8 +141,10 @@ if TYPE_CHECKING:
     from docket.llm import Answer, generator_from_url
     from docket.llm.answer import AnswerReport
     from docket.model import Candidate, Chunk, Passage, TraceEvent, parse_chunk
+    from docket.modes.attach import Attachment
     from docket.policy import Policy, load_policy
     from docket.results import Conflict, Provenance, Source, TokenCounts
     from docket.store.base import ChunkLookup, MemoryStore
     from docket.store.protocol import Filters, Principal, Store, open_store
     from docket.tokens import TokenCounter, default_counter
+    from docket.trace_html import render_trace
