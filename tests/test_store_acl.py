@@ -6,6 +6,7 @@ races (two first writers on the DDL, two documents claiming one chunk id)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -273,12 +274,17 @@ def test_two_documents_claiming_one_chunk_id_at_once_is_a_reported_problem(pg_ur
                   "VALUES ('same-0', 'a', 1, 'current', true, 'one', 1, %s::vector)", (str([float(x) for x in qvec("one")]),))
     other.execute("INSERT INTO versions VALUES ('a', 1, 'current', NULL, NULL, 'a', 'x', 'h', 1, NULL)")
     out: list[object] = []
-    t = threading.Thread(target=lambda: out.append(_try(s, version("b", 1, ["two"], prefix="same"))))
+    t = threading.Thread(target=lambda: out.append(_try(s, version("b", 1, ["two"], prefix="same"))), daemon=True)
     t.start()
-    t.join(1.5)  # the write waits on the other transaction's uncommitted id
+    with psycopg.connect(pg_url, autocommit=True) as watch:  # until the write waits on the uncommitted id
+        blocked = "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid)))"
+        end = time.monotonic() + 30
+        while not watch.execute(blocked, (other.info.backend_pid,)).fetchone()[0]:
+            assert time.monotonic() < end, "the write never waited for the other transaction's id"
+            time.sleep(0.005)
     other.commit()
     other.close()
-    t.join()
+    t.join(30)
     (err,) = out
     assert isinstance(err, InputError) and "already belongs to document 'a'" in str(err)
     report = index_versions(s, [version("c", 1, ["three"], prefix="same")], IndexOptions(embedder=EMB))

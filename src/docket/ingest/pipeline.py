@@ -74,8 +74,14 @@ def check_embedder(store: Store, embedder: Embedder) -> None:
     meta = store.meta()
     name, dim = meta.get("embedder"), meta.get("dim")
     if name is None:
-        store.set_meta({"embedder": embedder.name, "dim": str(embedder.dim)})
-    elif name != embedder.name or dim != str(embedder.dim):
+        mine = {"embedder": embedder.name, "dim": str(embedder.dim)}
+        claim = getattr(store, "claim_meta", None)  # set-if-unset: another first run may be starting too
+        if claim is None:
+            store.set_meta(mine)
+            return
+        meta = claim(mine)
+        name, dim = meta.get("embedder"), meta.get("dim")
+    if name != embedder.name or dim != str(embedder.dim):
         raise InputError(
             f"was built with embedder {name!r} (dim {dim}); index it with the same embedder, not "
             f"{embedder.name!r} (dim {embedder.dim}) - vectors of different models are not comparable",

@@ -9,6 +9,14 @@ terms' postings. Scores differ a little from FTS5's bm25 (stemmers differ), the 
 Filters, the ACL included, are SQL conditions of the same query that ranks, so a chunk the
 principal may not read is never a candidate. Each document version is one transaction.
 
+Concurrent writers (threads, processes, several `docket index` runs) never wait on each other in a
+cycle: every write transaction takes its locks in one global order (the document's advisory lock,
+then chunk ids in sorted order, then the ACL classes' statistics rows in sorted id order, last), and
+schema DDL runs only after a fresh catalog read under docket's DDL lock says it is needed. A
+transaction that PostgreSQL aborts anyway (a deadlock with a non-docket session, a serialization
+failure under a stricter default isolation) is tried again a few times with jittered backoff; only
+then is the version reported as not written, and nothing of it is stored.
+
 HNSW with a selective filter can return fewer rows than asked (pgvector 0.6 filters after the
 index scan); then the query is re-run as an exact scan so a filtered search is never short.
 """
@@ -17,11 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import random
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -77,7 +88,8 @@ _DDL_LOCK = 7_204_311_590_113
 #: the english tsvector of a chunk (title and section weighted B, the text A), as `tv`
 _TSV = ("setweight(to_tsvector('english', coalesce(s.title, '') || ' ' || coalesce(s.section, '')), 'B') "
         "|| setweight(to_tsvector('english', s.text), 'A')")
-# one statement writes a version's chunks, their postings and the ACL classes' BM25 statistics
+# one statement writes a version's chunks (in id order: two documents claiming one id wait in one
+# order, so the later one gets the reported clash, never a deadlock) and their postings
 _INSERT_CHUNKS = f"""
 WITH s AS (
   SELECT * FROM unnest(%s::text[], %s::integer[], %s::date[], %s::date[], %s::text[], %s::text[], %s::text[],
@@ -90,22 +102,41 @@ ins AS (
                      public, metadata, text, tokens, vector, len, cls)
   SELECT id, %s, %s, position, %s, date, effective_to, title, section, source_type, trust,
          CASE WHEN acl IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(acl::jsonb)) END,
-         acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls FROM l
-  RETURNING rowid, id),
-stats AS (
-  INSERT INTO acl_classes(id, entries, n, total_len)
-  SELECT cls, CASE WHEN min(acl) IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(min(acl)::jsonb)) END,
-         count(*), sum(len) FROM l GROUP BY cls
-  ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len)
+         acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls FROM l ORDER BY id
+  RETURNING rowid, id)
 INSERT INTO chunk_terms(term, chunk, tf, len, cls)
 SELECT u.lexeme, ins.rowid, cardinality(u.positions), l.len, l.cls FROM ins JOIN l ON l.id = ins.id, unnest(l.tv) u
 """
-# removes chunks (their postings cascade) and takes them out of their classes' statistics
+#: the net change of each ACL class's BM25 statistics (the version's new rows minus the replaced
+#: rows, given as arrays), applied in class-id order as the version's last statement: the only row
+#: locks two writers of different documents share are taken in one order, after every other lock
+_APPLY_STATS = """
+INSERT INTO acl_classes(id, entries, n, total_len)
+SELECT cls, min(entries), sum(n), sum(l) FROM (
+  SELECT cls, min(acl) AS entries, count(*) AS n, coalesce(sum(len), 0) AS l FROM chunks
+    WHERE doc = %s AND version = %s GROUP BY cls
+  UNION ALL
+  SELECT o.cls, NULL::text[], -o.n, -o.l FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS o(cls, n, l)) d
+GROUP BY cls HAVING sum(n) <> 0 OR sum(l) <> 0 ORDER BY cls
+ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len
+"""
+#: the statistics of a version's rows, per ACL class (read before the rows are replaced)
+_CLASS_STATS = "SELECT cls, count(*) AS n, coalesce(sum(len), 0) AS l FROM chunks WHERE doc = %s AND version = %s GROUP BY cls"
+# removes chunks (their postings cascade) and takes them out of their classes' statistics (class order)
 _DELETE_CHUNKS = """
 WITH d AS (DELETE FROM chunks WHERE {cond} RETURNING cls, len)
-UPDATE acl_classes a SET n = a.n - s.n, total_len = a.total_len - s.l
-FROM (SELECT cls, count(*) AS n, coalesce(sum(len), 0) AS l FROM d GROUP BY cls) s WHERE a.id = s.cls
+INSERT INTO acl_classes(id, n, total_len) SELECT cls, -count(*), -coalesce(sum(len), 0) FROM d GROUP BY cls ORDER BY cls
+ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len
 """
+#: how many times a transaction PostgreSQL aborted (deadlock victim, serialization failure) is run
+#: in all before the write is reported as not done; the waits between tries grow from ~20 ms
+_TRIES = 6
+_T = TypeVar("_T")
+#: whether a table exists in the schemas of the search path, read from the catalog itself: the
+#: session's name cache (`to_regclass`) is not refreshed by an advisory lock, so after waiting for
+#: another writer's DDL it can still say "absent"
+_TABLE_EXISTS = ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                 "ON n.oid = c.relnamespace WHERE c.relname = %s AND n.nspname = ANY(current_schemas(false))) AS t")
 
 
 def acl_class(acl: Sequence[str] | None) -> int:
@@ -157,6 +188,19 @@ def _migrate_v1_to_v2(conn: Any) -> None:
 _MIGRATIONS = {1: _migrate_v1_to_v2}
 
 
+class _PipelineAbortNoise(logging.Filter):
+    """Drops psycopg's "error ignored terminating <Pipeline>: ..." warning. It is logged when a
+    statement of a pipelined transaction fails (a chunk-id clash, a deadlock victim about to be
+    tried again); the error itself is raised to the store, which reports or retries it, so the
+    line would only be noise on stderr (a library prints nothing)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith("error ignored terminating"))
+
+
+_PIPELINE_NOISE = _PipelineAbortNoise()
+
+
 def _connect(url: str) -> Any:
     try:
         import psycopg
@@ -164,6 +208,7 @@ def _connect(url: str) -> Any:
         from psycopg.rows import dict_row
     except ImportError as e:
         raise UnavailableError("PostgreSQL needs the postgres extra: pip install 'docket[postgres]'") from e
+    logging.getLogger("psycopg").addFilter(_PIPELINE_NOISE)  # once: a logger keeps one copy of a filter
     try:
         conn = psycopg.connect(url, autocommit=True, row_factory=dict_row)
     except psycopg.OperationalError as e:
@@ -185,14 +230,41 @@ class PostgresStore:
         self._lock = threading.RLock()
         self._snapshot_depth = 0
         self._bulk = False
+        #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
+        self.retried = 0
         self._has_chunks = self._table_exists("chunks")
         self._open_schema()
         if self._has_chunks:
             self._ensure_hnsw()
 
     def _table_exists(self, name: str) -> bool:
-        row = self._conn.execute("SELECT to_regclass(%s) AS t", (name,)).fetchone()
-        return row["t"] is not None
+        return bool(self._conn.execute(_TABLE_EXISTS, (name,)).fetchone()["t"])
+
+    def _chunks_ready(self) -> bool:
+        """Whether the chunks table exists; asked again while it does not, since another process
+        may create it at any time (a store opened empty sees what is indexed later)."""
+        if not self._has_chunks:
+            with self._lock:
+                self._has_chunks = self._table_exists("chunks")
+        return self._has_chunks
+
+    def _retry(self, fn: Callable[[], _T], what: str, where: str | None) -> _T:
+        """Run one transaction, again (after a jittered, growing wait) when PostgreSQL aborts it
+        as a deadlock victim or a serialization failure; the last resort behind the lock order,
+        so a write is reported as not done only when every try failed."""
+        import psycopg
+
+        for attempt in range(_TRIES):
+            try:
+                return fn()
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as e:
+                if attempt + 1 == _TRIES:
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    raise InputError(f"{what} was not done: PostgreSQL aborted it {_TRIES} times ({first}); "
+                                     "nothing of it was stored, run it again", where=where) from None
+                self.retried += 1
+                time.sleep(random.uniform(0.5, 1.0) * min(1.0, 0.02 * 2 ** attempt))  # noqa: S311 - jitter, not crypto
+        raise AssertionError("unreachable")
 
     def _open_schema(self) -> None:
         """Record the schema version of a new store, or migrate an older one (one transaction,
@@ -215,23 +287,35 @@ class PostgresStore:
 
     def _ensure_chunks(self, dim: int) -> None:
         if not self._has_chunks:
-            with self._lock, self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-                if self._table_exists("chunks"):  # another writer created it first: its DDL is not re-run,
-                    self._has_chunks = True      # since CREATE INDEX IF NOT EXISTS still locks the table
-                    return
-                self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
-                if not self._bulk:  # a bulk load builds it at the end
-                    self._conn.execute(_HNSW)  # on the empty table, in the same transaction: instant
+            self._retry(lambda: self._create_chunks(dim), "creating the store's tables", _redact(self.location))
             self._has_chunks = True
 
-    def _ensure_hnsw(self) -> None:
-        """Rebuild the HNSW index if a bulk load was interrupted (under the DDL lock)."""
-        if self._table_exists("chunks_hnsw"):
-            return
+    def _create_chunks(self, dim: int) -> None:
+        """The chunk tables, unless another writer created them first. The catalog is read after
+        the DDL lock is held (`_TABLE_EXISTS`), so the DDL never runs twice: re-run, its
+        `CREATE INDEX IF NOT EXISTS` would take SHARE locks on tables the first writer is filling,
+        one after the other, and deadlock with that writer's inserts."""
         with self._lock, self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-            self._conn.execute(_HNSW)
+            if self._table_exists("chunks"):
+                return
+            self._conn.execute(_CHUNKS_SCHEMA.format(dim=int(dim)))
+            if not self._bulk:  # a bulk load builds it at the end
+                self._conn.execute(_HNSW)  # on the empty table, in the same transaction: instant
+
+    def _ensure_hnsw(self) -> None:
+        """Rebuild the HNSW index if a bulk load was interrupted (under the DDL lock, asked again
+        once it is held: another opener may have built it meanwhile)."""
+        if self._table_exists("chunks_hnsw"):
+            return
+
+        def build() -> None:
+            with self._lock, self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                if not self._table_exists("chunks_hnsw"):
+                    self._conn.execute(_HNSW)
+
+        self._retry(build, "building the HNSW index", _redact(self.location))
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -252,7 +336,7 @@ class PostgresStore:
             self._bulk = False
             self._conn.execute("RESET synchronous_commit")
             self._conn.execute("SET maintenance_work_mem = '1GB'")
-            if self._has_chunks:
+            if self._chunks_ready():
                 self._ensure_hnsw()
                 # sets the visibility map, so BM25 reads postings from the index alone
                 self._conn.execute("VACUUM (ANALYZE) chunk_terms")
@@ -284,12 +368,23 @@ class PostgresStore:
 
     def set_meta(self, values: dict[str, str]) -> None:
         with self._conn.transaction():
-            for k, v in values.items():
+            for k, v in sorted(values.items()):  # one key order for every writer
                 self._conn.execute(
                     "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (k, v)
                 )
         if "dim" in values:
             self._ensure_chunks(int(values["dim"]))
+
+    def claim_meta(self, values: dict[str, str]) -> dict[str, str]:
+        """Set the keys no one has set yet, in one transaction, and return the settings after it:
+        of two first index runs starting at once, one fixes the embedder and the other learns it."""
+        with self._lock, self._conn.transaction():
+            for k, v in sorted(values.items()):
+                self._conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (k, v))
+            meta = {r["key"]: r["value"] for r in self._conn.execute("SELECT key, value FROM meta")}
+        if "dim" in meta:
+            self._ensure_chunks(int(meta["dim"]))
+        return meta
 
     def set_principal(self, name: str, groups: Sequence[str]) -> None:
         p = Principal(name, frozenset(groups))  # validates and strips user:/group: prefixes
@@ -311,14 +406,14 @@ class PostgresStore:
         return self.get_many([chunk_id]).get(chunk_id)
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        if not self._has_chunks or not ids:
+        if not self._chunks_ready() or not ids:
             return {}
         with self._lock:
             rows = self._conn.execute(f"SELECT {_COLS} FROM chunks c WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
         return {r["id"]: chunk_from_row(r, _vec(r["vector"])) for r in rows}
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
-        if not self._has_chunks:
+        if not self._chunks_ready():
             return []
         q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = %s AND c.version = %s {_ORDER}"
         with self._lock:
@@ -346,7 +441,7 @@ class PostgresStore:
         return [r["doc"] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
 
     def count(self) -> int:
-        if not self._has_chunks:
+        if not self._chunks_ready():
             return 0
         return int(self._conn.execute("SELECT count(*) AS n FROM chunks").fetchone()["n"])
 
@@ -354,15 +449,15 @@ class PostgresStore:
     def write_version(self, dv: DocumentVersion) -> WriteResult:
         """One transaction in two round trips: the reads the plan needs (pipelined), then every
         write of the version and the COMMIT (pipelined). A chunk id that another document takes
-        at the same moment is reported like any other clash, not raised from the database."""
+        at the same moment is reported like any other clash, not raised from the database; a
+        transaction PostgreSQL aborts is tried again (`_retry`), all or nothing each time."""
         import psycopg
 
         if dv.vectors is None or dv.tokens is None:
             raise InputError(f"document {dv.doc!r} v{dv.version} has no vectors/token counts yet", where=dv.source)
         self._ensure_chunks(dv.vectors.shape[1])
         try:
-            with self._lock:
-                return self._write(dv)
+            return self._retry(lambda: self._locked_write(dv), f"writing document {dv.doc!r} v{dv.version}", dv.source)
         except psycopg.errors.UniqueViolation as e:
             if getattr(e.diag, "constraint_name", None) != "chunks_id_key":
                 raise
@@ -375,6 +470,10 @@ class PostgresStore:
                 where=dv.source, field="id",
             ) from None
 
+    def _locked_write(self, dv: DocumentVersion) -> WriteResult:
+        with self._lock:
+            return self._write(dv)
+
     def _clash(self, dv: DocumentVersion) -> dict[str, Any] | None:
         row: dict[str, Any] | None = self._conn.execute(
             "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) ORDER BY id LIMIT 1",
@@ -383,6 +482,9 @@ class PostgresStore:
         return row
 
     def _write(self, dv: DocumentVersion) -> WriteResult:
+        """The version's transaction. Its locks come in one order shared by every docket
+        transaction: the document's advisory lock (first, holding nothing), the chunk ids (sorted),
+        the ACL classes' statistics rows (sorted, last), so concurrent writers never wait in a cycle."""
         if self._snapshot_depth:
             raise InputError("a store cannot be written inside its own snapshot() block")
         conn = self._conn
@@ -395,10 +497,12 @@ class PostgresStore:
                 cur_clash = conn.execute(
                     "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) "
                     "ORDER BY id LIMIT 1", ([c.id for c in dv.chunks], dv.doc, dv.version))
+                cur_old = conn.execute(_CLASS_STATS, (dv.doc, dv.version))
                 cur_registry = conn.execute("SELECT name, groups FROM principals") if plain else None
                 pipe.sync()
                 existing = [_stored(r) for r in cur_versions.fetchall()]
                 clash = cur_clash.fetchone()
+                old = cur_old.fetchall()  # the rows this write replaces (stable: the document is ours)
                 registry = Registry.of((r["name"], r["groups"]) for r in cur_registry.fetchall()) if cur_registry \
                     else Registry()
             check_version(existing, dv)
@@ -411,8 +515,8 @@ class PostgresStore:
             acls = [resolve_acl(c.acl, registry, plan.acl) for c in dv.chunks]
             vectors = np.asarray(dv.vectors, dtype=np.float32)
             with conn.pipeline():
-                if any(v.version == dv.version for v in existing):
-                    conn.execute(_DELETE_CHUNKS.format(cond="doc = %s AND version = %s"), (dv.doc, dv.version))
+                if old:
+                    conn.execute("DELETE FROM chunks WHERE doc = %s AND version = %s", (dv.doc, dv.version))
                 conn.execute(
                     "INSERT INTO versions VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (doc, version) DO UPDATE SET "
                     "status = EXCLUDED.status, date = EXCLUDED.date, effective_to = EXCLUDED.effective_to, "
@@ -436,31 +540,39 @@ class PostgresStore:
                         "UPDATE chunks SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)",
                         (dv.doc, plan.superseded, dv.doc, plan.superseded),
                     )
-            self._conn.execute(_BUMP)
+                conn.execute(_APPLY_STATS, (dv.doc, dv.version, [r["cls"] for r in old], [r["n"] for r in old],
+                                            [r["l"] for r in old]))
+            self._conn.execute(_BUMP)  # the meta row, last of every write's locks
         return plan
 
     def delete(self, doc: str, version: int | None = None) -> int:
         cond, args = ("doc = %s", (doc,)) if version is None else ("doc = %s AND version = %s", (doc, version))
-        with self._lock, self._conn.transaction():
-            n = 0
-            if self._has_chunks:
-                n = int(self._conn.execute(f"SELECT count(*) AS n FROM chunks WHERE {cond}", args).fetchone()["n"])
-                self._conn.execute(_DELETE_CHUNKS.format(cond=cond), args)
-            self._conn.execute(f"DELETE FROM versions WHERE {cond}", args)
-            self._conn.execute(_BUMP)
-        return int(n)
+        where = f"document {doc!r}" if version is None else f"document {doc!r} v{version}"
+
+        def run() -> int:
+            with self._lock, self._conn.transaction():
+                # the document's lock, as a write takes it: a delete and a write of one document never interleave
+                self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (doc,))
+                n = 0
+                if self._chunks_ready():
+                    n = int(self._conn.execute(f"SELECT count(*) AS n FROM chunks WHERE {cond}", args).fetchone()["n"])
+                    self._conn.execute(_DELETE_CHUNKS.format(cond=cond), args)
+                self._conn.execute(f"DELETE FROM versions WHERE {cond}", args)
+                self._conn.execute(_BUMP)
+            return n
+
+        return int(self._retry(run, f"deleting {where}", _redact(self.location)))
 
     def generation(self) -> str:
         """The write counter: it changes whenever any process writes to the store. A store opened
         before the first index learns here that the chunks table now exists."""
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        if not self._has_chunks:
-            self._has_chunks = self._table_exists("chunks")
+        self._chunks_ready()
         return str(row["value"]) if row else "0"
 
     # --- search -----------------------------------------------------------------------------
     def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:
-        if not self._has_chunks or k <= 0:
+        if not self._chunks_ready() or k <= 0:
             return []
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         where, args = _where_sql(filters)
@@ -481,7 +593,7 @@ class PostgresStore:
         over the ACL classes the principal may read, so text it may not read never moves its
         ranking; the other filters only choose among the scored rows."""
         terms = fts_terms(query)
-        if not self._has_chunks or not terms or k <= 0:
+        if not self._chunks_ready() or not terms or k <= 0:
             return []
         readable, acl_args = _readable_sql(filters)
         cls_cond = f"WHERE id = ANY({readable})" if readable else ""
@@ -516,7 +628,7 @@ class PostgresStore:
         for doc in self.documents():
             for sv in self.stored_versions(doc):
                 q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = %s AND c.version = %s {_ORDER}"
-                rows = self._conn.execute(q, (doc, sv.version)).fetchall() if self._has_chunks else []
+                rows = self._conn.execute(q, (doc, sv.version)).fetchall() if self._chunks_ready() else []
                 chunks = [chunk_from_row(r, None) for r in rows]
                 yield DocumentVersion(
                     doc=doc, version=sv.version, status=sv.status, date=sv.date, effective_to=sv.effective_to,

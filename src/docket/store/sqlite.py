@@ -303,8 +303,16 @@ class SQLiteStore:
         return {r["key"]: r["value"] for r in self._conn.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, values: dict[str, str]) -> None:
-        with self._lock:
-            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
+        """All the values in one transaction (a reader never sees `embedder` without `dim`)."""
+        with self._transaction() as cur:
+            cur.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(values.items()))
+
+    def claim_meta(self, values: dict[str, str]) -> dict[str, str]:
+        """Set the keys no one has set yet, in one transaction, and return the settings after it:
+        of two first index runs starting at once, one fixes the embedder and the other learns it."""
+        with self._transaction() as cur:
+            cur.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", sorted(values.items()))
+            return {r["key"]: r["value"] for r in cur.execute("SELECT key, value FROM meta")}
 
     def set_principal(self, name: str, groups: Sequence[str]) -> None:
         p = Principal(name, frozenset(groups))  # validates and strips user:/group: prefixes
@@ -470,7 +478,13 @@ class SQLiteStore:
             if self._snapshot_depth:
                 raise DocketError("a store cannot be written inside its own snapshot() block")
             cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
+            try:
+                cur.execute("BEGIN IMMEDIATE")  # waits up to the connection's 30 s for another writer
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e):
+                    raise
+                raise InputError("another writer held the store for 30 s; nothing of this write was stored, "
+                                 "run it again", where=str(self.path)) from None
             try:
                 yield cur
                 cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
