@@ -273,10 +273,15 @@ class SQLiteStore:
     def _open_schema(self) -> None:
         """Create a new store, or bring an older one up to `SCHEMA_VERSION` (one transaction)."""
         fresh = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None
-        if fresh:
-            self._conn.executescript(_SCHEMA)  # IF NOT EXISTS throughout: two creators agree
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        if fresh:  # the whole schema in one transaction: another opener sees all of it or none
+            try:  # (IF NOT EXISTS throughout: two creators agree)
+                self._conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\n"
+                                         f"INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA_VERSION}');\n"
+                                         "INSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         found = int(row[0]) if row is not None else SCHEMA_VERSION
         if found > SCHEMA_VERSION:
