@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -249,6 +250,23 @@ def _codes(values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
     return out, table
 
 
+def _set_wal(conn: sqlite3.Connection, wait_s: float = 30.0) -> None:
+    """Switch to WAL, waiting for other openers. Changing the journal mode needs the file to
+    itself for an instant and SQLite answers "database is locked" at once instead of calling the
+    busy handler, so two processes opening a brand-new store at the same moment would fail."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(0.2, pause * 2)
+
+
 class SQLiteStore:
     """A docket store in one SQLite file (see the module docstring for the guarantees)."""
 
@@ -260,7 +278,7 @@ class SQLiteStore:
         try:
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
             self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._open_schema()
         except sqlite3.DatabaseError as e:
