@@ -11,7 +11,8 @@ The names are also reachable from this package (`from docket.integrations import
 imported on first use. A framework that is not installed raises `UnavailableError` naming the
 extra to install. What the modules share (how a framework's fields map onto docket's chunk
 record, the store adapters, history, the not-found prompt) lives in `mapping`, `lookup` and
-`common`, which import no framework.
+`common`, which import no framework. `acting_as(principal, groups=...)` (from `common`) sets
+who the integration calls inside a block read as; each class also takes `principal=`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _LAZY = {
     "DocketAnswerChecker": "haystack",
     "DocketTextEmbedder": "haystack",
     "DocketDocumentEmbedder": "haystack",
+    "acting_as": "common",  # no framework: who the calls inside a block read as
 }
 
 __all__ = ["DEFAULT_KEYS", "FieldMap", *_LAZY]

@@ -14,6 +14,17 @@ the first without one); `"cosine"` always uses docket's own. The trace says whic
 A framework's scores are used as given, higher = better: a BM25 or distance score needs its
 own floor (`floor=`, or fit one with `docket calibrate`).
 
+Access. A document with an `acl` takes part only for a principal who may read it (the one rule
+of docket.store.access: `user:NAME`, `group:NAME`, a plain entry is a group); without a
+principal only documents without an acl do. The principal is given at construction
+(`principal=` a docket `Principal` or a user name, with `groups=`), per call (the framework
+class's call arguments or inputs) or for a block of code (`acting_as(...)`, for calls the
+framework makes for you); the call's wins, then the block's, then the construction's. Readability
+is decided from the acl alone, before anything else maps the documents, so no trace entry, count,
+warning or error names a document the principal may not read (the framework store's documents
+too); the trace says whose documents were read, never how many were left out. Like
+`assemble(principal=...)`, this trusts its caller: derive the principal from your session.
+
 History. Earlier turns go between the system message and the final user message, newest kept
 word for word within `history_tokens`, older ones dropped with a trace entry; a `system` turn
 is refused (docket's rules stay the only system message). With no explicit evidence budget the
@@ -22,7 +33,9 @@ kept turns come off the input target, as in the spec's arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextvars
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date as Date
 from typing import Any, Literal
@@ -34,9 +47,10 @@ from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError, UnavailableError
 from docket.integrations.lookup import CallLookup, Source, hint_of
-from docket.integrations.mapping import FieldMap, Mapped, RawDoc, map_documents
+from docket.integrations.mapping import FieldMap, Mapped, RawDoc, acl_of, map_documents
 from docket.model import Candidate, TraceEvent
 from docket.policy import Policy, load_policy_dict
+from docket.store.access import Principal, may_read
 from docket.tokens import TokenCounter, default_counter
 
 ScoreMode = Literal["auto", "framework", "cosine"]
@@ -83,8 +97,13 @@ class Options:
     history_tokens: int = DEFAULT_HISTORY_TOKENS
     counter: TokenCounter | None = None
     embedder: Embedder | None = None
+    #: who is asking: a docket Principal, or a user name (with `groups`); None = anonymous
+    principal: Principal | str | None = None
+    groups: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
+        self.principal = principal_of(self.principal, self.groups)
+        self.groups = None  # folded into the principal
         if isinstance(self.policy, Mapping):
             self.policy = load_policy_dict(dict(self.policy), where="policy")
         if self.policy is not None and not isinstance(self.policy, Policy):
@@ -112,6 +131,56 @@ class Options:
     @property
     def the_policy(self) -> Policy:
         return self.policy if isinstance(self.policy, Policy) else Policy()
+
+    @property
+    def the_principal(self) -> Principal | None:
+        return self.principal if isinstance(self.principal, Principal) else None
+
+
+def principal_of(principal: Any, groups: Any = None) -> Principal | None:
+    """A docket Principal from what an integration was given: a Principal (`groups` added to its
+    own), or a user name and its groups. Neither = anonymous (public documents only)."""
+    if groups is not None and (isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, (Sequence, set,
+                                                                                                     frozenset))):
+        raise InputError(f"must be a list of group names, got {type(groups).__name__}", field="groups")
+    extra = frozenset(groups or ())
+    if principal is None:
+        if groups is not None:
+            raise InputError("needs a principal: give principal='NAME' (the user) with its groups, or a docket "
+                             "Principal", field="groups")
+        return None
+    if isinstance(principal, Principal):
+        return Principal(principal.name, principal.groups | extra) if extra else principal  # extra checked there
+    if isinstance(principal, str):
+        return Principal(principal, extra)  # checks the names: one line naming principal or groups
+    raise InputError(f"must be a docket Principal or a user name, got {type(principal).__name__}", field="principal")
+
+
+_ACTING: contextvars.ContextVar[tuple[Principal | None] | None] = contextvars.ContextVar("docket_acting_as",
+                                                                                         default=None)
+
+
+@contextmanager
+def acting_as(principal: Principal | str | None, groups: Sequence[str] | None = None) -> Iterator[Principal | None]:
+    """Every integration call inside the block reads as `principal` (None: anonymous), for calls a
+    framework makes for you (a query engine's postprocessor, a compression retriever's
+    compressor). Per thread and per asyncio task; a principal given to the call itself wins."""
+    who = principal_of(principal, groups)
+    token = _ACTING.set((who,))
+    try:
+        yield who
+    finally:
+        _ACTING.reset(token)
+
+
+def asker_of(options: Options, principal: Any = None, groups: Any = None) -> Principal | None:
+    """Who this call reads as: the call's principal, else the `acting_as` block's, else the options'."""
+    if principal is not None or groups is not None:
+        return principal_of(principal, groups)
+    acting = _ACTING.get()
+    if acting is not None:
+        return acting[0]
+    return options.the_principal
 
 
 @dataclass
@@ -142,18 +211,23 @@ def _event(action: str, reason: str, chunks: Sequence[str] = (), **numbers: Any)
 
 
 def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: str, source: Source | None = None,
-        history: Sequence[Mapping[str, Any]] | None = None) -> Outcome:
-    """Map, score, assemble; the events that explain the integration's own choices go first in
-    the trace."""
+        history: Sequence[Mapping[str, Any]] | None = None, principal: Any = None, groups: Any = None) -> Outcome:
+    """Keep what the asker may read, then map, score, assemble; the events that explain the
+    integration's own choices go first in the trace. `principal`/`groups`: this call's asker
+    (see `asker_of`)."""
+    asker = asker_of(options, principal, groups)
     if not isinstance(question, str) or not question.strip():
         raise InputError("is empty; ask a question", field="question")
     policy = options.the_policy
     counter = options.counter or default_counter()
+    # the acl first: what the asker may not read is gone before mapping counts, notes or fails on it
+    raws = [r for r in raws if may_read(asker, acl_of(r, options.fields))]
     mapped = map_documents(raws, options.fields)
     events: list[dict[str, Any]] = []
-    lookup = CallLookup([(c, hint_of(r.order)) for c, r in zip(mapped.chunks, mapped.raws)], source)
+    lookup = CallLookup([(c, hint_of(r.order)) for c, r in zip(mapped.chunks, mapped.raws)], source, asker=asker)
     events.append(_lookup_event(framework, source, lookup, len(mapped.chunks)))
     events.extend(_mapping_events(mapped, framework))
+    events.append(_access_event(asker))
     embedder = options.embedder
     candidates, event = _candidates(question, mapped, options, framework, lambda: embedder or default_embedder())
     events.append(event)
@@ -162,7 +236,8 @@ def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: s
     if kept and options.budget is None and policy.pack.budget is None:
         policy = policy.updated(pack={"history_tokens": policy.pack.history_tokens + history_tokens})
     brief = assemble(question, candidates, store=lookup, policy=policy, counter=counter, embedder=embedder,
-                     budget=options.budget, floor=options.floor, as_of=options.as_of)  # type: ignore[arg-type]
+                     budget=options.budget, floor=options.floor, as_of=options.as_of,  # type: ignore[arg-type]
+                     principal=asker)  # the store look-ups go through the asker's view too
     for note in lookup.notes():
         events.append(_event("lookup_problem", note))
     brief.trace[:0] = [TraceEvent.of(e) for e in events]
@@ -173,6 +248,17 @@ def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: s
     return Outcome(brief=brief, messages=chat_messages(brief, kept, policy), raws={c.id: r for c, r in
                                                                                    zip(mapped.chunks, mapped.raws)},
                    history=kept if brief.found else [])
+
+
+def _access_event(asker: Principal | None) -> dict[str, Any]:
+    """Whose documents take part, in every run (never how many were left out: a count would say
+    that restricted documents were retrieved)."""
+    if asker is None:
+        return _event("access", "no principal: only documents without an acl take part (give principal= to read "
+                      "restricted ones)")
+    groups = f" (groups {', '.join(sorted(asker.groups))})" if asker.groups else ""
+    return _event("access", f"documents read as user {asker.name!r}{groups}: a document whose acl names neither the "
+                  "user nor one of its groups takes no part")
 
 
 def _lookup_event(framework: str, source: Source | None, lookup: CallLookup, n: int) -> dict[str, Any]:

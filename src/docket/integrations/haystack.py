@@ -17,6 +17,10 @@
     pipe.connect("llm.replies", "check.replies")
     pipe.connect("docket.sources", "check.sources")
 
+`principal=` (a docket `Principal`, or a user name with `groups=`), at construction or per run
+(the optional `principal` / `groups` inputs): a document whose `meta["acl"]` does not let the
+principal in takes no part; without one, only documents without an acl do.
+
 `document_store=` (any Haystack DocumentStore) is what neighbour expansion and version
 look-ups read: docket asks it with one filter per query for the chunks of the retrieved
 documents, so it works on stores too big to list (the InMemoryDocumentStore, whose filters
@@ -40,6 +44,7 @@ from docket.integrations.common import DEFAULT_HISTORY_TOKENS, Options, Outcome,
 from docket.integrations.lookup import QuerySource, ScanSource, Source
 from docket.integrations.mapping import FieldMap, RawDoc
 from docket.policy import DEFAULT_REFUSAL, Policy, load_policy_dict
+from docket.store.access import Principal
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
@@ -127,22 +132,30 @@ class DocketAssembler:
     def __init__(self, *, policy: Policy | None = None, budget: int | None = None, floor: float | None = None,
                  as_of: Date | str | None = None, field_map: FieldMap | None = None, scores: ScoreMode = "auto",
                  history_tokens: int = DEFAULT_HISTORY_TOKENS, document_store: Any = None,
-                 counter: Any = None, embedder: Embedder | None = None) -> None:
+                 counter: Any = None, embedder: Embedder | None = None, principal: Principal | str | None = None,
+                 groups: Sequence[str] | None = None) -> None:
         self.options = Options(policy=policy, budget=budget, floor=floor, as_of=as_of, fields=field_map or FieldMap(),
-                               scores=scores, history_tokens=history_tokens, counter=counter, embedder=embedder)
+                               scores=scores, history_tokens=history_tokens, counter=counter, embedder=embedder,
+                               principal=principal, groups=groups)
         self.document_store = document_store
         self.source = store_source(document_store, self.options.fields)
 
-    def assemble(self, query: str, documents: Sequence[Any], history: Sequence[Any] | None = None) -> Outcome:
+    def assemble(self, query: str, documents: Sequence[Any], history: Sequence[Any] | None = None, *,
+                 principal: Principal | str | None = None, groups: Sequence[str] | None = None) -> Outcome:
+        """`principal` / `groups`: this call's asker instead of the component's."""
         if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
             raise InputError(f"must be a list of Documents, got {type(documents).__name__}", field="documents")
         raws = [raw_document(d, n) for n, d in enumerate(documents, 1)]
-        return run(query, raws, self.options, framework=FRAMEWORK, source=self.source, history=history_dicts(history))
+        return run(query, raws, self.options, framework=FRAMEWORK, source=self.source, history=history_dicts(history),
+                   principal=principal, groups=groups)
 
     @component.output_types(prompt=list[ChatMessage], sources=dict[str, Any], trace=list[dict[str, Any]], found=bool,
                             brief=dict[str, Any])
-    def run(self, query: str, documents: list[Document], history: list[ChatMessage] | None = None) -> dict[str, Any]:
-        outcome = self.assemble(query, documents, history)
+    def run(self, query: str, documents: list[Document], history: list[ChatMessage] | None = None,
+            principal: Any = None, groups: list[str] | None = None) -> dict[str, Any]:
+        """`principal` / `groups` (optional inputs): this run's asker, a docket Principal or a user
+        name, instead of the component's."""
+        outcome = self.assemble(query, documents, history, principal=principal, groups=groups)
         return {"prompt": chat_messages(outcome), "sources": outcome.brief.sources, "trace": outcome.brief.trace,
                 "found": outcome.found, "brief": outcome.brief_json()}
 
@@ -157,6 +170,8 @@ class DocketAssembler:
             as_of=o.as_of.isoformat() if isinstance(o.as_of, Date) else o.as_of,
             field_map={"keys": {k: list(o.fields.keys_for(k)) for k in o.fields.keys}, "conventions": o.fields.conventions},
             scores=o.scores, history_tokens=o.history_tokens,
+            principal=o.the_principal.name if o.the_principal else None,
+            groups=sorted(o.the_principal.groups) if o.the_principal and o.the_principal.groups else None,
             document_store=store.to_dict() if store is not None and hasattr(store, "to_dict") else None,
         )
 

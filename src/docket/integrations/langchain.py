@@ -7,7 +7,7 @@
   prompt order, each with `metadata["label"]` (S1, S2, ...), `metadata["sources"]` (every
   document the passage speaks for, folded duplicates included), `metadata["docket"]` (the
   brief's source record) and `metadata["trace"]` (the decisions about its chunks).
-* `DocketPrompt` — a `Runnable` from `{"question", "documents"[, "history"]}` to the brief as a
+* `DocketPrompt` — a `Runnable` from `{"question", "documents"[, "history", "principal", "groups"]}` to the brief as a
   `ChatPromptValue` (system rules, history, documents + question last), so
 
       chain = {"question": RunnablePassthrough(), "documents": retriever} | DocketPrompt() | chat_model
@@ -17,6 +17,12 @@
 * `DocketCheck` — a `Runnable` from `{"prompt": DocketPromptValue, "answer": AIMessage | str}` to
   docket's check report; `check_reply(answer, prompt)` is the same as a function.
 * `DocketEmbeddings` — docket's offline MiniLM as LangChain `Embeddings` (for an in-memory store).
+
+Access: `principal=` (a docket `Principal`, or a user name with `groups=`) on either class, per
+call (`DocketPrompt`'s input keys `principal` / `groups`; `assemble(...)` and
+`compress_documents(...)` keyword arguments) or for a block (`docket.integrations.acting_as`,
+for a compressor inside `ContextualCompressionRetriever`): a document whose `metadata["acl"]`
+does not let the principal in takes no part; without one, only documents without an acl do.
 
 Documents may come as `Document`s or `(Document, score)` pairs (`similarity_search_with_score`).
 `docstore=` takes what neighbour expansion and version look-ups read: an `InMemoryVectorStore`,
@@ -35,11 +41,20 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 from docket.check import CheckReport, SupportJudge
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
-from docket.integrations.common import Options, Outcome, ScoreMode, missing_framework, passages, run, settings_error
+from docket.integrations.common import (
+    Options,
+    Outcome,
+    ScoreMode,
+    missing_framework,
+    passages,
+    run,
+    settings_error,
+)
 from docket.integrations.common import check_reply as _check
 from docket.integrations.lookup import ScanSource, Source
 from docket.integrations.mapping import FieldMap, RawDoc
 from docket.policy import Policy
+from docket.store.access import Principal
 from docket.tokens import TokenCounter
 
 try:
@@ -125,9 +140,11 @@ def store_source(docstore: Any, fields: FieldMap) -> Source | None:
 
 def _options(policy: Policy | None, budget: int | None, floor: float | None, as_of: Date | str | None,
              fields: FieldMap | None, scores: str, history_tokens: int, counter: TokenCounter | None,
-             embedder: Embedder | None) -> Options:
+             embedder: Embedder | None, principal: Principal | str | None = None,
+             groups: Sequence[str] | None = None) -> Options:
     return Options(policy=policy, budget=budget, floor=floor, as_of=as_of, fields=fields or FieldMap(),
-                   scores=scores, history_tokens=history_tokens, counter=counter, embedder=embedder)  # type: ignore[arg-type]
+                   scores=scores, history_tokens=history_tokens, counter=counter, embedder=embedder,  # type: ignore[arg-type]
+                   principal=principal, groups=groups)
 
 
 def _documents(items: Any) -> list[RawDoc]:
@@ -165,6 +182,9 @@ class DocketCompressor(BaseDocumentCompressor):
     docstore: Any = None
     counter: Any = None
     embedder: Any = None
+    #: who is asking: a docket Principal, or a user name with `groups`; None = public documents only
+    principal: Any = None
+    groups: Any = None
     _options: Options = PrivateAttr()
     _source: Source | None = PrivateAttr(default=None)
 
@@ -176,16 +196,20 @@ class DocketCompressor(BaseDocumentCompressor):
 
     def model_post_init(self, context: Any, /) -> None:
         self._options = _options(self.policy, self.budget, self.floor, self.as_of, self.field_map, self.scores,
-                                 0, self.counter, self.embedder)
+                                 0, self.counter, self.embedder, self.principal, self.groups)
         self._source = store_source(self.docstore, self._options.fields)
 
-    def assemble(self, documents: Sequence[Any], query: str) -> Outcome:
-        """The whole docket outcome (brief, messages, trace) for these documents."""
-        return run(query, _documents(documents), self._options, framework=FRAMEWORK, source=self._source)
+    def assemble(self, documents: Sequence[Any], query: str, *, principal: Principal | str | None = None,
+                 groups: Sequence[str] | None = None) -> Outcome:
+        """The whole docket outcome (brief, messages, trace) for these documents; `principal` /
+        `groups`: this call's asker instead of the compressor's."""
+        return run(query, _documents(documents), self._options, framework=FRAMEWORK, source=self._source,
+                   principal=principal, groups=groups)
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
-        return passage_documents(self.assemble(documents, query))
+    def compress_documents(self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None, *,
+                           principal: Principal | str | None = None,
+                           groups: Sequence[str] | None = None) -> Sequence[Document]:
+        return passage_documents(self.assemble(documents, query, principal=principal, groups=groups))
 
 
 # -- the prompt step ------------------------------------------------------------------------------
@@ -243,18 +267,22 @@ class DocketPrompt(Runnable[dict[str, Any], DocketPromptValue]):
     Nothing found: the messages ask the model for the refusal sentence (`.found` is False), so a
     chain's shape never changes; skip the model on `.found` if you want to save the call."""
 
-    INPUT_KEYS = ("question", "documents", "history")
+    INPUT_KEYS = ("question", "documents", "history", "principal", "groups")
 
     def __init__(self, *, policy: Policy | None = None, budget: int | None = None, floor: float | None = None,
                  as_of: Date | str | None = None, field_map: FieldMap | None = None, scores: ScoreMode = "auto",
                  history_tokens: int = 900, docstore: Any = None, counter: TokenCounter | None = None,
-                 embedder: Embedder | None = None) -> None:
-        self.options = _options(policy, budget, floor, as_of, field_map, scores, history_tokens, counter, embedder)
+                 embedder: Embedder | None = None, principal: Principal | str | None = None,
+                 groups: Sequence[str] | None = None) -> None:
+        self.options = _options(policy, budget, floor, as_of, field_map, scores, history_tokens, counter, embedder,
+                                principal, groups)
         self.source = store_source(docstore, self.options.fields)
 
-    def assemble(self, question: str, documents: Sequence[Any], history: Any = None) -> Outcome:
+    def assemble(self, question: str, documents: Sequence[Any], history: Any = None, *,
+                 principal: Principal | str | None = None, groups: Sequence[str] | None = None) -> Outcome:
+        """`principal` / `groups`: this call's asker, instead of the one the prompt was built with."""
         return run(question, _documents(documents), self.options, framework=FRAMEWORK, source=self.source,
-                   history=history_dicts(history))
+                   history=history_dicts(history), principal=principal, groups=groups)
 
     def _run(self, input: Any) -> DocketPromptValue:
         if not isinstance(input, Mapping):
@@ -263,11 +291,12 @@ class DocketPrompt(Runnable[dict[str, Any], DocketPromptValue]):
         unknown = [k for k in input if k not in self.INPUT_KEYS]
         if unknown:
             raise InputError(f"has unknown key(s) {', '.join(map(repr, unknown))}; DocketPrompt takes question, "
-                             "documents and history", field="input")
+                             "documents, history, principal and groups", field="input")
         for key in ("question", "documents"):
             if key not in input:
                 raise InputError("is required", field=key)
-        return prompt_value(self.assemble(input["question"], input["documents"], input.get("history")))
+        return prompt_value(self.assemble(input["question"], input["documents"], input.get("history"),
+                                          principal=input.get("principal"), groups=input.get("groups")))
 
     def invoke(self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> DocketPromptValue:
         return self._call_with_config(self._run, input, config, run_type="prompt")

@@ -16,6 +16,12 @@
   with docket as the postprocessor and its brief as the prompt.
 * `DocketEmbedding` — docket's offline MiniLM as a LlamaIndex embedding model.
 
+`principal=` (a docket `Principal`, or a user name with `groups=`) on the postprocessor (and so
+on `docket_query_engine(..., principal=...)`), per call on `assemble(...)`, or for a block
+(`with docket.integrations.acting_as("ann", groups=["finance"]): engine.query(...)`): a node
+whose `metadata["acl"]` does not let the principal in takes no part; without one, only nodes
+without an acl do.
+
 `docstore=` (a docstore, or an index / StorageContext that has one) is what neighbour expansion
 and version look-ups read; without it docket sees only the retrieved nodes, and says so in the
 trace. Nodes without a position are ordered by `start_char_idx`. Field mapping and scores:
@@ -37,6 +43,7 @@ from docket.integrations.common import Options, Outcome, ScoreMode, missing_fram
 from docket.integrations.lookup import ScanSource, Source
 from docket.integrations.mapping import FieldMap, RawDoc
 from docket.policy import Policy
+from docket.store.access import Principal
 
 try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -139,6 +146,9 @@ class DocketPostprocessor(BaseNodePostprocessor):
     docstore: Any = Field(default=None, exclude=True)
     counter: Any = Field(default=None, exclude=True)
     embedder: Any = Field(default=None, exclude=True)
+    #: who is asking: a docket Principal, or a user name with `groups`; None = public nodes only
+    principal: Any = Field(default=None, exclude=True)
+    groups: Any = Field(default=None, exclude=True)
     _options: Options = PrivateAttr()
     _source: Source | None = PrivateAttr(default=None)
 
@@ -150,7 +160,8 @@ class DocketPostprocessor(BaseNodePostprocessor):
 
     def model_post_init(self, context: Any, /) -> None:
         self._options = Options(policy=self.policy, budget=self.budget, floor=self.floor, as_of=self.as_of,
-                                fields=self.field_map, scores=self.scores, counter=self.counter, embedder=self.embedder)
+                                fields=self.field_map, scores=self.scores, counter=self.counter, embedder=self.embedder,
+                                principal=self.principal, groups=self.groups)
         self._source = store_source(self.docstore, self.field_map)
 
     @classmethod
@@ -162,13 +173,15 @@ class DocketPostprocessor(BaseNodePostprocessor):
         """The latest outcome in this context (thread or task): the brief, even when nothing was found."""
         return _LAST.get()
 
-    def assemble(self, question: str, nodes: Sequence[Any], history: Sequence[Any] | None = None) -> Outcome:
+    def assemble(self, question: str, nodes: Sequence[Any], history: Sequence[Any] | None = None, *,
+                 principal: Principal | str | None = None, groups: Sequence[str] | None = None) -> Outcome:
         """The whole outcome for these nodes; `history` (LlamaIndex ChatMessages or role/content
-        dicts) for callers that build a chat prompt from `outcome.messages` themselves."""
+        dicts) for callers that build a chat prompt from `outcome.messages` themselves;
+        `principal` / `groups`: this call's asker instead of the postprocessor's."""
         turns = [{"role": m.role.value, "content": m.content} if isinstance(m, ChatMessage) else m
                  for m in (history or [])]
         outcome = run(question, _nodes(nodes), self._options, framework=FRAMEWORK, source=self._source,
-                      history=turns)
+                      history=turns, principal=principal, groups=groups)
         _LAST.set(outcome)
         return outcome
 

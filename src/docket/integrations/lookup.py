@@ -12,7 +12,9 @@ Two kinds of source: `ScanSource` reads a store that can list itself once and gr
 document (re-read when the store's size changes, or on `refresh()`); `QuerySource` asks the
 store for one document's chunks at a time (Haystack's filters), for stores too big to list.
 A store document that cannot be mapped is skipped and counted (per call, in the trace), never
-fatal to an unrelated query. Sources are shared across calls and threads: per-call state lives
+fatal to an unrelated query; it is reported only to an asker who may read it (its acl decides,
+and one whose acl cannot be read is reported to nobody), so a restricted document's id or
+problem never reaches a stranger's trace. Sources are shared across calls and threads: per-call state lives
 in the CallLookup.
 """
 
@@ -24,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from docket.errors import InputError
-from docket.integrations.mapping import FieldMap, RawDoc, to_chunk
+from docket.integrations.mapping import FieldMap, RawDoc, acl_of, to_chunk
 from docket.model import Chunk
+from docket.store.access import Principal, may_read
 from docket.store.base import VersionInfo
 
 #: a chunk with the framework's order hint (a character offset: LlamaIndex start_char_idx,
@@ -43,22 +46,29 @@ def hint_of(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+#: the acl of a store document whose acl itself cannot be read: reported to nobody
+NOBODY: tuple[str, ...] = ()
+
+
 class Problems:
-    """Store documents one call could not map: counted, with the first message."""
+    """Store documents one call could not map: each message with the acl of its document, so
+    that an asker hears only of documents it may read."""
 
     def __init__(self) -> None:
-        self.count = 0
-        self.first = ""
+        self.found: list[tuple[str, tuple[str, ...] | None]] = []
 
-    def add(self, err: InputError) -> None:
-        self.count += 1
-        self.first = self.first or str(err)
+    def add(self, err: InputError, acl: tuple[str, ...] | None = NOBODY) -> None:
+        self.found.append((str(err), acl))
 
-    def notes(self, name: str) -> list[str]:
-        if not self.count:
+    def extend(self, other: Problems) -> None:
+        self.found.extend(other.found)
+
+    def notes(self, name: str, asker: Principal | None = None) -> list[str]:
+        seen = [message for message, acl in self.found if may_read(asker, acl)]
+        if not seen:
             return []
-        return [f"{self.count} document(s) of the {name} could not be mapped and are not used for look-ups "
-                f"(first: {self.first})"]
+        return [f"{len(seen)} document(s) of the {name} could not be mapped and are not used for look-ups "
+                f"(first: {seen[0]})"]
 
 
 class Source(Protocol):
@@ -83,7 +93,11 @@ def _map(raw: RawDoc, fields: FieldMap, problems: Problems) -> Entry | None:
     try:
         chunk, _ = to_chunk(raw, fields)
     except InputError as e:
-        problems.add(e)
+        try:
+            acl = acl_of(raw, fields)
+        except Exception:  # noqa: BLE001 - a hook or acl that fails: nobody can be told
+            acl = NOBODY
+        problems.add(e, acl)
         return None
     return chunk, hint_of(raw.order)
 
@@ -126,8 +140,7 @@ class ScanSource:
             self.refresh()
         elif any(i not in self._by_id for i in ids) and self._size is not None and self._size() != self._read_size:
             self.refresh()
-        problems.count += self._problems.count
-        problems.first = problems.first or self._problems.first
+        problems.extend(self._problems)
 
     def get(self, chunk_id: str, problems: Problems) -> Entry | None:
         return self._by_id.get(chunk_id)
@@ -182,6 +195,8 @@ class CallLookup:
 
     retrieved: list[Entry]
     source: Source | None = None
+    #: who is asking (the problems the trace reports are the ones this asker may read)
+    asker: Principal | None = None
     problems: Problems = field(default_factory=Problems)
     _by_id: dict[str, Entry] = field(default_factory=dict)
     _groups: dict[str, list[Entry]] = field(default_factory=dict)
@@ -238,4 +253,4 @@ class CallLookup:
         return [c.id for c, _ in self.retrieved if self.source.get(c.id, self.problems) is None]
 
     def notes(self) -> list[str]:
-        return self.problems.notes(self.source.name) if self.source is not None else []
+        return self.problems.notes(self.source.name, self.asker) if self.source is not None else []

@@ -37,6 +37,7 @@ from typing import Any
 
 from docket.errors import InputError
 from docket.model import CHUNK_FIELDS, Chunk, parse_chunk
+from docket.store.access import check_acl
 
 #: docket fields read from a framework document's metadata
 MAPPED = ("id", "doc", "version", "status", "date", "effective_to", "title", "section", "position",
@@ -214,6 +215,35 @@ def to_chunk(raw: RawDoc, fields: FieldMap, notes: MappingNotes | None = None) -
         notes.total += 1
         notes.present.update(f for f in DECISION_FIELDS if f in record)
     return chunk, _score(score, label)
+
+
+def acl_of(raw: RawDoc, fields: FieldMap) -> tuple[str, ...] | None:
+    """The document's acl alone, read where `to_chunk` reads it (your key, else "acl"; the hook
+    wins), validated: who may read a document is decided before anything else maps it, so a
+    document the asker may not read never reaches a count, a note or an error message. A bad
+    acl is an error for every asker (nobody can tell who may read it); it names the document's
+    position, never its id or text."""
+    meta = raw.metadata if isinstance(raw.metadata, Mapping) else {}
+    value: Any = None
+    for key in fields.keys_for("acl"):
+        if _present(meta.get(key)):
+            value = meta[key]
+            break
+    if fields.hook is not None:
+        extra = fields.hook(raw.obj)
+        if isinstance(extra, Mapping) and "acl" in extra:  # to_chunk reports a hook that returns no dict
+            value = extra["acl"]
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"must be a list of acl entries (user:NAME, group:NAME; a plain NAME is a group), got "
+                         f"{type(value).__name__}", where=raw.where, field="acl")
+    try:
+        return check_acl(value)
+    except ValueError as e:
+        raise InputError(str(e), where=raw.where, field="acl") from None
 
 
 def _missing(name: str, raw: RawDoc, fields: FieldMap) -> str:
