@@ -3,8 +3,9 @@
 WAL journal; each document version is written inside one `BEGIN IMMEDIATE` transaction, so a
 process killed mid-index leaves every document either in its old or its new state. The stdlib
 `sqlite3` cannot load extensions (no sqlite-vec), so search runs in numpy over an index loaded
-lazily from the file and cached until the store's write generation changes (a counter bumped by
-every write transaction, so writes by another process are seen too): dense search is exact
+lazily from the file and kept current after writes (by this or any other process: every write
+transaction bumps a generation counter, and triggers log which chunk rows changed, so the warm
+index applies only those rows; it reloads in full when much has changed): dense search is exact
 cosine over a float32 matrix of the vector BLOBs; keyword search is BM25 (k1 1.2, b 0.75, the
 PostgreSQL backend's formula) over postings built from each chunk's stored term ids, with IDF,
 document count and average length taken over the rows the principal may read, so a ranking
@@ -24,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from datetime import date as Date
 from pathlib import Path
@@ -66,6 +67,26 @@ CREATE INDEX IF NOT EXISTS chunk_acl_chunk ON chunk_acl(chunk);
 CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS principals(name TEXT PRIMARY KEY, groups TEXT NOT NULL);
 """
+#: which chunk rows changed, in commit order: triggers fill it for every writer (older docket
+#: versions and plain SQL included), so a reader's warm index applies what changed since it
+#: loaded instead of reading the whole file again (`_Index.refreshed`); writes prune it
+_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunk_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS chunk_log_insert AFTER INSERT ON chunks
+  BEGIN INSERT INTO chunk_log(chunk) VALUES (NEW.rowid); END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_delete AFTER DELETE ON chunks
+  BEGIN INSERT INTO chunk_log(chunk) VALUES (OLD.rowid); END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_update AFTER UPDATE ON chunks
+  BEGIN INSERT INTO chunk_log(chunk) VALUES (OLD.rowid); INSERT INTO chunk_log(chunk) VALUES (NEW.rowid); END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_acl_insert AFTER INSERT ON chunk_acl
+  BEGIN INSERT INTO chunk_log(chunk) VALUES (NEW.chunk); END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_acl_delete AFTER DELETE ON chunk_acl
+  BEGIN INSERT INTO chunk_log(chunk) VALUES (OLD.chunk); END;
+"""
+#: how many log entries a store keeps (a reader further behind reloads in full)
+_LOG_KEEP = 200_000
+#: a warm index reloads in full instead once this share of its rows is dead or appended
+_REFRESH_SHARE = 0.25
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
 #: one posting of a chunk's term list: term id, frequency in the chunk
@@ -147,15 +168,84 @@ class _TermIds:
         self.new = {}
 
 
+#: the chunk columns the search index reads, in this order
+_INDEX_COLS = "rowid, id, doc, status, source_type, date, public, vector, terms, len"
+
+
+@dataclass
+class _Rows:
+    """Chunk rows as read for the index, column by column (see `_INDEX_COLS`)."""
+
+    rowids: np.ndarray
+    ids: list[str]
+    docs: list[str]
+    statuses: list[str]
+    sources: list[str | None]
+    dates: np.ndarray
+    public: np.ndarray
+    mat: np.ndarray
+    lens: np.ndarray
+    post_terms: np.ndarray  # postings in row order: term ids...
+    post_rows: np.ndarray  # ...the row (0-based in these rows) of each...
+    post_tf: np.ndarray  # ...and its frequency
+
+    @classmethod
+    def of(cls, rows: Sequence[Any], dim: int) -> _Rows:
+        n = len(rows)
+        counts = np.fromiter((len(r[8]) // _POSTING.itemsize for r in rows), dtype=np.int64, count=n)
+        postings = np.frombuffer(b"".join(r[8] for r in rows), dtype=_POSTING)
+        return cls(
+            rowids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+            ids=[r[1] for r in rows], docs=[r[2] for r in rows], statuses=[r[3] for r in rows],
+            sources=[r[4] for r in rows],
+            dates=np.fromiter((Date.fromisoformat(r[5]).toordinal() if r[5] else 0 for r in rows), dtype=np.int64,
+                              count=n),
+            public=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=n),
+            mat=np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(n, -1) if rows
+            else np.zeros((0, dim), dtype=np.float32),
+            lens=np.fromiter((r[9] for r in rows), dtype=np.float32, count=n),
+            post_terms=np.ascontiguousarray(postings["term"]),
+            post_rows=np.repeat(np.arange(n, dtype=np.int32), counts),
+            post_tf=postings["tf"].astype(np.float32),
+        )
+
+
+class _Matrix:
+    """A float32 matrix that grows at the end in place: an index refreshed after a write appends
+    the new rows without copying the old ones, and an older index keeps reading its own prefix
+    (rows are never changed once written; dead ones are masked)."""
+
+    def __init__(self, mat: np.ndarray) -> None:
+        self.buf = np.ascontiguousarray(mat, dtype=np.float32)
+        self.n = self.buf.shape[0]
+
+    def append(self, rows: np.ndarray) -> np.ndarray:
+        """The matrix with `rows` added (a view of the buffer); a new, larger buffer when full."""
+        k = rows.shape[0]
+        if rows.shape[1] != self.buf.shape[1]:
+            raise ValueError(f"rows of dimension {rows.shape[1]} added to a matrix of {self.buf.shape[1]}")
+        if self.n + k > self.buf.shape[0]:
+            grown = np.empty((max(self.n + k, int(self.n * 1.25) + 1024), self.buf.shape[1]), dtype=np.float32)
+            grown[: self.n] = self.buf[: self.n]
+            self.buf = grown
+        self.buf[self.n : self.n + k] = rows
+        self.n += k
+        return self.buf[: self.n]
+
+
 @dataclass
 class _Index:
-    """The in-memory side of search, rebuilt when the write generation changes."""
+    """The in-memory side of search. Loaded once, then kept current from the change log: a row
+    that changed is marked dead and its current state appended (`refreshed`), until dead and
+    appended rows pass `_REFRESH_SHARE` and the next change reloads everything in rowid order."""
 
     generation: str
+    seq: int  # the last change-log entry this index includes
     ids: list[str]
     rowids: np.ndarray
     mat: np.ndarray
     public: np.ndarray
+    alive: np.ndarray | None  # None: every row is alive
     docs: np.ndarray
     doc_codes: dict[str, int]
     statuses: np.ndarray
@@ -168,17 +258,92 @@ class _Index:
     post_terms: np.ndarray  # postings sorted by term id: term ids...
     post_rows: np.ndarray  # ...the row of each posting...
     post_tf: np.ndarray  # ...and its term frequency (float32)
+    # postings of the rows appended since the load, sorted by term like the loaded ones
+    new_terms: np.ndarray
+    new_rows: np.ndarray
+    new_tf: np.ndarray
+    matrix: _Matrix
+    base_rows: int  # rows of the full load (the rest were appended by refreshes)
+
+    @classmethod
+    def load(cls, rows: _Rows, acl_rows: Sequence[tuple[str, int]], generation: str, seq: int) -> _Index:
+        index = {int(rid): i for i, rid in enumerate(rows.rowids)}
+        by_entry: dict[str, list[int]] = {}
+        for p, chunk in acl_rows:
+            if chunk in index:
+                by_entry.setdefault(p, []).append(index[chunk])
+        order = np.argsort(rows.post_terms, kind="stable")
+        docs, doc_codes = _codes(rows.docs)
+        statuses, status_codes = _codes(rows.statuses)
+        sources, source_codes = _codes(rows.sources)
+        matrix = _Matrix(rows.mat)
+        empty_i, empty_f = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return cls(
+            generation=generation, seq=seq, ids=rows.ids, rowids=rows.rowids, mat=matrix.buf[: matrix.n],
+            public=rows.public, alive=None, docs=docs, doc_codes=doc_codes, statuses=statuses,
+            status_codes=status_codes, source_types=sources, source_codes=source_codes, dates=rows.dates,
+            acl={p: np.asarray(ix, dtype=np.int64) for p, ix in by_entry.items()}, lens=rows.lens,
+            post_terms=np.ascontiguousarray(rows.post_terms[order]), post_rows=rows.post_rows[order],
+            post_tf=rows.post_tf[order], new_terms=empty_i, new_rows=empty_i, new_tf=empty_f,
+            matrix=matrix, base_rows=len(rows.ids),
+        )
+
+    def worn(self, changed: int) -> bool:
+        """Whether applying `changed` more rows would leave too much dead weight: reload instead."""
+        dead = 0 if self.alive is None else int((~self.alive).sum())
+        appended = len(self.ids) - self.base_rows
+        return dead + appended + 2 * changed > _REFRESH_SHARE * max(self.base_rows, 1000)
+
+    def refreshed(self, changed: np.ndarray, rows: _Rows, acl_rows: Sequence[tuple[str, int]], generation: str,
+                  seq: int) -> _Index:
+        """A new index: the rows whose rowid is in `changed` dead, `rows` (their current state:
+        the rows still present) appended. This index is left as it was, for searches running on it."""
+        n0 = len(self.ids)
+        alive = np.ones(n0, dtype=bool) if self.alive is None else self.alive.copy()
+        alive[np.isin(self.rowids, changed)] = False
+        k = len(rows.ids)
+        alive = np.concatenate([alive, np.ones(k, dtype=bool)])
+        doc_codes, status_codes, source_codes = dict(self.doc_codes), dict(self.status_codes), dict(self.source_codes)
+        at = {int(rid): n0 + i for i, rid in enumerate(rows.rowids)}
+        acl = dict(self.acl)
+        added: dict[str, list[int]] = {}
+        for p, chunk in acl_rows:
+            if chunk in at:
+                added.setdefault(p, []).append(at[chunk])
+        for p, ix in added.items():
+            old = acl.get(p)
+            fresh = np.asarray(ix, dtype=np.int64)
+            acl[p] = fresh if old is None else np.concatenate([old, fresh])
+        return _Index(
+            generation=generation, seq=seq, ids=self.ids + rows.ids,
+            rowids=np.concatenate([self.rowids, rows.rowids]),
+            mat=self.matrix.append(rows.mat) if k else self.mat,
+            public=np.concatenate([self.public, rows.public]), alive=alive,
+            docs=np.concatenate([self.docs, _extend_codes(rows.docs, doc_codes)]), doc_codes=doc_codes,
+            statuses=np.concatenate([self.statuses, _extend_codes(rows.statuses, status_codes)]),
+            status_codes=status_codes,
+            source_types=np.concatenate([self.source_types, _extend_codes(rows.sources, source_codes)]),
+            source_codes=source_codes,
+            dates=np.concatenate([self.dates, rows.dates]), acl=acl,
+            lens=np.concatenate([self.lens, rows.lens]),
+            post_terms=self.post_terms, post_rows=self.post_rows, post_tf=self.post_tf,
+            **_merged_postings(self.new_terms, self.new_rows, self.new_tf,
+                               rows.post_terms, (rows.post_rows + n0).astype(np.int32), rows.post_tf),
+            matrix=self.matrix, base_rows=self.base_rows,
+        )
 
     def readable(self, f: Filters) -> np.ndarray | None:
-        """Rows the filter's principal may read (None: every row, unrestricted)."""
+        """Rows the filter's principal may read, dead rows never (None: every row, unrestricted)."""
         names = f.acl_names
         if names is None:
-            return None
+            return None if self.alive is None else self.alive.copy()
         readable = self.public.copy()
         for name in names:
             idx = self.acl.get(name)
             if idx is not None:
                 readable[idx] = True
+        if self.alive is not None:
+            readable &= self.alive
         return readable
 
     def mask(self, f: Filters, readable: np.ndarray | None) -> np.ndarray | None:
@@ -201,6 +366,17 @@ class _Index:
             m = both((self.dates > 0) & (self.dates <= f.date_to.toordinal()))
         return m
 
+    def postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding term `t` and its frequency in each (loaded and appended rows)."""
+        lo, hi = np.searchsorted(self.post_terms, np.array([t, t + 1], dtype=self.post_terms.dtype))
+        rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
+        if self.new_terms.shape[0]:
+            nlo, nhi = np.searchsorted(self.new_terms, np.array([t, t + 1], dtype=self.new_terms.dtype))
+            if nhi > nlo:
+                rows = np.concatenate([rows, self.new_rows[nlo:nhi]])
+                tf = np.concatenate([tf, self.new_tf[nlo:nhi]])
+        return rows, tf
+
     def bm25(self, term_ids: list[int], k: int, f: Filters) -> list[tuple[str, float]]:
         """BM25 of the rows passing `f`, with document frequencies, row count and average length
         over the rows the principal may read (never over rows it may not)."""
@@ -212,11 +388,9 @@ class _Index:
         avg = max(1.0, float(self.lens[readable].mean() if readable is not None else self.lens.mean()))
         scores: np.ndarray | None = None
         for t in term_ids:
-            # the needle in the array's own dtype: a Python int list made numpy convert all postings
-            lo, hi = np.searchsorted(self.post_terms, np.array([t, t + 1], dtype=self.post_terms.dtype))
-            if lo == hi:
+            rows, tf = self.postings(t)
+            if rows.shape[0] == 0:
                 continue
-            rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
             if readable is not None:
                 keep = readable[rows]
                 rows, tf = rows[keep], tf[keep]
@@ -234,20 +408,73 @@ class _Index:
         if scores is None:
             return []
         hit = np.flatnonzero(scores > 0)
-        k = min(k, hit.shape[0])
-        if k == 0:
-            return []
-        top = hit[np.argpartition(-scores[hit], k - 1)[:k]] if k < hit.shape[0] else hit
-        best = sorted((-float(scores[i]), self.ids[int(i)]) for i in top)
-        return [(cid, -s) for s, cid in best]
+        top = _top(scores[hit], self.rowids[hit], k)
+        return [(self.ids[int(hit[i])], float(scores[hit[i]])) for i in top]
 
 
-def _codes(values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
+def _merged_postings(terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, more_terms: np.ndarray,
+                     more_rows: np.ndarray, more_tf: np.ndarray) -> dict[str, np.ndarray]:
+    """Sorted postings with more added, still sorted by term (one linear insert per array, not a
+    re-sort: a refresh after each write stays cheap as the appended part grows)."""
+    order = np.argsort(more_terms, kind="stable")
+    more_terms, more_rows, more_tf = more_terms[order], more_rows[order], more_tf[order]
+    at = np.searchsorted(terms, more_terms, side="right")
+    return {"new_terms": np.insert(terms, at, more_terms), "new_rows": np.insert(rows, at, more_rows),
+            "new_tf": np.insert(tf, at, more_tf)}
+
+
+#: float32 mat-vec error bound for unit vectors (dims ≤ 4096), for choosing the exact re-score's candidates
+_F32_SLACK = 1e-4
+
+
+def _dense_top(scores: np.ndarray, rows: np.ndarray, mat: np.ndarray, q: np.ndarray, rowids: np.ndarray,
+               k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of `scores` (float32 cosines of `mat[rows]` with `q`), best first, and their
+    scores re-computed exactly: a BLAS mat-vec can round a row's score differently depending on
+    where the row sits in the matrix, which would let equal or nearly equal chunks swap places
+    between two processes whose indexes hold rows in different orders. The candidates within
+    float32 error of the k-th are re-scored in float64 (each product exact, one summation order
+    per row), then ordered by that score and rowid."""
+    n = scores.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if k < n:
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        cand = np.flatnonzero(scores >= kth - _F32_SLACK)
+    else:
+        cand = np.arange(n)
+    exact = (mat[rows[cand]].astype(np.float64) * np.asarray(q, dtype=np.float64)).sum(axis=1)
+    order = np.lexsort((rowids[rows[cand]], -exact))[:k]
+    return cand[order], exact[order]
+
+
+def _top(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores, best first, ties by key (the chunk's rowid): the same
+    answer whatever order the index holds its rows in, boundary ties included."""
+    n = scores.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(n)
+    return cand[np.lexsort((keys[cand], -scores[cand]))[:k]]
+
+
+def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:
     table: dict[str, int] = {}
+    return _extend_codes(values, table), table
+
+
+def _extend_codes(values: Sequence[str | None], table: dict[str, int]) -> np.ndarray:
+    """The codes of `values` in `table` (0 = None), adding the values it lacks."""
     out = np.empty(len(values), dtype=np.int32)
     for i, v in enumerate(values):
         out[i] = table.setdefault(v, len(table) + 1) if v is not None else 0
-    return out, table
+    return out
 
 
 def _set_wal(conn: sqlite3.Connection, wait_s: float = 30.0) -> None:
@@ -289,11 +516,28 @@ class SQLiteStore:
         self._snapshot_depth = 0
 
     def _open_schema(self) -> None:
+        self._open_schema_version()
+        self._ensure_log()
+
+    def _ensure_log(self) -> None:
+        """The change log and its triggers, added to a store made before they existed (one
+        transaction; IF NOT EXISTS, so two openers agree)."""
+        found = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'chunk_log_acl_delete'")
+        if found.fetchone() is not None:
+            return
+        try:
+            self._conn.executescript(f"BEGIN IMMEDIATE;\n{_LOG_SCHEMA}\nCOMMIT;")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _open_schema_version(self) -> None:
         """Create a new store, or bring an older one up to `SCHEMA_VERSION` (one transaction)."""
         fresh = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None
         if fresh:  # the whole schema in one transaction: another opener sees all of it or none
             try:  # (IF NOT EXISTS throughout: two creators agree)
-                self._conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\n"
+                self._conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\n{_LOG_SCHEMA}\n"
                                          f"INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA_VERSION}');\n"
                                          "INSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;")
             except BaseException:
@@ -510,6 +754,7 @@ class SQLiteStore:
                                  "run it again", where=str(self.path)) from None
             try:
                 yield cur
+                cur.execute("DELETE FROM chunk_log WHERE seq <= (SELECT max(seq) FROM chunk_log) - ?", (_LOG_KEEP,))
                 cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
                 cur.execute("COMMIT")
             except BaseException:
@@ -532,52 +777,59 @@ class SQLiteStore:
         return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
     def _search_index(self) -> _Index:
-        """The index of the current generation (of the snapshot, inside `snapshot()`)."""
+        """The index of the current generation (of the snapshot, inside `snapshot()`): the warm
+        one when nothing changed, the warm one with the logged changes applied after a write
+        (milliseconds for a document), a full load otherwise."""
         with self._lock, self.snapshot():
             gen = self._generation()
-            if self._index is not None and self._index.generation == gen:
-                return self._index
-            self._index = self._load_index(gen)
+            m = self._index
+            if m is not None and m.generation == gen:
+                return m
+            fresh = self._refreshed_index(m, gen) if m is not None else None
+            self._index = fresh if fresh is not None else self._load_index(gen)
             return self._index
 
+    def _log_end(self) -> int:
+        row = self._conn.execute("SELECT max(seq) FROM chunk_log").fetchone()
+        return int(row[0] or 0)
+
+    def _index_rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Any]:
+        return self._conn.execute(f"SELECT {_INDEX_COLS} FROM chunks {where} ORDER BY rowid", args).fetchall()
+
     def _load_index(self, gen: str) -> _Index:
-        rows = self._conn.execute(
-            "SELECT rowid, id, doc, status, source_type, date, public, vector, terms, len FROM chunks ORDER BY rowid"
-        ).fetchall()
+        seq = self._log_end()
+        rows = self._index_rows()
         acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
         dim = int(self.meta().get("dim", "0") or 0)
-        n = len(rows)
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        mat = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(n, -1) if rows \
-            else np.zeros((0, dim), dtype=np.float32)
-        index = {int(rid): i for i, rid in enumerate(rowids)}
-        by_entry: dict[str, list[int]] = {}
-        for p, chunk in acl_rows:
-            if chunk in index:
-                by_entry.setdefault(p, []).append(index[chunk])
-        counts = np.fromiter((len(r[8]) // _POSTING.itemsize for r in rows), dtype=np.int64, count=n)
-        postings = np.frombuffer(b"".join(r[8] for r in rows), dtype=_POSTING)
-        posting_rows = np.repeat(np.arange(n, dtype=np.int32), counts)
-        order = np.argsort(postings["term"], kind="stable")
-        docs, doc_codes = _codes([r[2] for r in rows])
-        statuses, status_codes = _codes([r[3] for r in rows])
-        sources, source_codes = _codes([r[4] for r in rows])
-        return _Index(
-            generation=gen,
-            ids=[r[1] for r in rows],
-            rowids=rowids,
-            mat=mat,
-            public=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=n),
-            docs=docs, doc_codes=doc_codes,
-            statuses=statuses, status_codes=status_codes,
-            source_types=sources, source_codes=source_codes,
-            dates=np.fromiter((Date.fromisoformat(r[5]).toordinal() if r[5] else 0 for r in rows), dtype=np.int64, count=n),
-            acl={p: np.asarray(ix, dtype=np.int64) for p, ix in by_entry.items()},
-            lens=np.fromiter((r[9] for r in rows), dtype=np.float32, count=n),
-            post_terms=np.ascontiguousarray(postings["term"][order]),
-            post_rows=posting_rows[order],
-            post_tf=postings["tf"][order].astype(np.float32),
-        )
+        return _Index.load(_Rows.of(rows, dim), [(r[0], r[1]) for r in acl_rows], gen, seq)
+
+    def _refreshed_index(self, m: _Index, gen: str) -> _Index | None:
+        """`m` with the changes logged since it was built, or None when a full load is due (the
+        log was pruned past it, too much changed, a first load was empty)."""
+        # two queries: SQLite answers a lone min() or max() from the key, both at once by a scan
+        lo = self._conn.execute("SELECT min(seq) FROM chunk_log").fetchone()[0]
+        hi = self._conn.execute("SELECT max(seq) FROM chunk_log").fetchone()[0]
+        if hi is None:  # an empty log: nothing ever changed, unless it was emptied behind this index
+            return replace(m, generation=gen) if m.seq == 0 else None
+        if int(hi) == m.seq:  # no chunk changed (settings, principals or versions only)
+            return replace(m, generation=gen)
+        if int(lo) > m.seq + 1 or m.base_rows == 0:
+            return None
+        changed = sorted({int(r[0]) for r in self._conn.execute("SELECT chunk FROM chunk_log WHERE seq > ?", (m.seq,))})
+        if m.worn(len(changed)):
+            return None
+        rows: list[Any] = []
+        acl_rows: list[tuple[str, int]] = []
+        for start in range(0, len(changed), 500):
+            part = changed[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows += self._index_rows(f"WHERE rowid IN ({marks})", part)
+            acl_rows += [(r[0], r[1]) for r in
+                         self._conn.execute(f"SELECT principal, chunk FROM chunk_acl WHERE chunk IN ({marks})", part)]
+        got = _Rows.of(rows, m.mat.shape[1])
+        if got.mat.shape[1] != m.mat.shape[1]:
+            return None
+        return m.refreshed(np.asarray(changed, dtype=np.int64), got, acl_rows, gen, int(hi))
 
     def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:
         m = self._search_index()
@@ -595,11 +847,9 @@ class SQLiteStore:
         else:
             idx = None
             scores = m.mat @ q
-        k = min(k, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
-        top = top[np.lexsort((top, -scores[top]))]
-        rows = idx[top] if idx is not None else top
-        return [(m.ids[int(r)], float(scores[int(t)])) for r, t in zip(rows, top)]
+        rows_of = idx if idx is not None else np.arange(scores.shape[0])
+        top, exact = _dense_top(scores, rows_of, m.mat, q, m.rowids, k)
+        return [(m.ids[int(r)], float(x)) for r, x in zip(rows_of[top], exact)]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         terms = query_terms(query)
