@@ -20,7 +20,6 @@ calibrate` fits the weights on labelled questions and writes them into the polic
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,10 +28,9 @@ import numpy as np
 from docket.context import Context
 from docket.embed import Embedder
 from docket.model import Candidate
-from docket.rescore import content_words, words
+from docket.text import content_words, loose_sentences, words
 
 SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos", "missing")
-_SENT = re.compile(r"(?<=[.!?])\s+")
 
 
 def stem(w: str) -> str:
@@ -66,7 +64,7 @@ def _coverage(qwords: list[str], text_words: set[str], idf: dict[str, float]) ->
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s in _SENT.split(text.strip()) if len(s.split()) >= 3] or [text]
+    return [s for s in loose_sentences(text.strip()) if len(s.split()) >= 3] or [text]
 
 
 def features(

@@ -34,6 +34,7 @@ from docket.checks.links import Link, find_links, flagged_links, normalize_domai
 from docket.checks.sentences import Sentence, labels_in, split_sentences
 from docket.errors import InputError
 from docket.safeio import loads_json, read_text
+from docket.text import loose_sentences
 
 DEFAULT_REFUSAL = "I do not know from the provided sources."
 
@@ -170,7 +171,7 @@ class LLMJudge:
         t = " ".join(text.split())
         if len(t) <= budget:
             return t
-        sents = re.split(r"(?<=[.!?])\s+", t)
+        sents = loose_sentences(t)
         want = content_words(claim)
         ranked = sorted(range(len(sents)), key=lambda i: (-len(content_words(sents[i]) & want), i))
         keep: set[int] = set()

@@ -26,65 +26,17 @@ by the new score (ties keep the old order) and get new `rank`s; the trace logs e
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
 from docket.context import Context
 from docket.model import Candidate
+from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
 MOVE = "rescore"
-
-_WORD = re.compile(r"[\w']+")
-_PAREN = re.compile(r"\s*\([^)]*\)\s*")
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being what which who whom whose
-    when where why how that this these those it its as do does did has have had not no than then there their they
-    he she his her him them we you your our i me my can could would should will shall may might must into about
-    over under after before between both either neither also only same other such s t one first many much more
-    most less least name named called did does""".split()
-)
-
-
-def fold(text: str) -> str:
-    """Lower case without accents, so "Akinoshu" in a question matches the title "Akinoshū"."""
-    text = text.lower()
-    if text.isascii():
-        return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
-
-
-def words(text: str) -> list[str]:
-    """Folded words, possessive 's dropped ("Kenji's" -> "kenji")."""
-    out = []
-    for w in _WORD.findall(fold(text)):
-        w = w.strip("'")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if w:
-            out.append(w)
-    return out
-
-
-def content_words(text: str) -> list[str]:
-    return [w for w in words(text) if w not in STOPWORDS]
-
-
-def phrase(text: str) -> str:
-    """The text as folded words between spaces, so `phrase(title) in phrase(text)` finds a title
-    as a whole-word phrase (and `startswith` finds one the text opens with)."""
-    return " " + " ".join(words(text)) + " "
-
-
-def title_variants(title: str) -> list[str]:
-    """The title as written and without a parenthetical qualifier ("Kiss and Tell (1945 film)")."""
-    out = [title]
-    bare = _PAREN.sub(" ", title).strip()
-    if bare and bare != title:
-        out.append(bare)
-    return [t for t in out if content_words(t)]
+__all__ = ["STOPWORDS", "bm25_scores", "content_words", "fold", "phrase", "rescore", "signals", "title_match",
+           "title_match_strict", "title_variants", "words"]
 
 
 def title_match(title: str, text: str) -> float:

@@ -22,7 +22,7 @@ from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
 from docket.model import Passage
 from docket.policy import RenderPolicy
-from docket.rescore import phrase, title_variants  # titles are matched with the re-scorer's folding
+from docket.text import phrase, title_variants  # titles are matched with the re-scorer's folding
 
 __all__ = ["MARK", "sanitize", "render_passage", "render_all", "header_fields", "label_for", "OPEN", "CLOSE", "SEP"]
 

@@ -12,9 +12,10 @@ the sentence is true. Paraphrase and reasoning need a judge (see `docket.check.L
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+
+from docket.text import CLAIM_STOPWORDS, ascii_words, clean_typography
 
 MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
@@ -85,10 +86,7 @@ class Fact:
         return {"number": "number", "percent": "percentage", "date": "date", "name": "name"}[self.kind] + f" '{self.surface}'"
 
 
-def _clean(text: str) -> str:
-    t = unicodedata.normalize("NFKC", text)
-    t = t.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-").replace("\u00a0", " ")
-    return t
+_clean = clean_typography
 
 
 def _dec(s: str) -> Decimal | None:
@@ -266,9 +264,4 @@ class PassageFacts:
 
 def content_words(text: str) -> set[str]:
     """Lower-case content words of length >= 3 minus a short stop list (for the overlap check)."""
-    stop = {"the", "and", "for", "are", "was", "were", "with", "that", "this", "from", "have", "has", "had", "not",
-            "but", "can", "may", "will", "would", "could", "should", "their", "there", "which", "who", "whom",
-            "what", "when", "where", "they", "them", "its", "into", "also", "such", "than", "then", "these",
-            "those", "been", "being", "more", "most", "some", "any", "all", "each", "other", "about", "over",
-            "only", "very", "you", "your", "our", "his", "her", "she", "him", "one", "two", "use", "used"}
-    return {w for w in re.findall(r"[a-z0-9]+", _clean(text).lower()) if len(w) >= 3 and w not in stop}
+    return {w for w in ascii_words(clean_typography(text)) if len(w) >= 3 and w not in CLAIM_STOPWORDS}

@@ -13,21 +13,16 @@ import re
 
 from docket.context import Context
 from docket.model import Passage
+from docket.text import OVERLAP_STOPWORDS, ascii_words
+from docket.text import sentences as split_sentences
 
 MOVE = "compress"
 
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 _DATEISH = re.compile(rf"\b{_MONTHS}\b|\b(?:19|20)\d\d\b", re.I)
 _NUMBER = re.compile(r"\d|%|\$|€|£|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|million)\b", re.I)
 _REFERENT = re.compile(r"^(?:it|its|they|them|their|this|these|that|those|he|she|his|her|such|the latter|the former)\b", re.I)
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the of to in on for and or is are was were be been do does did can i you we my your our it at by "
-                  "with from what which who whom when where why how after before about any this that".split())
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+__all__ = ["compress", "leans_back", "protected", "split_sentences"]
 
 
 def protected(sentence: str, keywords: list[str]) -> str | None:
@@ -48,7 +43,7 @@ def leans_back(sentence: str) -> bool:
 
 
 def _overlap(sentence: str, qwords: set[str]) -> int:
-    return len(qwords & set(_WORD.findall(sentence.lower())))
+    return len(qwords & set(ascii_words(sentence)))
 
 
 def compress(p: Passage, room: int, ctx: Context, label: str) -> Passage | None:
@@ -89,7 +84,7 @@ def compress(p: Passage, room: int, ctx: Context, label: str) -> Passage | None:
         ctx.trace.add(MOVE, "fail", list(p.ids), f"the {len(keep)} guarded sentence(s) need "
                       f"{passage_cost(build(keep), ctx, label)} tokens > {room} left; skipped rather than lose them")
         return None
-    qwords = {w for w in _WORD.findall(ctx.question.lower()) if w not in _STOP}
+    qwords = {w for w in ascii_words(ctx.question) if w not in OVERLAP_STOPWORDS}
     for i in sorted((i for i in range(len(sents)) if i not in keep), key=lambda i: (-_overlap(sents[i], qwords), i)):
         trial = set(keep) | {i}
         if leans_back(sents[i]) and i > 0:

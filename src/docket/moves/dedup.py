@@ -9,8 +9,6 @@ conflict are never collapsed: they differ in the detail that matters.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
 import numpy as np
@@ -18,16 +16,13 @@ import numpy as np
 from docket.context import Context
 from docket.model import Passage
 from docket.moves.versions import authority
+from docket.text import copy_hash as text_hash
+from docket.text import copy_key as normalize
 
 MOVE = "dedup"
 
 
-def normalize(text: str) -> str:
-    return re.sub(r"\W+", " ", text.lower()).strip()
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(normalize(text).encode()).hexdigest()
+__all__ = ["collapse", "mmr", "normalize", "text_hash"]
 
 
 def _provenance(p: Passage, cosine: float | None) -> dict[str, Any]:

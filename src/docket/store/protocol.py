@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from docket.errors import InputError
 from docket.model import RETIRED_STATUSES, Chunk
 from docket.store.access import AclResolution, Principal, may_read, readable_chunks
 from docket.store.base import ChunkLookup, VersionInfo
+from docket.text import SEARCH_STOPWORDS, search_terms
 
 # --- access control (the rule and the types live in docket.store.access) --------------------
 
@@ -259,24 +259,10 @@ def scoped(store: ChunkLookup, principal: Principal | None) -> ScopedView:
 
 # --- helpers shared by the backends ----------------------------------------------------------
 
-# Keyword search: questions are natural language, not query syntax. Quotes, dashes or `OR`
-# typed by a user must never reach FTS5 or tsquery as operators, so both backends search for
-# the same terms: the question's words, lower-cased, without common English function words
-# (they carry no evidence and slow an OR query down).
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below between
-    both but by can did do does doing down during each few for from further had has have having he her here hers
-    herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves""".split()
-)
-
-
-def fts_terms(question: str, limit: int = 32) -> list[str]:
-    """Distinct content words of `question`, in order (at most `limit`)."""
-    words = re.findall(r"\w+", question.lower())
-    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOPWORDS))[:limit]
+# Keyword search: questions are natural language, not query syntax, so both backends search for
+# the same terms (docket.text.search_terms: the question's words without common function words).
+STOPWORDS = SEARCH_STOPWORDS
+fts_terms = search_terms
 
 
 

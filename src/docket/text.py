@@ -1,0 +1,200 @@
+"""The one home of docket's text helpers: folding, words, stop words, sentences and titles.
+
+Every move and check reads text through these functions, so "a word" or "a sentence" means the
+same thing wherever the same job is done, and per-chunk results can be computed once
+(docket.features) instead of on every query.
+
+Several jobs need a slightly different notion of a word or a sentence; those are separate,
+named functions and lists below, each saying why it differs. Changing one changes decisions
+(which passage is promoted, kept whole or flagged as a conflict), so they are kept as they were
+when they were scattered over the modules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+# --- folding and words -------------------------------------------------------------------------
+
+_WORD = re.compile(r"[\w']+")
+_PAREN = re.compile(r"\s*\([^)]*\)\s*")
+
+
+def fold(text: str) -> str:
+    """Lower case without accents, so "Akinoshu" in a question matches the title "Akinoshū"."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def words(text: str) -> list[str]:
+    """Folded words, possessive 's dropped ("Kenji's" -> "kenji"): how re-scoring, titles and the
+    answerability signals read text."""
+    out = []
+    for w in _WORD.findall(fold(text)):
+        w = w.strip("'")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w:
+            out.append(w)
+    return out
+
+
+#: Function words plus the frames questions are asked in ("which film was *named* ...", "the
+#: *first* ...", "how *many*"): they say nothing about which passage answers, so BM25 terms, title
+#: matching and the answerability signals skip them.
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or but is are was were be been being what which who whom whose
+    when where why how that this these those it its as do does did has have had not no than then there their they
+    he she his her him them we you your our i me my can could would should will shall may might must into about
+    over under after before between both either neither also only same other such s t one first many much more
+    most less least name named called did does""".split()
+)
+
+
+def content_words(text: str) -> list[str]:
+    """`words` without STOPWORDS, in order, repeats kept."""
+    return [w for w in words(text) if w not in STOPWORDS]
+
+
+def phrase(text: str) -> str:
+    """The text as folded words between spaces, so `phrase(title) in phrase(text)` finds a title
+    as a whole-word phrase (and `startswith` finds one the text opens with)."""
+    return " " + " ".join(words(text)) + " "
+
+
+def title_variants(title: str) -> list[str]:
+    """The title as written and without a parenthetical qualifier ("Kiss and Tell (1945 film)");
+    only variants with a content word count."""
+    out = [title]
+    bare = _PAREN.sub(" ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    return [t for t in out if content_words(t)]
+
+
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def ascii_words(text: str) -> list[str]:
+    """Runs of ASCII letters and digits of the lower-cased text. Compression and the citation
+    checker count shared words this way: apostrophes split ("don't" -> "don", "t"), accents are
+    not folded."""
+    return _ASCII_WORD.findall(text.lower())
+
+
+#: Compression ranks filler sentences by the question words they share. A short list: negations,
+#: comparatives and quantities ("not", "only", "more", "first", "one") stay, because a sentence
+#: that shares them with the question is the one that answers it.
+OVERLAP_STOPWORDS = frozenset(
+    "a an the of to in on for and or is are was were be been do does did can i you we my your our it at by "
+    "with from what which who whom when where why how after before about any this that".split()
+)
+
+#: The citation checker's overlap of a claim with its passage, on words of three letters or
+#: more. Quantifiers ("all", "each", "some", "two") go too: models add them freely when they
+#: paraphrase; "after", "before" and "first" stay, because they change what a claim says.
+CLAIM_STOPWORDS = frozenset(
+    "the and for are was were with that this from have has had not but can may will would could should their there "
+    "which who whom what when where they them its into also such than then these those been being more most some any "
+    "all each other about over only very you your our his her she him one two use used".split()
+)
+
+#: The words of a statement's frame (moves.versions) that do not count: articles, prepositions,
+#: copulas and modals only. "after"/"before", "only", question words stay in the frame: two rules
+#: that differ in them are different rules, not one rule with two values.
+FRAME_STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is are was were be been it its as that this "
+    "these those can may will would should".split()
+)
+
+_SCRIPT_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def script_words(text: str) -> list[str]:
+    """Words in any script, without digits; a run of Chinese, Japanese or Korean characters (no
+    spaces between words) counts as its character pairs. Single Latin letters are dropped. The
+    words of a statement's frame, so a German or Chinese rule is read as well as an English one."""
+    out: list[str] = []
+    for w in _SCRIPT_WORD.findall(text):
+        if _CJK.search(w) and len(w) > 2:
+            out.extend(w[i : i + 2] for i in range(len(w) - 1))
+        elif len(w) > 1 or _CJK.search(w):
+            out.append(w)
+    return out
+
+
+#: Keyword search (FTS5, tsquery) over a stored corpus: the classic English stop list. It differs
+#: from STOPWORDS because it decides what a store *returns*: question frames such as "first",
+#: "named" or "one" can be the rare words that find a passage in a large corpus, and changing the
+#: list changes retrieval on every existing store.
+SEARCH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can did do does doing down during each few for from further had has have having he her here hers
+    herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def search_terms(question: str, limit: int = 32) -> list[str]:
+    """Distinct keyword-search terms of `question`, in order (at most `limit`): lower-cased `\\w+`
+    runs of two characters or more, without SEARCH_STOPWORDS. Quotes, dashes or `OR` typed by a
+    user never reach FTS5 or tsquery as operators."""
+    found = re.findall(r"\w+", question.lower())
+    return list(dict.fromkeys(w for w in found if len(w) > 1 and w not in SEARCH_STOPWORDS))[:limit]
+
+
+_NON_WORD = re.compile(r"\W+")
+
+
+def copy_key(text: str) -> str:
+    """Text compared for exact copies: lower case, every run of non-word characters one space."""
+    return _NON_WORD.sub(" ", text.lower()).strip()
+
+
+def copy_hash(text: str) -> str:
+    """sha256 of `copy_key`: two passages with the same hash are copies of each other."""
+    return hashlib.sha256(copy_key(text).encode()).hexdigest()
+
+
+def clean_typography(text: str) -> str:
+    """NFKC, straight apostrophes, plain hyphens and spaces: how the citation checker reads both
+    the answer and the passage, so "15 %" and a curly "’" do not hide a match."""
+    t = unicodedata.normalize("NFKC", text)
+    return t.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-").replace("\u00a0", " ")
+
+
+# --- sentences ---------------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def sentences(text: str) -> list[str]:
+    """A passage's sentences for compression: a boundary is . ! or ? then space then a capital
+    letter, digit or opening quote/bracket, so "e.g. this" and "3.5 days" stay whole."""
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+_STATEMENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+
+
+def statement_sentences(text: str) -> list[str]:
+    """A passage's statements for conflict detection: besides sentence ends, a semicolon, a CJK
+    full stop and a line break end one (rules are often lists of clauses), whatever follows."""
+    return [s.strip() for s in _STATEMENT.split(text) if s.strip()]
+
+
+_LOOSE_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def loose_sentences(text: str) -> list[str]:
+    """Split after every . ! or ? followed by space, whatever follows (pieces not stripped). For
+    signals that only need roughly sentence-sized pieces: the answerability coverage and the
+    judge's evidence focus."""
+    return _LOOSE_SENTENCE.split(text)
