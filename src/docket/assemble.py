@@ -17,12 +17,13 @@ import numpy as np
 
 from docket import answerable, rescore
 from docket.brief.layout import build_brief, not_found_brief
-from docket.context import Context, check_vectors
+from docket.context import Context, check_entries
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
+from docket.features import default_cache
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
-from docket.model import Candidate, Chunk, Trace, check_scores, passage_of
+from docket.model import Candidate, Chunk, Passage, Trace, check_scores
 from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
 from docket.safeio import clean_question
@@ -44,13 +45,15 @@ def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -
 
 
 def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
-    check_vectors(chunks, embedder)
-    if all(c.vector is not None for c in chunks):
-        return np.asarray([c.vector for c in chunks], dtype=np.float32)
+    features = default_cache()
+    check_entries(chunks, embedder, features)
+    entries = features.entries(chunks)
+    if all(e.vector is not None for e in entries):
+        return np.stack([e.vector for e in entries])  # type: ignore[misc]
     out = embedder.embed([c.text for c in chunks])
-    for i, c in enumerate(chunks):
-        if c.vector is not None:
-            out[i] = np.asarray(c.vector, dtype=np.float32)
+    for i, e in enumerate(entries):
+        if e.vector is not None:
+            out[i] = e.vector
     return out
 
 
@@ -128,9 +131,11 @@ def assemble(
         embedder = default_embedder()
     if candidates is None:
         candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[arg-type]  # embedder set above
-    check_vectors([c.chunk for c in candidates], embedder)
+    candidates = list(candidates)
+    features = default_cache()
+    check_entries([c.chunk for c in candidates], embedder, features)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                  trace=trace, warnings=warnings)
+                  trace=trace, warnings=warnings, features=features)
     brief = _assemble_ranked(ctx, candidates)
     brief.ranked = list(candidates)
     return _with_history(finish_mode(brief, ctx), kept)
@@ -153,29 +158,37 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
     if floor is not None:
         overrides["floor"] = floor
     if overrides:
-        policy = policy.updated(pack=overrides)
+        policy = policy.overridden(pack=overrides)
     if as_of is not None:
-        policy = policy.updated(as_of=as_of)
+        policy = policy.overridden(as_of=as_of)
     return policy
 
 
 def _assemble_ranked(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
     policy = ctx.policy
+    features = ctx.features
 
-    ranked = list(candidates)
-    retriever_scores = {c.chunk.id: c.score for c in ranked}
-    if policy.rescore.enabled:
-        ranked = rescore.rescore(ranked, ctx)
-    above = _screen_untrusted(_apply_floor(ranked, ctx), ctx)
+    retriever_scores = {c.chunk.id: c.score for c in candidates}
+    # the pool as (chunk, score, rank): candidates are built only if a move asks for them
+    pool: list[Ranked]
+    if policy.rescore.enabled and len(candidates) >= 2:
+        best, scores = rescore.rescore_order(candidates, ctx)
+        pool = [(candidates[i].chunk, s, r) for r, (i, s) in enumerate(zip(best, scores), 1)]
+    else:
+        pool = [(c.chunk, c.score, c.rank) for c in candidates]
+    above = _screen_untrusted(_apply_floor(pool, ctx), ctx)
     if not above or not _clears_not_found_floor(above, retriever_scores, ctx):
         return not_found_brief(ctx)
     if policy.answerable.enabled:
-        ok, signals = answerable.judge(ranked, ctx)
+        judged = [Candidate(c, s, r) for c, s, r in pool] if policy.rescore.enabled and len(candidates) >= 2 else candidates
+        ok, signals = answerable.judge(judged, ctx)
         if not ok:
             ctx.trace.add("answerable", "not_found", [], "the answerability check says the pool does not answer the question", **signals)
             return not_found_brief(ctx)
 
-    passages = [passage_of(c) for c in above]
+    ctx.pool = [c for c, _, _ in above]
+    of_chunk = Passage.of_chunk
+    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, features.entries(ctx.pool))]
     if policy.versions.enabled:
         passages = versions.resolve(passages, ctx)
     if policy.dedup.enabled:
@@ -189,19 +202,22 @@ def _assemble_ranked(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
     return build_brief(passages, ctx, evidence_budget)
 
 
-def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
+Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank
+
+
+def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
     floor = ctx.policy.pack.floor
-    above = [c for c in candidates if c.score >= floor]
-    below = [c for c in candidates if c.score < floor]
+    above = [c for c in candidates if c[1] >= floor]
+    below = [c for c in candidates if c[1] < floor]
     if below:
         ctx.trace.add(
             "floor",
             "drop",
-            [c.chunk.id for c in below],
+            [c[0].id for c in below],
             f"{len(below)} candidate(s) score below the floor {floor}",
-            best_below=round(max(c.score for c in below), 4),
+            best_below=round(max(c[1] for c in below), 4),
             floor=floor,
         )
     if not above:
@@ -209,27 +225,27 @@ def _apply_floor(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
         return above
     margin = ctx.policy.pack.margin
     if margin is not None:
-        best = max(c.score for c in above)
+        best = max(c[1] for c in above)
         cut = best - margin
-        far = [c for c in above if c.score < cut]
+        far = [c for c in above if c[1] < cut]
         if far:
             ctx.trace.add(
-                "floor", "drop", [c.chunk.id for c in far],
+                "floor", "drop", [c[0].id for c in far],
                 f"{len(far)} candidate(s) score more than the margin {margin} below the best ({best:.3f}): "
                 f"below {cut:.3f}", best=round(best, 4), margin=margin,
-                best_below=round(max(c.score for c in far), 4),
+                best_below=round(max(c[1] for c in far), 4),
             )
-            above = [c for c in above if c.score >= cut]
+            above = [c for c in above if c[1] >= cut]
     return above
 
 
-def _clears_not_found_floor(candidates: list[Candidate], retriever_scores: dict[str, float], ctx: Context) -> bool:
+def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context) -> bool:
     """The best candidate's ranker score (before re-scoring) must reach the not-found floor
     (`Policy.not_found_floor`); traced when it does not, with the floor and where it comes from."""
     floor, source = ctx.policy.not_found_floor()
     if floor is None:
         return True
-    best = max(retriever_scores.get(c.chunk.id, c.score) for c in candidates)
+    best = max(retriever_scores.get(c[0].id, c[1]) for c in candidates)
     if best >= floor:
         return True
     ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
@@ -238,21 +254,24 @@ def _clears_not_found_floor(candidates: list[Candidate], retriever_scores: dict[
     return False
 
 
-def _screen_untrusted(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
+def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """`pack.untrusted`: keep strangers' text out unless the answer needs it ("fallback": no
     trusted candidate cleared the floor) or always ("never")."""
     mode = ctx.policy.pack.untrusted
-    strangers = [c for c in candidates if c.chunk.untrusted]
-    if mode == "use" or not strangers:
+    if mode == "use":
         return candidates
-    trusted = [c for c in candidates if not c.chunk.untrusted]
+    flags = [e.features.untrusted for e in ctx.features.entries([c[0] for c in candidates])]
+    strangers = [c for c, u in zip(candidates, flags) if u]
+    if not strangers:
+        return candidates
+    trusted = [c for c, u in zip(candidates, flags) if not u]
     if mode == "fallback" and not trusted:
-        ctx.trace.add("untrusted", "keep", [c.chunk.id for c in strangers],
+        ctx.trace.add("untrusted", "keep", [c[0].id for c in strangers],
                       "no trusted candidate clears the floor: untrusted sources are the only evidence (fallback)")
         return candidates
     why = ("a trusted candidate clears the floor, so untrusted sources are not needed (fallback)" if mode == "fallback"
            else "untrusted sources are never used (pack.untrusted = never)")
-    ctx.trace.add("untrusted", "drop", [c.chunk.id for c in strangers], why, trusted=len(trusted))
+    ctx.trace.add("untrusted", "drop", [c[0].id for c in strangers], why, trusted=len(trusted))
     return trusted
 
 

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from docket import counting
 from docket.embed import Embedder
 from docket.errors import InputError
+from docket.features import FeatureCache, default_cache, render_key
 from docket.model import Chunk, Trace
 from docket.policy import Policy
 from docket.store.base import ChunkLookup
@@ -43,8 +45,16 @@ class Context:
     today: Date = field(default_factory=lambda: clock())
     #: the date whose versions Move 1 kept and why: {"date", "source"} (set by Move 1)
     as_of: dict[str, Any] | None = None
+    #: per-chunk features (words, titles, statements, rendered counts), computed once per chunk
+    features: FeatureCache = field(default_factory=default_cache)
+    #: the candidates that cleared the floor: pair similarities are computed once over them
+    pool: list[Chunk] | None = None
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _qvec: np.ndarray | None = None
+    _sims: np.ndarray | None = None
+    _sim_pos: dict[int, int] = field(default_factory=dict)
+    _sim_chunks: list[Chunk] = field(default_factory=list)
+    _render_key: tuple[Any, ...] | None = None
 
     def has_vectors(self) -> bool:
         return self.embedder is not None
@@ -56,28 +66,84 @@ class Context:
             self._qvec = self.embedder.embed([self.question])[0]
         return self._qvec
 
-    def vectors(self, chunks: list[Chunk]) -> np.ndarray:
+    def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
         """Unit vectors for chunks: the record's own `vector` if it has one, else the embedder's."""
-        missing = [c for c in chunks if c.id not in self._vectors]
-        need_model = [c for c in missing if c.vector is None]
-        for c in missing:
-            if c.vector is not None:
-                v = np.asarray(c.vector, dtype=np.float32)
-                check_vectors([c], self.embedder)
-                self._vectors[c.id] = v
-        if need_model:
-            if self.embedder is None:
-                raise InputError(
-                    "has no 'vector' and no embedder is configured", where=f"chunk {need_model[0].id!r}", field="vector"
-                )
-            for c, v in zip(need_model, self.embedder.embed([c.text for c in need_model])):
-                self._vectors[c.id] = v
         if not chunks:
             return np.zeros((0, 1), dtype=np.float32)
-        return np.stack([self._vectors[c.id] for c in chunks])
+        entries = self.features.entries(chunks)
+        dim = getattr(self.embedder, "dim", None)
+        rows: list[np.ndarray | None] = []
+        need: list[Chunk] = []
+        for c, e in zip(chunks, entries):
+            v = e.vector
+            if v is None:
+                v = self._vectors.get(c.id)
+                if v is None:
+                    need.append(c)
+            elif e.checked != dim:
+                if (dim is not None and len(v) != dim) or abs(e.norm - 1.0) > 1e-3:  # type: ignore[operator]
+                    check_vectors([c], self.embedder)
+                e.checked = dim
+            rows.append(v)
+        if need:
+            if self.embedder is None:
+                raise InputError(
+                    "has no 'vector' and no embedder is configured", where=f"chunk {need[0].id!r}", field="vector"
+                )
+            missing = list(dict.fromkeys(c.id for c in need))
+            by_id = {c.id: c for c in need}
+            for cid, v in zip(missing, self.embedder.embed([by_id[i].text for i in missing])):
+                self._vectors[cid] = v
+            rows = [r if r is not None else self._vectors[c.id] for c, r in zip(chunks, rows)]
+        return np.stack(rows)  # type: ignore[arg-type]
+
+    def similarities(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """Cosines between every pair of `chunks`, from one matrix over the pool: duplicates
+        (Move 2) and conflicts (Move 1) read the same numbers, computed once per query."""
+        if self._sims is None:
+            base = list(self.pool or [])
+            pos = {id(c): i for i, c in enumerate(base)}
+            for c in chunks:
+                if id(c) not in pos:
+                    pos[id(c)] = len(base)
+                    base.append(c)
+            vecs = self.vectors(base)
+            self._sims = vecs @ vecs.T
+            self._sim_pos = pos
+            self._sim_chunks = base
+        sims, pos, base = self._sims, self._sim_pos, self._sim_chunks
+        if len(chunks) == len(base) and all(a is b for a, b in zip(chunks, base)):
+            return sims
+        idx = [pos.get(id(c)) for c in chunks]
+        if None in idx:  # a chunk the pool did not have (fetched by Move 1): start again with it
+            self._sims = None
+            self.pool = base
+            return self.similarities(chunks)
+        ix = np.asarray(idx)
+        return sims[np.ix_(ix, ix)]  # type: ignore[no-any-return]
 
     def tokens(self, text: str) -> int:
-        return self.counter.count(text)
+        return counting.count(self.counter, text)
+
+    def render_key(self) -> tuple[Any, ...]:
+        """The render settings as a hashable key (rendered counts are cached under it)."""
+        if self._render_key is None:
+            self._render_key = render_key(self.policy.render)
+        return self._render_key
+
+
+def pairs_at_least(sims: np.ndarray, threshold: float) -> tuple[list[int], list[int]]:
+    """The pairs (i < j) whose similarity is at least `threshold`, in the order of
+    itertools.combinations. The comparison is the exact one of float(sims[i, j]) >= threshold,
+    done in float32 against the smallest float32 that is not below the threshold."""
+    t = np.float32(threshold)
+    if float(t) < threshold:
+        t = np.nextafter(t, np.float32(np.inf))
+    if sims.dtype != np.float32:
+        t = threshold  # type: ignore[assignment]
+    rows, cols = np.nonzero(sims >= t)
+    upper = rows < cols
+    return rows[upper].tolist(), cols[upper].tolist()
 
 
 def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
@@ -94,3 +160,14 @@ def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
         if abs(norm - 1.0) > 1e-3:
             raise InputError(f"is not unit length (norm {norm:.4f}); L2-normalise it so dot products are cosines",
                              where=f"chunk {c.id!r}", field="vector")
+
+
+def check_entries(chunks: Sequence[Chunk], embedder: Embedder | None, features: FeatureCache) -> None:
+    """`check_vectors` from the cached norms (the same errors, in the same order)."""
+    dim = getattr(embedder, "dim", None)
+    for e in features.entries(chunks):
+        v = e.vector
+        if v is not None and e.checked != dim:
+            if (dim is not None and len(v) != dim) or abs(e.norm - 1.0) > 1e-3:  # type: ignore[operator]
+                check_vectors([e.chunk], embedder)
+            e.checked = dim

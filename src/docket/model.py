@@ -8,10 +8,10 @@ one document version. Everything here is immutable or copied, so a move never ch
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -240,6 +240,31 @@ class Candidate:
     rank: int  # 1-based rank in the input ranking
 
 
+_T = TypeVar("_T")
+
+
+class _derived(Generic[_T]):
+    """A property computed on first read and then stored on the (immutable) instance, like
+    functools.cached_property but without its lock: the moves read these for every passage."""
+
+    def __init__(self, fn: Callable[[Any], _T]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    @overload
+    def __get__(self, obj: None, cls: Any = None) -> _derived[_T]: ...
+
+    @overload
+    def __get__(self, obj: object, cls: Any = None) -> _T: ...
+
+    def __get__(self, obj: object | None, cls: Any = None) -> _T | _derived[_T]:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
 @dataclass(frozen=True)
 class Passage:
     """What goes into the prompt: adjacent chunks of one document version, in document order.
@@ -256,29 +281,31 @@ class Passage:
     also_in: tuple[dict[str, Any], ...] = ()
     text_override: str | None = None
 
-    @property
+    # derived once per passage (it is immutable): the moves read them for every passage of the pool
+    @_derived
     def first(self) -> Chunk:
         return self.chunks[0]
 
-    @property
+    @_derived
     def doc(self) -> str:
         return self.first.doc
 
-    @property
+    @_derived
     def version(self) -> int:
         return self.first.version
 
-    @property
+    @_derived
     def ids(self) -> tuple[str, ...]:
-        return tuple(c.id for c in self.chunks)
+        chunks = self.chunks
+        return (chunks[0].id,) if len(chunks) == 1 else tuple(c.id for c in chunks)
 
-    @property
+    @_derived
     def text(self) -> str:
         if self.text_override is not None:
             return self.text_override
         return " ".join(c.text.strip() for c in self.chunks)
 
-    @property
+    @_derived
     def untrusted(self) -> bool:
         return any(c.untrusted for c in self.chunks)
 
@@ -298,6 +325,19 @@ class Passage:
     def with_(self, **changes: Any) -> Passage:
         return replace(self, **changes)
 
+    @classmethod
+    def of_chunk(cls, chunk: Chunk, score: float, rank: int, untrusted: bool | None = None) -> Passage:
+        """`Passage((chunk,), score, rank, (chunk.id,))`, built the fast way: the assembler makes
+        one per candidate, so it fills the fields (and the derived values it knows already)
+        directly instead of through the frozen dataclass's __init__. Equal to the slow way."""
+        p = object.__new__(cls)
+        ids = (chunk.id,)
+        p.__dict__.update(chunks=(chunk,), score=score, rank=rank, hits=ids, also_in=(), text_override=None,
+                          first=chunk, doc=chunk.doc, version=chunk.version, ids=ids)
+        if untrusted is not None:
+            p.__dict__["untrusted"] = untrusted
+        return p
+
 
 def check_scores(candidates: Iterable[Candidate] | None) -> None:
     """Caller-built candidates: a NaN score compares false with every floor and would pass or
@@ -311,7 +351,7 @@ def check_scores(candidates: Iterable[Candidate] | None) -> None:
 
 
 def passage_of(c: Candidate) -> Passage:
-    return Passage(chunks=(c.chunk,), score=c.score, rank=c.rank, hits=(c.chunk.id,))
+    return Passage.of_chunk(c.chunk, c.score, c.rank)
 
 
 @dataclass(eq=False)
@@ -335,20 +375,48 @@ class TraceEvent(WireMapping):
                    dict(data.get("numbers") or {}))
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"move": self.move, "action": self.action, "chunks": self.chunks, "reason": self.reason}
-        if self.numbers:
-            out["numbers"] = self.numbers
-        return out
+        return _event_json(self.move, self.action, self.chunks, self.reason, self.numbers)
 
 
-@dataclass
+def _event_json(move: str, action: str, chunks: list[str], reason: str, numbers: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"move": move, "action": action, "chunks": chunks, "reason": reason}
+    if numbers:
+        out["numbers"] = numbers
+    return out
+
+
 class Trace:
-    """The assembler's log: every drop, merge, expansion, skip, compression and reorder."""
+    """The assembler's log: every drop, merge, expansion, skip, compression and reorder.
 
-    events: list[TraceEvent] = field(default_factory=list)
+    A pool of a thousand candidates logs a skip or a promotion for most of them, so events are
+    kept as plain tuples and become `TraceEvent`s only when `events` is read."""
+
+    __slots__ = ("_raw", "_events")
+
+    def __init__(self, events: Iterable[TraceEvent] = ()) -> None:
+        self._raw: list[tuple[str, str, list[str], str, dict[str, Any]]] = [
+            (e.move, e.action, e.chunks, e.reason, e.numbers) for e in events]
+        self._events: list[TraceEvent] = []
 
     def add(self, move: str, action: str, chunks: Iterable[str], reason: str, **numbers: Any) -> None:
-        self.events.append(TraceEvent(move, action, list(chunks), reason, numbers))
+        self._raw.append((move, action, list(chunks), reason, numbers))
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        """The events so far, in order (built on first read of each)."""
+        have = self._events
+        if len(have) != len(self._raw):
+            have.extend(TraceEvent(*r) for r in self._raw[len(have):])
+        return have
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Trace) and self._raw == other._raw
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self._raw)} events)"
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [e.to_json() for e in self.events]
+        return [_event_json(*r) for r in self._raw]

@@ -374,6 +374,29 @@ class Policy(_Strict):
             data.setdefault(name, {}).update(values)
         return load_policy_dict(data, where="policy")
 
+    def overridden(self, **sections: Any) -> Policy:
+        """`updated` for read-only use (one assembly's budget, floor or as-of date): only the given
+        values are validated, and the other sections are shared with this policy, not copied.
+        Never mutate the result. The same errors as `updated`."""
+        data: dict[str, Any] = {name: getattr(self, name) for name in type(self).model_fields}
+        for name, values in sections.items():
+            if name == "as_of":
+                data["as_of"] = values
+                continue
+            if name not in SECTIONS or not isinstance(values, dict):
+                raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
+            sec = data[name]
+            try:  # fields left at their default stay unset, as `updated` leaves them
+                data[name] = type(sec).model_validate({**sec.model_dump(exclude_unset=True), **values})
+            except ValidationError as e:
+                raise _input_error(e, "policy", prefix=name) from None
+        try:
+            out = type(self).model_validate(data)  # the sections are instances: not validated again
+        except ValidationError as e:
+            raise _input_error(e, "policy") from None
+        object.__setattr__(out, "__pydantic_fields_set__", self.model_fields_set | set(sections))
+        return out
+
 
 #: every section of the policy (a new section is one field of Policy, nothing else to list)
 SECTIONS = tuple(name for name in Policy.model_fields if name != "as_of")
@@ -386,20 +409,26 @@ def load_policy_dict(data: dict[str, Any], where: str = "policy") -> Policy:
     try:
         return Policy.model_validate(fill_from_preset(data))
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        msg = first.get("msg", "invalid").removeprefix("Value error, ")
-        kind = first.get("type")
-        if kind == "extra_forbidden":
-            msg = "is not a known setting (check the spelling; see docs/policy.md)"
-        elif loc == "as_of" or loc.endswith(".as_of"):
-            msg = f"must be a date like 2026-03-01, got {shown(first.get('input'))}"
-        elif kind == "finite_number":
-            msg = f"must be a finite number, got {first.get('input')!r}"
-        elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "int_type", "float_type",
-                      "literal_error", "bool_type", "int_parsing", "float_parsing", "bool_parsing"):
-            msg = f"{msg}, got {shown(first.get('input'))}"
-        raise InputError(msg, where=where, field=loc or None) from None
+        raise _input_error(e, where) from None
+
+
+def _input_error(e: ValidationError, where: str, prefix: str = "") -> InputError:
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    if prefix:
+        loc = f"{prefix}.{loc}" if loc else prefix
+    msg = first.get("msg", "invalid").removeprefix("Value error, ")
+    kind = first.get("type")
+    if kind == "extra_forbidden":
+        msg = "is not a known setting (check the spelling; see docs/policy.md)"
+    elif loc == "as_of" or loc.endswith(".as_of"):
+        msg = f"must be a date like 2026-03-01, got {shown(first.get('input'))}"
+    elif kind == "finite_number":
+        msg = f"must be a finite number, got {first.get('input')!r}"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "int_type", "float_type",
+                  "literal_error", "bool_type", "int_parsing", "float_parsing", "bool_parsing"):
+        msg = f"{msg}, got {shown(first.get('input'))}"
+    return InputError(msg, where=where, field=loc or None)
 
 
 def load_policy(path: str | Path | None) -> Policy:

@@ -29,14 +29,18 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from docket.context import Context
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
 MOVE = "rescore"
-__all__ = ["STOPWORDS", "bm25_scores", "content_words", "fold", "phrase", "rescore", "signals", "title_match",
-           "title_match_strict", "title_variants", "words"]
+__all__ = ["STOPWORDS", "bm25_scores", "content_words", "fold", "phrase", "rescore", "rescore_order", "signals",
+           "title_match", "title_match_strict", "title_variants", "words"]
+K1, B = 1.2, 0.75
 
 
 def title_match(title: str, text: str) -> float:
@@ -56,83 +60,167 @@ def title_match(title: str, text: str) -> float:
     return share * share
 
 
-def bm25_scores(query: str, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """Okapi BM25 of the query's content words over the pool (idf from the pool itself)."""
-    toks = [words(d) for d in docs]
-    n = len(toks)
-    if n == 0:
-        return []
-    avgdl = sum(len(t) for t in toks) / n or 1.0
-    df: Counter[str] = Counter()
-    for t in toks:
-        df.update(set(t))
-    q = list(dict.fromkeys(content_words(query)))
-    out = []
-    for t in toks:
-        tf = Counter(t)
-        s = 0.0
-        for w in q:
-            f = tf.get(w, 0)
-            if not f:
-                continue
-            idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(t) / avgdl))
-        out.append(s)
-    return out
-
-
-def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
-    """Per candidate: title (0..1), lexical (0..1), link (0..1)."""
-    texts = [f"{c.chunk.title} {c.chunk.text}" if c.chunk.title else c.chunk.text for c in candidates]
-    bm = bm25_scores(question, texts)
-    top_bm = max(bm, default=0.0)
-    out = [
-        {"title": title_match(c.chunk.title, question), "lexical": (s / top_bm if top_bm > 0 else 0.0), "link": 0.0}
-        for c, s in zip(candidates, bm)
-    ]
-    return out
-
-
-def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
-    pol = ctx.policy.rescore
-    if len(candidates) < 2:
-        return candidates
-    sig = signals(candidates, ctx.question)
-    # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
-    # and echoing the question's words is exactly what a planted passage does
-    for c, s in zip(candidates, sig):
-        if c.chunk.untrusted:
-            s["title"] = s["lexical"] = 0.0
-    first = [
-        c.score + pol.title_weight * s["title"] + pol.lexical_weight * s["lexical"] for c, s in zip(candidates, sig)
-    ]
-    # links: titles mentioned by the best passages. Each round re-reads the top after the last
-    # round's links, so a chain question (song -> band -> city) is followed one hop per round.
-    new = list(first)
-    if pol.link_weight > 0 and pol.link_top > 0:
-        for _ in range(pol.link_rounds):
-            top = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))[: pol.link_top]
-            linking = [candidates[j].chunk.text for j in top if not candidates[j].chunk.untrusted]
-            for i, c in enumerate(candidates):
-                if sig[i]["link"] or i in top or not c.chunk.title.strip() or c.chunk.untrusted or not linking:
-                    continue
-                sig[i]["link"] = max(title_match_strict(c.chunk.title, text) for text in linking)
-            new = [f + pol.link_weight * s["link"] for f, s in zip(first, sig)]
-    order = sorted(range(len(candidates)), key=lambda i: (-new[i], candidates[i].rank))
-    out = []
-    for r, i in enumerate(order, 1):
-        c = candidates[i]
-        out.append(replace(c, score=round(new[i], 6), rank=r))
-        if r < c.rank:
-            s = sig[i]
-            ctx.trace.add(
-                MOVE, "promote", [c.chunk.id], f"rank {c.rank} -> {r}: cosine {c.score:.3f} + title {s['title']:.2f}, "
-                f"lexical {s['lexical']:.2f}, link {s['link']:.2f}", score=round(new[i], 4), cosine=c.score,
-            )
-    return out
-
-
 def title_match_strict(title: str, text: str) -> float:
     """Only whole-phrase mentions count as links (partial word overlap is too loose for them)."""
     hay = phrase(text)
     return 1.0 if any(phrase(v) in hay for v in title_variants(title)) else 0.0
+
+
+def bm25_scores(query: str, docs: Sequence[str], k1: float = K1, b: float = B) -> list[float]:
+    """Okapi BM25 of the query's content words over the pool (idf from the pool itself)."""
+    terms = []
+    for d in docs:
+        tf = Counter(words(d))
+        terms.append((frozenset(tf), {w: n for w, n in tf.items() if n > 1}, sum(tf.values())))
+    return _bm25(query, terms, k1, b)
+
+
+def _bm25(query: str, docs: Sequence[tuple[Any, ...]], k1: float = K1, b: float = B) -> list[float]:
+    """BM25 from each document's word set, repeated-word counts and length (its first three
+    items, computed once per chunk). The same sums in the same order as the textbook loop over
+    the query's words, so the same floats."""
+    n = len(docs)
+    if n == 0:
+        return []
+    avgdl = sum(d[2] for d in docs) / n or 1.0
+    q = list(dict.fromkeys(content_words(query)))
+    qset = frozenset(q)
+    df = dict.fromkeys(q, 0)
+    hits: list[Any] = []
+    for d in docs:
+        if qset.isdisjoint(d[0]):
+            hits.append(None)
+            continue
+        common = qset & d[0]
+        found = [w for w in q if w in common] if len(common) > 1 else list(common)
+        hits.append(found)
+        for w in found:
+            df[w] += 1
+    idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items() if c}
+    out = [0.0] * n
+    for i, found in enumerate(hits):
+        if found is None:
+            continue
+        repeats, length = docs[i][1], docs[i][2]
+        s = 0.0
+        for w in found:
+            f = repeats.get(w, 1)
+            s += idf[w] * f * (k1 + 1) / (f + k1 * (1 - b + b * length / avgdl))
+        out[i] = s
+    return out
+
+
+def _titles(terms: Sequence[Any], question: str) -> list[float]:
+    """`title_match(title, question)` for every candidate, from its precomputed title terms."""
+    qphrase = phrase(question)
+    qwords = set(qphrase.split())
+    out = []
+    for t in terms:
+        phrases, tw = t.title_phrases, t.title_words
+        if not tw or tw.isdisjoint(qwords):  # no shared content word: neither a phrase nor a share
+            out.append(0.0)
+        elif any(p in qphrase for p in phrases):
+            out.append(1.0)
+        else:
+            share = len(tw & qwords) / len(tw)
+            out.append(share * share)
+    return out
+
+
+def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[Any], list[Any], list[float], list[float]]:
+    entries = ctx.features.entries([c.chunk for c in candidates])
+    terms = [e.features.rescore_terms(c.chunk) for e, c in zip(entries, candidates)]
+    bm = _bm25(ctx.question, terms)
+    top_bm = max(bm, default=0.0)
+    lexical = [(s / top_bm if top_bm > 0 else 0.0) for s in bm]
+    return entries, terms, _titles(terms, ctx.question), lexical
+
+
+def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
+    """Per candidate: title (0..1), lexical (0..1), link (0..1)."""
+    from docket.features import default_cache
+
+    ctx = Context(question=question, store=None, policy=None, counter=None, features=default_cache())  # type: ignore[arg-type]
+    _, _, title, lexical = _signals(candidates, ctx)
+    return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title, lexical)]
+
+
+def _order(values: Any, ranks: Any, fast: bool) -> list[int]:
+    """Indexes by (-value, rank), ties in input order (a stable sort)."""
+    if fast:
+        return np.lexsort((ranks, -values)).tolist()  # type: ignore[no-any-return]
+    return sorted(range(len(values)), key=lambda i: (-values[i], ranks[i]))
+
+
+def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[int], list[Any]]:
+    """The re-ranking without building candidates: indexes into `candidates`, best first, and
+    their new scores (rounded to 6 places) in that order. Logs each promotion."""
+    pol = ctx.policy.rescore
+    n = len(candidates)
+    entries, terms, title, lexical = _signals(candidates, ctx)
+    # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
+    # and echoing the question's words is exactly what a planted passage does
+    untrusted = [e.features.untrusted for e in entries]
+    for i in range(n):
+        if untrusted[i]:
+            title[i] = lexical[i] = 0.0
+    scores = [c.score for c in candidates]
+    ranks = [c.rank for c in candidates]
+    # float arithmetic on arrays is the same IEEE arithmetic as on Python floats; any other
+    # score type (numpy float32, Decimal) keeps the element-wise Python path
+    fast = all(type(s) is float or type(s) is int for s in scores) and all(type(r) is int for r in ranks)
+    tw, lw, kw = pol.title_weight, pol.lexical_weight, pol.link_weight
+    link = [0.0] * n
+    if fast:
+        sc, rk = np.asarray(scores, dtype=np.float64), np.asarray(ranks, dtype=np.int64)
+        fast = not np.isnan(sc).any()
+    if fast:
+        first = sc + tw * np.asarray(title) + lw * np.asarray(lexical)
+        new: Any = first
+    else:
+        rk = ranks  # type: ignore[assignment]
+        first = [s + tw * t + lw * x for s, t, x in zip(scores, title, lexical)]  # type: ignore[assignment]
+        new = list(first)
+    # links: titles mentioned by the best passages. Each round re-reads the top after the last
+    # round's links, so a chain question (song -> band -> city) is followed one hop per round.
+    if kw > 0 and pol.link_top > 0:
+        eligible = [i for i in range(n) if terms[i].title_phrases and not untrusted[i]]
+        for _ in range(pol.link_rounds):
+            top = _order(new, rk, fast)[: pol.link_top]
+            linking = [j for j in top if not untrusted[j]]
+            if linking and eligible:
+                hays = [entries[j].features.text_phrase(candidates[j].chunk) for j in linking]
+                hay_words = frozenset().union(*(entries[j].features.text_words(candidates[j].chunk) for j in linking))
+                in_top = set(top)
+                for i in eligible:
+                    if link[i] or i in in_top:
+                        continue
+                    t = terms[i]
+                    if not hay_words.isdisjoint(t.probes) and any(p in h for h in hays for p in t.title_phrases):
+                        link[i] = 1.0
+            new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
+    order = _order(new, rk, fast)
+    values = new.tolist() if fast else new
+    out_scores = []
+    for r, i in enumerate(order, 1):
+        v = values[i]
+        out_scores.append(round(v, 6))
+        if r < ranks[i]:
+            c = candidates[i]
+            ctx.trace.add(
+                MOVE, "promote", [c.chunk.id], f"rank {c.rank} -> {r}: cosine {c.score:.3f} + title {title[i]:.2f}, "
+                f"lexical {lexical[i]:.2f}, link {link[i]:.2f}", score=round(v, 4), cosine=c.score,
+            )
+    return order, out_scores
+
+
+def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:
+    """Candidates re-ranked by cosine plus the bonuses, with new scores and ranks."""
+    if len(candidates) < 2:
+        return candidates
+    order, scores = rescore_order(candidates, ctx)
+    out = []
+    for r, (i, s) in enumerate(zip(order, scores), 1):
+        c = candidates[i]
+        out.append(Candidate(c.chunk, s, r) if type(c) is Candidate else replace(c, score=s, rank=r))
+    return out

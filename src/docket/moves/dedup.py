@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from docket.context import Context
+from docket.context import Context, pairs_at_least
 from docket.model import Passage
 from docket.moves.versions import authority
 from docket.text import copy_hash as text_hash
@@ -40,18 +40,34 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     pol = ctx.policy.dedup
     if not passages:
         return passages
-    use_vectors = ctx.has_vectors()
-    vecs = ctx.vectors([p.first for p in passages]) if use_vectors else None
-    sims = vecs @ vecs.T if vecs is not None else None
+    sims = ctx.similarities([p.first for p in passages]) if ctx.has_vectors() else None
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
-    hashes = [text_hash(p.text) for p in passages]
+    hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text)
+              for p, f in zip(passages, ctx.features.of_passages(passages))]
+    # which earlier passages each one could duplicate: a cosine at the threshold or the same hash.
+    # A passage with none is kept as it is (the pair loop below would find nothing).
+    related: dict[int, set[int]] = {}
+    if sims is not None:
+        for j, i in zip(*pairs_at_least(sims, pol.threshold)):  # j < i: i may duplicate the earlier j
+            related.setdefault(i, set()).add(j)
+    first_of: dict[str, list[int]] = {}
+    for i, h in enumerate(hashes):
+        earlier = first_of.setdefault(h, [])
+        if earlier:
+            related.setdefault(i, set()).update(earlier)
+        earlier.append(i)
 
     kept: list[int] = []  # indexes into passages, in output order
     slots: list[Passage] = []
     for i, p in enumerate(passages):
+        near_i = related.get(i)
+        if near_i is None:
+            kept.append(i)
+            slots.append(p)
+            continue
         match, cos, exact = None, None, False
         for slot, k in enumerate(kept):
-            if frozenset((p.first.id, passages[k].first.id)) in conflicts:
+            if k not in near_i or frozenset((p.first.id, passages[k].first.id)) in conflicts:
                 continue
             if hashes[i] == hashes[k]:
                 match, cos, exact = slot, 1.0, True
@@ -107,7 +123,7 @@ def mmr(passages: list[Passage], ctx: Context) -> list[Passage]:
         span = float(s.max() - s.min())
         rel = (s - s.min()) / span if span > 0 else np.ones_like(s)
         scale = "min-max score"
-    sim = vecs @ vecs.T
+    sim = ctx.similarities([p.first for p in passages])
     picked: list[int] = []
     pool = list(range(len(passages)))
     while pool and len(picked) < k:

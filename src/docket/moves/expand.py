@@ -13,6 +13,8 @@ grown window, after we paid to build it.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from docket.context import Context
 from docket.model import Chunk, Passage
 from docket.store.base import neighbours, section_of
@@ -168,22 +170,39 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
         ctx.trace.add(MOVE, "merge", list(joined.ids), f"spans of {', '.join(target.hits)} and {', '.join(g.hits)} "
                       "overlap or touch in the same document version: one passage, document order")
 
-    # every other hit: absorbed when a grown span already holds it, else it stays as it is
+    # every other hit: absorbed when a grown span already holds it, else it stays as it is.
+    # `holding` maps a chunk id to the passages (positions in `out`, in order) that contain it.
     out = list(merged)
+    holding: dict[str, list[int]] = {}
+    for pos, m in enumerate(out):
+        for cid in m.ids:
+            holding.setdefault(cid, []).append(pos)
     for p in passages[pol.top_n :]:
-        holder = next((m for m in out if m.doc == p.doc and m.version == p.version and p.first.id in m.ids), None)
-        if holder is not None:
-            out[out.index(holder)] = holder.with_(hits=holder.hits + p.hits, score=max(holder.score, p.score),
-                                                  also_in=holder.also_in + p.also_in)
+        at = None
+        for pos in holding.get(p.first.id, ()):
+            if out[pos].doc == p.doc and out[pos].version == p.version:
+                at = pos
+                break
+        if at is not None:
+            holder = out[at]
+            out[at] = holder.with_(hits=holder.hits + p.hits, score=max(holder.score, p.score),
+                                   also_in=holder.also_in + p.also_in)
             ctx.trace.add(MOVE, "absorb", [p.first.id], f"{p.first.id} (rank {p.rank}) is already inside the passage "
                           f"grown from {holder.hits[0]}")
             continue
+        n = len(out)
+        for cid in p.ids:
+            held = holding.get(cid)
+            if held is None:
+                holding[cid] = [n]
+            else:
+                held.append(n)
         out.append(p)
     # a grown span may have swallowed a chunk that is also a later standalone passage: drop the repeat
     seen: set[str] = set()
     final: list[Passage] = []
-    for p in sorted(out, key=lambda x: (x.rank, x.ids)):
-        if any(i in seen for i in p.ids):
+    for p in sorted(out, key=attrgetter("rank", "ids")):
+        if not seen.isdisjoint(p.ids):
             rest = tuple(c for c in p.chunks if c.id not in seen)
             shared = [i for i in p.ids if i in seen]
             if not rest:

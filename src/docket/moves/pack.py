@@ -9,6 +9,10 @@ first passage that does not fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+
+from docket import counting
 from docket.brief import layout
 from docket.brief.render import CLOSE, OPEN, SEP, label_for, render_passage
 from docket.context import Context
@@ -16,6 +20,11 @@ from docket.errors import InputError
 from docket.model import Passage
 from docket.moves import compress as compress_move
 from docket.moves.authority import authority_order
+from docket.tokens import O200kCounter, WordCounter
+
+#: counters whose counts depend on the text alone, so a count may be cached per chunk
+CACHEABLE_COUNTERS = (O200kCounter, WordCounter)
+_RANK = attrgetter("rank")
 
 MOVE = "pack"
 
@@ -40,8 +49,50 @@ def evidence_budget(ctx: Context) -> int:
 
 
 def passage_cost(p: Passage, ctx: Context, label: str) -> int:
-    """Tokens this passage adds to the documents block, separator included."""
+    """Tokens this passage adds to the documents block, separator included.
+
+    A passage that is one whole chunk is rendered and counted once per chunk, render settings and
+    label length (docket.counting.label_class says when labels of one length count alike); grown
+    and compressed passages are rendered and counted each time."""
+    return costs_for(ctx, label)(p)
+
+
+def cost_list(passages: list[Passage], ctx: Context, label: str) -> list[int]:
+    """`passage_cost(p, ctx, label)` of every passage, from the per-chunk cache where it has them."""
+    cost_of = costs_for(ctx, label)
+    if type(ctx.counter) not in CACHEABLE_COUNTERS:
+        return [cost_of(p) for p in passages]
+    key = ("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label))
+    out = []
+    for p, f in zip(passages, ctx.features.of_passages(passages)):
+        c = f.costs.get(key) if f is not None else None
+        out.append(c if c is not None else cost_of(p))
+    return out
+
+
+def _render_cost(p: Passage, ctx: Context, label: str) -> int:
     return ctx.tokens(render_passage(p, label, ctx.policy.render).block) + ctx.tokens(SEP)
+
+
+def costs_for(ctx: Context, label: str) -> Callable[[Passage], int]:
+    """`passage_cost(·, ctx, label)` for many passages. The cached count is keyed by the counter,
+    the render settings and the label's class; it is used only with counters whose counts are a
+    function of the text alone (others are asked every time)."""
+    if type(ctx.counter) not in CACHEABLE_COUNTERS:
+        return lambda p: _render_cost(p, ctx, label)
+    key = ("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label))
+    features = ctx.features.features
+
+    def cost(p: Passage) -> int:
+        if len(p.chunks) != 1 or p.text_override is not None:
+            return _render_cost(p, ctx, label)
+        costs = features(p.first).costs
+        c = costs.get(key)
+        if c is None:
+            c = costs[key] = _render_cost(p, ctx, label)
+        return c
+
+    return cost
 
 
 def wrapper_cost(ctx: Context) -> int:
@@ -71,11 +122,13 @@ def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
 def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     budget = evidence_budget(ctx)
     pol = ctx.policy.pack
-    ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=lambda p: p.rank)
+    ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
+    costs = cost_list(ordered, ctx, widest)
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     smallest: int | None = None
+    add = ctx.trace.add
     for idx, p in enumerate(ordered):
         if p.score < pol.floor:
             rest = [q.first.id for q in ordered[idx:]]
@@ -84,8 +137,8 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         if pol.max_passages is not None and len(chosen) >= pol.max_passages:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {pol.max_passages} reached")
             break
-        cost = passage_cost(p, ctx, widest)
-        smallest = cost if smallest is None else min(smallest, cost)
+        cost = costs[idx]
+        smallest = cost if smallest is None or cost < smallest else smallest
         if used + cost <= budget:
             used += cost
             chosen.append(p)
@@ -105,8 +158,8 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             ctx.trace.add(MOVE, "stop", rest, f"{cost} tokens would reach {used + cost} > {budget}: stop (packing off)",
                           tokens=cost)
             break
-        ctx.trace.add(MOVE, "skip", list(p.ids), f"{cost} tokens: would reach {used + cost} > {budget}, skip",
-                      tokens=cost, would_reach=used + cost)
+        add(MOVE, "skip", p.ids, f"{cost} tokens: would reach {used + cost} > {budget}, skip", tokens=cost,
+            would_reach=used + cost)
     if not chosen and smallest is not None:
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
                             f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")

@@ -7,13 +7,12 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 from __future__ import annotations
 
 from datetime import date as Date
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 
 from docket.claims import Claim, Similar, claims, contradiction
-from docket.context import Context
+from docket.context import Context, pairs_at_least
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
@@ -40,11 +39,22 @@ def _vlabel(v: VersionInfo) -> str:
 
 
 class _Versions:
-    """Every stored version of the candidates' documents, read once per assembly."""
+    """Every stored version of the candidates' documents, read once per assembly (for all the
+    documents at once where the store can: `versions_many`)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, docs: list[str] | None = None) -> None:
         self._store = ctx.store
         self._cache: dict[str, list[VersionInfo]] = {}
+        many = getattr(self._store, "versions_many", None)
+        if docs and many is not None:
+            self._cache.update(many(docs))
+
+    def in_force_many(self, docs: list[str], day: Date) -> dict[str, VersionInfo | None]:
+        """`in_force` of each document; a store that answers it in one go (`in_force`) is asked so."""
+        many = getattr(self._store, "in_force", None)
+        if many is not None:
+            return many(docs, day)  # type: ignore[no-any-return]
+        return {d: self.in_force(d, day) for d in docs}
 
     def of(self, doc: str) -> list[VersionInfo]:
         if doc not in self._cache:
@@ -136,11 +146,11 @@ def choose_as_of(docs: list[str], ctx: Context, vs: _Versions) -> Date:
 def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
     """Drop chunks of versions not in force on the as-of date (see `choose_as_of`); fetch the
     in-force section when only an old one was retrieved; record conflicts between sources."""
-    vs = _Versions(ctx)
     docs = list(dict.fromkeys(p.doc for p in passages))
+    vs = _Versions(ctx, docs)
     as_of = choose_as_of(docs, ctx, vs)
     day = as_of.isoformat()
-    in_force = {d: vs.in_force(d, as_of) for d in docs}
+    in_force = vs.in_force_many(docs, as_of)
 
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
@@ -168,7 +178,7 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
         else:
             kept.append(p)
 
-    if ctx.policy.versions.fetch_current:
+    if ctx.policy.versions.fetch_current and dropped:  # nothing dropped: nothing to fetch
         kept = _fetch_current(kept, dropped, ctx, as_of)
     _find_conflicts(kept, ctx)
     return kept
@@ -308,21 +318,23 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     pool = [p for p in kept if not p.first.retired]
     if len(pool) < 2 or not ctx.has_vectors():
         return
-    vecs = ctx.vectors([p.first for p in pool])
-    sims = vecs @ vecs.T
+    sims = ctx.similarities([p.first for p in pool])  # the pool's one matrix, shared with Move 2
+    pool_feats = ctx.features.of_passages(pool)
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
 
     def facts_of(k: int) -> list[Statement]:
-        # computed once per passage, and only for passages in a similar-enough pair
+        # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
         if k not in facts:
-            facts[k] = statements(pool[k].text)
+            f, p = pool_feats[k], pool[k]
+            facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
-    for i, j in combinations(range(len(pool)), 2):
+    # only the pairs at the similarity threshold are read, in the order of combinations(pool, 2)
+    for i, j in zip(*pairs_at_least(sims, pol.conflict_similarity)):
         a, b = pool[i], pool[j]
         cos = float(sims[i, j])
-        if cos < pol.conflict_similarity or a.doc == b.doc:
+        if a.doc == b.doc:
             continue
         auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):

@@ -67,6 +67,15 @@ def version_in_force(versions: Sequence[VersionInfo], as_of: Date | None = None)
     return best
 
 
+def versions_in_force(store: ChunkLookup, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
+    """`version_in_force` for several documents at once; a store may answer it in one go (an
+    optional `in_force(docs, as_of)` method), the others are asked document by document."""
+    many = getattr(store, "in_force", None)
+    if many is not None:
+        return many(docs, as_of)  # type: ignore[no-any-return]
+    return {d: version_in_force(store.versions(d), as_of) for d in docs}
+
+
 def neighbours(store: ChunkLookup, chunk: Chunk, window: int) -> list[Chunk]:
     """The chunk and up to `window` chunks either side of it in the same document version."""
     siblings = store.chunks_of(chunk.doc, chunk.version)
@@ -102,6 +111,13 @@ class MemoryStore:
         for lst in self._by_docver.values():
             lst.sort(key=_position_key)
         self._order = list(chunks)
+        self._versions: dict[str, list[VersionInfo]] = {}
+        for (d, v), cs in self._by_docver.items():
+            c = cs[0]
+            self._versions.setdefault(d, []).append(VersionInfo(d, v, c.status, c.date, c.effective_to))
+        for infos in self._versions.values():
+            infos.sort(key=lambda x: x.version)
+        self._in_force: dict[tuple[str, Date | None], VersionInfo | None] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -116,9 +132,18 @@ class MemoryStore:
         return list(self._by_docver.get((doc, version), []))
 
     def versions(self, doc: str) -> list[VersionInfo]:
-        out = []
-        for (d, v), chunks in self._by_docver.items():
-            if d == doc:
-                c = chunks[0]
-                out.append(VersionInfo(d, v, c.status, c.date, c.effective_to))
-        return sorted(out, key=lambda x: x.version)
+        return list(self._versions.get(doc, ()))
+
+    def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
+        """The version in force of each document (the store never changes, so this is memoised)."""
+        memo = self._in_force
+        if len(memo) > 200_000:  # many as-of dates: start again rather than grow without bound
+            memo.clear()
+        out: dict[str, VersionInfo | None] = {}
+        for d in docs:
+            key = (d, as_of)
+            if key in memo:
+                out[d] = memo[key]
+            else:
+                out[d] = memo[key] = version_in_force(self._versions.get(d, ()), as_of)
+        return out
