@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # characters that render as nothing (or move text around) but still reach the model
 _INVISIBLE = re.compile(
@@ -22,6 +23,7 @@ _NONCHAR = re.compile("[\U0001fffe\U0001ffff\U0002fffe\U0002ffff\U0003fffe\U0003
                       "\U000dfffe\U000dffff\U000efffe\U000effff\U000ffffe\U000fffff\U0010fffe\U0010ffff]")
 
 
+@lru_cache(maxsize=1 << 15)  # a pure function of the text; every retrieved passage is cleaned again
 def sanitize(text: str) -> tuple[str, int]:
     """Remove invisible and control characters; return the clean text and how many were removed.
 

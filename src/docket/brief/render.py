@@ -16,6 +16,7 @@ rule, a stranger's post) stand out instead of hiding among identical attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from docket.brief import formats
@@ -36,6 +37,7 @@ ALWAYS = ("status", "trust")
 IMPLICIT = {"status": "current", "trust": "trusted"}
 
 
+@lru_cache(maxsize=1 << 15)  # a pure function of two strings, asked for every rendered passage
 def opens_with_title(title: str, text: str) -> bool:
     """True when the text's first words already state the title (Wikipedia-style "Pearl Jam is an
     American rock band ..."), allowing a leading article and the title without its parenthetical."""
