@@ -17,7 +17,7 @@ import numpy as np
 
 from docket import answerable, rescore
 from docket.brief.layout import build_brief, not_found_brief
-from docket.context import Context, check_entries
+from docket.context import Context, check_entries, stack
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
 from docket.features import default_cache
@@ -49,7 +49,7 @@ def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
     check_entries(chunks, embedder, features)
     entries = features.entries(chunks)
     if all(e.vector is not None for e in entries):
-        return np.stack([e.vector for e in entries])  # type: ignore[misc]
+        return stack([e.vector for e in entries])  # type: ignore[misc]
     out = embedder.embed([c.text for c in chunks])
     for i, e in enumerate(entries):
         if e.vector is not None:

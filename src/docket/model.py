@@ -8,7 +8,7 @@ one document version. Everything here is immutable or copied, so a move never ch
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
@@ -388,35 +388,56 @@ def _event_json(move: str, action: str, chunks: list[str], reason: str, numbers:
 class Trace:
     """The assembler's log: every drop, merge, expansion, skip, compression and reorder.
 
-    A pool of a thousand candidates logs a skip or a promotion for most of them, so events are
-    kept as plain tuples and become `TraceEvent`s only when `events` is read."""
+    A pool of a thousand candidates logs a skip or a promotion for most of them, so an event is
+    kept as a plain tuple: `add_format` even keeps the reason as a template and its arguments,
+    formatted (exactly as an f-string with the same specs would) when the trace is read
+    (`events`, `to_json`). An assembly whose trace nobody reads never formats it."""
 
     __slots__ = ("_raw", "_events")
 
     def __init__(self, events: Iterable[TraceEvent] = ()) -> None:
-        self._raw: list[tuple[str, str, list[str], str, dict[str, Any]]] = [
+        self._raw: list[tuple[str, str, Any, Any, dict[str, Any]]] = [
             (e.move, e.action, e.chunks, e.reason, e.numbers) for e in events]
         self._events: list[TraceEvent] = []
 
     def add(self, move: str, action: str, chunks: Iterable[str], reason: str, **numbers: Any) -> None:
         self._raw.append((move, action, list(chunks), reason, numbers))
 
+    def add_format(self, move: str, action: str, chunks: Sequence[str], template: str, args: tuple[Any, ...],
+                   **numbers: Any) -> None:
+        """`add(move, action, chunks, template.format(*args), **numbers)`, formatted when read."""
+        self._raw.append((move, action, chunks, (template, args), numbers))
+
+    @staticmethod
+    def _event(r: tuple[str, str, Any, Any, dict[str, Any]]) -> tuple[str, str, list[str], str, dict[str, Any]]:
+        move, action, chunks, reason, numbers = r
+        if type(reason) is tuple:
+            reason = reason[0].format(*reason[1])
+        return move, action, chunks if type(chunks) is list else list(chunks), reason, numbers
+
+    def _settle(self) -> list[tuple[str, str, list[str], str, dict[str, Any]]]:
+        raw = self._raw
+        for i, r in enumerate(raw):
+            if type(r[3]) is tuple or type(r[2]) is not list:
+                raw[i] = self._event(r)
+        return raw  # type: ignore[return-value]
+
     @property
     def events(self) -> list[TraceEvent]:
         """The events so far, in order (built on first read of each)."""
         have = self._events
         if len(have) != len(self._raw):
-            have.extend(TraceEvent(*r) for r in self._raw[len(have):])
+            have.extend(TraceEvent(*r) for r in self._settle()[len(have):])
         return have
 
     def __len__(self) -> int:
         return len(self._raw)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Trace) and self._raw == other._raw
+        return isinstance(other, Trace) and self._settle() == other._settle()
 
     def __repr__(self) -> str:
         return f"Trace({len(self._raw)} events)"
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [_event_json(*r) for r in self._raw]
+        return [_event_json(*r) for r in self._settle()]

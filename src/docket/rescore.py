@@ -185,8 +185,12 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     # round's links, so a chain question (song -> band -> city) is followed one hop per round.
     if kw > 0 and pol.link_top > 0:
         eligible = [i for i in range(n) if terms[i].title_phrases and not untrusted[i]]
+        last_top: list[int] | None = None
         for _ in range(pol.link_rounds):
             top = _order(new, rk, fast)[: pol.link_top]
+            if top == last_top:
+                break  # the same linking passages: this round would find no new link
+            last_top = top
             linking = [j for j in top if not untrusted[j]]
             if linking and eligible:
                 hays = [entries[j].features.text_phrase(candidates[j].chunk) for j in linking]
@@ -200,18 +204,41 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
                         link[i] = 1.0
             new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
     order = _order(new, rk, fast)
-    values = new.tolist() if fast else new
-    out_scores = []
-    for r, i in enumerate(order, 1):
-        v = values[i]
-        out_scores.append(round(v, 6))
-        if r < ranks[i]:
-            c = candidates[i]
-            ctx.trace.add(
-                MOVE, "promote", [c.chunk.id], f"rank {c.rank} -> {r}: cosine {c.score:.3f} + title {title[i]:.2f}, "
-                f"lexical {lexical[i]:.2f}, link {link[i]:.2f}", score=round(v, 4), cosine=c.score,
-            )
+    add = ctx.trace.add_format
+    if fast:
+        order_ix = np.asarray(order)
+        out_scores = rounded(new[order_ix], 6)
+        promoted = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix]).tolist()
+        at4 = rounded(new[order_ix[promoted]], 4) if promoted else []
+    else:
+        out_scores = [round(new[i], 6) for i in order]
+        promoted = [r for r, i in enumerate(order) if r + 1 < ranks[i]]
+        at4 = [round(new[order[r]], 4) for r in promoted]
+    for r, s4 in zip(promoted, at4):
+        i = order[r]
+        c = candidates[i]
+        add(MOVE, "promote", [c.chunk.id], _PROMOTE, (c.rank, r + 1, c.score, title[i], lexical[i], link[i]),
+            score=s4, cosine=c.score)
     return order, out_scores
+
+
+def rounded(values: Any, digits: int) -> list[float]:
+    """`[round(float(v), digits) for v in values]` for a float64 array, vectorised: numpy's round
+    (scale, round half to even, divide back) is Python's correctly rounded one except when the
+    scaled value lies within a hair of a half; those few (and any huge or non-finite value) are
+    rounded by Python. The division is IEEE-exact rounding of an integer, as Python's is."""
+    scale = 10.0**digits
+    y = values * scale
+    out = (np.rint(y) / scale).tolist()
+    with np.errstate(invalid="ignore"):
+        near = np.abs(np.abs(y - np.floor(y)) - 0.5) < 1e-6
+        wild = ~(np.abs(values) < 1e6)
+    for i in np.flatnonzero(near | wild).tolist():
+        out[i] = round(float(values[i]), digits)
+    return out  # type: ignore[no-any-return]
+
+
+_PROMOTE = "rank {} -> {}: cosine {:.3f} + title {:.2f}, lexical {:.2f}, link {:.2f}"
 
 
 def rescore(candidates: list[Candidate], ctx: Context) -> list[Candidate]:

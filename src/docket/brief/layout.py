@@ -131,7 +131,7 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         documents=documents,
         sources={label: Source.of(s) for label, s in sources.items()},
         tokens=TokenCounts.of(tokens),
-        trace=list(ctx.trace.events),
+        trace=ctx.trace,  # type: ignore[arg-type]  # a Trace: made a list when first read
         conflicts=[Conflict.of(c) for c in conflicts],
         warnings=list(ctx.warnings),
         budget=budget,
@@ -167,7 +167,7 @@ def not_found_brief(ctx: Context, budget: int = 0) -> Brief:
         documents="",
         sources={},
         tokens=TokenCounts(system=0, documents=0, question=0, total=0, passages=0),
-        trace=list(ctx.trace.events),
+        trace=ctx.trace,  # type: ignore[arg-type]  # a Trace: made a list when first read
         conflicts=[],
         warnings=list(ctx.warnings),
         budget=budget,

@@ -4,13 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from docket.model import Passage, TraceEvent
+from docket.model import Passage, Trace, TraceEvent
 from docket.results import Conflict, Source, TokenCounts
 
 if TYPE_CHECKING:
     from docket.history import ChatMessage
+
+
+class _LazyTrace:
+    """`Brief.trace`: the trace as `TraceEvent`s. The assembler hands over its `Trace`, which
+    becomes the list (and its reasons formatted) the first time anyone reads it; a list given to
+    the constructor is converted at once (plain dicts become `TraceEvent`s)."""
+
+    def __init__(self, name: str) -> None:
+        self.slot = "_" + name
+
+    @overload
+    def __get__(self, obj: None, objtype: Any = None) -> _LazyTrace: ...
+
+    @overload
+    def __get__(self, obj: object, objtype: Any = None) -> list[TraceEvent]: ...
+
+    def __get__(self, obj: object | None, objtype: Any = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.slot)  # no class-level default: the dataclass field stays required
+        value = obj.__dict__[self.slot]
+        if isinstance(value, Trace):
+            value = obj.__dict__[self.slot] = list(value.events)
+        return value
+
+    def __set__(self, obj: object, value: list[TraceEvent] | Trace) -> None:
+        obj.__dict__[self.slot] = value if isinstance(value, Trace) else [TraceEvent.of(e) for e in value]
 
 
 @dataclass
@@ -31,6 +57,8 @@ class Brief:
     #: label -> source: doc, version, chunks, title, section, date, status, trust, text, also_in
     sources: dict[str, Source]
     tokens: TokenCounts
+    #: every decision with its reason and numbers. The assembler passes its Trace, which becomes
+    #: this list when first read (see _LazyTrace above)
     trace: list[TraceEvent]
     conflicts: list[Conflict]
     warnings: list[str]
@@ -52,7 +80,6 @@ class Brief:
         self.sources = {label: Source.of(s) for label, s in self.sources.items()}
         if isinstance(self.tokens, Mapping) and not isinstance(self.tokens, TokenCounts):
             self.tokens = TokenCounts.of(self.tokens)
-        self.trace = [TraceEvent.of(e) for e in self.trace]
         self.conflicts = [Conflict.of(c) for c in self.conflicts]
 
     @property
@@ -107,3 +134,8 @@ class Brief:
             "cache": self.cache or None,
             "tokenizer": self.tokenizer or None,
         }
+
+
+# after the dataclass is made, so the field stays a required positional one; its generated
+# __init__ assigns through the descriptor (which converts a list, and keeps a Trace for later)
+Brief.trace = _LazyTrace("trace")  # type: ignore[assignment]

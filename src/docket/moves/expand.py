@@ -177,7 +177,12 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
     for pos, m in enumerate(out):
         for cid in m.ids:
             holding.setdefault(cid, []).append(pos)
-    for p in passages[pol.top_n :]:
+    rest = passages[pol.top_n :]
+    # an appended passage can hold a later hit only if chunk ids repeat: when every remaining
+    # passage is one distinct chunk, only the grown spans need looking up
+    ids = [p.ids[0] for p in rest if len(p.chunks) == 1]
+    register = len(ids) != len(rest) or len(set(ids)) != len(ids)
+    for p in rest:
         at = None
         for pos in holding.get(p.first.id, ()):
             if out[pos].doc == p.doc and out[pos].version == p.version:
@@ -190,13 +195,14 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
             ctx.trace.add(MOVE, "absorb", [p.first.id], f"{p.first.id} (rank {p.rank}) is already inside the passage "
                           f"grown from {holder.hits[0]}")
             continue
-        n = len(out)
-        for cid in p.ids:
-            held = holding.get(cid)
-            if held is None:
-                holding[cid] = [n]
-            else:
-                held.append(n)
+        if register:
+            n = len(out)
+            for cid in p.ids:
+                held = holding.get(cid)
+                if held is None:
+                    holding[cid] = [n]
+                else:
+                    held.append(n)
         out.append(p)
     # a grown span may have swallowed a chunk that is also a later standalone passage: drop the repeat
     seen: set[str] = set()

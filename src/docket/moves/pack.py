@@ -128,7 +128,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     smallest: int | None = None
-    add = ctx.trace.add
+    add = ctx.trace.add_format
     for idx, p in enumerate(ordered):
         if p.score < pol.floor:
             rest = [q.first.id for q in ordered[idx:]]
@@ -142,7 +142,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         if used + cost <= budget:
             used += cost
             chosen.append(p)
-            ctx.trace.add(MOVE, "take", list(p.ids), f"{cost} tokens: take, {used} of {budget} used", tokens=cost, used=used)
+            add(MOVE, "take", p.ids, "{} tokens: take, {} of {} used", (cost, used, budget), tokens=cost, used=used)
             continue
         if ctx.policy.compress.enabled and idx < ctx.policy.compress.needed_top:
             small = compress_move.compress(p, budget - used, ctx, widest)
@@ -158,7 +158,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             ctx.trace.add(MOVE, "stop", rest, f"{cost} tokens would reach {used + cost} > {budget}: stop (packing off)",
                           tokens=cost)
             break
-        add(MOVE, "skip", p.ids, f"{cost} tokens: would reach {used + cost} > {budget}, skip", tokens=cost,
+        add(MOVE, "skip", p.ids, "{} tokens: would reach {} > {}, skip", (cost, used + cost, budget), tokens=cost,
             would_reach=used + cost)
     if not chosen and smallest is not None:
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
