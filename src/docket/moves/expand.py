@@ -177,12 +177,12 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
     for pos, m in enumerate(out):
         for cid in m.ids:
             holding.setdefault(cid, []).append(pos)
-    rest = passages[pol.top_n :]
+    remaining = passages[pol.top_n :]
     # an appended passage can hold a later hit only if chunk ids repeat: when every remaining
     # passage is one distinct chunk, only the grown spans need looking up
-    ids = [p.ids[0] for p in rest if len(p.chunks) == 1]
-    register = len(ids) != len(rest) or len(set(ids)) != len(ids)
-    for p in rest:
+    ids = [p.ids[0] for p in remaining if len(p.chunks) == 1]
+    register = len(ids) != len(remaining) or len(set(ids)) != len(ids)
+    for p in remaining:
         at = None
         for pos in holding.get(p.first.id, ()):
             if out[pos].doc == p.doc and out[pos].version == p.version:

@@ -118,6 +118,9 @@ class MemoryStore:
         for infos in self._versions.values():
             infos.sort(key=lambda x: x.version)
         self._in_force: dict[tuple[str, Date | None], VersionInfo | None] = {}
+        #: documents with no acl on any chunk: every reader sees all of them
+        restricted = {d for (d, _), cs in self._by_docver.items() if any(c.acl is not None for c in cs)}
+        self.public_docs = frozenset(d for d, _ in self._by_docver) - restricted
 
     def __len__(self) -> int:
         return len(self._by_id)

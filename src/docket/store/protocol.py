@@ -22,7 +22,7 @@ import numpy as np
 from docket.errors import InputError
 from docket.model import RETIRED_STATUSES, Chunk
 from docket.store.access import AclResolution, Principal, may_read, readable_chunks
-from docket.store.base import ChunkLookup, VersionInfo
+from docket.store.base import ChunkLookup, VersionInfo, version_in_force
 from docket.text import SEARCH_STOPWORDS, search_terms
 
 # --- access control (the rule and the types live in docket.store.access) --------------------
@@ -241,6 +241,19 @@ class ScopedView:
         if doc not in self._versions or not self._memo:
             self._versions[doc] = [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
         return list(self._versions[doc])
+
+    def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
+        """`version_in_force` of each document as this view sees it. A document whose every chunk
+        is public is seen whole by anyone, so the store answers for those at once (when it says
+        which they are: `public_docs`); the others go through the filtered `versions`."""
+        public = getattr(self._store, "public_docs", None)
+        inner = getattr(self._store, "in_force", None)
+        known: dict[str, VersionInfo | None] = {}
+        if public is not None and inner is not None:
+            easy = [d for d in docs if d in public]
+            if easy:
+                known = inner(easy, as_of)
+        return {d: known[d] if d in known else version_in_force(self.versions(d), as_of) for d in docs}
 
     def all(self) -> list[Chunk]:
         """The readable chunks of a store that can list its chunks (MemoryStore)."""
