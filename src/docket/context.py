@@ -54,7 +54,7 @@ class Context:
     _sims: np.ndarray | None = None
     _sim_pos: dict[int, int] = field(default_factory=dict)
     _sim_chunks: list[Chunk] = field(default_factory=list)
-    _render_key: tuple[Any, ...] | None = None
+    _render_key: str | None = None
 
     def has_vectors(self) -> bool:
         return self.embedder is not None
@@ -125,7 +125,7 @@ class Context:
     def tokens(self, text: str) -> int:
         return counting.count(self.counter, text)
 
-    def render_key(self) -> tuple[Any, ...]:
+    def render_key(self) -> str:
         """The render settings as a hashable key (rendered counts are cached under it)."""
         if self._render_key is None:
             self._render_key = render_key(self.policy.render)

@@ -21,6 +21,7 @@ model), so it is kept per object.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -67,7 +68,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "costs", "text_tokens",
+        "costs",
     )
 
     def __init__(self, chunk: Chunk, key: ContentKey) -> None:
@@ -79,10 +80,8 @@ class ChunkFeatures:
         self._text_words: frozenset[str] | None = None
         self._copy_hash: str | None = None
         self._statements: list[Any] | None = None
-        #: token counts of the rendered passage, by (render key, label class, what)
+        #: token counts of the rendered passage, by ("cost", counter name, render key, label class)
         self.costs: dict[tuple[Any, ...], int] = {}
-        #: tokens of the sanitised text, by counter name
-        self.text_tokens: dict[str, int] = {}
 
     # --- re-scoring -------------------------------------------------------------------------
     def rescore_terms(self, chunk: Chunk) -> RescoreTerms:
@@ -192,7 +191,9 @@ class FeatureCache:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._objects = _Generations(capacity)  # id(chunk) -> _Entry (which holds the chunk)
         self._content = _Generations(capacity)  # content key -> ChunkFeatures
+        self._offered = _Generations(capacity)  # id(chunk) -> (chunk, record) a store read with it
         self.computed = 0
+        self.loaded = 0
 
     def entry(self, chunk: Chunk) -> _Entry:
         e = self._objects.get(id(chunk))
@@ -201,9 +202,15 @@ class FeatureCache:
         key = content_key(chunk)
         f = self._content.get(key)
         if f is None:
-            f = ChunkFeatures(chunk, key)
+            offered = self._offered.get(id(chunk))
+            if offered is not None and offered[0] is chunk:
+                f = from_record(chunk, key, offered[1])
+                if f is not None:
+                    self.loaded += 1
+            if f is None:
+                f = ChunkFeatures(chunk, key)
+                self.computed += 1
             self._content.put(key, f)
-            self.computed += 1
         e = _Entry(chunk, f)
         self._objects.put(id(chunk), e)
         return e
@@ -239,6 +246,12 @@ class FeatureCache:
             out.append(e.features)
         return out
 
+    def offer(self, chunk: Chunk, record: str | bytes | None) -> None:
+        """A store hands over the feature record it keeps for a row it just read: used (parsed)
+        only if the chunk's features are not in memory when first asked for. Cheap to call."""
+        if record:
+            self._offered.put(id(chunk), (chunk, record))
+
     def adopt(self, chunk: Chunk, features: ChunkFeatures) -> None:
         """Register features computed elsewhere (e.g. loaded from a store) for this chunk."""
         self._content.put(features.key, features)
@@ -250,6 +263,7 @@ class FeatureCache:
     def clear(self) -> None:
         self._objects.clear()
         self._content.clear()
+        self._offered.clear()
 
 
 _default: FeatureCache | None = None
@@ -266,14 +280,90 @@ def default_cache() -> FeatureCache:
     return _default
 
 
-def render_key(policy: Any) -> tuple[Any, ...]:
-    """A hashable summary of every render setting (anything that can change a rendered passage)."""
-    out = []
-    for name in type(policy).model_fields:
-        v = getattr(policy, name)
-        if isinstance(v, list):
-            v = tuple(v)
-        elif isinstance(v, dict):
-            v = tuple(sorted(v.items()))
-        out.append(v)
-    return tuple(out)
+def render_key(policy: Any) -> str:
+    """A short, stable digest of every render setting (anything that can change a rendered
+    passage): rendered counts are cached, and persisted, under it."""
+    return hashlib.sha256(policy.model_dump_json().encode()).hexdigest()[:16]
+
+
+# --- persisted features -------------------------------------------------------------------------
+
+#: the layout of a persisted feature record; a record of another version is ignored (recomputed)
+RECORD_VERSION = 1
+
+
+def record_of(chunk: Chunk, counter: Any = None) -> str:
+    """Every question-independent feature of `chunk` as JSON, for a store to keep next to the row
+    (written at index time, read back by `FeatureCache.offer`): the re-scoring terms, the copy
+    hash, and the token count of the passage rendered with the default render
+    settings in each text format, for labels of one to three digits (S1-S999: one count, see
+    docket.counting.label_class)."""
+    from docket.model import Passage
+    from docket.moves.pack import _render_cost
+    from docket.tokens import default_counter
+
+    counter = counter or default_counter()
+    key = content_key(chunk)
+    f = ChunkFeatures(chunk, key)
+    t = f.rescore_terms(chunk)
+    p = Passage.of_chunk(chunk, 0.0, 1)
+    for ctx in _record_contexts(counter):
+        cost = _render_cost(p, ctx, "S1")
+        for cls in _label_classes(counter):
+            f.costs[("cost", counter.name, ctx.render_key(), cls)] = cost
+    return json.dumps({
+        "v": RECORD_VERSION,
+        "key": digest(key),
+        "words": sorted(t.words), "repeats": t.repeats, "length": t.length, "title_phrases": list(t.title_phrases),
+        "title_words": sorted(t.title_words), "probes": list(t.probes),
+        "copy_hash": f.copy_hash(chunk),
+        "costs": [[k[1], k[2], k[3], n] for k, n in f.costs.items()],
+    }, ensure_ascii=False, separators=(",", ":"))
+
+
+_contexts: dict[int, list[Any]] = {}
+
+
+def _record_contexts(counter: Any) -> list[Any]:
+    """One assembly context per text format with the default render settings (built once)."""
+    got = _contexts.get(id(counter))
+    if got is None or got[0].counter is not counter:
+        from docket.brief import formats
+        from docket.context import Context
+        from docket.policy import Policy
+
+        got = [Context(question="-", store=None, policy=Policy().updated(render={"format": name}),  # type: ignore[arg-type]
+                       counter=counter, features=FeatureCache(capacity=2)) for name in formats.text_formats()]
+        _contexts[id(counter)] = got
+    return got
+
+
+def _label_classes(counter: Any) -> tuple[Any, ...]:
+    """The label classes one count stands for: S1-S999 for o200k_base (every 1-3 digit string is
+    one token), else only "S1"."""
+    from docket.counting import label_class
+
+    classes = tuple(dict.fromkeys(label_class(counter, lab) for lab in ("S1", "S10", "S100")))
+    return classes if len(classes) == 3 else ("S1",)
+
+
+def stored_features(chunk: Chunk, status: str) -> str:
+    """`record_of` the chunk as a store writes it (with the status the store gives its version)."""
+    return record_of(chunk if chunk.status == status else chunk.model_copy(update={"status": status}))
+
+
+def from_record(chunk: Chunk, key: ContentKey, record: str | bytes) -> ChunkFeatures | None:
+    """The features a record holds, or None when it is of another layout or for other content
+    (the row changed since it was written, e.g. a version was superseded: then they are recomputed)."""
+    try:
+        r = json.loads(record)
+        if not isinstance(r, dict) or r.get("v") != RECORD_VERSION or r.get("key") != digest(key):
+            return None
+        f = ChunkFeatures(chunk, key)
+        f._rescore = RescoreTerms(frozenset(r["words"]), dict(r["repeats"]), int(r["length"]), tuple(r["title_phrases"]),
+                                  frozenset(r["title_words"]), tuple(r["probes"]))
+        f._copy_hash = r["copy_hash"]
+        f.costs = {("cost", c, k, cls): int(n) for c, k, cls, n in r["costs"]}
+        return f
+    except (ValueError, TypeError, KeyError, IndexError):
+        return None  # an unreadable record is recomputed, never trusted

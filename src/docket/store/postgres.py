@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from docket.errors import InputError, UnavailableError
+from docket.features import default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
@@ -51,7 +52,7 @@ from docket.store.protocol import (
     plan_write,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _BASE_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS meta(key text PRIMARY KEY, value text NOT NULL);
@@ -74,6 +75,7 @@ CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
 CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], n bigint NOT NULL DEFAULT 0,
   total_len bigint NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
+CREATE TABLE IF NOT EXISTS chunk_features(chunk bigint PRIMARY KEY, features text NOT NULL);
 """
 #: every write transaction bumps this counter last (a short row lock), so readers in any process can
 #: tell that the store changed (docket.api refreshes its warm state on it)
@@ -81,7 +83,13 @@ _BUMP = ("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT (key) DO UPDAT
          "SET value = (meta.value::bigint + 1)::text")
 _HNSW = "CREATE INDEX IF NOT EXISTS chunks_hnsw ON chunks USING hnsw (vector vector_cosine_ops)"
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
-    "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
+    "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector, f.features"
+#: the chunks with their persisted features (docket.features), kept in a table of their own so
+#: the chunk rows (and the heap the HNSW index and the scans read) stay as narrow as before
+_FROM = "chunks c LEFT JOIN chunk_features f ON f.chunk = c.rowid"
+#: a version's feature records, by chunk id (after its chunks are inserted, in the same pipeline)
+_INSERT_FEATURES = ("INSERT INTO chunk_features(chunk, features) SELECT c.rowid, u.f FROM unnest(%s::text[], %s::text[]) "
+                    "AS u(id, f) JOIN chunks c ON c.id = u.id")
 _ORDER = "ORDER BY c.position IS NULL, c.position, c.id"
 #: one advisory lock for docket's DDL in a database: two first writers must not both create tables
 _DDL_LOCK = 7_204_311_590_113
@@ -122,9 +130,11 @@ ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_c
 """
 #: the statistics of a version's rows, per ACL class (read before the rows are replaced)
 _CLASS_STATS = "SELECT cls, count(*) AS n, coalesce(sum(len), 0) AS l FROM chunks WHERE doc = %s AND version = %s GROUP BY cls"
-# removes chunks (their postings cascade) and takes them out of their classes' statistics (class order)
+# removes chunks (their postings cascade, their features go with them) and takes them out of their
+# classes' statistics (class order)
 _DELETE_CHUNKS = """
-WITH d AS (DELETE FROM chunks WHERE {cond} RETURNING cls, len)
+WITH d AS (DELETE FROM chunks WHERE {cond} RETURNING rowid, cls, len),
+f AS (DELETE FROM chunk_features WHERE chunk IN (SELECT rowid FROM d))
 INSERT INTO acl_classes(id, n, total_len) SELECT cls, -count(*), -coalesce(sum(len), 0) FROM d GROUP BY cls ORDER BY cls
 ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len
 """
@@ -184,8 +194,23 @@ def _migrate_v1_to_v2(conn: Any) -> None:
                  (json.dumps(note.to_json()),))
 
 
+def _migrate_v2_to_v3(conn: Any) -> None:
+    """Schema 2 -> 3 (inside the caller's transaction): every chunk keeps its question-independent
+    features (docket.features) in chunk_features, computed here for the rows already stored."""
+    if not conn.execute(_TABLE_EXISTS, ("chunks",)).fetchone()["t"]:
+        return  # no chunks yet: the table comes with them
+    conn.execute("CREATE TABLE IF NOT EXISTS chunk_features(chunk bigint PRIMARY KEY, features text NOT NULL)")
+    cols = _COLS.replace(", f.features", "")
+    rows = conn.execute(f"SELECT c.rowid AS rowid, {cols} FROM chunks c ORDER BY c.rowid").fetchall()
+    for start in range(0, len(rows), 1000):
+        part = rows[start : start + 1000]
+        conn.execute("INSERT INTO chunk_features SELECT * FROM unnest(%s::bigint[], %s::text[]) ON CONFLICT (chunk) "
+                     "DO UPDATE SET features = EXCLUDED.features",
+                     ([r["rowid"] for r in part], [record_of(chunk_from_row(r, None)) for r in part]))
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
 class _PipelineAbortNoise(logging.Filter):
@@ -409,16 +434,16 @@ class PostgresStore:
         if not self._chunks_ready() or not ids:
             return {}
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLS} FROM chunks c WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
-        return {r["id"]: chunk_from_row(r, _vec(r["vector"])) for r in rows}
+            rows = self._conn.execute(f"SELECT {_COLS} FROM {_FROM} WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
+        return {r["id"]: _chunk(r) for r in rows}
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         if not self._chunks_ready():
             return []
-        q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = %s AND c.version = %s {_ORDER}"
+        q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
         with self._lock:
             rows = self._conn.execute(q, (doc, version)).fetchall()
-        return [chunk_from_row(r, _vec(r["vector"])) for r in rows]
+        return [_chunk(r) for r in rows]
 
     def versions(self, doc: str) -> list[VersionInfo]:
         return [v.info() for v in self.stored_versions(doc)]
@@ -534,6 +559,7 @@ class PostgresStore:
                     [c.text for c in cs], [int(n) for n in dv.tokens or ()], list(vectors),
                     [acl_class(a) for a in acls], dv.doc, dv.version, plan.status,
                 ))
+                conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status) for c in cs]))
                 if plan.superseded:
                     conn.execute(
                         "WITH v AS (UPDATE versions SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)) "
@@ -627,7 +653,7 @@ class PostgresStore:
     def export(self) -> Iterator[DocumentVersion]:
         for doc in self.documents():
             for sv in self.stored_versions(doc):
-                q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = %s AND c.version = %s {_ORDER}"
+                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
                 rows = self._conn.execute(q, (doc, sv.version)).fetchall() if self._chunks_ready() else []
                 chunks = [chunk_from_row(r, None) for r in rows]
                 yield DocumentVersion(
@@ -672,6 +698,12 @@ def _where_sql(f: Filters, *, acl: bool = True) -> tuple[str, list[Any]]:
         parts.append(f"c.cls = ANY({readable})")
         args.extend(acl_args)
     return "".join(f" AND {p}" for p in parts), args
+
+
+def _chunk(r: dict[str, Any]) -> Chunk:
+    c = chunk_from_row(r, _vec(r["vector"]))
+    default_cache().offer(c, r.get("features"))  # parsed only if this content's features are not in memory
+    return c
 
 
 def _vec(value: Any) -> np.ndarray:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from docket.errors import DocketError, InputError
+from docket.features import default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
@@ -48,7 +49,7 @@ from docket.store.protocol import (
 )
 from docket.store.terms import query_terms, term_counts
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS versions(
@@ -66,6 +67,7 @@ CREATE TABLE IF NOT EXISTS chunk_acl(principal TEXT NOT NULL, chunk INTEGER NOT 
 CREATE INDEX IF NOT EXISTS chunk_acl_chunk ON chunk_acl(chunk);
 CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS principals(name TEXT PRIMARY KEY, groups TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunk_features(chunk INTEGER PRIMARY KEY, features TEXT NOT NULL);
 """
 #: which chunk rows changed, in commit order: triggers fill it for every writer (older docket
 #: versions and plain SQL included), so a reader's warm index applies what changed since it
@@ -88,7 +90,10 @@ _LOG_KEEP = 200_000
 #: a warm index reloads in full instead once this share of its rows is dead or appended
 _REFRESH_SHARE = 0.25
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
-    "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector"
+    "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector, f.features"
+#: the chunks with their persisted features (docket.features), kept in a table of their own so
+#: the chunk rows (read whole by every search) stay as narrow as before
+_FROM = "chunks c LEFT JOIN chunk_features f ON f.chunk = c.rowid"
 #: one posting of a chunk's term list: term id, frequency in the chunk
 _POSTING = np.dtype([("term", "<i4"), ("tf", "<u2")])
 _K1, _B = 1.2, 0.75
@@ -124,8 +129,21 @@ def _migrate_v1_to_v2(cur: sqlite3.Cursor) -> None:
     cur.execute("INSERT OR REPLACE INTO meta VALUES ('acl_migration', ?)", (json.dumps(note.to_json()),))
 
 
+def _migrate_v2_to_v3(cur: sqlite3.Cursor) -> None:
+    """Schema 2 -> 3: every chunk keeps its question-independent features (docket.features:
+    words, titles, statements, copy hash, rendered token counts), computed here for the rows
+    already stored, so a fresh process reads them instead of recomputing them per chunk."""
+    cur.execute("CREATE TABLE IF NOT EXISTS chunk_features(chunk INTEGER PRIMARY KEY, features TEXT NOT NULL)")
+    cols = _COLS.replace(", f.features", "")
+    rows = cur.execute(f"SELECT c.rowid AS rowid, {cols} FROM chunks c ORDER BY c.rowid").fetchall()
+    for start in range(0, len(rows), 1000):
+        part = rows[start : start + 1000]
+        cur.executemany("INSERT OR REPLACE INTO chunk_features VALUES (?, ?)",
+                        [(r["rowid"], record_of(chunk_from_row(dict(r), None))) for r in part])
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
 def _registry(cur: sqlite3.Cursor) -> Registry:
@@ -602,13 +620,13 @@ class SQLiteStore:
         with self._lock:
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
-                q = f"SELECT {_COLS} FROM chunks c WHERE c.id IN ({','.join('?' * len(part))})"
+                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.id IN ({','.join('?' * len(part))})"
                 for r in self._conn.execute(q, part):
                     out[r["id"]] = self._chunk(r)
         return out
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
-        q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+        q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
         with self._lock:
             return [self._chunk(r) for r in self._conn.execute(q, (doc, version))]
 
@@ -645,7 +663,9 @@ class SQLiteStore:
 
     @staticmethod
     def _chunk(r: sqlite3.Row) -> Chunk:
-        return chunk_from_row(dict(r), np.frombuffer(r["vector"], dtype=np.float32))
+        c = chunk_from_row(dict(r), np.frombuffer(r["vector"], dtype=np.float32))
+        default_cache().offer(c, r["features"])  # parsed only if this content's features are not in memory
+        return c
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -722,6 +742,8 @@ class SQLiteStore:
               c.text, int(n), vec.tobytes(), blob, length)
              for c, acl, vec, n, (blob, length) in zip(dv.chunks, acls, vectors, dv.tokens, terms, strict=True)],
         )
+        cur.executemany("INSERT OR REPLACE INTO chunk_features SELECT rowid, ? FROM chunks WHERE id = ?",
+                        [(stored_features(c, plan.status), c.id) for c in dv.chunks])
         if any(acls):
             rowid_of = {r[1]: r[0] for r in cur.execute("SELECT rowid, id FROM chunks WHERE doc = ? AND version = ?",
                                                        (dv.doc, dv.version))}
@@ -734,6 +756,7 @@ class SQLiteStore:
             part = rowids[start : start + 500]
             marks = ",".join("?" * len(part))
             cur.execute(f"DELETE FROM chunk_acl WHERE chunk IN ({marks})", part)
+            cur.execute(f"DELETE FROM chunk_features WHERE chunk IN ({marks})", part)
             cur.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
         return len(rowids)
 
@@ -865,7 +888,7 @@ class SQLiteStore:
     def export(self) -> Iterator[DocumentVersion]:
         for (doc,) in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc").fetchall():
             for sv in self.stored_versions(doc):
-                q = f"SELECT {_COLS} FROM chunks c WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
                 rows = self._conn.execute(q, (doc, sv.version)).fetchall()
                 chunks = [chunk_from_row(dict(r), None) for r in rows]
                 vecs = np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows]) if rows else None

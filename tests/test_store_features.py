@@ -1,0 +1,141 @@
+"""Per-chunk features persisted in the stores (schema 3), both backends: written at index time,
+read back instead of recomputed, ignored when stale, and a store written by schema 2 migrates
+(its rows get their features) and assembles exactly as before."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from conftest_pg import pg_server, pg_url  # noqa: F401
+from store_cases import EMB, version
+
+from docket.assemble import assemble
+from docket.features import FeatureCache, content_key, default_cache, digest, from_record, record_of
+from docket.model import Candidate
+from docket.store.base import MemoryStore
+from docket.store.protocol import open_store
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+TEXTS = ["Annual plans can be refunded within 30 days of purchase.",
+         "Monthly plans are not refundable. They can be cancelled at any time.",
+         "Refunds go back to the original payment method within 10 business days."]
+QUESTION = "Can I get a refund on my annual plan?"
+
+
+@pytest.fixture(params=BACKENDS)
+def location(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN001
+    return str(tmp_path / "f.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
+def _fill(loc: str) -> None:
+    s = open_store(loc)
+    s.set_meta({"embedder": EMB.name, "dim": str(EMB.dim)})
+    s.write_version(version("policy", 1, TEXTS, source_type="policy"))
+    s.write_version(version("help", 1, TEXTS[:1] + ["Annual plans can be refunded within 14 days."], source_type="help"))
+    s.close()
+
+
+def _as_schema_2(loc: str) -> None:
+    """Turn a store into what schema 2 wrote: schema 3 only added the chunk_features table."""
+    if loc.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(loc, autocommit=True) as conn:
+            conn.execute("DROP TABLE chunk_features")
+            conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+        return
+    conn = sqlite3.connect(loc, isolation_level=None)
+    conn.execute("DROP TABLE chunk_features")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.close()
+
+
+_RECORDS = "SELECT f.features FROM chunks c LEFT JOIN chunk_features f ON f.chunk = c.rowid ORDER BY c.id"
+
+
+def _records(loc: str) -> list[str | None]:
+    if loc.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(loc, autocommit=True) as conn:
+            return [r[0] for r in conn.execute(_RECORDS)]
+    conn = sqlite3.connect(loc)
+    try:
+        return [r[0] for r in conn.execute(_RECORDS)]
+    finally:
+        conn.close()
+
+
+def _brief(chunks: list, store: object) -> dict:
+    ranked = [Candidate(c, 1.0 - 0.1 * i, i + 1) for i, c in enumerate(chunks)]
+    return assemble(QUESTION, ranked, store=store, embedder=EMB, budget=300, floor=0.0).to_json()  # type: ignore[arg-type]
+
+
+def test_features_are_written_at_index_time_and_read_back(location: str) -> None:
+    _fill(location)
+    records = _records(location)
+    assert len(records) == 5 and all(records)
+    assert all(json.loads(r)["v"] == 1 for r in records)  # type: ignore[arg-type]
+    default_cache().clear()
+    s = open_store(location)
+    chunks = sorted(s.chunks_of("policy", 1) + s.chunks_of("help", 1), key=lambda c: c.id)
+    cache = default_cache()
+    before = (cache.loaded, cache.computed)
+    with_store = _brief(chunks, s)
+    assert cache.loaded - before[0] == 5 and cache.computed == before[1]  # read, not recomputed
+    default_cache().clear()
+    fresh = [c.model_copy() for c in chunks]  # the same content, features computed from scratch
+    assert _brief(fresh, MemoryStore(fresh)) == with_store
+    s.close()
+
+
+def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) -> None:
+    _fill(location)
+    s = open_store(location)
+    chunks = sorted(s.chunks_of("policy", 1) + s.chunks_of("help", 1), key=lambda c: c.id)
+    expected = _brief(chunks, s)
+    s.close()
+    _as_schema_2(location)
+    old = open_store(location)  # a store written by the previous schema
+    assert old.meta()["schema"] == "3"
+    assert all(_records(location))  # migrated rows got their features
+    default_cache().clear()
+    loaded = default_cache().loaded
+    again = sorted(old.chunks_of("policy", 1) + old.chunks_of("help", 1), key=lambda c: c.id)
+    assert _brief(again, old) == expected
+    assert default_cache().loaded - loaded == 5
+    old.write_version(version("faq", 1, ["Refunds take 10 days."]))  # and takes writes
+    assert len(_records(location)) == 6 and all(_records(location))
+    old.close()
+    assert open_store(location).meta()["schema"] == "3"  # a second open does not migrate again
+
+
+def test_stale_or_unreadable_records_are_recomputed_not_trusted() -> None:
+    c = version("d", 1, TEXTS).chunks[1]
+    record = record_of(c)
+    assert from_record(c, content_key(c), record) is not None
+    moved = c.model_copy(update={"status": "superseded"})  # the row changed after it was written
+    assert from_record(moved, content_key(moved), record) is None
+    bad = json.loads(record)
+    bad["v"] = 99
+    assert from_record(c, content_key(c), json.dumps(bad)) is None
+    assert from_record(c, content_key(c), "{not json") is None
+    assert from_record(c, content_key(c), json.dumps({"v": 1, "key": digest(content_key(c))})) is None
+    cache = FeatureCache()
+    cache.offer(moved, record)
+    f = cache.features(moved)
+    assert cache.loaded == 0 and cache.computed == 1
+    assert f.statements(moved) == from_record(c, content_key(c), record).statements(c)  # type: ignore[union-attr]
+
+
+def test_a_record_holds_what_the_moves_compute() -> None:
+    for c in version("d", 1, TEXTS).chunks:
+        got = from_record(c, content_key(c), record_of(c))
+        assert got is not None
+        fresh = FeatureCache().features(c)
+        assert got.rescore_terms(c) == fresh.rescore_terms(c)
+        assert got.copy_hash(c) == fresh.copy_hash(c)
+        assert got.statements(c) == fresh.statements(c)  # not persisted (conflicts read few): computed when asked
+        assert got.costs  # both formats, labels S1-S999
