@@ -134,3 +134,65 @@ def test_nimbus_forum_post_is_outranked_and_stays_last():
     assert conf and conf[0]["kind"] == "outranked" and conf[0]["higher"] == "pol3-5"
     hi = next(lab for lab, s in b.sources.items() if "pol3-5" in s["chunks"])
     assert f"Note: {hi} outranks {forum[0]}, which says otherwise." in b.user
+
+
+def _reference_order(passages, ctx):
+    """The first implementation of authority_order (quadratic), kept to check the linear one."""
+    from docket.moves.authority import _source, outrankers
+
+    pol = ctx.policy.versions
+    ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
+    auth = {id(p): authority(p.first, pol) for p in ranked}
+    above = outrankers(ranked, ctx)
+    remaining = list(range(len(ranked)))
+    order, notes = [], []
+    while remaining:
+        best = max(ranked[i].score for i in remaining)
+        pool = [i for i in remaining if ranked[i].score >= best - pol.authority_window]
+        pick = max(pool, key=lambda i: (auth[id(ranked[i])], -i))
+        why = "window"
+        seen = {pick}
+        while True:
+            ahead = sorted(j for j in above.get(pick, ()) if j in remaining and j not in seen)
+            if not ahead:
+                break
+            pick = ahead[0]
+            seen.add(pick)
+            why = "conflict"
+        first = remaining[0]
+        if pick != first:
+            p, q = ranked[pick], ranked[first]
+            if why == "conflict":
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}) before {q.first.id} "
+                             f"({_source(q)}, authority {auth[id(q)]}): it outranks a passage that contradicts it")
+            else:
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}, score {p.score:.3f}) before "
+                             f"{q.first.id} ({_source(q)}, authority {auth[id(q)]}, score {q.score:.3f}): higher "
+                             f"authority within {pol.authority_window} of the best remaining score {best:.3f}")
+        order.append(pick)
+        remaining.remove(pick)
+    return [ranked[i] for i in order], notes
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["policy", "help", "forum", "blog", None]),
+                          st.floats(-1, 2, allow_nan=False, width=32), st.booleans()), min_size=1, max_size=40),
+       st.sampled_from([0.0, 0.05, 0.1, 0.5, 3.0]),
+       st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39)), max_size=6), st.randoms())
+def test_linear_authority_order_equals_the_quadratic_one(items, window, outranked, rnd):
+    chunks = [mk(f"c{i}", doc=f"d{i}", source_type=t, **({"status": "user-generated"} if u else {}))
+              for i, (t, _, u) in enumerate(items)]
+    ranks = list(range(1, len(items) + 1))
+    rnd.shuffle(ranks)  # ranks need not follow the scores (merged, fetched and re-ranked passages)
+    ps = [P(c, r, s) for c, r, (_, s, _) in zip(chunks, ranks, items)]
+    ctx = context(chunks, policy=Policy().updated(versions={"authority_window": window}))
+    for a, b in outranked:
+        if a < len(chunks) and b < len(chunks) and a != b:
+            ctx.conflicts.append({"chunks": [chunks[a].id, chunks[b].id], "kind": "outranked", "higher": chunks[a].id})
+    got, notes = authority_order(ps, ctx)
+    want, want_notes = _reference_order(ps, ctx)
+    assert [p.first.id for p in got] == [p.first.id for p in want] and notes == want_notes

@@ -39,36 +39,64 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
     that moved ahead of a better-ranked one (for the trace)."""
     pol = ctx.policy.versions
     ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
-    auth = {id(p): authority(p.first, pol) for p in ranked}
+    n = len(ranked)
+    auth = [authority(p.first, pol) for p in ranked]
+    scores = [p.score for p in ranked]
     above = outrankers(ranked, ctx)
-    remaining = list(range(len(ranked)))
+    # The rule, one pick at a time: of the remaining passages within the window of the best
+    # remaining score, the highest authority, then the best rank (the smallest index). Kept
+    # linear in the pool: the best score is read off a list sorted by score, and each authority
+    # level keeps its remaining passages in rank order, so its best-ranked one within the window
+    # is found at (or near) the front of its list.
+    taken = [False] * n
+    by_score = sorted(range(n), key=lambda i: -scores[i])
+    levels: dict[int, list[int]] = {}
+    for i in range(n):
+        levels.setdefault(auth[i], []).append(i)
+    level_order = sorted(levels, reverse=True)
+    fronts = dict.fromkeys(levels, 0)
+    top = first = 0
     order: list[int] = []
     notes: list[str] = []
-    while remaining:
-        best = max(ranked[i].score for i in remaining)
-        pool = [i for i in remaining if ranked[i].score >= best - pol.authority_window]
-        pick = max(pool, key=lambda i: (auth[id(ranked[i])], -i))
+    for _ in range(n):
+        while taken[by_score[top]]:
+            top += 1
+        best = scores[by_score[top]]
+        cut = best - pol.authority_window
+        pick = -1
+        for level in level_order:
+            members = levels[level]
+            k = fronts[level]
+            while k < len(members) and taken[members[k]]:
+                k += 1
+            fronts[level] = k
+            while k < len(members) and (taken[members[k]] or scores[members[k]] < cut):
+                k += 1
+            if k < len(members):
+                pick = members[k]
+                break
         why = "window"
         seen = {pick}
         while True:  # an outranked passage waits for the passage that outranks it
-            ahead = sorted(j for j in above.get(pick, ()) if j in remaining and j not in seen)
+            ahead = sorted(j for j in above.get(pick, ()) if not taken[j] and j not in seen)
             if not ahead:
                 break
             pick = ahead[0]
             seen.add(pick)
             why = "conflict"
-        first = remaining[0]
+        while taken[first]:
+            first += 1
         if pick != first:
             p, q = ranked[pick], ranked[first]
             if why == "conflict":
-                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}) before {q.first.id} "
-                             f"({_source(q)}, authority {auth[id(q)]}): it outranks a passage that contradicts it")
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[pick]}) before {q.first.id} "
+                             f"({_source(q)}, authority {auth[first]}): it outranks a passage that contradicts it")
             else:
-                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[id(p)]}, score {p.score:.3f}) before "
-                             f"{q.first.id} ({_source(q)}, authority {auth[id(q)]}, score {q.score:.3f}): higher "
+                notes.append(f"{p.first.id} ({_source(p)}, authority {auth[pick]}, score {p.score:.3f}) before "
+                             f"{q.first.id} ({_source(q)}, authority {auth[first]}, score {q.score:.3f}): higher "
                              f"authority within {pol.authority_window} of the best remaining score {best:.3f}")
         order.append(pick)
-        remaining.remove(pick)
+        taken[pick] = True
     return [ranked[i] for i in order], notes
 
 
