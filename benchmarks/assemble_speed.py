@@ -1,56 +1,339 @@
-"""Assembly time per query, no retrieval and no LLM: the cost docket adds between reranker and model.
+"""Assembly time per query beside the peers, in one run on the same pools: the cost docket adds
+between the reranker and the model (no retrieval, no LLM).
 
-    .venv/bin/python benchmarks/assemble_speed.py [--pool 50] [--budget 1000] [--repeat 20]
+    .venv/bin/python benchmarks/assemble_speed.py [--pools 50,200,1000] [--questions 20] [--repeat 5]
 
-Pools are real HotpotQA paragraphs (../shared/data/hotpotqa/dev250.jsonl) with MiniLM vectors
-computed once; each question's pool is its own 10 paragraphs plus others' up to --pool, ranked by
-cosine. Prints p50/p95 milliseconds per `assemble` call over the questions.
+Pools: real HotpotQA dev250 paragraphs (../shared/data), each distinct text once (2,4xx of them),
+MiniLM vectors (all-MiniLM-L6-v2, cached under .docket-cache/) and o200k_base counts computed
+before timing. A question's pool of N is its own 10 paragraphs plus the N - 10 paragraphs of the
+other questions nearest to it by cosine, ranked by cosine (so a pool of 1,000 mixes paragraphs
+from a few hundred questions, as a first-stage retriever over a shared corpus would return).
+
+Systems, each timed from the same ranked candidates in the form its library takes them, built
+before the clock starts (docket: Candidate objects; the peers: their Document/Node objects and
+an embeddings adapter that hands back the precomputed vectors):
+
+- docket: `assemble` with every default move (re-scoring, versions and conflicts, duplicates,
+  expansion, packing to the budget, order, labels and fences, the brief with its trace), budget
+  1000, floor 0. Per-chunk features are warm (computed once per chunk, the normal state of a
+  process that has seen its corpus); "docket-cold" times the first query over unseen chunks.
+- LangChain: EmbeddingsRedundantFilter(0.95) -> EmbeddingsFilter(k=10) -> LongContextReorder.
+- LlamaIndex: SimilarityPostprocessor(0) -> LongContextReorder.
+- Haystack: LostInTheMiddleRanker(word_count_threshold=750).
+- numpy: the same vector work in one pass: query cosines, the pairwise matrix, sort, greedy
+  packing by precomputed token counts, skipping any passage within 0.95 of one already kept.
+
+Prints median and p95 milliseconds (wall clock) per pool size, docket ÷ numpy and LangChain ÷
+docket, and the peak Python memory (tracemalloc, numpy included) of one call; writes
+benchmarks/out/assemble_speed.png (time against pool size, one line per system) and .json.
+BLAS runs single-threaded (OPENBLAS_NUM_THREADS=1, the right setting for many small products
+in a server; --blas-threads to change). Medians over many calls; on a shared machine the
+figures move with the load (the script prints the load average before and after).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+
+if __name__ == "__main__":  # before numpy is imported
+    _bt = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--blas-threads=")), "1")
+    for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_v, _bt)
+
 import argparse
+import gc
 import json
 import statistics
 import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from docket.assemble import assemble, rank_by_cosine
-from docket.embed import default_embedder
-from docket.model import parse_chunk
-from docket.store.base import MemoryStore
+import numpy as np
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev250.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("DOCKET_SHARED_DATA", ROOT.parent / "shared" / "data"))
+OUT = ROOT / "benchmarks" / "out"
+BUDGET = 1000
+DEDUP = 0.95
+SYSTEMS = ("docket", "docket-cold", "langchain", "llamaindex", "haystack", "numpy")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pool", type=int, default=50)
-    ap.add_argument("--budget", type=int, default=1000)
+def load_pool_data(questions: int) -> tuple[list[dict[str, Any]], list[Any], np.ndarray]:
+    """The questions, every distinct paragraph as a Chunk with its MiniLM vector, the matrix."""
+    from docket.eval.cache import eval_embedder
+    from docket.model import parse_chunk
+
+    rows = [json.loads(line) for line in (DATA / "hotpotqa" / "dev250.jsonl").open(encoding="utf-8")]
+    first: dict[str, tuple[str, str]] = {}
+    for r in rows:
+        for c in r["contexts"]:
+            first.setdefault(c["paragraph_text"], (f"{r['question_id']}-{c['id']}", c["title"]))
+    texts = list(first)
+    emb = eval_embedder()
+    print(f"embedding {len(texts)} paragraphs and {questions} questions (cached after the first run)", file=sys.stderr)
+    mat = emb.embed(texts)
+    chunks = [parse_chunk({"id": cid, "doc": cid, "title": title, "text": t,
+                           "vector": [float(x) for x in v]}) for t, (cid, title), v in zip(texts, first.values(), mat)]
+    qs = []
+    for r in rows[:questions]:
+        own = {first[c["paragraph_text"]][0] for c in r["contexts"]}
+        qs.append({"question": r["question_text"], "own": own, "qvec": emb.embed([r["question_text"]])[0]})
+    return qs, chunks, np.asarray(mat, dtype=np.float32)
+
+
+def pool_of(q: dict[str, Any], chunks: list[Any], mat: np.ndarray, size: int) -> list[int]:
+    """Row indexes of the question's pool, best first: its own paragraphs, then the nearest."""
+    sims = mat @ q["qvec"]
+    ids = [c.id for c in chunks]
+    order = sorted(range(len(chunks)), key=lambda i: (ids[i] not in q["own"], -float(sims[i]), ids[i]))[:size]
+    return sorted(order, key=lambda i: (-float(sims[i]), ids[i]))
+
+
+# --- one prepared query per system ---------------------------------------------------------------
+
+
+def prepare_docket(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np.ndarray, counter: Any,
+                   embedder: Any) -> Callable[[], Any]:
+    from docket.assemble import assemble
+    from docket.model import Candidate
+    from docket.store.base import MemoryStore
+
+    sims = mat[rows] @ q["qvec"]
+    cands = [Candidate(chunks[i], round(float(s), 6), r) for r, (i, s) in enumerate(zip(rows, sims), 1)]
+    store = MemoryStore([chunks[i] for i in rows])
+    question = q["question"]
+    return lambda: assemble(question, cands, store=store, budget=BUDGET, floor=0.0, counter=counter, embedder=embedder)
+
+
+class _Vectors:
+    """text -> vector as a list of floats, built once: what the peers' embedding interfaces take."""
+
+    def __init__(self, texts: list[str], vecs: np.ndarray, question: str, qvec: np.ndarray) -> None:
+        self.by_text = {t: [float(x) for x in v] for t, v in zip(texts, vecs)}
+        self.by_text[question] = [float(x) for x in qvec]
+
+    def __call__(self, text: str) -> list[float]:
+        return self.by_text[text]
+
+
+def prepare_langchain(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np.ndarray) -> Callable[[], Any]:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
+        from langchain_classic.retrievers.document_compressors.embeddings_filter import EmbeddingsFilter
+        from langchain_community.document_transformers import EmbeddingsRedundantFilter, LongContextReorder
+
+    texts = [chunks[i].text for i in rows]
+    table = _Vectors(texts, mat[rows], q["question"], q["qvec"])
+
+    class Precomputed(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [table(t) for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return table(text)
+
+    emb = Precomputed()
+    pipeline = DocumentCompressorPipeline(transformers=[
+        EmbeddingsRedundantFilter(embeddings=emb, similarity_threshold=DEDUP),
+        EmbeddingsFilter(embeddings=emb, k=10, similarity_threshold=None),
+        LongContextReorder(),
+    ])
+    docs = [Document(page_content=chunks[i].text, metadata={"id": chunks[i].id, "title": chunks[i].title}) for i in rows]
+    question = q["question"]
+    return lambda: pipeline.compress_documents(docs, question)
+
+
+def prepare_llamaindex(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np.ndarray) -> Callable[[], Any]:
+    from llama_index.core.postprocessor import LongContextReorder, SimilarityPostprocessor
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    sims = mat[rows] @ q["qvec"]
+    nodes = [NodeWithScore(node=TextNode(text=chunks[i].text, id_=chunks[i].id, metadata={"title": chunks[i].title}),
+                           score=float(s)) for i, s in zip(rows, sims)]
+    bundle = QueryBundle(q["question"])
+    sim, reorder = SimilarityPostprocessor(similarity_cutoff=0.0), LongContextReorder()
+    return lambda: reorder.postprocess_nodes(sim.postprocess_nodes(nodes, query_bundle=bundle), query_bundle=bundle)
+
+
+def prepare_haystack(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np.ndarray) -> Callable[[], Any]:
+    from haystack import Document
+    from haystack.components.rankers import LostInTheMiddleRanker
+
+    sims = mat[rows] @ q["qvec"]
+    docs = [Document(content=chunks[i].text, id=chunks[i].id, score=float(s), meta={"title": chunks[i].title})
+            for i, s in zip(rows, sims)]
+    ranker = LostInTheMiddleRanker(word_count_threshold=int(BUDGET * 0.75))
+    return lambda: ranker.run(documents=docs)
+
+
+def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np.ndarray, counts: np.ndarray) -> Callable[[], Any]:
+    vecs = np.ascontiguousarray(mat[rows])
+    cost = counts[rows]
+    qvec = q["qvec"]
+
+    def run() -> list[int]:
+        scores = vecs @ qvec
+        pair = vecs @ vecs.T
+        order = np.argsort(-scores, kind="stable")
+        kept: list[int] = []
+        used = 0
+        for i in order.tolist():
+            c = int(cost[i])
+            if used + c > BUDGET or (kept and float(pair[i, kept].max()) >= DEDUP):
+                continue
+            kept.append(i)
+            used += c
+        return kept
+
+    return run
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+def peak_kib(fn: Callable[[], Any]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 1024
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pools", default="50,200,1000")
     ap.add_argument("--questions", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="timed calls per question, system and pool size")
+    ap.add_argument("--blas-threads", default="1", help="BLAS threads (set before numpy loads; default 1)")
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
-    rows = [json.loads(line) for line in DATA.open()][: max(args.questions, args.pool // 10 + 1)]
-    chunks = [parse_chunk({"id": f"{r['question_id']}-{c['id']}", "doc": f"{r['question_id']}-{c['id']}",
-                           "title": c["title"], "text": c["paragraph_text"]}) for r in rows for c in r["contexts"]]
-    emb = default_embedder()
-    vecs = emb.embed([c.text for c in chunks])
-    chunks = [c.model_copy(update={"vector": tuple(float(x) for x in v)}) for c, v in zip(chunks, vecs, strict=True)]
-    store = MemoryStore(chunks)
-    times: list[float] = []
-    for r in rows[: args.questions]:
-        q = r["question_text"]
-        cands = rank_by_cosine(q, chunks, emb)[: args.pool]
-        assemble(q, cands, store=store, budget=args.budget, floor=0.0)  # warm caches (question vector, tokens)
+    sizes = [int(s) for s in args.pools.split(",")]
+    systems = [s.strip() for s in args.systems.split(",")]
+
+    from docket.eval.cache import eval_embedder
+    from docket.features import default_cache
+    from docket.tokens import O200kCounter, default_counter
+
+    load0 = os.getloadavg()
+    qs, chunks, mat = load_pool_data(args.questions)
+    counter = default_counter()
+    counts = np.asarray([counter.count(c.text) for c in chunks])
+    embedder = eval_embedder()
+    times: dict[str, dict[int, list[float]]] = {s: {n: [] for n in sizes} for s in systems}
+    cpu: dict[str, dict[int, list[float]]] = {s: {n: [] for n in sizes} for s in systems}
+    memory: dict[str, dict[int, float]] = {s: {} for s in systems}
+    for n in sizes:
+        print(f"pool {n}: preparing", file=sys.stderr)
+        prepared: list[dict[str, Callable[[], Any]]] = []
+        for q in qs:
+            rows = pool_of(q, chunks, mat, n)
+            fns: dict[str, Callable[[], Any]] = {}
+            for s in systems:
+                if s == "docket":
+                    fns[s] = prepare_docket(q, rows, chunks, mat, counter, embedder)
+                elif s == "langchain":
+                    fns[s] = prepare_langchain(q, rows, chunks, mat)
+                elif s == "llamaindex":
+                    fns[s] = prepare_llamaindex(q, rows, chunks, mat)
+                elif s == "haystack":
+                    fns[s] = prepare_haystack(q, rows, chunks, mat)
+                elif s == "numpy":
+                    fns[s] = prepare_numpy(q, rows, chunks, mat, counts)
+            prepared.append(fns)
+        for fns in prepared:  # warm: imports, the feature cache, the counter's cache
+            for f in fns.values():
+                f()
+        print(f"pool {n}: timing", file=sys.stderr)
         for _ in range(args.repeat):
-            t = time.perf_counter()
-            assemble(q, cands, store=store, budget=args.budget, floor=0.0)
-            times.append((time.perf_counter() - t) * 1000)
-    times.sort()
-    p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-    print(f"| pool | budget | calls | assemble p50 ms | p95 ms |\n|---|---|---|---|---|\n"
-          f"| {args.pool} | {args.budget} | {len(times)} | {statistics.median(times):.1f} | {p95:.1f} |")
+            for fns in prepared:
+                for s, f in fns.items():  # interleaved, so every system meets the same load
+                    c = time.thread_time()
+                    t = time.perf_counter()
+                    f()
+                    times[s][n].append((time.perf_counter() - t) * 1000)
+                    cpu[s][n].append((time.thread_time() - c) * 1000)
+        if "docket-cold" in systems:
+            for q in qs:  # first sight of the pool's chunks: features computed, counts not cached
+                rows = pool_of(q, chunks, mat, n)
+                cold_counter = O200kCounter()
+                fn = prepare_docket(q, rows, [c.model_copy() for c in chunks], mat, cold_counter, embedder)
+                default_cache().clear()
+                c = time.thread_time()
+                t = time.perf_counter()
+                fn()
+                times["docket-cold"][n].append((time.perf_counter() - t) * 1000)
+                cpu["docket-cold"][n].append((time.thread_time() - c) * 1000)
+        for s, f in prepared[0].items():
+            memory[s][n] = peak_kib(f)
+    load1 = os.getloadavg()
+
+    results = {s: {n: {"median_ms": statistics.median(v), "p95_ms": pct(v, 95), "calls": len(v),
+                       "cpu_median_ms": statistics.median(cpu[s][n]), "peak_kib": memory[s].get(n)}
+                   for n, v in times[s].items() if v} for s in systems}
+    print(f"\nload average before {load0[0]:.1f}, after {load1[0]:.1f} (2 cores); BLAS threads "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS')}; budget {BUDGET}; {args.questions} questions x {args.repeat} calls\n")
+    head = "| system | " + " | ".join(f"{n}: median / p95 (cpu) ms" for n in sizes) + " | " + \
+        " | ".join(f"peak KiB @{n}" for n in sizes) + " |"
+    print(head)
+    print("|" + "---|" * (1 + 2 * len(sizes)))
+    for s in systems:
+        r = results[s]
+        cells = [f"{r[n]['median_ms']:.3f} / {r[n]['p95_ms']:.3f} ({r[n]['cpu_median_ms']:.3f})" if n in r else "-"
+                 for n in sizes]
+        mem = [f"{r[n]['peak_kib']:.0f}" if n in r and r[n]["peak_kib"] is not None else "-" for n in sizes]
+        print(f"| {s} | " + " | ".join(cells) + " | " + " | ".join(mem) + " |")
+    print()
+    for n in sizes:
+        d = results.get("docket", {}).get(n, {}).get("median_ms")
+        parts = [f"pool {n}:"]
+        dc = results.get("docket", {}).get(n, {}).get("cpu_median_ms")
+        if d and "numpy" in results:
+            parts.append(f"docket / numpy = {d / results['numpy'][n]['median_ms']:.1f}x "
+                         f"(cpu {dc / results['numpy'][n]['cpu_median_ms']:.1f}x)")
+        if d and "langchain" in results:
+            parts.append(f"langchain / docket = {results['langchain'][n]['median_ms'] / d:.1f}x "
+                         f"(cpu {results['langchain'][n]['cpu_median_ms'] / dc:.1f}x)")
+        print("  ".join(parts))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "assemble_speed.json").write_text(json.dumps({"results": results, "load": [load0, load1],
+                                                         "args": vars(args)}, indent=2), encoding="utf-8")
+    if not args.no_plot and len(sizes) > 1:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for s in systems:
+            xs = [n for n in sizes if n in results[s]]
+            ax.plot(xs, [results[s][n]["median_ms"] for n in xs], marker="o", label=s)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("candidates in the pool")
+        ax.set_ylabel("median ms per query (log)")
+        ax.set_title(f"Assembly time per query, budget {BUDGET} (HotpotQA, MiniLM)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(OUT / "assemble_speed.png", dpi=120)
+        print(f"\nwrote {OUT / 'assemble_speed.png'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
