@@ -164,7 +164,7 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
     return policy
 
 
-def _assemble_ranked(ctx: Context, candidates: Sequence[Candidate]) -> Brief:
+def _assemble_ranked(ctx: Context, candidates: list[Candidate]) -> Brief:
     policy = ctx.policy
     features = ctx.features
 
