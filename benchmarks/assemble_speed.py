@@ -2,6 +2,7 @@
 between the reranker and the model (no retrieval, no LLM).
 
     .venv/bin/python benchmarks/assemble_speed.py [--pools 50,200,1000] [--questions 20] [--repeat 5]
+    .venv/bin/python benchmarks/assemble_speed.py --quick      # 4 questions x 3 calls (~1 min), a smoke run
 
 Pools: real HotpotQA dev250 paragraphs (../shared/data), each distinct text once (2,4xx of them),
 MiniLM vectors (all-MiniLM-L6-v2, cached under .docket-cache/) and o200k_base counts computed
@@ -221,9 +222,22 @@ def main() -> int:
     ap.add_argument("--blas-threads", default="1", help="BLAS threads (set before numpy loads; default 1)")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="a short run: 4 questions x 3 calls per pool size")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.pools.split(",")]
+    if args.quick:
+        args.questions, args.repeat = min(args.questions, 4), min(args.repeat, 3)
+    if args.questions < 1 or args.repeat < 1:
+        ap.error("--questions and --repeat must be at least 1")
+    try:
+        sizes = [int(s) for s in args.pools.split(",")]
+    except ValueError:
+        ap.error(f"--pools must be comma-separated integers like 50,200,1000, got {args.pools!r}")
+    if any(n < 10 for n in sizes):
+        ap.error("--pools: every pool needs at least 10 candidates (a question's own paragraphs)")
     systems = [s.strip() for s in args.systems.split(",")]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        ap.error(f"--systems: unknown {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
 
     from docket.eval.cache import eval_embedder
     from docket.features import default_cache
