@@ -7,6 +7,7 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 from __future__ import annotations
 
 from datetime import date as Date
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from docket.claims import Claim, Similar, claims, contradiction
 from docket.context import Context, pairs_at_least
 from docket.dates import find_dates
+from docket.features import _Generations
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase, title_match_strict
@@ -278,34 +280,49 @@ def _sentence_similarity(ctx: Context) -> Similar | None:
     return similar
 
 
+#: a title's phrase, memoised: asked for both passages of every similar pair on every query
+_title_phrase = lru_cache(maxsize=8192)(phrase)
+
+
 def _different_subjects(a: Passage, b: Passage) -> bool:
     """Two passages that each name their own title in their text, under different titles, are
     about different things ("2009 Colorado Buffaloes football team" vs "2011 …"; two managers'
     careers): their numbers differ because their subjects do. A policy passage that never names
     its document's title is compared as before."""
     ta, tb = a.first.title.strip(), b.first.title.strip()
-    if not ta or not tb or phrase(ta) == phrase(tb):
+    if not ta or not tb or _title_phrase(ta) == _title_phrase(tb):
         return False
     if _series(ta) == _series(tb):
         return True  # "2013 Young Hollywood Awards" vs "2014 ...", "Kent County Cricket Club in 2010" vs "... 2011"
     return _names_title(ta, a.text) and _names_title(tb, b.text)
 
 
+@lru_cache(maxsize=8192)
 def _names_title(title: str, text: str) -> bool:
     """The text names its title, or the title's part before a comma ("Sullivan County" of
-    "Sullivan County, New Hampshire"; "Wangcun" of "Wangcun, Jimo")."""
+    "Sullivan County, New Hampshire"; "Wangcun" of "Wangcun, Jimo"). Memoised: a pure function
+    of two strings, asked for every similar pair, so a passage in many pairs was re-tokenised for
+    each (and again on every query over the same chunks)."""
     head = title.split(",")[0].strip()
     return bool(title_match_strict(title, text) or (head != title and head and title_match_strict(head, text)))
 
 
+@lru_cache(maxsize=8192)
 def _series(title: str) -> str:
     """A title without its numbers: two titles that differ only by a year or an ordinal are two
     editions of one series (seasons, elections, award ceremonies), not one subject."""
-    return " ".join(w for w in phrase(title).split() if not any(ch.isdigit() for ch in w))
+    return " ".join(w for w in _title_phrase(title).split() if not any(ch.isdigit() for ch in w))
 
 
 def _same_title(a: Passage, b: Passage) -> bool:
-    return phrase(a.first.title) == phrase(b.first.title)
+    return _title_phrase(a.first.title) == _title_phrase(b.first.title)
+
+
+#: (features key of a, of b, conflict_overlap, embedder) -> the reason the two single-chunk passages
+#: disagree, or "" (different subjects, or no contradiction). What decides it is question-independent
+#: (both chunks' text, titles and statements, the overlap asked, the embedder's sentence cosines), so
+#: a pair met again on a later query is not compared again. Bounded (two generations).
+_PAIR_MEMO = _Generations(1 << 16)
 
 
 def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
@@ -322,6 +339,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     pool_feats = ctx.features.of_passages(pool)
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
+    emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
 
     def facts_of(k: int) -> list[Statement]:
         # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
@@ -339,10 +357,19 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
-        if _different_subjects(a, b):
-            continue
-        why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b), similar=similar)
+        fa, fb = pool_feats[i], pool_feats[j]
+        memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
+                    if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
+        why = _PAIR_MEMO.get(memo_key) if memo_key is not None else None
         if why is None:
+            if _different_subjects(a, b):
+                why = ""
+            else:
+                why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
+                                similar=similar) or ""
+            if memo_key is not None:
+                _PAIR_MEMO.put(memo_key, why)
+        if not why:
             continue
         kind = "equal_authority" if auth_a == auth_b else "outranked"
         pair = [a.first.id, b.first.id]
@@ -358,6 +385,11 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
                       f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
         ctx.conflicts.append(record)
         ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
+
+
+def _whole_chunk(p: Passage) -> bool:
+    """One chunk's text as stored: what its features describe."""
+    return len(p.chunks) == 1 and p.text_override is None
 
 
 def _kind(p: Passage) -> str:

@@ -137,6 +137,11 @@ class MemoryStore:
     def versions(self, doc: str) -> list[VersionInfo]:
         return list(self._versions.get(doc, ()))
 
+    def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
+        """`versions` of each document, in one call."""
+        got = self._versions.get
+        return {d: list(got(d, ())) for d in docs}
+
     def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
         """The version in force of each document (the store never changes, so this is memoised)."""
         memo = self._in_force
