@@ -196,3 +196,19 @@ def test_linear_authority_order_equals_the_quadratic_one(items, window, outranke
     got, notes = authority_order(ps, ctx)
     want, want_notes = _reference_order(ps, ctx)
     assert [p.first.id for p in got] == [p.first.id for p in want] and notes == want_notes
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 2, allow_nan=False, width=32), st.booleans()), min_size=1, max_size=40),
+       st.sampled_from([None, "help", "blog"]), st.sampled_from([0.0, 0.05, 3.0]))
+def test_one_authority_level_in_score_order_is_rank_order(items, source_type, window):
+    """The short cut (one authority level, no conflict, scores falling with the rank) agrees with
+    the reference rule; mixed trust keeps both levels, so the long path runs there."""
+    items = sorted(items, key=lambda t: -t[0])
+    chunks = [mk(f"c{i}", doc=f"d{i}", source_type=source_type, **({"status": "user-generated"} if u else {}))
+              for i, (_, u) in enumerate(items)]
+    ps = [P(c, r, s) for r, (c, (s, _)) in enumerate(zip(chunks, items), 1)]
+    ctx = context(chunks, policy=Policy().updated(versions={"authority_window": window}))
+    got, notes = authority_order(ps, ctx)
+    want, want_notes = _reference_order(ps, ctx)
+    assert [p.first.id for p in got] == [p.first.id for p in want] and notes == want_notes

@@ -40,9 +40,21 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
     pol = ctx.policy.versions
     ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
     n = len(ranked)
-    auth = [authority(p.first, pol) for p in ranked]
+    memo: dict[tuple[str | None, bool], int] = {}  # authority depends on the source type and trust only
+    auth = []
+    for p in ranked:
+        c = p.first
+        key = (c.source_type, c.untrusted)
+        a = memo.get(key)
+        if a is None:
+            a = memo[key] = authority(c, pol)
+        auth.append(a)
     scores = [p.score for p in ranked]
     above = outrankers(ranked, ctx)
+    if len(set(memo.values())) <= 1 and not above and all(scores[i] >= scores[i + 1] for i in range(n - 1)):
+        # one authority level, no conflict, scores falling with the rank: the rule below picks the
+        # best-ranked remaining passage every time (it has the best remaining score), i.e. rank order
+        return ranked, []
     # The rule, one pick at a time: of the remaining passages within the window of the best
     # remaining score, the highest authority, then the best rank (the smallest index). Kept
     # linear in the pool: the best score is read off a list sorted by score, and each authority
