@@ -197,6 +197,20 @@ def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np
     return run
 
 
+def forget_memos() -> None:
+    """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
+    cleaned texts, title look-ups), for the cold figure."""
+    from docket.brief import clean, render
+    from docket.features import default_cache
+    from docket.moves import versions
+
+    default_cache().clear()
+    versions._PAIR_MEMO.clear()
+    for memo in (versions._title_phrase, versions._names_title, versions._series, render.opens_with_title,
+                 clean.sanitize):
+        memo.cache_clear()
+
+
 # --- timing ------------------------------------------------------------------------------------
 
 
@@ -240,7 +254,6 @@ def main() -> int:
         ap.error(f"--systems: unknown {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
 
     from docket.eval.cache import eval_embedder
-    from docket.features import default_cache
     from docket.tokens import O200kCounter, default_counter
 
     load0 = os.getloadavg()
@@ -286,7 +299,7 @@ def main() -> int:
                 rows = pool_of(q, chunks, mat, n)
                 cold_counter = O200kCounter()
                 fn = prepare_docket(q, rows, [c.model_copy() for c in chunks], mat, cold_counter, embedder)
-                default_cache().clear()
+                forget_memos()
                 c = time.thread_time()
                 t = time.perf_counter()
                 fn()
