@@ -22,12 +22,28 @@ _WORD = re.compile(r"[\w']+")
 _PAREN = re.compile(r"\s*\([^)]*\)\s*")
 
 
+class _DropMarks(dict):  # type: ignore[type-arg]
+    """str.translate table: code point -> None for combining marks (what NFKD splits accents
+    into), itself otherwise. Filled on first sight of each code point, so translating runs at C
+    speed instead of a Python test per character; at most 65,536 code points are remembered (text
+    spanning more of Unicode than that is still folded right, the rest asked each time)."""
+
+    def __missing__(self, cp: int) -> int | None:
+        out = None if unicodedata.combining(chr(cp)) else cp
+        if len(self) < 1 << 16:
+            self[cp] = out
+        return out
+
+
+_MARKS = _DropMarks()
+
+
 def fold(text: str) -> str:
     """Lower case without accents, so "Akinoshu" in a question matches the title "Akinoshū"."""
     text = text.lower()
     if text.isascii():
         return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKD", text).translate(_MARKS)
 
 
 def words(text: str) -> list[str]:
