@@ -576,12 +576,19 @@ class Session:
         chunk_size: int = 300,
         overlap: int = 40,
         progress: Callable[[int, int], None] | None = None,
+        set_fields: Mapping[str, Any] | None = None,
+        doc_prefix: str | None = None,
     ) -> IndexReport:
         """Index files (`paths`), chunk `records` (the JSONL contract as dicts) or `documents`
-        (`{"name", "text", "kind": markdown|html|text, "meta": {...}}`) into the store."""
+        (`{"name", "text", "kind": markdown|html|text, "meta": {...}}`) into the store.
+        `set_fields` and `doc_prefix` are imposed on every version written, over what the
+        documents say about themselves (docket.ingest.batch)."""
+        from docket.ingest.batch import batch_meta
+
+        batch = batch_meta(dict(set_fields or {}), doc_prefix, field_name="set_fields")
         store, lock = self._write_store()
         options = IndexOptions(embedder=self.embedder(), counter=self.counter, chunk=ChunkSize(chunk_size, overlap),
-                               progress=progress)
+                               progress=progress, batch=batch)
         with lock if lock is not None else _nolock():
             report = index_paths(store, list(paths), options) if paths else IndexReport()
             if records or documents:

@@ -25,6 +25,7 @@ from docket.cli.app import app
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
+from docket.ingest.batch import batch_meta
 from docket.ingest.chunking import ChunkSize
 from docket.store.protocol import Filters, Store, open_store
 
@@ -64,6 +65,8 @@ def _print_report(console: Console, report: IndexReport) -> None:
             ("chunks written", report.chunks_written), ("chunks embedded", report.chunks_embedded)]
     rows += [(f"removed: {k.replace('_', ' ')}", n) for k, n in sorted(report.removed.items())]
     rows += [("problems", len(report.problems)), ("seconds", f"{report.seconds:.1f}")]
+    if report.imposed:
+        rows.append(("set on every document", escape(report.imposed)))
     for k, v in rows:
         t.add_row(k, str(v))
     console.print(t)
@@ -89,10 +92,18 @@ def index_cmd(
     embedder_name: Annotated[str | None, typer.Option("--embedder", help="minilm (default) or hash (tests only).",
                                                       callback=opt.choice(*EMBEDDERS))] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    sets: Annotated[list[str] | None, typer.Option(
+        "--set", help="KEY=VALUE set on every chunk this run writes, over front matter, sidecars and records "
+        "(status, date, effective_to, source_type, trust, acl as a comma list; 'none' clears). Repeatable. "
+        "For files from people you would not let write those fields: --set trust=untrusted.")] = None,
+    doc_prefix: Annotated[str | None, typer.Option(
+        "--doc-prefix", help="Prefix every document and chunk id of this run (e.g. uploads/), so no file can "
+        "claim to be a version of a document outside the prefix.")] = None,
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
     if not paths and not source:
         raise InputError("give files or directories to index, or --from STORE", field="PATH")
+    batch = batch_meta(sets or [], doc_prefix)
     try:
         size = ChunkSize(chunk_size, overlap)
     except InputError as e:
@@ -108,7 +119,7 @@ def index_cmd(
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            options = IndexOptions(embedder=embedder, chunk=size, progress=progress)
+            options = IndexOptions(embedder=embedder, chunk=size, progress=progress, batch=batch)
             report = index_paths(store, list(paths or []), options) if paths else IndexReport()
             if source:
                 report = _copy(source, store, options, report)

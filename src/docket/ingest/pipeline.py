@@ -20,6 +20,7 @@ import numpy as np
 
 from docket.embed import Embedder
 from docket.errors import InputError
+from docket.ingest.batch import BatchMeta
 from docket.ingest.chunking import ChunkSize
 from docket.ingest.readers import Found, Problem, discover, problem_of, read_file
 from docket.ingest.report import IndexReport
@@ -37,6 +38,8 @@ class IndexOptions:
     chunk: ChunkSize = field(default_factory=ChunkSize)
     batch_chunks: int = 256
     progress: ProgressFn | None = None
+    #: fields and a doc-id prefix imposed on every version the run writes (docket.ingest.batch)
+    batch: BatchMeta = field(default_factory=BatchMeta)
 
 
 def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions) -> IndexReport:
@@ -96,6 +99,9 @@ def index_versions(store: Store, versions: Iterable[DocumentVersion], options: I
     report = report if report is not None else IndexReport()
     report.embedder = options.embedder.name
     check_embedder(store, options.embedder)
+    if options.batch:
+        versions = options.batch.applied(versions)
+        report.imposed = options.batch.describe()
     pending = _plan(store, versions, report)
     total = sum(len(dv.chunks) for dv in pending if dv.vectors is None)
     done = 0

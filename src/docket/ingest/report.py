@@ -24,6 +24,7 @@ class IndexReport:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (where, message)
     seconds: float = 0.0
     acl: AclResolution = field(default_factory=AclResolution)  # how acl entries without user:/group: were read
+    imposed: str = ""  # what the run set over the documents' own fields (--set, --doc-prefix), "" = nothing
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append((where, message))
@@ -42,6 +43,7 @@ class IndexReport:
             "superseded": self.superseded,
             "chunks_written": self.chunks_written,
             "chunks_embedded": self.chunks_embedded,
+            "imposed": self.imposed,
             "removed": dict(sorted(self.removed.items())),
             "problems": [{"where": w, "message": m} for w, m in self.problems],
             "seconds": round(self.seconds, 3),
