@@ -462,6 +462,23 @@ class PostgresStore:
             out[r["doc"]].append(_stored(r))
         return out
 
+    def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
+        """`versions` of each document, in one query."""
+        return {d: [v.info() for v in vs] for d, vs in self.stored_versions_of(docs).items()}
+
+    def readable_versions(self, docs: Sequence[str], principal: Principal | None) -> dict[str, set[int]]:
+        """The versions of `docs` holding at least one chunk `principal` may read (anonymous: a
+        public one), so a scoped view lists versions without reading their chunks."""
+        out: dict[str, set[int]] = {}
+        if not self._chunks_ready() or not docs:
+            return out
+        acl, acl_args = _where_sql(Filters(principal=principal))
+        q = f"SELECT DISTINCT c.doc, c.version FROM chunks c WHERE c.doc = ANY(%s){acl}"
+        with self._lock:
+            for r in self._conn.execute(q, (list(dict.fromkeys(docs)), *acl_args)).fetchall():
+                out.setdefault(r["doc"], set()).add(int(r["version"]))
+        return out
+
     def documents(self) -> list[str]:
         return [r["doc"] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
 

@@ -239,8 +239,25 @@ class ScopedView:
 
     def versions(self, doc: str) -> list[VersionInfo]:
         if doc not in self._versions or not self._memo:
-            self._versions[doc] = [v for v in self._store.versions(doc) if self.chunks_of(doc, v.version)]
+            self._fill_versions([doc])
         return list(self._versions[doc])
+
+    def _fill_versions(self, docs: Sequence[str]) -> None:
+        """The readable versions of `docs`, remembered. A store that can say which versions have a
+        chunk the principal may read (`readable_versions`, one query) is asked that together with
+        `versions_many`; otherwise each version's chunks are read and filtered."""
+        docs = list(dict.fromkeys(docs))
+        if not docs:
+            return
+        readable = getattr(self._store, "readable_versions", None)
+        many = getattr(self._store, "versions_many", None)
+        if readable is not None and many is not None:
+            infos, ok = many(docs), readable(docs, self.principal)
+            for d in docs:
+                self._versions[d] = [v for v in infos.get(d, []) if v.version in ok.get(d, ())]
+            return
+        for d in docs:
+            self._versions[d] = [v for v in self._store.versions(d) if self.chunks_of(d, v.version)]
 
     def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
         """`versions` of each document. Documents with no acl on any chunk (the store's
@@ -253,7 +270,8 @@ class ScopedView:
             easy = [d for d in dict.fromkeys(docs) if d in public]
             if easy:
                 known = inner(easy)
-        return {d: known[d] if d in known else self.versions(d) for d in docs}
+        self._fill_versions([d for d in docs if d not in known and (d not in self._versions or not self._memo)])
+        return {d: known[d] if d in known else list(self._versions[d]) for d in docs}
 
     def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
         """`version_in_force` of each document as this view sees it. A document whose every chunk
@@ -266,7 +284,8 @@ class ScopedView:
             easy = [d for d in docs if d in public]
             if easy:
                 known = inner(easy, as_of)
-        return {d: known[d] if d in known else version_in_force(self.versions(d), as_of) for d in docs}
+        self._fill_versions([d for d in docs if d not in known and (d not in self._versions or not self._memo)])
+        return {d: known[d] if d in known else version_in_force(self._versions[d], as_of) for d in docs}
 
     def all(self) -> list[Chunk]:
         """The readable chunks of a store that can list its chunks (MemoryStore)."""

@@ -655,6 +655,25 @@ class SQLiteStore:
                                                        r["source"] or ""))
         return out
 
+    def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
+        """`versions` of each document, in one query per 500 documents."""
+        return {d: [v.info() for v in vs] for d, vs in self.stored_versions_of(docs).items()}
+
+    def readable_versions(self, docs: Sequence[str], principal: Principal | None) -> dict[str, set[int]]:
+        """The versions of `docs` holding at least one chunk `principal` may read (anonymous: a
+        public one), so a scoped view lists versions without reading their chunks."""
+        out: dict[str, set[int]] = {}
+        names = list(dict.fromkeys(docs))
+        acl, acl_args = _where_sql(Filters(principal=principal))
+        with self._lock:
+            for start in range(0, len(names), 500):
+                part = names[start : start + 500]
+                q = (f"SELECT DISTINCT c.doc, c.version FROM chunks c WHERE c.doc IN ({','.join('?' * len(part))})"
+                     f"{acl}")
+                for doc, version in self._conn.execute(q, [*part, *acl_args]):
+                    out.setdefault(doc, set()).add(int(version))
+        return out
+
     def documents(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
 
