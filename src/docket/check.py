@@ -31,8 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from docket.checks.facts import PassageFacts, content_words, sentence_facts
 from docket.checks.links import Link, find_links, flagged_links, normalize_domains, strip_links
-from docket.checks.sentences import Sentence, labels_in, split_sentences
+from docket.checks.sentences import Sentence, classify, labels_in, split_sentences
 from docket.errors import InputError
+from docket.llm.structured import ParsedReply, Reply, parse_reply
 from docket.safeio import loads_json, read_text
 from docket.text import loose_sentences
 
@@ -45,6 +46,7 @@ __all__ = [
     "SupportJudge",
     "Verdict",
     "check_answer",
+    "check_structured",
     "find_links",
     "labels_in",
     "load_brief",
@@ -221,6 +223,12 @@ class CheckReport:
     #: sentences citing a user-generated / untrusted source (informational, not a finding)
     untrusted_citations: list[dict[str, str]] = field(default_factory=list)
     sentences: list[Sentence] = field(default_factory=list)
+    #: sentences citing docket's summary of the passages that did not fit (informational)
+    derived_citations: list[dict[str, str]] = field(default_factory=list)
+    #: a structured answer: {"kind": "answer" | "refusal" | "partial", "sentences": n, "reason": ...}
+    structured: dict[str, Any] | None = None
+    #: a structured answer was expected but the reply is not one (a finding, one line)
+    malformed: str | None = None
     stripped_answer: str | None = None
     judge: str | None = None
     judge_undecided: int = 0
@@ -229,11 +237,13 @@ class CheckReport:
 
     @property
     def clean(self) -> bool:
-        return not (self.unknown_labels or self.uncited_sentences or self.unsupported or self.flagged_links)
+        return not (self.unknown_labels or self.uncited_sentences or self.unsupported or self.flagged_links
+                    or self.malformed)
 
     @property
     def findings(self) -> int:
-        return len(self.unknown_labels) + len(self.uncited_sentences) + len(self.unsupported) + len(self.flagged_links)
+        return (len(self.unknown_labels) + len(self.uncited_sentences) + len(self.unsupported) + len(self.flagged_links)
+                + (1 if self.malformed else 0))
 
     def to_json(self) -> dict[str, Any]:
         claims = [s for s in self.sentences if s.kind == "claim"]
@@ -247,6 +257,9 @@ class CheckReport:
             "refusal_only": self.refusal_only,
             "cited_labels": self.cited_labels,
             "untrusted_citations": self.untrusted_citations,
+            "derived_citations": self.derived_citations,
+            "structured": self.structured,
+            "malformed": self.malformed,
             "counts": {
                 "sentences": len(self.sentences),
                 "claims": len(claims),
@@ -274,7 +287,7 @@ def _without_links(text: str, links: list[Link]) -> str:
 
 
 def check_answer(
-    answer: str,
+    answer: str | Mapping[str, Any] | Reply | ParsedReply,
     brief: Any,
     *,
     judge: SupportJudge | None = None,
@@ -286,21 +299,102 @@ def check_answer(
 ) -> CheckReport:
     """Check `answer` against `brief` (a `Brief`, its JSON dict/text, or a path to it).
 
+    `answer` is free text with [S1] markers, or a structured answer (a `Reply`, `ParsedReply` or
+    its JSON as a dict), which goes to `check_structured`.
+
     `judge` (optional) is asked about every cited claim the lexical check passed (all cited claims
     with `judge_all`). `allowed_domains` lists the domains links may point to (subdomains
     included); `strip` also returns the answer with the other links removed. `names=False`
     turns off the name comparison; `min_overlap` > 0 also flags claims sharing fewer than that
     share of their content words with the cited passages (off by default: paraphrase is normal).
     """
+    if isinstance(answer, Mapping | Reply | ParsedReply):
+        return check_structured(answer, brief, judge=judge, allowed_domains=allowed_domains, strip=strip, names=names,
+                                min_overlap=min_overlap, judge_all=judge_all)
     if not isinstance(answer, str):
-        raise InputError("must be text", field="answer")
+        raise InputError("must be text or a structured answer", field="answer")
     bs = load_brief(brief)
-    domains = normalize_domains(allowed_domains)
     sentences = split_sentences(answer, bs.refusal)
+    return _check(answer, sentences, labels_in(answer), bs, judge=judge, allowed_domains=allowed_domains, strip=strip,
+                  names=names, min_overlap=min_overlap, judge_all=judge_all)
+
+
+def check_structured(
+    answer: Any,
+    brief: Any,
+    *,
+    judge: SupportJudge | None = None,
+    allowed_domains: Iterable[str] = (),
+    strip: bool = False,
+    names: bool = True,
+    min_overlap: float = 0.0,
+    judge_all: bool = False,
+) -> CheckReport:
+    """Check a structured answer (docket.llm.structured): a `Reply`, a `ParsedReply`, its JSON
+    (dict or text). Each sentence is checked with the labels it lists, as the model split it;
+    a typed refusal is a refusal. A reply that is not a structured answer is one finding
+    (`malformed`); when it is prose rather than broken JSON it is also checked as free text."""
+    bs = load_brief(brief)
+    if isinstance(answer, Reply):
+        parsed = ParsedReply(raw="", reply=answer)
+    elif isinstance(answer, ParsedReply):
+        parsed = answer
+    elif isinstance(answer, Mapping):
+        import json as _json
+
+        parsed = parse_reply(_json.dumps(answer))
+    elif isinstance(answer, str):
+        parsed = parse_reply(answer)
+    else:
+        raise InputError("must be a structured answer (JSON object) or text", field="answer")
+    kw: dict[str, Any] = dict(judge=judge, allowed_domains=allowed_domains, strip=strip, names=names,
+                              min_overlap=min_overlap, judge_all=judge_all)
+    if parsed.reply is None:
+        if parsed.looks_like_json or not parsed.raw.strip():
+            report = _check("", [], [], bs, **kw)
+        else:  # the endpoint ignored the schema and wrote prose: check what it wrote
+            report = _check(parsed.raw, split_sentences(parsed.raw, bs.refusal), labels_in(parsed.raw), bs, **kw)
+        report.malformed = parsed.error
+        return report
+    reply = parsed.reply
+    sentences: list[Sentence] = []
+    for cs in reply.sentences:
+        text = " ".join(cs.text.split())
+        if not text:
+            continue
+        labels = list(dict.fromkeys(list(cs.citations) + labels_in(text)))
+        kind = classify(text, bs.refusal)
+        if labels and kind in ("short", "filler", "question", "heading"):
+            kind = "claim"  # it cites a passage, so it claims something the passage must hold
+        sentences.append(Sentence(text, labels, kind))
+    cited = list(dict.fromkeys(lab for s in sentences for lab in s.labels))
+    report = _check(" ".join(s.text for s in sentences), sentences, cited, bs, **kw)
+    if reply.refusal is not None:
+        report.refusal = True
+        report.refusal_only = not any(s.kind == "claim" for s in sentences)
+    report.structured = {"kind": "refusal" if reply.refused else "partial" if reply.partial else "answer",
+                         "sentences": len(sentences), "reason": reply.refusal.reason if reply.refusal else None}
+    return report
+
+
+def _check(
+    answer: str,
+    sentences: list[Sentence],
+    cited: list[str],
+    bs: BriefSources,
+    *,
+    judge: SupportJudge | None,
+    allowed_domains: Iterable[str],
+    strip: bool,
+    names: bool,
+    min_overlap: float,
+    judge_all: bool,
+) -> CheckReport:
+    """The checks on sentences already split and labelled (free text or structured)."""
+    domains = normalize_domains(allowed_domains)
     report = CheckReport(sentences=sentences, judge=getattr(judge, "name", None) if judge else None,
                          sources={k: {kk: v for kk, v in s.items() if kk != "text"} for k, s in bs.sources.items()})
 
-    cited = labels_in(answer)
     report.unknown_labels = sorted({lab for lab in cited if lab not in bs.sources}, key=_natural)
     report.cited_labels = [lab for lab in cited if lab in bs.sources]
     report.refusal = any(s.kind == "refusal" for s in sentences)
@@ -327,6 +421,8 @@ def check_answer(
             src = bs.sources[lab]
             if src.get("trust") == "untrusted" or src.get("status") == "user-generated":
                 report.untrusted_citations.append({"sentence": s.text, "label": lab, "status": str(src.get("status", ""))})
+            if src.get("derived"):
+                report.derived_citations.append({"sentence": s.text, "label": lab, "derived": str(src["derived"])})
         claim = _without_links(s.claim, find_links(s.claim))
         label_str = ",".join(known)
         lexical_found = False

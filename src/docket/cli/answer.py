@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -31,10 +32,39 @@ def _read_answer(path: str) -> str:
     return text
 
 
+def _answer_input(raw: str, structured: bool) -> Any:
+    """Free text, or a structured answer: a `Reply` JSON object, or what `assemble --llm --json`
+    printed (its "answer", structured or not). Plain text starting with "{" is read as JSON."""
+    from docket.llm.structured import ParsedReply, parse_reply
+
+    body = raw.strip()
+    looks_json = body.startswith("{") or body.startswith("```")
+    if not (structured or looks_json):
+        return raw
+    parsed = parse_reply(raw)
+    if parsed.ok:
+        return parsed
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("answer"), dict):
+        ans = data["answer"]  # the output of `docket assemble --llm --json`
+        got = ans.get("structured")
+        if isinstance(got, dict):
+            return got if "sentences" in got else ParsedReply(raw=str(got.get("raw", "")), error=str(got.get("error")))
+        if structured:
+            return ParsedReply(raw=str(ans.get("text", "")), error="structured answer: the run answered in free text "
+                               "(no \"structured\" in its answer); check it without --structured")
+        return str(ans.get("text", ""))
+    return parsed if structured or looks_json else raw
+
+
 @app.command("check")
 def check_cmd(
-    answer: str = typer.Option(..., "--answer", "-a", help="The model's answer: a text file, or - for stdin.",
-                               callback=opt.input_file_or_stdin),
+    answer: str = typer.Option(..., "--answer", "-a", help="The model's answer: a text file, - for stdin, or a JSON "
+                               "structured answer (file or inline); also what `assemble --llm --json` printed.",
+                               callback=opt.input_answer),
     brief: Path = typer.Option(..., "--brief", "-b", help="What `docket assemble --json` printed for that question.",
                                callback=opt.input_file),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
@@ -44,19 +74,23 @@ def check_cmd(
                                          callback=opt.llm_url),
     judge_model: str | None = typer.Option(None, "--judge-model", help="Model name for --judge.", callback=opt.name),
     no_names: bool = typer.Option(False, "--no-names", help="Do not compare capitalised names, only numbers and dates."),
+    structured: bool = typer.Option(False, "--structured", help="The answer must be a structured JSON answer "
+                                    "(sentences with citations, or a refusal); anything else is a finding. Without "
+                                    "it, an answer that starts with { is read as one."),
 ) -> None:
     """Check an answer's citations against its brief: unknown labels, uncited sentences, facts the
     cited passage does not contain, and links to domains not on the allow-list."""
     from docket.check import LLMJudge, check_answer
 
     opt.requires(judge_model, judge_url, "--judge-model", "--judge")
-    text = _read_answer(answer)
+    text = answer if answer.lstrip().startswith("{") else _read_answer(answer)  # inline JSON or a file
+    given = _answer_input(text, structured)
     judge = None
     if judge_url:
         from docket.llm import generator_from_url
 
         judge = LLMJudge(generator_from_url(judge_url, model=judge_model))
-    report = check_answer(text, brief, judge=judge, allowed_domains=allow_domain, strip=strip_links, names=not no_names)
+    report = check_answer(given, brief, judge=judge, allowed_domains=allow_domain, strip=strip_links, names=not no_names)
     if as_json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

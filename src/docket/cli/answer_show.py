@@ -27,7 +27,12 @@ def source_line(label: str, src: dict[str, Any]) -> str:
 
 def print_check_report(report: CheckReport, console: Console) -> None:
     """Findings first (what to fix), then a one-line verdict."""
-    if report.refusal:
+    if report.malformed:
+        console.print(f"[red]malformed[/]: {escape(report.malformed)}")
+    if report.structured and report.structured.get("reason") is not None:
+        kind = "refusal" if report.structured.get("kind") == "refusal" else "partial answer, refusal"
+        console.print(f"[cyan]{kind}[/] (structured): {escape(str(report.structured.get('reason', '')))}")
+    elif report.refusal:
         console.print("[cyan]refusal[/]: the answer contains the brief's refusal sentence"
                       + (" (and nothing else)" if report.refusal_only else ""))
     if report.unknown_labels:
@@ -48,6 +53,8 @@ def print_check_report(report: CheckReport, console: Console) -> None:
         console.print(t)
     for u in report.untrusted_citations:
         console.print(f"[yellow]note[/]: cites {u['label']} ({u['status'] or 'untrusted'}): {escape(u['sentence'])}")
+    for u in report.derived_citations:
+        console.print(f"[yellow]note[/]: cites {u['label']} (docket's {u['derived']}, not a source): {escape(u['sentence'])}")
     if report.judge_undecided:
         console.print(f"[yellow]note[/]: the judge gave no verdict on {report.judge_undecided} sentence(s)")
     if report.stripped_answer is not None:
@@ -76,7 +83,11 @@ def print_answer_report(report: AnswerReport, console: Console) -> None:
         if completion:
             speed = f", {completion} tokens, {completion / ans.seconds:.1f} tok/s"
         title += f" · {ans.seconds:.1f} s{speed}"
+    if ans.mode != "text":
+        title += f" · {ans.mode}"
     console.print(Panel(escape(ans.text), title=title, expand=False))
+    if ans.note:
+        console.print(f"[dim]{escape(ans.note)}[/]")
     sources = getattr(report.brief, "sources", {}) or {}
     if ans.citations:
         t = Table(title="citations", show_lines=False)
@@ -115,6 +126,7 @@ def answer_cli(
     allowed_domains: tuple[str, ...] | list[str] = (),
     strip: bool = False,
     report: AnswerReport | None = None,
+    structured: bool = False,
 ) -> int:
     """What `--llm URL [--model M]` adds to `docket assemble` / `docket ask`; returns the exit status.
 
@@ -127,7 +139,7 @@ def answer_cli(
     import sys
 
     if report is None:
-        report = run_and_check(brief, llm, model, allowed_domains=allowed_domains, strip=strip)
+        report = run_and_check(brief, llm, model, allowed_domains=allowed_domains, strip=strip, structured=structured)
     if as_json:
         payload = brief.to_json()
         payload.update(report.to_json())

@@ -72,6 +72,7 @@ def assemble_cmd(
                                                   callback=opt.name)] = None,
     groups: Annotated[list[str] | None, typer.Option("--groups", help="The principal's groups (comma-separated).")] = None,
     history: opt.History = None,
+    structured: opt.Structured = False,
 ) -> None:
     """Assemble the brief for one question from a chunk file (and optional ranked candidates), or
     from files the user attached."""
@@ -81,6 +82,7 @@ def assemble_cmd(
     opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
     opt.requires(strip_links, llm, "--strip-links", "--llm")
+    opt.requires(structured, llm, "--structured", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []
@@ -109,7 +111,7 @@ def assemble_cmd(
 
         raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json,
                                     print_brief=lambda console: print_brief(console, brief, explain=explain),
-                                    allowed_domains=allow_domain or [], strip=strip_links))
+                                    allowed_domains=allow_domain or [], strip=strip_links, structured=structured))
     if as_json:
         emit_json(brief.to_json())
         return

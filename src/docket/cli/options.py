@@ -140,6 +140,9 @@ def _path_check(problem_of: Callable[[Path], str | None]) -> Callable[[Any, str]
 input_file = _checker(_path_check(lambda p: input_problem(p, "file")))
 input_path = _checker(_path_check(lambda p: input_problem(p, "any")))
 input_file_or_stdin = _checker(lambda v, n: v if str(v) == "-" else _path_check(lambda p: input_problem(p, "file"))(v, n))
+#: `docket check --answer`: a file, - for stdin, or a structured answer given inline as JSON
+input_answer = _checker(lambda v, n: v if str(v) == "-" or str(v).lstrip().startswith("{")
+                        else _path_check(lambda p: input_problem(p, "file"))(v, n))
 output_file = _checker(_path_check(output_file_problem))
 output_dir = _checker(_path_check(output_dir_problem))
 
@@ -259,6 +262,10 @@ Route = Annotated[bool, typer.Option("--route", help="Decide first whether the r
                                      "(route.enabled); no_retrieve gives a brief without evidence.")]
 RouteLlm = Annotated[str | None, typer.Option("--route-llm", help="Let this model (a --llm URL) decide what the "
                                               "routing rules are unsure of (implies --route).")]
+Structured = Annotated[bool, typer.Option("--structured", help="With --llm: answer in JSON (sentences with their "
+                                          "citations, or a typed refusal), held to a schema where the endpoint allows "
+                                          "(response_format, llama.cpp grammar, Anthropic forced tool; Anthropic's "
+                                          "native citations are then off).")]
 
 
 def requires(value: object, other: object, name: str, other_name: str) -> None:

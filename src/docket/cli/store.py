@@ -272,6 +272,7 @@ def ask_cmd(
     route: opt.Route = False,
     route_llm: opt.RouteLlm = None,
     html_path: opt.Html = None,
+    structured: opt.Structured = False,
 ) -> None:
     """Retrieve (dense + BM25, access-controlled) and assemble the brief for one question."""
     from docket.api import Session
@@ -282,6 +283,7 @@ def ask_cmd(
     opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
     opt.requires(strip_links, llm, "--strip-links", "--llm")
+    opt.requires(structured, llm, "--structured", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
     date_from, date_to = parse_date(since, "--since"), parse_date(until, "--until")
@@ -310,7 +312,7 @@ def ask_cmd(
             print_brief(console, brief, explain=explain)
 
         raise typer.Exit(answer_cli(brief, llm, model, as_json=as_json, print_brief=show,
-                                    allowed_domains=allow_domain or [], strip=strip_links))
+                                    allowed_domains=allow_domain or [], strip=strip_links, structured=structured))
     if as_json:
         emit_json(brief.to_json())
         return

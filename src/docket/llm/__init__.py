@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from docket.llm.base import Answer, BriefGenerator, Citation, Generator, StreamingGenerator
+from docket.llm.base import Answer, BriefGenerator, Citation, Generator, StreamingGenerator, StructuredGenerator
 from docket.llm.errors import LLMError, NotConfigured
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Generator",
     "LLMError",
     "StreamingGenerator",
+    "StructuredGenerator",
     "generator_from_url",
     "parse_url",
 ]
@@ -113,5 +114,6 @@ def generator_from_url(url: str, model: str | None = None, **options: Any) -> Ge
     if ep.kind == "local":
         from docket.llm.local import local_url
 
+        options.setdefault("structured_dialect", "llama.cpp")  # llama-cpp-python's server takes json_object + schema
         return OpenAICompatGenerator(local_url(), model, **options)
     return OpenAICompatGenerator(ep.base or "", model, **options)

@@ -60,8 +60,12 @@ def _citations_from_labels(text: str) -> list[Citation]:
     return [Citation(label=lab) for lab in labels_in(text)]
 
 
-def generate_answer(generator: Generator, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer:
-    """One answer from any generator: native citations when it takes the whole brief."""
+def generate_answer(generator: Generator, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0,
+                    structured: bool = False) -> Answer:
+    """One answer from any generator: native citations when it takes the whole brief; with
+    `structured`, a JSON answer (docket.llm.structured) instead."""
+    if structured:
+        return generate_structured(generator, brief, max_tokens=max_tokens, temperature=temperature)
     answer_brief = getattr(generator, "answer_brief", None)
     if callable(answer_brief):
         ans = answer_brief(brief, max_tokens=max_tokens, temperature=temperature)
@@ -79,6 +83,35 @@ def generate_answer(generator: Generator, brief: Any, *, max_tokens: int = 512, 
                   seconds=time.perf_counter() - t0)
 
 
+def generate_structured(generator: Any, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer:
+    """A structured answer: the schema goes to the endpoint when the generator can enforce one
+    (`complete_structured`), else it is only asked for in the prompt (and says so in `note`).
+    `Answer.text` is the reply as prose with [S#] markers; `Answer.structured` the parsed JSON or
+    the one-line parse error (never an exception: the check reports it)."""
+    from docket.llm.structured import answer_schema, parse_reply, reply_labels, reply_text, structured_messages
+
+    refusal = str(getattr(brief, "refusal", "") or "I do not know from the provided sources.")
+    messages = structured_messages(brief.messages, refusal)
+    schema = answer_schema(list(getattr(brief, "sources", {}) or {}))
+    enforce = getattr(generator, "complete_structured", None)
+    if callable(enforce):
+        ans = enforce(messages, schema, max_tokens=max_tokens, temperature=temperature)
+    else:
+        t0 = time.perf_counter()
+        text = generator.generate(messages, max_tokens=max_tokens, temperature=temperature)
+        ans = Answer(text=text.strip(), model=getattr(generator, "name", ""), seconds=time.perf_counter() - t0,
+                     note="JSON asked for in the prompt only: this generator cannot enforce a schema")
+    ans.mode = "structured"
+    parsed = parse_reply(ans.text, finish_reason=ans.finish_reason)
+    ans.structured = parsed.to_json()
+    if parsed.reply is not None:
+        ans.text = reply_text(parsed.reply, refusal)
+        ans.citations = [Citation(label=lab) for lab in reply_labels(parsed.reply)]
+    else:
+        ans.citations = [] if parsed.looks_like_json else _citations_from_labels(ans.text)
+    return ans
+
+
 def run_and_check(
     brief: Any,
     url: str | None = None,
@@ -91,10 +124,14 @@ def run_and_check(
     max_tokens: int = 512,
     temperature: float = 0.0,
     timeout: float = 120.0,
+    structured: bool = False,
 ) -> AnswerReport:
     """Answer the brief with the model at `url` (or `generator`) and check the answer.
 
-    Never raises for a model failure: the report carries the brief and a one-line `error`.
+    With `structured` the model answers in JSON (sentences with their citations, or a typed
+    refusal) and that is what is checked; a reply that is not valid JSON of that shape is a
+    finding (`check.malformed`), not an error. Never raises for a model failure: the report
+    carries the brief and a one-line `error`.
     `allowed_domains` and `strip` are `docket check`'s link allow-list and stripping; a bad
     allow-list entry raises InputError before the model is called.
     """
@@ -114,15 +151,23 @@ def run_and_check(
 
             generator = generator_from_url(url or "", model=model, timeout=timeout)
         report.generator = getattr(generator, "name", type(generator).__name__)
-        report.answer = generate_answer(generator, brief, max_tokens=max_tokens, temperature=temperature)
+        report.answer = generate_answer(generator, brief, max_tokens=max_tokens, temperature=temperature,
+                                        structured=structured)
         report.generator = getattr(generator, "name", report.generator)
     except DocketError as e:
         report.error = str(e)
         report.error_kind = getattr(e, "kind", type(e).__name__)
         return report
     try:
-        report.check = check_answer(report.answer.text, brief, judge=judge, allowed_domains=allowed_domains,
-                                    strip=strip)
+        if structured:
+            from docket.llm.structured import ParsedReply
+
+            got = report.answer.structured or {}
+            reply: Any = got if "sentences" in got else ParsedReply(raw=str(got.get("raw", "")), error=str(got.get("error")))
+            report.check = check_answer(reply, brief, judge=judge, allowed_domains=allowed_domains, strip=strip)
+        else:
+            report.check = check_answer(report.answer.text, brief, judge=judge, allowed_domains=allowed_domains,
+                                        strip=strip)
     except DocketError as e:  # a judge's model call can fail too; the answer stays
         report.error = f"check: {e}"
         report.error_kind = getattr(e, "kind", type(e).__name__)

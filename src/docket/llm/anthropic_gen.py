@@ -12,6 +12,7 @@ of the documents it cites, placed before its closing punctuation. The raw spans 
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import re
 import time
@@ -24,6 +25,11 @@ from docket.llm.base import Answer, Citation
 from docket.llm.errors import MalformedResponse, NotConfigured
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
+#: the tool a structured answer is submitted through
+STRUCTURED_TOOL = "submit_answer"
+STRUCTURED_NOTE = ("Anthropic: structured output through a forced tool call; native citations are off for this "
+                   "request (Anthropic does not combine them with structured output), the labels come from the JSON")
+NATIVE_NOTE = "Anthropic: native citations (cited spans mapped to [S#] labels); ask for --structured to get JSON instead"
 
 
 def _import_anthropic() -> Any:
@@ -189,6 +195,41 @@ class AnthropicGenerator:
         except Exception as e:
             raise self._caller.translate(e, what="messages.stream") from e
 
+    def complete_structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512,
+                            temperature: float = 0.0) -> Answer:
+        """The reply held to `schema` by a forced tool call (`tool_choice` names the one tool whose
+        `input_schema` is the schema); `.text` is the tool input as JSON.
+
+        Native citations are not used here: Anthropic does not combine citations with structured
+        output, so the passages go in as the brief's text (with their [S#] labels) and the
+        citations come from the structured answer's labels."""
+        system, rest = self._split_system(messages)
+        kwargs = self._kwargs(system, rest, max_tokens, temperature)
+        kwargs["tools"] = [{"name": STRUCTURED_TOOL, "description": "Submit the answer to the question.",
+                            "input_schema": schema}]
+        kwargs["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL}
+        t0 = time.perf_counter()
+        response = self._caller.call(lambda: self.client.messages.create(**kwargs), what="messages.create (structured)")
+        seconds = time.perf_counter() - t0
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list):
+            raise MalformedResponse(f"{self.base_url}: the response has no content blocks", endpoint=self.base_url)
+        tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
+        if tool is not None:
+            text = json.dumps(getattr(tool, "input", None), ensure_ascii=False)
+        else:  # no tool call: hand the prose to the parser, which reports it
+            text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+        usage: dict[str, int] = {}
+        u = getattr(response, "usage", None)
+        for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+            v = getattr(u, theirs, None) if u is not None else None
+            if isinstance(v, int):
+                usage[ours] = v
+        stop = getattr(response, "stop_reason", None)
+        return Answer(text=text, model=str(getattr(response, "model", None) or self.model), seconds=seconds, usage=usage,
+                      mode="structured", finish_reason="length" if stop == "max_tokens" else stop,
+                      note=STRUCTURED_NOTE)
+
     def answer_brief(self, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer:
         """Send the brief's documents as citable blocks; return the answer with [S#] labels."""
         request = brief.anthropic() if callable(getattr(brief, "anthropic", None)) else brief.get("anthropic")
@@ -197,4 +238,9 @@ class AnthropicGenerator:
         labels = document_labels(request)
         t0 = time.perf_counter()
         response = self._create(request.get("system"), request["messages"], max_tokens, temperature)
-        return self._answer(response, labels, time.perf_counter() - t0)
+        ans = self._answer(response, labels, time.perf_counter() - t0)
+        ans.mode = "native_citations"
+        ans.note = NATIVE_NOTE
+        if getattr(response, "stop_reason", None) == "max_tokens":
+            ans.finish_reason = "length"
+        return ans

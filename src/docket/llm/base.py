@@ -66,15 +66,31 @@ class Answer:
     seconds: float = 0.0
     #: tokens as reported by the endpoint (prompt, completion), when it reports them
     usage: dict[str, int] = field(default_factory=dict)
+    #: how the citations were asked for: "text" ([S1] markers in prose), "native_citations"
+    #: (Anthropic's cited spans) or "structured" (a JSON answer whose sentences list their labels)
+    mode: str = "text"
+    #: why the endpoint stopped ("stop", "length" = cut off at max_tokens, ...), when it says
+    finish_reason: str | None = None
+    #: the structured reply as parsed (`mode == "structured"`): the `Reply` JSON, or {"error", "raw"}
+    structured: dict[str, Any] | None = None
+    #: one line on how the structured output was requested (schema via response_format, a
+    #: forced tool, or only asked for in the prompt), or why native citations were not used
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "text": self.text,
             "model": self.model,
             "citations": [c.to_json() for c in self.citations],
             "seconds": round(self.seconds, 3),
             "usage": self.usage,
+            "mode": self.mode,
         }
+        for k in ("finish_reason", "structured", "note"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
 
 
 @runtime_checkable
@@ -89,3 +105,16 @@ class BriefGenerator(Protocol):
     def name(self) -> str: ...
 
     def answer_brief(self, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer: ...
+
+
+@runtime_checkable
+class StructuredGenerator(Protocol):
+    """A generator that can hold the model to a JSON Schema (OpenAI `response_format`, a llama.cpp
+    grammar, an Anthropic forced tool). `Answer.text` is the raw JSON; `Answer.note` says how."""
+
+    @property
+    def name(self) -> str: ...
+
+    def complete_structured(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Answer: ...

@@ -17,10 +17,23 @@ from typing import Any
 
 from docket.llm._sdk import SdkCaller
 from docket.llm.base import Answer
-from docket.llm.errors import LLMError, MalformedResponse, NotConfigured
+from docket.llm.errors import BadRequest, LLMError, MalformedResponse, NotConfigured
 
 #: what the `openai` client needs as a key when the endpoint (a local server) needs none
 NO_KEY = "not-needed"
+
+#: how an endpoint takes a JSON Schema for the reply:
+#:   json_schema  OpenAI structured outputs (strict), also vLLM, Ollama, LM Studio, llama-server
+#:   llama.cpp    {"type": "json_object", "schema": ...}: llama-cpp-python's server (and llama-server)
+#:                compile the schema into a GBNF grammar that constrains sampling
+DIALECTS = ("json_schema", "llama.cpp")
+
+
+def response_format(schema: dict[str, Any], dialect: str, name: str = "docket_answer") -> dict[str, Any]:
+    """The `response_format` value that carries `schema` in `dialect`."""
+    if dialect == "llama.cpp":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 def _import_openai() -> Any:
@@ -50,6 +63,7 @@ class OpenAICompatGenerator:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         extra_body: dict[str, Any] | None = None,
+        structured_dialect: str | None = None,
     ) -> None:
         openai = _import_openai()
         self.base_url = base_url.rstrip("/")
@@ -58,6 +72,11 @@ class OpenAICompatGenerator:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.extra_body = extra_body
+        if structured_dialect is not None and structured_dialect not in DIALECTS:
+            raise NotConfigured(f"unknown structured-output dialect {structured_dialect!r}; use one of {', '.join(DIALECTS)}")
+        #: how a JSON Schema is sent (see DIALECTS); None = OpenAI's json_schema, falling back to
+        #: llama.cpp's json_object + schema when the endpoint rejects the first
+        self.structured_dialect = structured_dialect
         key = api_key or os.environ.get("DOCKET_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or NO_KEY
         self._openai = openai
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
@@ -94,21 +113,22 @@ class OpenAICompatGenerator:
             raise MalformedResponse(f"{self.base_url}: the model list is not in the OpenAI format", endpoint=self.base_url) from e
 
     # -- generation ---------------------------------------------------------------------------
-    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> Answer:
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0,
+                 response_format: dict[str, Any] | None = None) -> Answer:
         """The answer with timing and token usage (what `generate` returns is its `.text`)."""
         model = self.model
         t0 = time.perf_counter()
-        completion = self._caller.call(
-            lambda: self.client.chat.completions.create(
-                model=model, messages=messages, max_tokens=max_tokens, temperature=temperature,
-                extra_body=self.extra_body,
-            ),
-            what="chat completion",
-        )
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
+                                  "temperature": temperature, "extra_body": self.extra_body}
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        completion = self._caller.call(lambda: self.client.chat.completions.create(**kwargs), what="chat completion")
         seconds = time.perf_counter() - t0
         try:
             choice = completion.choices[0]
             text = choice.message.content
+            if text is None and isinstance(getattr(choice.message, "refusal", None), str):
+                text = choice.message.refusal  # OpenAI's own refusal (structured outputs): the reply, as prose
         except (AttributeError, IndexError, TypeError, KeyError) as e:
             raise MalformedResponse(
                 f"{self.base_url}: the response is not a chat completion (no choices[0].message)", endpoint=self.base_url
@@ -121,7 +141,33 @@ class OpenAICompatGenerator:
             v = getattr(u, k, None) if u is not None else None
             if isinstance(v, int):
                 usage[k] = v
-        return Answer(text=text.strip(), model=str(getattr(completion, "model", None) or model), seconds=seconds, usage=usage)
+        finish = getattr(choice, "finish_reason", None)
+        return Answer(text=text.strip(), model=str(getattr(completion, "model", None) or model), seconds=seconds, usage=usage,
+                      finish_reason=finish if isinstance(finish, str) else None)
+
+    def complete_structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512,
+                            temperature: float = 0.0) -> Answer:
+        """The reply held to `schema` by the endpoint (`response_format`); `.text` is the raw JSON.
+
+        Without a set dialect, OpenAI's `json_schema` form is tried first and llama.cpp's
+        `json_object` + `schema` when the endpoint rejects it (4xx); the one that worked is kept."""
+        dialects = [self.structured_dialect] if self.structured_dialect else list(DIALECTS)
+        first: BadRequest | None = None
+        for dialect in dialects:
+            try:
+                ans = self.complete(messages, max_tokens=max_tokens, temperature=temperature,
+                                    response_format=response_format(schema, dialect))
+            except BadRequest as e:
+                first = first or e
+                continue
+            self.structured_dialect = dialect
+            ans.mode = "structured"
+            ans.note = f"JSON Schema sent as response_format ({dialect})"
+            return ans
+        assert first is not None
+        raise BadRequest(f"{first} (the endpoint takes no JSON Schema in response_format: tried "
+                         f"{' and '.join(dialects)}; answer without --structured)", endpoint=self.base_url,
+                         status=first.status)
 
     def generate(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> str:
         return self.complete(messages, max_tokens=max_tokens, temperature=temperature).text
