@@ -260,6 +260,25 @@ def test_falls_back_to_llama_cpp_dialect_when_json_schema_is_rejected() -> None:
         s.close()
 
 
+def test_llama_cpp_python_500_on_json_schema_falls_back() -> None:
+    """llama-cpp-python validates response_format.type and answers json_schema with a 500."""
+    pytest.importorskip("openai")
+    from test_llm_openai import FakeServer, completion
+
+    from docket.llm.openai_compat import OpenAICompatGenerator
+
+    s = FakeServer()
+    try:
+        msg = {"error": {"message": "1 validation error: {'loc': ('body', 'response_format', 'type'), 'msg': \"Input should "
+                                    "be 'text' or 'json_object'\"}"}}
+        s.script += [(500, msg, {}, 0.0), (200, completion(json.dumps(GOOD)), {}, 0.0)]
+        g = OpenAICompatGenerator(s.url, "tiny", timeout=5, retries=0)
+        assert g.complete_structured([{"role": "user", "content": "q"}], answer_schema(["S1"])).mode == "structured"
+        assert g.structured_dialect == "llama.cpp"
+    finally:
+        s.close()
+
+
 def test_endpoint_without_schema_support_is_one_line() -> None:
     pytest.importorskip("openai")
     from test_llm_openai import FakeServer

@@ -18,10 +18,6 @@ model name, the messages and the settings), so a re-run calls the model only for
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +31,7 @@ from docket.eval import metrics as M
 from docket.eval.cache import cache_dir
 from docket.eval.dataset import LabelledSet
 from docket.eval.runner import Prepared, prepare
+from docket.llm.cache import CachedGenerator as _CachedGenerator
 from docket.model import passage_of
 from docket.policy import Policy
 from docket.tokens import TokenCounter
@@ -42,39 +39,11 @@ from docket.tokens import TokenCounter
 PLAIN_SYSTEM = "You are a helpful assistant. Answer the question using the context."
 
 
-_LOOPBACK = re.compile(r"@https?://(?:127\.0\.0\.1|localhost|\[::1\]):\d+")
-
-
-class CachedGenerator:
-    """Wraps a generator; identical requests are answered from an SQLite file."""
+class CachedGenerator(_CachedGenerator):
+    """docket.llm.cache's generator cache, kept with the evaluation caches (`.docket-cache/`)."""
 
     def __init__(self, inner: Any, path: str | Path | None = None) -> None:
-        self.inner = inner
-        self.path = Path(path) if path else cache_dir() / "generations.sqlite"
-        self._db = sqlite3.connect(str(self.path))
-        self._db.execute("CREATE TABLE IF NOT EXISTS gen (k TEXT PRIMARY KEY, answer TEXT)")
-        self.calls = 0
-        self.hits = 0
-        #: the cache key's model part: the endpoint's name, with a loopback port left out (the local
-        #: server gets a new port each start; the model it serves is what the answers depend on)
-        self._key_name = _LOOPBACK.sub("@loopback", str(getattr(inner, "name", "generator")))
-
-    @property
-    def name(self) -> str:
-        return str(getattr(self.inner, "name", "generator"))
-
-    def generate(self, messages: list[dict[str, Any]], *, max_tokens: int = 256, temperature: float = 0.0) -> str:
-        key = hashlib.sha256(json.dumps([self._key_name, getattr(self.inner, "model", ""), messages, max_tokens, temperature],
-                                        sort_keys=True).encode()).hexdigest()
-        row = self._db.execute("SELECT answer FROM gen WHERE k = ?", (key,)).fetchone()
-        if row is not None:
-            self.hits += 1
-            return str(row[0])
-        answer = self.inner.generate(messages, max_tokens=max_tokens, temperature=temperature)
-        self.calls += 1
-        self._db.execute("INSERT OR REPLACE INTO gen VALUES (?, ?)", (key, answer))
-        self._db.commit()
-        return answer
+        super().__init__(inner, path or cache_dir() / "generations.sqlite")
 
 
 def make_generator(url: str, model: str | None = None) -> CachedGenerator:

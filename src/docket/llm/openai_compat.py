@@ -17,7 +17,7 @@ from typing import Any
 
 from docket.llm._sdk import SdkCaller
 from docket.llm.base import Answer
-from docket.llm.errors import BadRequest, LLMError, MalformedResponse, NotConfigured
+from docket.llm.errors import BadRequest, LLMError, MalformedResponse, NotConfigured, ServerError
 
 #: what the `openai` client needs as a key when the endpoint (a local server) needs none
 NO_KEY = "not-needed"
@@ -150,14 +150,18 @@ class OpenAICompatGenerator:
         """The reply held to `schema` by the endpoint (`response_format`); `.text` is the raw JSON.
 
         Without a set dialect, OpenAI's `json_schema` form is tried first and llama.cpp's
-        `json_object` + `schema` when the endpoint rejects it (4xx); the one that worked is kept."""
+        `json_object` + `schema` when the endpoint rejects it (a 4xx, or llama-cpp-python's 500 that
+        names response_format); the one that worked is kept."""
         dialects = [self.structured_dialect] if self.structured_dialect else list(DIALECTS)
-        first: BadRequest | None = None
+        first: LLMError | None = None
         for dialect in dialects:
             try:
                 ans = self.complete(messages, max_tokens=max_tokens, temperature=temperature,
                                     response_format=response_format(schema, dialect))
-            except BadRequest as e:
+            except (BadRequest, ServerError) as e:
+                # llama-cpp-python answers a json_schema response_format with a 500 naming the field
+                if isinstance(e, ServerError) and "response_format" not in str(e):
+                    raise
                 first = first or e
                 continue
             self.structured_dialect = dialect
@@ -165,6 +169,8 @@ class OpenAICompatGenerator:
             ans.note = f"JSON Schema sent as response_format ({dialect})"
             return ans
         assert first is not None
+        if len(dialects) == 1 and isinstance(first, ServerError):
+            raise first
         raise BadRequest(f"{first} (the endpoint takes no JSON Schema in response_format: tried "
                          f"{' and '.join(dialects)}; answer without --structured)", endpoint=self.base_url,
                          status=first.status)
