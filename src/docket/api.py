@@ -324,6 +324,7 @@ class Session:
         attachments: Sequence[Any] | None = None,
         whole_corpus: bool | None = None,
         router: Generator | None = None,
+        generator: Generator | None = None,
     ) -> Brief:
         """The brief from the caller's ranked candidates (best first), read through `store` (default:
         the session's store, or the candidates themselves for a store-less session). Only what
@@ -331,7 +332,8 @@ class Session:
 
         `attachments` (files the user handed over) are the context instead; `whole_corpus` sends
         everything `principal` may read when it fits; `router` (default: the session's `router`)
-        decides for `route.enabled` what the routing rules are unsure of (docs/modes.md)."""
+        decides for `route.enabled` what the routing rules are unsure of (docs/modes.md);
+        `generator` (default: the session's) writes `compress.summary`'s passage."""
         lookup = store
         if lookup is None:
             lookup = self.store if self.store is not None else MemoryStore([c.chunk for c in candidates or []])
@@ -339,7 +341,8 @@ class Session:
         return assemble_brief(question, candidates, store=lookup, policy=pol, counter=self._counter(pol),
                               embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, principal=principal,
                               history=history, condenser=self._condenser(), attachments=attachments,
-                              whole_corpus=whole_corpus, router=router or self.router)
+                              whole_corpus=whole_corpus, router=router or self.router,
+                              generator=generator or self.generator)
 
     def candidates_from(self, records: Sequence[Mapping[str, Any]], *, where: str = "candidates") -> list[Candidate]:
         """Ranked candidates from records: each a full chunk record with a `score`, best first."""
@@ -396,6 +399,7 @@ class Session:
         attachments: Sequence[Any] | None = None,
         whole_corpus: bool | None = None,
         router: Generator | None = None,
+        generator: Generator | None = None,
     ) -> AskResult:
         """Retrieve from the store as `principal` (dense + BM25, access-controlled in the query),
         then assemble through the principal-scoped view. `filters` narrow the search (their own
@@ -403,7 +407,8 @@ class Session:
 
         The search runs only when docket.modes decides to retrieve: `attachments`, routing
         (`route.enabled`) and the whole corpus (`whole_corpus`, `corpus.mode`) can each make it
-        unnecessary; then `candidates` is empty and `timings["retrieve"]` is 0."""
+        unnecessary; then `candidates` is empty and `timings["retrieve"]` is 0. `generator`
+        (default: the session's) writes `compress.summary`'s passage."""
         from docket.retrieve import retrieve, snapshot_of
 
         store = self._full_store()
@@ -432,7 +437,8 @@ class Session:
             brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
                                    embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
                                    history=history, condenser=self._condenser(), retriever=search,
-                                   attachments=attachments, whole_corpus=whole_corpus, router=router or self.router)
+                                   attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
+                                   generator=generator or self.generator)
         return AskResult(brief=brief, candidates=found, principal=who,
                          timings={"retrieve": t_retrieve, "assemble": round(_ms(t1) - t_retrieve, 3)})
 

@@ -1,6 +1,7 @@
 """The wiring: run the moves in the spec's order and build the brief.
 
-    1 versions -> 2 dedup -> 3 expand -> 4 pack (+ 6 compress on a needed misfit) -> 5 order
+    1 versions -> 2 dedup -> 3 expand -> 4 pack (+ 6 compress on a needed misfit, + a summary of
+    the rest with compress.summary) -> 5 order
     -> 7 label + 8 fence -> the five-block brief
 
 Each move is switchable in the policy (for ablations). Nothing above the floor gives
@@ -77,6 +78,7 @@ def assemble(
     trace: Trace | None = None,
     modes: bool = True,
     retriever: Callable[[], Sequence[Candidate]] | None = None,
+    generator: Any = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
 
@@ -101,6 +103,9 @@ def assemble(
     gives the candidates when none are passed: it runs only when the decision is to retrieve, so a
     request that needs no retrieval costs none (`Session.ask` passes its search). `trace` collects
     decisions taken before this call; `modes=False` skips the decision.
+
+    `generator` (docket.llm) writes the summary of the passages that did not fit when the policy
+    asks for one (`compress.summary`); its calls are cached on disk (docket.llm.cache).
     """
     question = clean_question(question)
     if principal is not None and not isinstance(principal, Principal):
@@ -110,6 +115,9 @@ def assemble(
         candidates = list(readable(candidates, principal))
         check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
     policy = _with_overrides(policy, budget, floor, as_of)
+    if policy.compress.summary and generator is None:
+        raise InputError("= true needs a model to write the summary: pass --llm URL (or assemble(..., generator=...)), "
+                         "or set it to false", field="compress.summary")
     counter = counter or counter_for(policy)
     trace = trace if trace is not None else Trace()
     warnings: list[str] = []
@@ -136,7 +144,7 @@ def assemble(
     check_entries([c.chunk for c in candidates], embedder, features)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
                   trace=trace, warnings=warnings, features=features)
-    brief = _assemble_ranked(ctx, candidates)
+    brief = _assemble_ranked(ctx, candidates, generator)
     brief.ranked = list(candidates)
     return _with_history(finish_mode(brief, ctx), kept)
 
@@ -164,7 +172,7 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
     return policy
 
 
-def _assemble_ranked(ctx: Context, candidates: list[Candidate]) -> Brief:
+def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any = None) -> Brief:
     policy = ctx.policy
     features = ctx.features
 
@@ -195,7 +203,14 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate]) -> Brief:
         passages = dedup.collapse(passages, ctx)
     if policy.expand.enabled:
         passages = expand.restore(passages, ctx)
-    passages, evidence_budget = pack.pack(passages, ctx)  # always runs: the budget is a contract
+    if policy.compress.summary:  # Option C: the best whole, a summary of the rest (pack runs inside)
+        from docket.llm.cache import CachedGenerator
+        from docket.moves import summary
+
+        cached = generator if isinstance(generator, CachedGenerator) else CachedGenerator(generator)
+        passages, evidence_budget = summary.pack_with_summary(passages, ctx, cached)
+    else:
+        passages, evidence_budget = pack.pack(passages, ctx)  # always runs: the budget is a contract
     if not passages:
         return not_found_brief(ctx, budget=evidence_budget)
     passages = order.arrange(passages, ctx) if policy.order.enabled else passages

@@ -271,7 +271,7 @@ class Passage:
 
     `hits` are the chunk ids the ranker returned; the other chunks were added by Move 3.
     `also_in` holds the provenance of duplicate copies that Move 2 folded into this passage.
-    `text_override` is set only by Move 6 (compression).
+    `text_override` is set only by Move 6 (compression); `covers` only on the summary of the rest.
     """
 
     chunks: tuple[Chunk, ...]
@@ -280,6 +280,9 @@ class Passage:
     hits: tuple[str, ...]
     also_in: tuple[dict[str, Any], ...] = ()
     text_override: str | None = None
+    #: set only on docket's summary of the passages that did not fit (compress.summary): the
+    #: sources it covers ({"doc", "version", "chunks", "title", "trust"}); its text is derived
+    covers: tuple[dict[str, Any], ...] = ()
 
     # derived once per passage (it is immutable): the moves read them for every passage of the pool
     @_derived
@@ -321,6 +324,11 @@ class Passage:
     @property
     def compressed(self) -> bool:
         return self.text_override is not None
+
+    @property
+    def derived(self) -> bool:
+        """docket wrote this text (a summary), no source did."""
+        return bool(self.covers)
 
     def with_(self, **changes: Any) -> Passage:
         return replace(self, **changes)

@@ -110,6 +110,14 @@ class CompressPolicy(_Strict):
         default_factory=lambda: ["except", "unless", "waived", "only", "not", "never", "no",
                                  "without", "but", "however", "excluding", "exempt"]
     )
+    #: Option C of the answer brief: when the candidates above the floor do not all fit, the best
+    #: go in whole and a model summarises the rest into one passage (needs a generator: --llm)
+    summary: bool = False
+    #: the summary passage's text may use at most this many tokens of the budget
+    summary_tokens: int = Field(200, ge=20, le=4000)
+    #: at most this many tokens of the passages that did not fit are given to the summariser
+    #: (best first); the rest is left out, and the trace says so
+    summary_input_tokens: int = Field(3000, ge=100, le=200_000)
 
 
 class OrderPolicy(_Strict):

@@ -128,6 +128,7 @@ def ask(
     as_of: Date | None = None,
     whole_corpus: bool | None = None,
     router: Generator | None = None,
+    generator: Generator | None = None,
 ) -> tuple[list[Candidate], Brief]:
     """Retrieve, then assemble through the principal-scoped view. Returns (candidates, Brief).
 
@@ -138,5 +139,5 @@ def ask(
 
     session = Session(store, policy=policy, embedder=embedder or embedder_for(store))
     res = session.ask(question, filters=filters, k=k, mode=mode, budget=budget, floor=floor, as_of=as_of,
-                      whole_corpus=whole_corpus, router=router)
+                      whole_corpus=whole_corpus, router=router, generator=generator)
     return res.candidates, res.brief

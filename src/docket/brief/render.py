@@ -72,7 +72,20 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
         out = [(k, v) for k, v in out if IMPLICIT.get(k) != v]
     if p.compressed:
         out.append(("excerpt", "compressed"))
+    if p.derived:
+        out.append(("covers", coverage(p)))
     return out
+
+
+def coverage(p: Passage) -> str:
+    """What a summary passage covers, for its header: "3 passages: Title A; Title B (untrusted)"
+    (one entry per document; the full list with chunk ids is in the brief's sources)."""
+    names: dict[str, bool] = {}
+    for c in p.covers:
+        name = str(c.get("title") or c.get("doc") or "?")
+        names[name] = names.get(name, False) or c.get("trust") == "untrusted"
+    listed = "; ".join(n + (" (untrusted)" if u else "") for n, u in names.items())
+    return f"{len(p.covers)} passage{'s' if len(p.covers) != 1 else ''}: {listed}"
 
 
 @dataclass(frozen=True)
@@ -140,5 +153,8 @@ def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict
         }
         if p.also_in:
             src["also_in"] = list(p.also_in)
+        if p.derived:
+            src["derived"] = "summary"
+            src["covers"] = [dict(c) for c in p.covers]
         sources[label] = src
     return documents_block(blocks, policy.format), sources, removed

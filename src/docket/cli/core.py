@@ -104,7 +104,8 @@ def assemble_cmd(
     session = Session(mem, policy=policy)
     brief = session.assemble(question, cands, store=mem, history=turns, principal=who, budget=budget, floor=floor,
                              as_of=parse_date(as_of), attachments=list(files or []) or None, whole_corpus=whole_corpus,
-                             router=opt.router_for(route_llm, model))
+                             router=opt.router_for(route_llm, model),
+                             generator=opt.summary_generator(policy, llm, model))
     opt.write_html(html_path, brief, brief.ranked)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
         from docket.cli.answer_show import answer_cli

@@ -309,3 +309,12 @@ def write_html(path: Path | None, brief: object, candidates: object = None) -> N
         path.write_text(render_trace(brief, candidates), encoding="utf-8")  # type: ignore[arg-type]
     except OSError as e:
         raise InputError(f"cannot be written ({e.strerror})", where=str(path), field="--html") from None
+
+
+def summary_generator(policy: Policy, llm: str | None, model: str | None) -> Generator | None:
+    """The generator that writes compress.summary's passage: the --llm model (None without either)."""
+    if not policy.compress.summary or not llm:
+        return None
+    from docket.llm import generator_from_url
+
+    return generator_from_url(llm, model=model)

@@ -300,7 +300,8 @@ def ask_cmd(
     with Session.open(db, policy=policy) as session:
         res = session.ask(question, principal=principal, groups=_split(groups), filters=filters, k=candidates,
                           mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of),
-                          whole_corpus=whole_corpus, router=router)
+                          whole_corpus=whole_corpus, router=router,
+                          generator=opt.summary_generator(policy, llm, model))
     ranked, brief = res.candidates, res.brief
     opt.write_html(html_path, brief, ranked)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
