@@ -99,7 +99,7 @@ def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) 
     s.close()
     _as_schema_2(location)
     old = open_store(location)  # a store written by the previous schema
-    assert old.meta()["schema"] == "3"
+    assert old.meta()["schema"] == "4"
     assert all(_records(location))  # migrated rows got their features
     default_cache().clear()
     loaded = default_cache().loaded
@@ -109,7 +109,7 @@ def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) 
     old.write_version(version("faq", 1, ["Refunds take 10 days."]))  # and takes writes
     assert len(_records(location)) == 6 and all(_records(location))
     old.close()
-    assert open_store(location).meta()["schema"] == "3"  # a second open does not migrate again
+    assert open_store(location).meta()["schema"] == "4"  # a second open does not migrate again
 
 
 def test_stale_or_unreadable_records_are_recomputed_not_trusted() -> None:

@@ -43,12 +43,13 @@ def ground_rules(ctx: Context, style: str) -> list[str]:
         fmt.fence_rule,
         marks,
         "Official policy outranks help articles, and help articles outrank user posts.",
-        *([DERIVED_RULE] if ctx.policy.compress.summary else []),
         "Cite every factual sentence with the label of the document it comes from, like [S1]. "
         "Use only labels that appear in the documents.",
         "If the documents disagree, say that they disagree and cite both.",
         f'If the documents do not answer the question, reply exactly: "{pol.refusal}"',
     ]
+    if ctx.policy.compress.summary:
+        rules.append(DERIVED_RULE)
     return rules + list(pol.extra_rules)
 
 

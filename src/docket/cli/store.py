@@ -27,6 +27,7 @@ from docket.errors import InputError
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.batch import batch_meta
 from docket.ingest.chunking import ChunkSize
+from docket.ingest.contextualize import Contextualizer
 from docket.store.protocol import Filters, Store, open_store
 
 EMBEDDERS = ("minilm", "hash")
@@ -64,6 +65,10 @@ def _print_report(console: Console, report: IndexReport) -> None:
             ("older versions marked superseded", len(report.superseded)),
             ("chunks written", report.chunks_written), ("chunks embedded", report.chunks_embedded)]
     rows += [(f"removed: {k.replace('_', ' ')}", n) for k, n in sorted(report.removed.items())]
+    if report.contexts is not None:
+        c = report.contexts
+        rows += [("contexts written by the model", c["generated"]), ("contexts from the cache", c["from_cache"]),
+                 ("context prefix caching", c["prefix_cache"])]
     rows += [("problems", len(report.problems)), ("seconds", f"{report.seconds:.1f}")]
     if report.imposed:
         rows.append(("set on every document", escape(report.imposed)))
@@ -99,6 +104,17 @@ def index_cmd(
     doc_prefix: Annotated[str | None, typer.Option(
         "--doc-prefix", help="Prefix every document and chunk id of this run (e.g. uploads/), so no file can "
         "claim to be a version of a document outside the prefix.")] = None,
+    contextualize: Annotated[bool | None, typer.Option(
+        "--contextualize/--no-contextualize",
+        help="Have a model (--llm) write a short context per chunk that situates it in its document; the context is "
+             "embedded and keyword-indexed with the chunk, the prompt still shows the chunk's own text. Default: as "
+             "the store was built.")] = None,
+    llm: opt.Llm = None,
+    model: opt.Model = None,
+    context_tokens: Annotated[int, typer.Option("--context-tokens", help="Longest context a model may write.")] = 100,
+    context_window: Annotated[int, typer.Option(
+        "--context-window", help="Documents longer than this many tokens are shown to the model in windows of whole "
+                                 "chunks (fit it to the model's context).")] = 3000,
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
     if not paths and not source:
@@ -112,17 +128,24 @@ def index_cmd(
     try:
         embedder = _embedder(embedder_name, store)
         err = Console(stderr=True)
-        with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        contextualizer = _contextualizer(store, contextualize, llm, model, context_tokens, context_window)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-            task = bar.add_task("embed", total=None)
+            task = bar.add_task("embedding", total=None)
+            if contextualizer is not None:
+                ctx_task = bar.add_task("contexts", total=None)
+                contextualizer.progress = lambda n: bar.advance(ctx_task, n)
 
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            options = IndexOptions(embedder=embedder, chunk=size, progress=progress, batch=batch)
+            options = IndexOptions(embedder=embedder, chunk=size, progress=progress, batch=batch,
+                                   contextualizer=contextualizer)
             report = index_paths(store, list(paths or []), options) if paths else IndexReport()
             if source:
                 report = _copy(source, store, options, report)
+        if contextualizer is not None and report.contexts is not None:
+            store.set_meta({"contextualized": contextualizer.identity})
     finally:
         store.close()
     if as_json:
@@ -133,6 +156,32 @@ def index_cmd(
         raise typer.Exit(1)
 
 
+def _contextualizer(store: Store, wanted: bool | None, llm: str | None, model: str | None, tokens: int,
+                    window: int) -> Contextualizer | None:
+    """--contextualize: on when asked, or (without the flag) when the store was built that way."""
+    recorded = store.meta().get("contextualized")
+    if wanted is None:
+        wanted = bool(recorded)
+        if recorded and not llm:
+            raise InputError(f"this store's chunks carry contexts written by {recorded.split('|')[0]}: pass --llm URL "
+                             "to write them for new and changed documents too, or --no-contextualize to index without "
+                             "(changed documents then lose theirs)", field="--llm")
+    if not wanted:
+        if llm:
+            raise InputError("is only used with --contextualize (the model that writes a context per chunk)", field="--llm")
+        return None
+    if not llm:
+        raise InputError("needs --llm URL: the model that writes a context per chunk (e.g. --llm local)",
+                         field="--contextualize")
+    if tokens < 1:
+        raise InputError(f"must be at least 1, got {tokens}", field="--context-tokens")
+    if window < 50:
+        raise InputError(f"must be at least 50 tokens, got {window}", field="--context-window")
+    from docket.llm import generator_from_url
+
+    return Contextualizer(generator_from_url(llm, model=model), max_tokens=tokens, max_document_tokens=window)
+
+
 def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
     """Every document version of `source` into `target`, vectors and token counts included."""
     src = open_store(source, create=False)
@@ -140,10 +189,13 @@ def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport
         meta = src.meta()
         if "embedder" in meta and meta["embedder"] != options.embedder.name:
             options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
-                                   chunk=options.chunk, progress=options.progress)
+                                   chunk=options.chunk, progress=options.progress,
+                                   contextualizer=options.contextualizer)
         if not src.documents():
             report.problem(source, "holds no documents; nothing copied")
             return report
+        if meta.get("contextualized") and not target.meta().get("contextualized"):
+            target.set_meta({"contextualized": meta["contextualized"]})  # the copied chunks carry their contexts
         return index_versions(target, src.export(), options, report)
     finally:
         src.close()

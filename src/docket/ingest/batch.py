@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.errors import InputError
@@ -43,11 +43,9 @@ class BatchMeta:
         p = self.doc_prefix
         chunks = [_with(c, {**self.fields, "doc": p + c.doc, "id": p + c.id}) for c in dv.chunks]
         f = self.fields
-        return DocumentVersion(
-            doc=p + dv.doc, version=dv.version, status=f.get("status", dv.status), date=f.get("date", dv.date),
-            effective_to=f.get("effective_to", dv.effective_to), title=dv.title, source=dv.source, chunks=chunks,
-            supersedes=dv.supersedes, vectors=dv.vectors, tokens=dv.tokens,
-        )
+        # every other field (vectors, tokens, contexts, ...) carried over; the content hash recomputed
+        return replace(dv, doc=p + dv.doc, status=f.get("status", dv.status), date=f.get("date", dv.date),
+                       effective_to=f.get("effective_to", dv.effective_to), chunks=chunks, content_hash="")
 
     def applied(self, versions: Iterable[DocumentVersion]) -> Iterator[DocumentVersion]:
         for dv in versions:

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from docket.embed import Embedder
-from docket.errors import InputError
+from docket.errors import DocketError, InputError
 from docket.ingest.batch import BatchMeta
 from docket.ingest.chunking import ChunkSize
+from docket.ingest.contextualize import FATAL, Contextualizer, search_text
 from docket.ingest.readers import Found, Problem, discover, problem_of, read_file
 from docket.ingest.report import IndexReport
 from docket.store.protocol import DocumentVersion, Store, StoredVersion, check_version
@@ -40,6 +41,8 @@ class IndexOptions:
     progress: ProgressFn | None = None
     #: fields and a doc-id prefix imposed on every version the run writes (docket.ingest.batch)
     batch: BatchMeta = field(default_factory=BatchMeta)
+    #: write a context per chunk with a model before embedding (docket.ingest.contextualize)
+    contextualizer: Contextualizer | None = None
 
 
 def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions) -> IndexReport:
@@ -102,6 +105,11 @@ def index_versions(store: Store, versions: Iterable[DocumentVersion], options: I
     if options.batch:
         versions = options.batch.applied(versions)
         report.imposed = options.batch.describe()
+    if options.contextualizer is not None:
+        # contexts change what is indexed: a version indexed without them (or by another model) is
+        # not unchanged, one indexed by the same model with the same prompt is
+        versions = (_with_context_hash(dv, options.contextualizer) for dv in versions)
+        report.contexts = options.contextualizer.stats.to_json()
     pending = _plan(store, versions, report)
     total = sum(len(dv.chunks) for dv in pending if dv.vectors is None)
     done = 0
@@ -118,6 +126,11 @@ def index_versions(store: Store, versions: Iterable[DocumentVersion], options: I
     if not report.seconds:
         report.seconds = time.perf_counter() - started
     return report
+
+
+def _with_context_hash(dv: DocumentVersion, ctx: Contextualizer) -> DocumentVersion:
+    dv.content_hash = ctx.content_hash(dv.content_hash)
+    return dv
 
 
 def _plan(store: Store, versions: Iterable[DocumentVersion], report: IndexReport) -> list[DocumentVersion]:
@@ -186,7 +199,11 @@ def _flush(store: Store, batch: list[DocumentVersion], options: IndexOptions, re
                 ready.append(dv)
         except InputError as e:
             report.problem(dv.source, problem_of(e, dv.source).message + "; version rejected")
-    texts = [c.text for dv in to_embed for c in dv.chunks]
+    if options.contextualizer is not None:
+        ready, to_embed = _contextualize(ready, options.contextualizer, report), _contextualize(
+            to_embed, options.contextualizer, report)
+    texts = [search_text(dv.contexts[i] if dv.contexts else None, c.text) for dv in to_embed
+             for i, c in enumerate(dv.chunks)]
     if texts:
         vecs = options.embedder.embed(texts)
         report.chunks_embedded += len(texts)
@@ -205,6 +222,25 @@ def _flush(store: Store, batch: list[DocumentVersion], options: IndexOptions, re
             dv.tokens = [options.counter.count(c.text) for c in dv.chunks]
         _write(store, dv, report)
     return done
+
+
+def _contextualize(versions: list[DocumentVersion], ctx: Contextualizer, report: IndexReport) -> list[DocumentVersion]:
+    """Give each version its chunks' contexts; a version whose contexts cannot be written is
+    reported and left out (the store keeps what it had). An endpoint that cannot answer at all
+    stops the run: every further version would fail the same way."""
+    out = []
+    for dv in versions:
+        if dv.contexts is None:
+            try:
+                dv.contexts = ctx.contexts(dv.chunks, dv.title)
+            except FATAL:
+                raise
+            except DocketError as e:
+                report.problem(dv.source, f"no contexts for {dv.doc!r} v{dv.version} ({e}); version not indexed")
+                continue
+        out.append(dv)
+    report.contexts = ctx.stats.to_json()
+    return out
 
 
 def _write(store: Store, dv: DocumentVersion, report: IndexReport) -> None:

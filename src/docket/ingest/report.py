@@ -25,6 +25,8 @@ class IndexReport:
     seconds: float = 0.0
     acl: AclResolution = field(default_factory=AclResolution)  # how acl entries without user:/group: were read
     imposed: str = ""  # what the run set over the documents' own fields (--set, --doc-prefix), "" = nothing
+    #: index --contextualize: chunks, generated, from_cache, seconds, prefix_cache (None = off)
+    contexts: dict[str, Any] | None = None
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append((where, message))
@@ -48,4 +50,5 @@ class IndexReport:
             "problems": [{"where": w, "message": m} for w, m in self.problems],
             "seconds": round(self.seconds, 3),
             "acl": self.acl.to_json(),
+            **({"contexts": self.contexts} if self.contexts is not None else {}),
         }

@@ -115,5 +115,6 @@ def generator_from_url(url: str, model: str | None = None, **options: Any) -> Ge
         from docket.llm.local import local_url
 
         options.setdefault("structured_dialect", "llama.cpp")  # llama-cpp-python's server takes json_object + schema
+        options.setdefault("extra_body", {"cache_prompt": True})  # llama-server reuses the prompt prefix
         return OpenAICompatGenerator(local_url(), model, **options)
     return OpenAICompatGenerator(ep.base or "", model, **options)

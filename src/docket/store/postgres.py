@@ -52,7 +52,7 @@ from docket.store.protocol import (
     plan_write,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _BASE_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS meta(key text PRIMARY KEY, value text NOT NULL);
@@ -68,7 +68,7 @@ CREATE TABLE IF NOT EXISTS chunks(
   position integer, status text NOT NULL, date date, effective_to date, title text, section text,
   source_type text, trust text, acl text[], public boolean NOT NULL, metadata jsonb, text text NOT NULL,
   tokens integer NOT NULL, vector vector({dim}) NOT NULL, len integer NOT NULL DEFAULT 0,
-  cls bigint NOT NULL DEFAULT 0);
+  cls bigint NOT NULL DEFAULT 0, context text);
 CREATE TABLE IF NOT EXISTS chunk_terms(term text NOT NULL, chunk bigint NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
   tf real NOT NULL, len real NOT NULL, cls bigint NOT NULL DEFAULT 0, PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls));
 CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
@@ -93,24 +93,27 @@ _INSERT_FEATURES = ("INSERT INTO chunk_features(chunk, features) SELECT c.rowid,
 _ORDER = "ORDER BY c.position IS NULL, c.position, c.id"
 #: one advisory lock for docket's DDL in a database: two first writers must not both create tables
 _DDL_LOCK = 7_204_311_590_113
-#: the english tsvector of a chunk (title and section weighted B, the text A), as `tv`
+#: the english tsvector of a chunk (title and section weighted B, the text A, and the context A:
+#: index --contextualize's model-written context is searched with the text), as `tv`
 _TSV = ("setweight(to_tsvector('english', coalesce(s.title, '') || ' ' || coalesce(s.section, '')), 'B') "
-        "|| setweight(to_tsvector('english', s.text), 'A')")
+        "|| setweight(to_tsvector('english', s.text), 'A') || setweight(to_tsvector('english', coalesce(s.context, '')), 'A')")
 # one statement writes a version's chunks (in id order: two documents claiming one id wait in one
 # order, so the later one gets the reported clash, never a deadlock) and their postings
 _INSERT_CHUNKS = f"""
 WITH s AS (
   SELECT * FROM unnest(%s::text[], %s::integer[], %s::date[], %s::date[], %s::text[], %s::text[], %s::text[],
-                       %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[], %s::vector[], %s::bigint[])
-    AS s(id, position, date, effective_to, title, section, source_type, trust, acl, metadata, text, tokens, vector, cls)),
+                       %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[], %s::vector[], %s::bigint[],
+                       %s::text[])
+    AS s(id, position, date, effective_to, title, section, source_type, trust, acl, metadata, text, tokens, vector, cls,
+         context)),
 t AS (SELECT s.*, {_TSV} AS tv FROM s),
 l AS (SELECT t.*, coalesce((SELECT sum(cardinality(u.positions)) FROM unnest(t.tv) u), 0)::integer AS len FROM t),
 ins AS (
   INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type, trust, acl,
-                     public, metadata, text, tokens, vector, len, cls)
+                     public, metadata, text, tokens, vector, len, cls, context)
   SELECT id, %s, %s, position, %s, date, effective_to, title, section, source_type, trust,
          CASE WHEN acl IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(acl::jsonb)) END,
-         acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls FROM l ORDER BY id
+         acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls, context FROM l ORDER BY id
   RETURNING rowid, id)
 INSERT INTO chunk_terms(term, chunk, tf, len, cls)
 SELECT u.lexeme, ins.rowid, cardinality(u.positions), l.len, l.cls FROM ins JOIN l ON l.id = ins.id, unnest(l.tv) u
@@ -209,8 +212,16 @@ def _migrate_v2_to_v3(conn: Any) -> None:
                      ([r["rowid"] for r in part], [record_of(chunk_from_row(r, None)) for r in part]))
 
 
+def _migrate_v3_to_v4(conn: Any) -> None:
+    """Schema 3 -> 4 (inside the caller's transaction): a nullable `context` per chunk (index
+    --contextualize: a model-written context, searched with the chunk, never shown in a prompt).
+    Existing chunks have none, so their vectors and postings stay as they are."""
+    if conn.execute("SELECT to_regclass('chunks') AS t").fetchone()["t"] is not None:
+        conn.execute("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS context text")
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4}
 
 
 class _PipelineAbortNoise(logging.Filter):
@@ -568,13 +579,14 @@ class PostgresStore:
                      len(dv.chunks), datetime.now(UTC)),
                 )
                 cs = dv.chunks
+                contexts = [x or None for x in dv.contexts] if dv.contexts else [None] * len(cs)
                 conn.execute(_INSERT_CHUNKS, (
                     [c.id for c in cs], [c.position for c in cs], [c.date for c in cs], [c.effective_to for c in cs],
                     [c.title for c in cs], [c.section for c in cs], [c.source_type for c in cs], [c.trust for c in cs],
                     [json.dumps(list(a)) if a is not None else None for a in acls],
                     [json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None for c in cs],
                     [c.text for c in cs], [int(n) for n in dv.tokens or ()], list(vectors),
-                    [acl_class(a) for a in acls], dv.doc, dv.version, plan.status,
+                    [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status,
                 ))
                 conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status) for c in cs]))
                 if plan.superseded:
@@ -670,15 +682,16 @@ class PostgresStore:
     def export(self) -> Iterator[DocumentVersion]:
         for doc in self.documents():
             for sv in self.stored_versions(doc):
-                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
+                q = f"SELECT {_COLS}, c.context FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
                 rows = self._conn.execute(q, (doc, sv.version)).fetchall() if self._chunks_ready() else []
                 chunks = [chunk_from_row(r, None) for r in rows]
+                contexts = [r["context"] or "" for r in rows] if any(r["context"] for r in rows) else None
                 yield DocumentVersion(
                     doc=doc, version=sv.version, status=sv.status, date=sv.date, effective_to=sv.effective_to,
                     title=chunks[0].title if chunks else "", source=f"{_redact(self.location)} (export)", chunks=chunks,
                     supersedes=False,
                     vectors=np.stack([_vec(r["vector"]) for r in rows]) if rows else None,
-                    tokens=[int(r["tokens"]) for r in rows],
+                    tokens=[int(r["tokens"]) for r in rows], contexts=contexts,
                 )
 
     def close(self) -> None:

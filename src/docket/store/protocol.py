@@ -71,6 +71,9 @@ class DocumentVersion:
     supersedes: bool = True
     vectors: np.ndarray | None = None  # one unit row per chunk, float32
     tokens: list[int] | None = None
+    #: one model-written context per chunk (index --contextualize), embedded and keyword-indexed
+    #: with the chunk but never shown in a prompt; None = no contexts
+    contexts: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.content_hash:
@@ -308,6 +311,12 @@ def scoped(store: ChunkLookup, principal: Principal | None) -> ScopedView:
 # the same terms (docket.text.search_terms: the question's words without common function words).
 STOPWORDS = SEARCH_STOPWORDS
 fts_terms = search_terms
+
+
+def search_text(context: str | None, text: str) -> str:
+    """What is embedded and keyword-indexed for a chunk: its context (index --contextualize), a
+    blank line, its text. The chunk's own text, not this, is what a prompt shows."""
+    return f"{context}\n\n{text}" if context else text
 
 
 

@@ -46,10 +46,11 @@ from docket.store.protocol import (
     check_version,
     chunk_from_row,
     plan_write,
+    search_text,
 )
 from docket.store.terms import query_terms, term_counts
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS versions(
@@ -60,7 +61,8 @@ CREATE TABLE IF NOT EXISTS chunks(
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL, version INTEGER NOT NULL,
   position INTEGER, status TEXT NOT NULL, date TEXT, effective_to TEXT, title TEXT, section TEXT,
   source_type TEXT, trust TEXT, acl TEXT, public INTEGER NOT NULL, metadata TEXT, text TEXT NOT NULL,
-  tokens INTEGER NOT NULL, vector BLOB NOT NULL, terms BLOB NOT NULL DEFAULT x'', len INTEGER NOT NULL DEFAULT 0);
+  tokens INTEGER NOT NULL, vector BLOB NOT NULL, terms BLOB NOT NULL DEFAULT x'', len INTEGER NOT NULL DEFAULT 0,
+  context TEXT);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
 CREATE TABLE IF NOT EXISTS chunk_acl(principal TEXT NOT NULL, chunk INTEGER NOT NULL,
   PRIMARY KEY (principal, chunk)) WITHOUT ROWID;
@@ -142,16 +144,26 @@ def _migrate_v2_to_v3(cur: sqlite3.Cursor) -> None:
                         [(r["rowid"], record_of(chunk_from_row(dict(r), None))) for r in part])
 
 
+def _migrate_v3_to_v4(cur: sqlite3.Cursor) -> None:
+    """Schema 3 -> 4: a nullable `context` per chunk (index --contextualize: a model-written
+    context, embedded and keyword-indexed with the chunk, never shown in a prompt). Existing
+    chunks have none, so their vectors and postings stay as they are. A store that already has the
+    column (written with it, then marked older) is left as it is."""
+    if "context" not in {r[1] for r in cur.execute("PRAGMA table_info(chunks)")}:
+        cur.execute("ALTER TABLE chunks ADD COLUMN context TEXT")
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4}
 
 
 def _registry(cur: sqlite3.Cursor) -> Registry:
     return Registry.of((r[0], json.loads(r[1])) for r in cur.execute("SELECT name, groups FROM principals"))
 
 
-def _search_text(title: str | None, section: str | None, text: str) -> str:
-    return f"{title or ''} {section or ''} {text}"
+def _search_text(title: str | None, section: str | None, text: str, context: str | None = None) -> str:
+    """What keyword search reads of a chunk: title, section, its context (if any) and text."""
+    return f"{title or ''} {section or ''} {search_text(context, text)}"
 
 
 class _TermIds:
@@ -711,7 +723,8 @@ class SQLiteStore:
     def write_version(self, dv: DocumentVersion) -> WriteResult:
         if dv.vectors is None or dv.tokens is None:
             raise DocketError(f"{dv.source}: document {dv.doc!r} v{dv.version} has no vectors/token counts yet")
-        texts = [_search_text(c.title, c.section, c.text) for c in dv.chunks]
+        contexts: list[str | None] = list(dv.contexts) if dv.contexts else [None] * len(dv.chunks)
+        texts = [_search_text(c.title, c.section, c.text, ctx) for c, ctx in zip(dv.chunks, contexts, strict=True)]
         ids = _TermIds(self._terms)
         with self._transaction() as cur:
             existing = self.stored_versions(dv.doc)
@@ -724,7 +737,7 @@ class SQLiteStore:
                 (dv.doc, dv.version, plan.status, _iso(dv.date), _iso(dv.effective_to), dv.title, dv.source,
                  dv.content_hash, len(dv.chunks), datetime.now(UTC).isoformat(timespec="seconds")),
             )
-            self._insert_chunks(cur, dv, plan, ids.pack(cur, texts))
+            self._insert_chunks(cur, dv, plan, ids.pack(cur, texts), contexts)
             if plan.superseded:
                 marks = ",".join("?" * len(plan.superseded))
                 args = ("superseded", dv.doc, *plan.superseded)
@@ -746,7 +759,7 @@ class SQLiteStore:
                 )
 
     def _insert_chunks(self, cur: sqlite3.Cursor, dv: DocumentVersion, plan: WriteResult,
-                       terms: list[tuple[bytes, int]]) -> None:
+                       terms: list[tuple[bytes, int]], contexts: list[str | None]) -> None:
         """Insert the chunk rows of one version (inside the caller's transaction), acl entries typed."""
         assert dv.vectors is not None and dv.tokens is not None
         vectors = np.ascontiguousarray(dv.vectors, dtype=np.float32)
@@ -754,12 +767,14 @@ class SQLiteStore:
         acls = [resolve_acl(c.acl, registry, plan.acl) for c in dv.chunks]
         cur.executemany(
             "INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
-            " trust, acl, public, metadata, text, tokens, vector, terms, len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " trust, acl, public, metadata, text, tokens, vector, terms, len, context)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(c.id, c.doc, c.version, c.position, plan.status, _iso(c.date), _iso(c.effective_to), c.title, c.section,
               c.source_type, c.trust, json.dumps(list(acl)) if acl is not None else None,
               1 if acl is None else 0, json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None,
-              c.text, int(n), vec.tobytes(), blob, length)
-             for c, acl, vec, n, (blob, length) in zip(dv.chunks, acls, vectors, dv.tokens, terms, strict=True)],
+              c.text, int(n), vec.tobytes(), blob, length, ctx or None)
+             for c, acl, vec, n, (blob, length), ctx in zip(dv.chunks, acls, vectors, dv.tokens, terms, contexts,
+                                                            strict=True)],
         )
         cur.executemany("INSERT OR REPLACE INTO chunk_features SELECT rowid, ? FROM chunks WHERE id = ?",
                         [(stored_features(c, plan.status), c.id) for c in dv.chunks])
@@ -907,14 +922,15 @@ class SQLiteStore:
     def export(self) -> Iterator[DocumentVersion]:
         for (doc,) in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc").fetchall():
             for sv in self.stored_versions(doc):
-                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+                q = f"SELECT {_COLS}, c.context FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
                 rows = self._conn.execute(q, (doc, sv.version)).fetchall()
                 chunks = [chunk_from_row(dict(r), None) for r in rows]
                 vecs = np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows]) if rows else None
+                contexts = [r["context"] or "" for r in rows] if any(r["context"] for r in rows) else None
                 yield DocumentVersion(
                     doc=doc, version=sv.version, status=sv.status, date=sv.date, effective_to=sv.effective_to,
                     title=chunks[0].title if chunks else "", source=f"{self.location} (export)", chunks=chunks,
-                    supersedes=False, vectors=vecs, tokens=[int(r["tokens"]) for r in rows],
+                    supersedes=False, vectors=vecs, tokens=[int(r["tokens"]) for r in rows], contexts=contexts,
                 )
 
     def close(self) -> None:
