@@ -111,12 +111,14 @@ def index_cmd(
              "the store was built.")] = None,
     llm: opt.Llm = None,
     model: opt.Model = None,
-    context_tokens: Annotated[int, typer.Option("--context-tokens", help="Longest context a model may write.")] = 100,
+    context_tokens: Annotated[int, typer.Option("--context-tokens", help="Longest context a model may write (tokens).",
+                                                callback=opt.int_range(1, 4000))] = 100,
     context_window: Annotated[int, typer.Option(
         "--context-window", help="Documents longer than this many tokens are shown to the model in windows of whole "
-                                 "chunks (fit it to the model's context).")] = 3000,
+                                 "chunks (fit it to the model's context).", callback=opt.int_range(50, opt.MAX_COUNT))] = 3000,
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
+    opt.requires(model, llm, "--model", "--llm")
     if not paths and not source:
         raise InputError("give files or directories to index, or --from STORE", field="PATH")
     batch = batch_meta(sets or [], doc_prefix)
@@ -173,10 +175,6 @@ def _contextualizer(store: Store, wanted: bool | None, llm: str | None, model: s
     if not llm:
         raise InputError("needs --llm URL: the model that writes a context per chunk (e.g. --llm local)",
                          field="--contextualize")
-    if tokens < 1:
-        raise InputError(f"must be at least 1, got {tokens}", field="--context-tokens")
-    if window < 50:
-        raise InputError(f"must be at least 50 tokens, got {window}", field="--context-window")
     from docket.llm import generator_from_url
 
     return Contextualizer(generator_from_url(llm, model=model), max_tokens=tokens, max_document_tokens=window)
