@@ -272,3 +272,20 @@ def test_any_summary_text_stays_inside_its_fence_and_the_budget() -> None:
             assert b.documents.count("=== END OF DOCUMENTS ===") == 1
 
     run()
+
+
+def test_eval_runs_option_c_with_the_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    from docket.eval.cache import eval_embedder
+    from docket.eval.dataset import load_set
+    from docket.eval.runner import EvalConfig, evaluate
+
+    monkeypatch.setenv("DOCKET_EVAL_CACHE", str(tmp_path / "eval-cache"))
+    lset = load_set(shared_data / "musique" / "musique_train.json").limit(2)
+    gen = Scripted()
+    pol = Policy().updated(compress={"summary": True}, pack={"floor": -1.0})
+    config = EvalConfig(budgets=[1000], policy=pol, show_progress=False, generator=gen)
+    result = evaluate(lset, config, embedder=eval_embedder("hash"), counter=default_counter())
+    assert len(gen.calls) == 2 and result["n"] == 2  # one summary per question (the pools do not fit 1000)
+    with pytest.raises(InputError, match="compress.summary"):
+        evaluate(lset, EvalConfig(budgets=[1000], policy=pol, show_progress=False), embedder=eval_embedder("hash"),
+                 counter=default_counter())

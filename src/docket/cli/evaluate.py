@@ -143,11 +143,17 @@ def eval_cmd(
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     embedder = eval_embedder(embedder_name)
     counter = default_counter()
-    result = evaluate(lset, config, embedder=embedder, counter=counter, console=console)
+    gen = None
     if llm:
-        from docket.eval.generation import generation_eval, make_generator
+        from docket.eval.generation import make_generator
 
         gen = make_generator(llm, model)
+        if config.policy.compress.summary:  # Option C: the same model writes the summaries (cached)
+            config.generator = gen
+    result = evaluate(lset, config, embedder=embedder, counter=counter, console=console)
+    if gen is not None:
+        from docket.eval.generation import generation_eval
+
         result["generation"] = generation_eval(lset, gen, policy=config.policy, embedder=embedder, counter=counter,
                                                budget=generation_budget, console=console)
     if report is not None:

@@ -103,7 +103,7 @@ def generation_eval(
         for p in prepared:
             it = p.item
             b = assemble(it.question, p.query.ranked, store=lset.store_for(it), policy=policy, counter=counter,
-                         embedder=embedder, budget=budget, as_of=it.as_of)
+                         embedder=embedder, budget=budget, as_of=it.as_of, generator=gen)
             d_ans = gen.generate(b.messages, max_tokens=max_tokens) if b.found else b.refusal
             g = run_greedy(p.query, budget, counter)
             p_ans = gen.generate(plain_messages(it.question, g.units), max_tokens=max_tokens)

@@ -92,10 +92,11 @@ def _row(p: Prepared, out: SystemOutput, threshold: float) -> Row:
     )
 
 
-def run_docket(p: Prepared, lset: LabelledSet, policy: Policy, budget: int, counter: TokenCounter, embedder: Embedder) -> SystemOutput:
+def run_docket(p: Prepared, lset: LabelledSet, policy: Policy, budget: int, counter: TokenCounter, embedder: Embedder,
+               generator: Any = None) -> SystemOutput:
     b = assemble(
         p.item.question, p.query.ranked, store=lset.store_for(p.item), policy=policy, counter=counter,
-        embedder=embedder, budget=budget, as_of=p.item.as_of,
+        embedder=embedder, budget=budget, as_of=p.item.as_of, generator=generator,
     )
     units = [ps.text for ps in b.passages] if b.found else []
     ids = [i for ps in b.passages for i in ps.ids] if b.found else []
@@ -145,6 +146,8 @@ class EvalConfig:
     compare: Sequence[str] = ()
     price: float | None = None
     show_progress: bool = True
+    #: writes compress.summary's passage when the policy asks for one (`docket eval --llm`)
+    generator: Any = None
 
 
 def ablation_moves(policy: Policy) -> list[str]:
@@ -214,7 +217,7 @@ def evaluate(
         for b in budgets:
             rows = []
             for p in prepared:
-                rows.append(_row(p, run_docket(p, lset, policy, b, counter, embedder), threshold))
+                rows.append(_row(p, run_docket(p, lset, policy, b, counter, embedder, config.generator), threshold))
                 tick(f"docket @ {b}")
             result["budgets"][str(b)] = summarize(rows, config.price)
         if moves:
@@ -225,7 +228,8 @@ def evaluate(
                 for b in budgets:
                     rows = []
                     for p in prepared:
-                        rows.append(_row(p, run_docket(p, lset, pol_off, b, counter, embedder), threshold))
+                        rows.append(_row(p, run_docket(p, lset, pol_off, b, counter, embedder, config.generator),
+                                         threshold))
                         tick(f"without {m} @ {b}")
                     result["ablation"][m][str(b)] = summarize(rows, config.price)
         if config.compare:
