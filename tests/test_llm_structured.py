@@ -218,6 +218,15 @@ def test_run_and_check_structured_bad_json_is_a_finding_not_an_error() -> None:
     assert rep.answer is not None and rep.answer.structured is not None and "error" in rep.answer.structured
 
 
+def test_nothing_found_gives_a_typed_refusal_without_a_call() -> None:
+    from docket.llm.answer import run_and_check
+
+    gen = Scripted("never")
+    rep = run_and_check(brief(found=False), generator=gen, structured=True)
+    assert gen.calls == 0 and rep.skipped and rep.answer is not None and rep.answer.mode == "structured"
+    assert rep.check is not None and rep.check.refusal_only and rep.check.structured["kind"] == "refusal"  # type: ignore[index]
+
+
 def test_openai_compatible_sends_json_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openai")
     from test_llm_openai import FakeServer, completion

@@ -143,7 +143,12 @@ def run_and_check(
         report.skipped = True
         report.generator = None
         report.answer = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
-        report.check = check_answer(report.answer.text, brief, allowed_domains=allowed_domains, strip=strip)
+        if structured:  # the typed refusal the model would have been asked for
+            typed = {"sentences": [], "refusal": {"reason": "no passage reached the score floor; the model was not called"}}
+            report.answer.mode, report.answer.structured = "structured", typed
+            report.check = check_answer(typed, brief, allowed_domains=allowed_domains, strip=strip)
+        else:
+            report.check = check_answer(report.answer.text, brief, allowed_domains=allowed_domains, strip=strip)
         return report
     try:
         if generator is None:
