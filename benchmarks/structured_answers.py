@@ -37,10 +37,11 @@ SHARED = Path(os.environ.get("DOCKET_SHARED_DATA", ROOT.parent / "shared" / "dat
 
 
 def pick_squad(lset: Any, n: int, seed: int = 13) -> list[Any]:
-    rng = random.Random(seed)
+    """`n` answerable and `n` unanswerable questions, each half from its own seeded generator, so
+    a smaller `n` picks a prefix of a larger one's sample (a quick run's answers stay cached)."""
     yes = [it for it in lset.items if it.answerable]
     no = [it for it in lset.items if not it.answerable]
-    return rng.sample(yes, min(n, len(yes))) + rng.sample(no, min(n, len(no)))
+    return random.Random(seed).sample(yes, min(n, len(yes))) + random.Random(seed + 1).sample(no, min(n, len(no)))
 
 
 def tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
