@@ -289,3 +289,19 @@ def test_eval_runs_option_c_with_the_generator(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(InputError, match="compress.summary"):
         evaluate(lset, EvalConfig(budgets=[1000], policy=pol, show_progress=False), embedder=eval_embedder("hash"),
                  counter=default_counter())
+
+
+def test_session_passes_its_generator_to_the_summary() -> None:
+    """Session.assemble/ask (the service's path) use the session's generator for the summary, or
+    the one given to the call; without either the setting is the one-line error."""
+    from docket.api import Session
+
+    store = MemoryStore(nimbus_chunks())
+    gen = Scripted()
+    b = Session(store, policy=policy(), generator=gen).assemble(REFUND_QUESTION, store=store, budget=300, floor=0.0)
+    assert len(gen.calls) == 1 and any(s.get("derived") for s in b.sources.values())
+    other = Scripted(name="other")
+    Session(store, policy=policy()).assemble(REFUND_QUESTION, store=store, budget=300, floor=0.0, generator=other)
+    assert len(other.calls) == 1
+    with pytest.raises(InputError, match="compress.summary"):
+        Session(store, policy=policy()).assemble(REFUND_QUESTION, store=store, budget=300, floor=0.0)
