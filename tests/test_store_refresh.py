@@ -164,3 +164,23 @@ def test_equal_scores_are_ordered_by_row_whatever_the_refresh_history(tmp_path: 
     warm = [c for c, _ in reader.search_dense(qvec("identical refund text"), 3, Filters())]
     cold = [c for c, _ in _open(path).search_dense(qvec("identical refund text"), 3, Filters())]
     assert warm == cold
+
+
+def test_a_refresh_reads_the_contexts_of_new_chunks(tmp_path: Path) -> None:
+    """A chunk written with an index-time context (index --contextualize) by another connection is
+    found by a word only its context has, in the warm index as in a fresh load."""
+    from dataclasses import replace
+
+    path = tmp_path / "s.db"
+    _seed_store(path, docs=20)
+    reader, writer = _open(path), _open(path)
+    reader.search_bm25("refund", 5, Filters())  # warm
+    dv = version("d3", 2, ["it is waived in some member states"])
+    writer.write_version(replace(dv, contexts=["Nimbus early-termination fee: the EU exemption"]))
+    warm = reader.search_bm25("termination exemption", 5, Filters())
+    assert warm and warm[0][0] == "d3-v2-0"
+    cold = _open(path)
+    assert [(c, round(x, 5)) for c, x in cold.search_bm25("termination exemption", 5, Filters())] == \
+        [(c, round(x, 5)) for c, x in warm]
+    for s in (reader, writer, cold):
+        s.close()
