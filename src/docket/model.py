@@ -441,6 +441,12 @@ class Trace:
     def __len__(self) -> int:
         return len(self._raw)
 
+    def truncate(self, n: int) -> None:
+        """Drop the events after the first `n`: a move that backs out of a decision (a summary that
+        failed after its reservation) takes back the entries of the path it abandoned."""
+        del self._raw[n:]
+        del self._events[n:]
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Trace) and self._settle() == other._settle()
 

@@ -68,7 +68,7 @@ def pack_with_summary(passages: list[Passage], ctx: Context, generator: Any) -> 
                       f"{pol.compress.summary_tokens} tokens ({reserve} with its header) would take more than half the "
                       "budget: no summary", budget=budget, reserve=reserve)
         return pack_move.pack(passages, fixed)[0], budget
-    mark = len(ctx.trace.events)
+    mark = len(ctx.trace)
     ctx.trace.add(MOVE, "reserve", [], f"the {len(eligible)} candidates above the floor need {need} tokens > budget "
                   f"{budget}: {reserve} tokens reserved for a summary of what does not fit, {budget - reserve} for whole "
                   "passages", need=need, budget=budget, reserve=reserve)
@@ -86,7 +86,7 @@ def pack_with_summary(passages: list[Passage], ctx: Context, generator: Any) -> 
     else:
         why = "the summary was empty or did not fit"
     if summary is None:
-        del ctx.trace.events[mark:]
+        ctx.trace.truncate(mark)
         ctx.trace.add(MOVE, "fail", [c for p in rest for c in p.ids], f"{why}; packed again with the whole budget")
         ctx.warnings.append(f"no summary of the {len(rest)} passages that did not fit: {why}")
         return pack_move.pack(passages, fixed)[0], budget
