@@ -457,6 +457,18 @@ def _merged_postings(terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, more_t
 _F32_SLACK = 1e-4
 
 
+def _contenders(scores: np.ndarray, k: int, slack: float = 0.0) -> np.ndarray:
+    """Positions that may be among the k best: every score within `slack` of the k-th, so ties
+    (and near-ties) at the boundary are all kept for the caller's own ordering to decide."""
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.arange(n)
+    kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+    return np.flatnonzero(scores >= kth - slack)
+
+
 def _dense_top(scores: np.ndarray, rows: np.ndarray, mat: np.ndarray, q: np.ndarray, rowids: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k best of `scores` (float32 cosines of `mat[rows]` with `q`), best first, and their
@@ -465,15 +477,7 @@ def _dense_top(scores: np.ndarray, rows: np.ndarray, mat: np.ndarray, q: np.ndar
     between two processes whose indexes hold rows in different orders. The candidates within
     float32 error of the k-th are re-scored in float64 (each product exact, one summation order
     per row), then ordered by that score and rowid."""
-    n = scores.shape[0]
-    k = min(k, n)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    if k < n:
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        cand = np.flatnonzero(scores >= kth - _F32_SLACK)
-    else:
-        cand = np.arange(n)
+    cand = _contenders(scores, k, _F32_SLACK)
     exact = (mat[rows[cand]].astype(np.float64) * np.asarray(q, dtype=np.float64)).sum(axis=1)
     order = np.lexsort((rowids[rows[cand]], -exact))[:k]
     return cand[order], exact[order]
@@ -482,15 +486,7 @@ def _dense_top(scores: np.ndarray, rows: np.ndarray, mat: np.ndarray, q: np.ndar
 def _top(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k best scores, best first, ties by key (the chunk's rowid): the same
     answer whatever order the index holds its rows in, boundary ties included."""
-    n = scores.shape[0]
-    k = min(k, n)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if k < n:
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        cand = np.flatnonzero(scores >= kth)
-    else:
-        cand = np.arange(n)
+    cand = _contenders(scores, k)
     return cand[np.lexsort((keys[cand], -scores[cand]))[:k]]
 
 
