@@ -241,15 +241,15 @@ class ScopedView:
         return list(self._chunks[key])
 
     def versions(self, doc: str) -> list[VersionInfo]:
-        if doc not in self._versions or not self._memo:
-            self._fill_versions([doc])
+        self._fill_versions([doc])
         return list(self._versions[doc])
 
     def _fill_versions(self, docs: Sequence[str]) -> None:
-        """The readable versions of `docs`, remembered. A store that can say which versions have a
-        chunk the principal may read (`readable_versions`, one query) is asked that together with
-        `versions_many`; otherwise each version's chunks are read and filtered."""
-        docs = list(dict.fromkeys(docs))
+        """The readable versions of `docs` not yet remembered (all of them without the memo). A
+        store that can say which versions have a chunk the principal may read
+        (`readable_versions`, one query) is asked that together with `versions_many`; otherwise
+        each version's chunks are read and filtered."""
+        docs = [d for d in dict.fromkeys(docs) if d not in self._versions or not self._memo]
         if not docs:
             return
         readable = getattr(self._store, "readable_versions", None)
@@ -273,7 +273,7 @@ class ScopedView:
             easy = [d for d in dict.fromkeys(docs) if d in public]
             if easy:
                 known = inner(easy)
-        self._fill_versions([d for d in docs if d not in known and (d not in self._versions or not self._memo)])
+        self._fill_versions([d for d in docs if d not in known])
         return {d: known[d] if d in known else list(self._versions[d]) for d in docs}
 
     def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
@@ -287,7 +287,7 @@ class ScopedView:
             easy = [d for d in docs if d in public]
             if easy:
                 known = inner(easy, as_of)
-        self._fill_versions([d for d in docs if d not in known and (d not in self._versions or not self._memo)])
+        self._fill_versions([d for d in docs if d not in known])
         return {d: known[d] if d in known else version_in_force(self._versions[d], as_of) for d in docs}
 
     def all(self) -> list[Chunk]:
