@@ -34,6 +34,23 @@ def paragraphs() -> list[tuple[str, str]]:
     return [k for k in seen if k[1]]
 
 
+def hotpot_questions(limit: int | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, set[int]]]]:
+    """The distinct (title, text) paragraphs of the first `limit` HotpotQA dev250 questions (all
+    without a limit), and each question with the rows of its gold paragraphs."""
+    corpus: dict[tuple[str, str], int] = {}
+    qs: list[tuple[str, set[int]]] = []
+    with (DATA / "hotpotqa" / "dev250.jsonl").open() as fh:
+        recs = [json.loads(line) for line in fh if line.strip()]
+    for rec in recs[:limit]:
+        gold = set()
+        for c in rec["contexts"]:
+            i = corpus.setdefault((c["title"], c["paragraph_text"].strip()), len(corpus))
+            if c["is_supporting"]:
+                gold.add(i)
+        qs.append((rec["question_text"], gold))
+    return list(corpus), qs
+
+
 def variant(text: str, n: int) -> str:
     """The n-th variation of a paragraph: its sentences rotated by n (n = 0 is the original)."""
     if n == 0:

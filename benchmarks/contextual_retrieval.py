@@ -24,33 +24,24 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import DATA  # noqa: E402
+from _corpus import DATA, hotpot_questions  # noqa: E402
 
 KS = (5, 10, 20)
 
 
 def sub_corpus(name: str, n: int) -> tuple[list[tuple[str, str]], list[tuple[str, set[int]]]]:
     """(title, text) paragraphs of the first `n` questions, and each question with its gold rows."""
+    if name == "hotpotqa":
+        return hotpot_questions(n)
     corpus: dict[tuple[str, str], int] = {}
     qs: list[tuple[str, set[int]]] = []
-    if name == "hotpotqa":
-        with (DATA / "hotpotqa" / "dev250.jsonl").open() as fh:
-            recs = [json.loads(line) for line in fh if line.strip()][:n]
-        for rec in recs:
-            gold = set()
-            for c in rec["contexts"]:
-                i = corpus.setdefault((c["title"], c["paragraph_text"].strip()), len(corpus))
-                if c["is_supporting"]:
-                    gold.add(i)
-            qs.append((rec["question_text"], gold))
-    else:
-        for rec in json.loads((DATA / "musique" / "musique_train.json").read_text())[:n]:
-            gold = set()
-            for p in rec["paragraphs"]:
-                i = corpus.setdefault((p["title"], p["paragraph_text"].strip()), len(corpus))
-                if p["is_supporting"]:
-                    gold.add(i)
-            qs.append((rec["question"], gold))
+    for rec in json.loads((DATA / "musique" / "musique_train.json").read_text())[:n]:
+        gold = set()
+        for p in rec["paragraphs"]:
+            i = corpus.setdefault((p["title"], p["paragraph_text"].strip()), len(corpus))
+            if p["is_supporting"]:
+                gold.add(i)
+        qs.append((rec["question"], gold))
     return list(corpus), qs
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import DATA, cached_embed  # noqa: E402
+from _corpus import DATA, cached_embed, hotpot_questions  # noqa: E402
 
 from docket.assemble import assemble  # noqa: E402
 from docket.embed import default_embedder  # noqa: E402
@@ -38,18 +38,7 @@ BUDGETS = (500, 1000)
 
 
 def hotpot() -> tuple[list[tuple[str, str]], list[tuple[str, set[int]]]]:
-    corpus: dict[tuple[str, str], int] = {}
-    qs = []
-    with (DATA / "hotpotqa" / "dev250.jsonl").open() as fh:
-        for line in fh:
-            rec = json.loads(line)
-            gold = set()
-            for c in rec["contexts"]:
-                i = corpus.setdefault((c["title"], c["paragraph_text"].strip()), len(corpus))
-                if c["is_supporting"]:
-                    gold.add(i)
-            qs.append((rec["question_text"], gold))
-    return list(corpus), qs
+    return hotpot_questions()
 
 
 def musique() -> tuple[list[tuple[str, str]], list[tuple[str, set[int]]]]:
