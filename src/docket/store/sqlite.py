@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -690,7 +691,9 @@ class SQLiteStore:
 
     @staticmethod
     def _chunk(r: sqlite3.Row) -> Chunk:
-        c = chunk_from_row(dict(r), np.frombuffer(r["vector"], dtype=np.float32))
+        blob = r["vector"]
+        # struct gives the float32 values as Python floats at once (numpy's frombuffer + tolist, in one step)
+        c = chunk_from_row(r, struct.unpack(f"={len(blob) // 4}f", blob))
         default_cache().offer(c, r["features"])  # parsed only if this content's features are not in memory
         return c
 
