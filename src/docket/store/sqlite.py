@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from datetime import date as Date
 from pathlib import Path
@@ -295,6 +295,11 @@ class _Index:
     new_tf: np.ndarray
     matrix: _Matrix
     base_rows: int  # rows of the full load (the rest were appended by refreshes)
+    #: whether every row is public (None: not yet looked at); then an ACL check keeps every row
+    every_public: bool | None = None
+    #: (row count, mean length) of the rows each principal may read, by its acl names: BM25's
+    #: statistics depend only on who asks, not on the question (bounded; see `readable_stats`)
+    stats: dict[tuple[str, ...] | None, tuple[int, float]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, rows: _Rows, acl_rows: Sequence[tuple[str, int]], generation: str, seq: int) -> _Index:
@@ -345,6 +350,8 @@ class _Index:
             old = acl.get(p)
             fresh = np.asarray(ix, dtype=np.int64)
             acl[p] = fresh if old is None else np.concatenate([old, fresh])
+        new_terms, new_rows, new_tf = _merged_postings(self.new_terms, self.new_rows, self.new_tf, rows.post_terms,
+                                                       (rows.post_rows + n0).astype(np.int32), rows.post_tf)
         return _Index(
             generation=generation, seq=seq, ids=self.ids + rows.ids,
             rowids=np.concatenate([self.rowids, rows.rowids]),
@@ -358,16 +365,20 @@ class _Index:
             dates=np.concatenate([self.dates, rows.dates]), acl=acl,
             lens=np.concatenate([self.lens, rows.lens]),
             post_terms=self.post_terms, post_rows=self.post_rows, post_tf=self.post_tf,
-            **_merged_postings(self.new_terms, self.new_rows, self.new_tf,
-                               rows.post_terms, (rows.post_rows + n0).astype(np.int32), rows.post_tf),
-            matrix=self.matrix, base_rows=self.base_rows,
+            new_terms=new_terms, new_rows=new_rows, new_tf=new_tf, matrix=self.matrix, base_rows=self.base_rows,
         )
 
     def readable(self, f: Filters) -> np.ndarray | None:
-        """Rows the filter's principal may read, dead rows never (None: every row, unrestricted)."""
+        """Rows the filter's principal may read, dead rows never (None: every row, as for an
+        unrestricted search or when every row is alive and public)."""
         names = f.acl_names
         if names is None:
             return None if self.alive is None else self.alive.copy()
+        if self.alive is None:
+            if self.every_public is None:
+                self.every_public = bool(self.public.all())
+            if self.every_public:
+                return None
         readable = self.public.copy()
         for name in names:
             idx = self.acl.get(name)
@@ -397,6 +408,22 @@ class _Index:
             m = both((self.dates > 0) & (self.dates <= f.date_to.toordinal()))
         return m
 
+    def readable_stats(self, names: list[str] | None, readable: np.ndarray | None) -> tuple[int, float]:
+        """BM25's row count and mean length (at least 1) over `readable`, the rows `names` may read,
+        computed once per principal for this index (an index is never changed once built)."""
+        key = tuple(names) if names is not None else None
+        got = self.stats.get(key)
+        if got is None:
+            if readable is None:
+                got = (len(self.ids), max(1.0, float(self.lens.mean())) if len(self.ids) else 1.0)
+            else:
+                n = int(readable.sum())
+                got = (n, max(1.0, float(self.lens[readable].mean())) if n else 1.0)
+            if len(self.stats) >= 1024:
+                self.stats.clear()
+            self.stats[key] = got
+        return got
+
     def postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding term `t` and its frequency in each (loaded and appended rows)."""
         lo, hi = np.searchsorted(self.post_terms, np.array([t, t + 1], dtype=self.post_terms.dtype))
@@ -413,10 +440,9 @@ class _Index:
         over the rows the principal may read (never over rows it may not)."""
         readable = self.readable(f)
         mask = self.mask(f, readable)
-        n = int(readable.sum()) if readable is not None else len(self.ids)
+        n, avg = self.readable_stats(f.acl_names, readable)
         if n == 0:
             return []
-        avg = max(1.0, float(self.lens[readable].mean() if readable is not None else self.lens.mean()))
         scores: np.ndarray | None = None
         for t in term_ids:
             rows, tf = self.postings(t)
@@ -444,14 +470,13 @@ class _Index:
 
 
 def _merged_postings(terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, more_terms: np.ndarray,
-                     more_rows: np.ndarray, more_tf: np.ndarray) -> dict[str, np.ndarray]:
+                     more_rows: np.ndarray, more_tf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sorted postings with more added, still sorted by term (one linear insert per array, not a
     re-sort: a refresh after each write stays cheap as the appended part grows)."""
     order = np.argsort(more_terms, kind="stable")
     more_terms, more_rows, more_tf = more_terms[order], more_rows[order], more_tf[order]
     at = np.searchsorted(terms, more_terms, side="right")
-    return {"new_terms": np.insert(terms, at, more_terms), "new_rows": np.insert(rows, at, more_rows),
-            "new_tf": np.insert(tf, at, more_tf)}
+    return np.insert(terms, at, more_terms), np.insert(rows, at, more_rows), np.insert(tf, at, more_tf)
 
 
 #: float32 mat-vec error bound for unit vectors (dims ≤ 4096), for choosing the exact re-score's candidates
@@ -466,7 +491,7 @@ def _contenders(scores: np.ndarray, k: int, slack: float = 0.0) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k >= n:
         return np.arange(n)
-    kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+    kth = np.partition(scores, n - k)[n - k]  # the k-th best value (a partition of values, no index array)
     return np.flatnonzero(scores >= kth - slack)
 
 
