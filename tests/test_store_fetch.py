@@ -243,3 +243,13 @@ def test_searches_equal_the_reference_after_writes_elsewhere(path: Path) -> None
     # scores within float32 rounding of the reference: the refreshed index averages lengths in its own row order
     _check_searches(s, _Reference(path), exact=False)
     s.close()
+
+
+def test_searches_do_not_depend_on_the_blas_threads(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import docket.store.sqlite as sqlite_store
+
+    for threads in (0, 2):
+        monkeypatch.setattr(sqlite_store, "_DENSE_BLAS", sqlite_store._BlasThreads(threads))
+        s = SQLiteStore(path)
+        _check_searches(s, _Reference(path))
+        s.close()

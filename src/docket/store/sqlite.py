@@ -20,6 +20,7 @@ older file is opened, inside one write transaction.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import struct
 import threading
@@ -516,6 +517,66 @@ def _top(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
     return cand[np.lexsort((keys[cand], -scores[cand]))[:k]]
 
 
+class _BlasThreads:
+    """BLAS limited to `threads` threads while a block entered through it runs in the main thread
+    (0: BLAS left as configured; None: read DOCKET_DENSE_THREADS on first use); re-entrant, and
+    BLAS is restored when the outermost block ends, even on an error. Searches in other threads
+    leave BLAS alone: OpenBLAS ignores a thread count set from a worker thread once the main
+    thread has set one, so a worker could not be sure to restore what it changed (a server
+    that searches in worker threads sets OPENBLAS_NUM_THREADS=1 instead). The limit is
+    process-wide (threadpoolctl): other threads' BLAS calls meanwhile share it."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+        self._depth = 0
+        self._limiter: Any = None
+        self._controller: Any = None
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        if self.threads is None:
+            self.threads = _dense_threads(os.environ.get("DOCKET_DENSE_THREADS"))
+        if self.threads <= 0 or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        if self._depth == 0:
+            if self._controller is None:
+                from threadpoolctl import ThreadpoolController  # scans the loaded libraries once
+
+                self._controller = ThreadpoolController()
+            self._limiter = self._controller.limit(limits=self.threads, user_api="blas")
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+def _dense_threads(raw: str | None) -> int:
+    """`DOCKET_DENSE_THREADS`: a whole number of BLAS threads for the dense scan, 0 for BLAS's own."""
+    if raw is None or not raw.strip():
+        return 1
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise InputError(f"must be a whole number of threads (0 leaves BLAS as configured), got {raw!r}",
+                         field="DOCKET_DENSE_THREADS")
+    return n
+
+
+#: BLAS threads for SQLite's dense scan (env DOCKET_DENSE_THREADS, default 1; 0 leaves BLAS as
+#: configured). The scan is one memory-bound float32 mat-vec, which more threads barely speed up,
+#: and OpenBLAS's workers spin-wait for a while after each call, taking a core from the Python
+#: work that follows (BM25, the fetch, assembly): on the 2-core bench machine warm retrieve p50
+#: at 100k chunks went from ~80 to ~50 ms with one thread (benchmarks/README.md).
+_DENSE_BLAS = _BlasThreads()
+
+
 def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:
     table: dict[str, int] = {}
     return _extend_codes(values, table), table
@@ -920,16 +981,17 @@ class SQLiteStore:
         if q.shape[0] != m.mat.shape[1]:
             raise InputError(f"query vector has {q.shape[0]} dimensions, the store holds {m.mat.shape[1]}", field="vector")
         mask = m.mask(filters, m.readable(filters))
-        if mask is not None:
-            idx = np.flatnonzero(mask)
-            if idx.size == 0:
-                return []
-            scores = m.mat[idx] @ q if idx.size < len(m.ids) // 4 else (m.mat @ q)[idx]
-        else:
-            idx = None
-            scores = m.mat @ q
-        rows_of = idx if idx is not None else np.arange(scores.shape[0])
-        top, exact = _dense_top(scores, rows_of, m.mat, q, m.rowids, k)
+        with _DENSE_BLAS():
+            if mask is not None:
+                idx = np.flatnonzero(mask)
+                if idx.size == 0:
+                    return []
+                scores = m.mat[idx] @ q if idx.size < len(m.ids) // 4 else (m.mat @ q)[idx]
+            else:
+                idx = None
+                scores = m.mat @ q
+            rows_of = idx if idx is not None else np.arange(scores.shape[0])
+            top, exact = _dense_top(scores, rows_of, m.mat, q, m.rowids, k)
         return [(m.ids[int(r)], float(x)) for r, x in zip(rows_of[top], exact)]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:

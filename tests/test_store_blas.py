@@ -1,0 +1,96 @@
+"""SQLite's dense scan runs with BLAS limited to DOCKET_DENSE_THREADS threads (default 1) and
+leaves BLAS as it found it, also when searches overlap in threads; the limit never changes what
+a search returns."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from threadpoolctl import ThreadpoolController
+
+from docket.errors import InputError
+from docket.store import sqlite as sqlite_store
+from docket.store.sqlite import _BlasThreads, _dense_threads
+
+
+def _blas_threads(ctl: ThreadpoolController) -> set[int]:
+    return {int(i["num_threads"]) for i in ctl.info() if i["user_api"] == "blas"}
+
+
+@pytest.fixture
+def ctl() -> ThreadpoolController:
+    np.ones(2) @ np.ones(2)  # BLAS loaded
+    c = ThreadpoolController()
+    if not _blas_threads(c):
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    return c
+
+
+def test_limit_applies_inside_and_restores_after(ctl: ThreadpoolController) -> None:
+    with ctl.limit(limits=2, user_api="blas"):  # a known starting point, whatever the machine's default
+        limit = _BlasThreads(1)
+        with limit():
+            assert _blas_threads(ctl) == {1}
+        assert _blas_threads(ctl) == {2}
+        with _BlasThreads(0)():  # 0: BLAS left alone
+            assert _blas_threads(ctl) == {2}
+
+
+def test_nested_blocks_restore_once_at_the_end(ctl: ThreadpoolController) -> None:
+    with ctl.limit(limits=2, user_api="blas"):
+        limit = _BlasThreads(1)
+        with limit():
+            with limit():
+                assert _blas_threads(ctl) == {1}
+            assert _blas_threads(ctl) == {1}
+        assert _blas_threads(ctl) == {2}
+
+
+def test_searches_in_worker_threads_leave_blas_alone(ctl: ThreadpoolController) -> None:
+    with ctl.limit(limits=2, user_api="blas"):
+        limit = _BlasThreads(1)
+        seen: list[set[int]] = []
+
+        def search() -> None:
+            with limit():
+                seen.append(_blas_threads(ctl))
+
+        threads = [threading.Thread(target=search) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [{2}, {2}, {2}]
+        assert _blas_threads(ctl) == {2}
+
+
+def test_an_exception_inside_still_restores(ctl: ThreadpoolController) -> None:
+    with ctl.limit(limits=2, user_api="blas"):
+        limit = _BlasThreads(1)
+        with pytest.raises(RuntimeError), limit():
+            raise RuntimeError("boom")
+        assert _blas_threads(ctl) == {2}
+
+
+@pytest.mark.parametrize(("raw", "want"), [(None, 1), ("", 1), (" 3 ", 3), ("0", 0)])
+def test_dense_threads_setting(raw: str | None, want: int) -> None:
+    assert _dense_threads(raw) == want
+
+
+@pytest.mark.parametrize("raw", ["two", "-1", "1.5"])
+def test_dense_threads_setting_refuses_nonsense(raw: str) -> None:
+    with pytest.raises(InputError, match="DOCKET_DENSE_THREADS|whole number"):
+        _dense_threads(raw)
+
+
+def test_the_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKET_DENSE_THREADS", "lots")
+    with pytest.raises(InputError, match="lots"), _BlasThreads()():
+        pass
+    monkeypatch.setenv("DOCKET_DENSE_THREADS", "0")
+    limit = _BlasThreads()
+    with limit():
+        assert limit.threads == 0
+    assert isinstance(sqlite_store._DENSE_BLAS, _BlasThreads)
