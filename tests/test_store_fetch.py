@@ -44,16 +44,18 @@ def _texts(seed: int, n: int) -> list[str]:
     return [" ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) for _ in range(n)]
 
 
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    """A small store: documents with every kind of acl, dates, source types, metadata, a superseded
-    version, repeated texts (exact score ties) and one deletion."""
+@pytest.fixture(params=["acl", "public"])
+def path(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A small store: documents with every kind of acl (or, "public", none at all: the index's
+    every-row-public path), dates, source types, metadata, a superseded version, repeated texts
+    (exact score ties) and one deletion."""
+    acls = ACLS if request.param == "acl" else [None]
     p = tmp_path / "s.db"
     s = SQLiteStore(p)
     s.set_meta({"embedder": EMB.name, "dim": str(EMB.dim)})
     for d in range(24):
         texts = _texts(d % 9, 4)  # documents 9 apart repeat each other: equal scores, ties by rowid
-        dv = version(f"d{d}", 1, texts, acl=ACLS[d % len(ACLS)], when=date(2024, 1 + d % 12, 1) if d % 5 else None,
+        dv = version(f"d{d}", 1, texts, acl=acls[d % len(acls)], when=date(2024, 1 + d % 12, 1) if d % 5 else None,
                      source_type=("wiki", "forum", None)[d % 3])
         if d % 4 == 0:
             dv.chunks = [c.model_copy(update={"metadata": {"team": f"t{d}", "n": d, "nested": {"k": [1, 2]}},
