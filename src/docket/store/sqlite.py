@@ -573,7 +573,7 @@ def _dense_threads(raw: str | None) -> int:
 #: configured). The scan is one memory-bound float32 mat-vec, which more threads barely speed up,
 #: and OpenBLAS's workers spin-wait for a while after each call, taking a core from the Python
 #: work that follows (BM25, the fetch, assembly): on the 2-core bench machine warm retrieve p50
-#: at 100k chunks went from ~80 to ~50 ms with one thread (benchmarks/README.md).
+#: at 100k chunks went from ~80 to ~50 ms with one thread (docs/store.md, speed at scale).
 _DENSE_BLAS = _BlasThreads()
 
 
