@@ -509,10 +509,11 @@ def disagreement(a: Claim, b: Claim, overlap: float = YEAR_OVERLAP, similar: Sim
     negations for `NEGATION_OVERLAP`."""
     # exact early exits (each condition below needs them): a shared word, and either a unit both
     # sentences use or a negation only one of them has
-    if a.words.isdisjoint(b.words) or different_names(a, b):
+    if (a.words and b.words and a.words.isdisjoint(b.words)) or different_names(a, b):
         return None
-    if a.negated == b.negated and (not a.quantities or not b.quantities or a.units().keys().isdisjoint(b.units())):
-        return None
+    if a.negated == b.negated and (not a.quantities or not b.quantities or a.quantities == b.quantities
+                                   or a.units().keys().isdisjoint(b.units())):
+        return None  # (equal amounts: every unit's values contain the other's)
     sim = similarity(a, b)
     shared = len(a.words & b.words)
     ua, ub = a.units(), b.units()
