@@ -272,3 +272,23 @@ def test_with_chat_history_the_corpus_comes_before_the_turns():
     assert [blk["type"] for blk in last] == ["text"]
     plain = whole("Which policies mention travel?")
     assert len(plain.messages) == 2  # without history: one user message, documents first
+
+
+def test_add_breakpoints_copies_and_leaves_the_request_as_it_was() -> None:
+    import copy as _copy
+
+    from docket.modes.caching import add_breakpoints
+
+    request = {"model": "m", "system": [{"type": "text", "text": "rules"}],
+               "messages": [{"role": "user", "content": [
+                   {"type": "document", "source": {"type": "text", "data": "a"}},
+                   {"type": "document", "source": {"type": "text", "data": "b"}},
+                   {"type": "text", "text": "question"}]}]}
+    before = _copy.deepcopy(request)
+    out = add_breakpoints(request, corpus=True)
+    assert request == before  # nothing of the input is changed
+    assert out["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert [("cache_control" in b) for b in out["messages"][0]["content"]] == [False, True, False]
+    plain = add_breakpoints({"system": "rules", "messages": before["messages"]}, corpus=False)
+    assert plain["system"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
+    assert plain["messages"] == before["messages"]

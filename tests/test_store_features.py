@@ -12,7 +12,7 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, version
 
 from docket.assemble import assemble
-from docket.features import FeatureCache, content_key, default_cache, digest, from_record, record_of
+from docket.features import RECORD_VERSION, FeatureCache, content_key, default_cache, digest, from_record, record_of
 from docket.model import Candidate
 from docket.store.base import MemoryStore
 from docket.store.protocol import open_store
@@ -77,7 +77,7 @@ def test_features_are_written_at_index_time_and_read_back(location: str) -> None
     _fill(location)
     records = _records(location)
     assert len(records) == 5 and all(records)
-    assert all(json.loads(r)["v"] == 1 for r in records)  # type: ignore[arg-type]
+    assert all(json.loads(r)["v"] == RECORD_VERSION for r in records)  # type: ignore[arg-type]
     default_cache().clear()
     s = open_store(location)
     chunks = sorted(s.chunks_of("policy", 1) + s.chunks_of("help", 1), key=lambda c: c.id)
@@ -137,5 +137,26 @@ def test_a_record_holds_what_the_moves_compute() -> None:
         fresh = FeatureCache().features(c)
         assert got.rescore_terms(c) == fresh.rescore_terms(c)
         assert got.copy_hash(c) == fresh.copy_hash(c)
-        assert got.statements(c) == fresh.statements(c)  # not persisted (conflicts read few): computed when asked
+        assert got._claims_record is not None  # persisted, decoded only when a pair needs them
+        assert got.statements(c) == fresh.statements(c)
         assert got.costs  # both formats, labels S1-S999
+
+
+def test_a_version_1_record_is_still_read_and_its_claims_computed_when_asked() -> None:
+    """Stores written before claims were persisted keep their other features (no reindex)."""
+    c = version("d", 1, TEXTS).chunks[1]
+    old = json.loads(record_of(c))
+    old["v"] = 1
+    del old["claims"]
+    got = from_record(c, content_key(c), json.dumps(old))
+    assert got is not None and got._claims_record is None and got.costs
+    assert got.statements(c) == FeatureCache().features(c).statements(c)
+
+
+def test_unreadable_claims_in_a_record_are_recomputed_not_trusted() -> None:
+    c = version("d", 1, TEXTS).chunks[1]
+    bad = json.loads(record_of(c))
+    bad["claims"] = [[], ["not", "a", "claim"]]
+    got = from_record(c, content_key(c), json.dumps(bad))
+    assert got is not None
+    assert got.statements(c) == FeatureCache().features(c).statements(c)

@@ -23,6 +23,10 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from docket.dates import _MONTHS
 
 # --- words ------------------------------------------------------------------------------------
 
@@ -87,7 +91,9 @@ def fold(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(w: str) -> str:
+    """A crude stem (memoised: a pure function of one word, asked for every word of every claim)."""
     w = w.removesuffix("'s").removesuffix("'")
     if w in _SYNONYMS:
         return _SYNONYMS[w]
@@ -161,10 +167,15 @@ class Claim:
     anaphoric: bool = False
 
     def units(self) -> dict[str, tuple[Quantity, ...]]:
-        out: dict[str, list[Quantity]] = {}
-        for q in self.quantities:
-            out.setdefault(q.unit, []).append(q)
-        return {u: tuple(v) for u, v in out.items()}
+        """The quantities by unit (computed once per claim: asked for every pair it is in)."""
+        got = self.__dict__.get("_units")
+        if got is None:
+            out: dict[str, list[Quantity]] = {}
+            for q in self.quantities:
+                out.setdefault(q.unit, []).append(q)
+            got = {u: tuple(v) for u, v in out.items()}
+            object.__setattr__(self, "_units", got)
+        return got  # type: ignore[no-any-return]
 
 
 def _step(tok: str) -> float:
@@ -196,7 +207,9 @@ def _number(tok: str) -> float | None:
 def _date_at(tokens: list[str], i: int) -> tuple[Quantity, int] | None:
     """A calendar date starting at token i ("21 october 1992", "november 8 2044", "june 2000"):
     one value (days since year 0), not a day number and a year."""
-    from docket.dates import _MONTHS
+    first = tokens[i]
+    if first != "," and not first[0].isdigit() and first not in _MONTHS:
+        return None  # every date opens with a day, a month or (after a comma) one of them
 
     def year(t: str) -> int | None:
         return int(t) if t.isdigit() and len(t) == 4 else None
@@ -427,6 +440,30 @@ def claims(text: str) -> list[Claim]:
     return out
 
 
+def to_record(text: str, found: list[Claim]) -> list[Any]:
+    """`claims(text)` as plain JSON data, for a store to keep next to the chunk (docket.features):
+    each claim's sentence as offsets into `text` (not a second copy of it), its words, names,
+    quantities, negation and anaphora; the passage's subject once."""
+    out: list[Any] = [sorted(found[0].subject) if found else []]
+    pos = 0
+    for c in found:
+        start = text.find(c.text, pos)
+        if start < 0:  # cannot happen for claims of this text; a record that fails here is not written
+            raise ValueError("claim text is not in the passage")
+        pos = start + len(c.text)
+        out.append([start, pos, sorted(c.words), sorted(c.names),
+                    [[q.value, q.unit, q.text, q.step, q.of] for q in c.quantities], int(c.negated), int(c.anaphoric)])
+    return out
+
+
+def from_record(text: str, record: list[Any]) -> list[Claim]:
+    """The claims `to_record` wrote for this text (the caller checks the record is for it)."""
+    subj = frozenset(record[0])
+    return [Claim(frozenset(w), frozenset(n), tuple(Quantity(float(v), u, t, float(st), of) for v, u, t, st, of in qs),
+                  bool(neg), text[a:b], subj, bool(ana))
+            for a, b, w, n, qs, neg, ana in record[1:]]
+
+
 # --- comparing --------------------------------------------------------------------------------
 
 
@@ -470,8 +507,13 @@ def disagreement(a: Claim, b: Claim, overlap: float = YEAR_OVERLAP, similar: Sim
     """Why the two claims contradict each other, or None. `overlap` is the word overlap asked of
     years and unit-less numbers (the policy's conflict_overlap); amounts with a unit ask for less,
     negations for `NEGATION_OVERLAP`."""
-    if different_names(a, b):
+    # exact early exits (each condition below needs them): a shared word, and either a unit both
+    # sentences use or a negation only one of them has
+    if (a.words and b.words and a.words.isdisjoint(b.words)) or different_names(a, b):
         return None
+    if a.negated == b.negated and (not a.quantities or not b.quantities or a.quantities == b.quantities
+                                   or a.units().keys().isdisjoint(b.units())):
+        return None  # (equal amounts: every unit's values contain the other's)
     sim = similarity(a, b)
     shared = len(a.words & b.words)
     ua, ub = a.units(), b.units()

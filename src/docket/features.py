@@ -68,6 +68,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_text_phrase", "_text_words", "_copy_hash", "_statements",
+        "_claims_record",
         "costs",
     )
 
@@ -80,6 +81,8 @@ class ChunkFeatures:
         self._text_words: frozenset[str] | None = None
         self._copy_hash: str | None = None
         self._statements: list[Any] | None = None
+        #: the claims as a store persisted them, decoded on first use (most records never are)
+        self._claims_record: list[Any] | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class)
         self.costs: dict[tuple[Any, ...], int] = {}
 
@@ -126,9 +129,20 @@ class ChunkFeatures:
         """moves.versions.statements of the text: its claims (conflict detection)."""
         s = self._statements
         if s is None:
-            from docket.moves.versions import statements
+            rec = self._claims_record
+            if rec is not None:
+                from docket.claims import from_record as claims_from_record
 
-            s = self._statements = statements(chunk.text)
+                self._claims_record = None
+                try:
+                    s = claims_from_record(chunk.text, rec)
+                except (ValueError, TypeError, IndexError):
+                    s = None  # an unreadable record is recomputed, never trusted
+            if s is None:
+                from docket.moves.versions import statements
+
+                s = statements(chunk.text)
+            self._statements = s
         return s
 
 
@@ -288,8 +302,11 @@ def render_key(policy: Any) -> str:
 
 # --- persisted features -------------------------------------------------------------------------
 
-#: the layout of a persisted feature record; a record of another version is ignored (recomputed)
-RECORD_VERSION = 1
+#: the layout of a persisted feature record; a record of another version is ignored (recomputed).
+#: 2 added the claims (conflict detection's statements); a version-1 record is still read, its
+#: claims computed when first asked for.
+RECORD_VERSION = 2
+_READABLE = (1, 2)
 
 
 def record_of(chunk: Chunk, counter: Any = None) -> str:
@@ -297,7 +314,9 @@ def record_of(chunk: Chunk, counter: Any = None) -> str:
     (written at index time, read back by `FeatureCache.offer`): the re-scoring terms, the copy
     hash, and the token count of the passage rendered with the default render
     settings in each text format, for labels of one to three digits (S1-S999: one count, see
-    docket.counting.label_class)."""
+    docket.counting.label_class), and the claims conflict detection compares (the costliest
+    feature to compute on a first sight: ~1 ms a passage)."""
+    from docket.claims import to_record as claims_record
     from docket.model import Passage
     from docket.moves.pack import _render_cost
     from docket.tokens import default_counter
@@ -318,6 +337,7 @@ def record_of(chunk: Chunk, counter: Any = None) -> str:
         "title_words": sorted(t.title_words), "probes": list(t.probes),
         "copy_hash": f.copy_hash(chunk),
         "costs": [[k[1], k[2], k[3], n] for k, n in f.costs.items()],
+        "claims": claims_record(chunk.text, f.statements(chunk)),
     }, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -357,13 +377,16 @@ def from_record(chunk: Chunk, key: ContentKey, record: str | bytes) -> ChunkFeat
     (the row changed since it was written, e.g. a version was superseded: then they are recomputed)."""
     try:
         r = json.loads(record)
-        if not isinstance(r, dict) or r.get("v") != RECORD_VERSION or r.get("key") != digest(key):
+        if not isinstance(r, dict) or r.get("v") not in _READABLE or r.get("key") != digest(key):
             return None
         f = ChunkFeatures(chunk, key)
         f._rescore = RescoreTerms(frozenset(r["words"]), dict(r["repeats"]), int(r["length"]), tuple(r["title_phrases"]),
                                   frozenset(r["title_words"]), tuple(r["probes"]))
         f._copy_hash = r["copy_hash"]
         f.costs = {("cost", c, k, cls): int(n) for c, k, cls, n in r["costs"]}
+        claims = r.get("claims")
+        if isinstance(claims, list) and claims:
+            f._claims_record = claims
         return f
     except (ValueError, TypeError, KeyError, IndexError):
         return None  # an unreadable record is recomputed, never trusted
