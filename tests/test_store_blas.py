@@ -12,7 +12,8 @@ from threadpoolctl import ThreadpoolController
 
 from docket.errors import InputError
 from docket.store import sqlite as sqlite_store
-from docket.store.sqlite import _BlasThreads, _dense_threads
+from docket.blas import BlasThreads as _BlasThreads
+from docket.blas import threads_setting as _dense_threads
 
 
 def _blas_threads(ctl: ThreadpoolController) -> set[int]:
@@ -94,3 +95,55 @@ def test_the_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatc
     with limit():
         assert limit.threads == 0
     assert isinstance(sqlite_store._DENSE_BLAS, _BlasThreads)
+
+
+def test_assembly_runs_with_blas_limited_and_restores_it(ctl: ThreadpoolController, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`assemble` holds BLAS like the dense scan: its pool products are small, and idle BLAS
+    workers spinning after them took a core from the Python moves."""
+    import importlib
+
+    assemble_mod = importlib.import_module("docket.assemble")  # the module, not the function docket exports
+    from docket.embed import HashEmbedder
+    from docket.model import Candidate, parse_chunk
+    from docket.store.base import MemoryStore
+
+    emb = HashEmbedder(64)
+    texts = ["Refunds take 10 days.", "Refunds take 14 days.", "Shipping is free over 50 EUR."]
+    chunks = [parse_chunk({"id": f"c{i}", "doc": f"d{i}", "text": t, "vector": [float(x) for x in v]})
+              for i, (t, v) in enumerate(zip(texts, emb.embed(texts)))]
+    seen: list[set[int]] = []
+    real = assemble_mod._assemble_ranked
+
+    def spy(*a: object, **k: object) -> object:
+        seen.append(_blas_threads(ctl))
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(assemble_mod, "_assemble_ranked", spy)
+    monkeypatch.setattr(assemble_mod._ASSEMBLY_BLAS, "threads", None)  # read DOCKET_DENSE_THREADS again
+    with ctl.limit(limits=2, user_api="blas"):
+        limited = assemble_mod.assemble("how long do refunds take?", [Candidate(c, 0.9 - 0.1 * i, i + 1)
+                                        for i, c in enumerate(chunks)], store=MemoryStore(chunks), embedder=emb,
+                                        floor=0.0)
+        assert seen == [{1}] and _blas_threads(ctl) == {2}
+        monkeypatch.setenv("DOCKET_DENSE_THREADS", "0")
+        monkeypatch.setattr(assemble_mod._ASSEMBLY_BLAS, "threads", None)
+        free = assemble_mod.assemble("how long do refunds take?", [Candidate(c, 0.9 - 0.1 * i, i + 1)
+                                     for i, c in enumerate(chunks)], store=MemoryStore(chunks), embedder=emb, floor=0.0)
+        assert seen[-1] == {2}
+    assert limited.messages == free.messages
+
+
+def test_limit_process_holds_blas_for_a_server(ctl: ThreadpoolController, monkeypatch: pytest.MonkeyPatch) -> None:
+    from docket import blas
+
+    with ctl.limit(limits=2, user_api="blas"):
+        monkeypatch.setenv("DOCKET_DENSE_THREADS", "0")
+        blas.limit_process()
+        assert _blas_threads(ctl) == {2}  # 0: left alone
+        monkeypatch.delenv("DOCKET_DENSE_THREADS")
+        blas.limit_process()
+        assert _blas_threads(ctl) == {1}
+        blas._process_limit.restore_original_limits()
+    monkeypatch.setenv("DOCKET_DENSE_THREADS", "many")
+    with pytest.raises(InputError, match="DOCKET_DENSE_THREADS"):
+        blas.limit_process()

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from docket import answerable, rescore
+from docket.blas import BlasThreads, limited
 from docket.brief.layout import build_brief, not_found_brief
 from docket.context import Context, check_entries, stack
 from docket.embed import Embedder, default_embedder
@@ -58,6 +59,13 @@ def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
     return out
 
 
+#: BLAS threads while a brief is assembled (docket.blas: DOCKET_DENSE_THREADS, default 1). The
+#: pool's products are small; with BLAS's default threads, its workers spun after each one and
+#: took a core from the Python moves that follow.
+_ASSEMBLY_BLAS = BlasThreads()
+
+
+@limited(_ASSEMBLY_BLAS)
 def assemble(
     question: str,
     candidates: Sequence[Candidate] | None = None,

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from docket.api import AnswerEvent, Session, embedder_named
+from docket.blas import limit_process
 from docket.brief.result import Brief
 from docket.errors import DocketError, InputError, UnavailableError
 from docket.keys import ApiKey, KeyFile
@@ -711,6 +712,7 @@ def app_from_env() -> FastAPI:
     raw = os.environ.get(CONFIG_ENV)
     config = ServerConfig.from_json(raw) if raw else ServerConfig()
     configure_logging(config.log_level)  # each worker process logs its own JSON lines
+    limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
     app = create_app(config)
     app.state.session.warm_up()
     return app

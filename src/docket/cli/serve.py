@@ -119,6 +119,9 @@ def serve_cmd(
     configure_logging(log_level)
     err = Console(stderr=True)
     if workers == 1:
+        from docket.blas import limit_process
+
+        limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
         application = create_app(config)  # bad settings fail here, with docket's one-line error
         application.state.session.warm_up()
         err.print(f"docket serving {db} on http://{host}:{port} (docs: http://{host}:{port}/docs)", soft_wrap=True)

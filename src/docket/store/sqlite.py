@@ -20,7 +20,6 @@ older file is opened, inside one write transaction.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import struct
 import threading
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from docket.blas import BlasThreads as _BlasThreads
 from docket.errors import DocketError, InputError
 from docket.features import default_cache, record_of, stored_features
 from docket.model import Chunk
@@ -515,58 +515,6 @@ def _top(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
     answer whatever order the index holds its rows in, boundary ties included."""
     cand = _contenders(scores, k)
     return cand[np.lexsort((keys[cand], -scores[cand]))[:k]]
-
-
-class _BlasThreads:
-    """BLAS limited to `threads` threads while a block entered through it runs in the main thread
-    (0: BLAS left as configured; None: read DOCKET_DENSE_THREADS on first use); re-entrant, and
-    BLAS is restored when the outermost block ends, even on an error. Searches in other threads
-    leave BLAS alone: OpenBLAS ignores a thread count set from a worker thread once the main
-    thread has set one, so a worker could not be sure to restore what it changed (a server
-    that searches in worker threads sets OPENBLAS_NUM_THREADS=1 instead). The limit is
-    process-wide (threadpoolctl): other threads' BLAS calls meanwhile share it."""
-
-    def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads
-        self._depth = 0
-        self._limiter: Any = None
-        self._controller: Any = None
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        if self.threads is None:
-            self.threads = _dense_threads(os.environ.get("DOCKET_DENSE_THREADS"))
-        if self.threads <= 0 or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        if self._depth == 0:
-            if self._controller is None:
-                from threadpoolctl import ThreadpoolController  # scans the loaded libraries once
-
-                self._controller = ThreadpoolController()
-            self._limiter = self._controller.limit(limits=self.threads, user_api="blas")
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if self._depth == 0:
-                self._limiter.restore_original_limits()
-                self._limiter = None
-
-
-def _dense_threads(raw: str | None) -> int:
-    """`DOCKET_DENSE_THREADS`: a whole number of BLAS threads for the dense scan, 0 for BLAS's own."""
-    if raw is None or not raw.strip():
-        return 1
-    try:
-        n = int(raw)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise InputError(f"must be a whole number of threads (0 leaves BLAS as configured), got {raw!r}",
-                         field="DOCKET_DENSE_THREADS")
-    return n
 
 
 #: BLAS threads for SQLite's dense scan (env DOCKET_DENSE_THREADS, default 1; 0 leaves BLAS as
