@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController
 
-from docket.errors import InputError
-from docket.store import sqlite as sqlite_store
 from docket.blas import BlasThreads as _BlasThreads
 from docket.blas import threads_setting as _dense_threads
+from docket.errors import InputError
+from docket.store import sqlite as sqlite_store
 
 
 def _blas_threads(ctl: ThreadpoolController) -> set[int]:

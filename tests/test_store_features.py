@@ -160,3 +160,21 @@ def test_unreadable_claims_in_a_record_are_recomputed_not_trusted() -> None:
     got = from_record(c, content_key(c), json.dumps(bad))
     assert got is not None
     assert got.statements(c) == FeatureCache().features(c).statements(c)
+
+
+def test_the_cache_keeps_few_chunk_objects_alive() -> None:
+    """Chunk objects hold their vectors (~13.5 KiB at 384 dimensions): a long-running process
+    that fetches many chunks must not keep 100k of them alive; features (no vectors) stay."""
+    from docket.features import OBJECT_CAPACITY, OFFERED_CAPACITY
+
+    cache = FeatureCache()
+    chunks = [version(f"d{i}", 1, [f"Text number {i}."]).chunks[0] for i in range(OBJECT_CAPACITY + 5000)]
+    for c in chunks:
+        cache.offer(c, record_of(c) if len(cache._offered) < 10 else "{}")
+        cache.features(c)
+    assert len(cache._objects) <= OBJECT_CAPACITY and len(cache._offered) <= OFFERED_CAPACITY
+    assert len(cache._content) == len(chunks)  # the features themselves are all kept
+    again = chunks[0].model_copy()  # its object was let go; its features are found by content
+    computed = cache.computed
+    cache.features(again)
+    assert cache.computed == computed

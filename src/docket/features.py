@@ -32,8 +32,15 @@ import numpy as np
 from docket.model import Chunk
 from docket.text import content_words, copy_hash, phrase, title_variants, words
 
-#: chunks (and chunk objects) kept in memory by the default cache
+#: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
+#: chunk objects it keeps alive (each with its vector: ~13.5 KiB for 384 dimensions, so 100k of
+#: them held ~1.3 GiB in a long-running service); a store builds new objects on every fetch, so
+#: only callers that pass the same objects again (an in-memory pool) need these
+OBJECT_CAPACITY = 20_000
+#: feature records a store handed over with the rows it just read, kept until the query asks
+#: for them (the same query, so a few thousand is plenty)
+OFFERED_CAPACITY = 8_192
 
 ContentKey = tuple[Any, ...]
 
@@ -199,13 +206,14 @@ class _Generations:
 
 
 class FeatureCache:
-    """Features of the chunks seen so far, bounded to about `capacity` chunks (and as many chunk
-    objects). Safe to share between threads: a race computes a feature twice, never wrongly."""
+    """Features of the chunks seen so far, bounded to about `capacity` chunks (and at most
+    OBJECT_CAPACITY chunk objects, OFFERED_CAPACITY offered records). Safe to share between
+    threads: a race computes a feature twice, never wrongly."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._objects = _Generations(capacity)  # id(chunk) -> _Entry (which holds the chunk)
+        self._objects = _Generations(min(capacity, OBJECT_CAPACITY))  # id(chunk) -> _Entry (holds the chunk)
         self._content = _Generations(capacity)  # content key -> ChunkFeatures
-        self._offered = _Generations(capacity)  # id(chunk) -> (chunk, record) a store read with it
+        self._offered = _Generations(min(capacity, OFFERED_CAPACITY))  # id(chunk) -> (chunk, record) just read
         self.computed = 0
         self.loaded = 0
 
