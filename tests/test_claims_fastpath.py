@@ -83,3 +83,14 @@ def test_claims_without_words_are_compared_as_before() -> None:
     b = C.Claim(frozenset({"fee"}), frozenset(), (C.Quantity(12.0, "plain", "12"),), False, "fee 12")
     for overlap in (0.0, 0.6):
         assert C.disagreement(a, b, overlap) == reference(a, b, overlap)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_near_pair(), min_size=1, max_size=6), st.booleans())
+def test_a_shared_sentence_memo_changes_no_verdict(pairs: list[tuple[str, str]], anaphora: bool) -> None:
+    """One query's memo, shared across passage pairs (as _find_conflicts shares it)."""
+    memo: dict[tuple[str, str], str | None] = {}
+    passages = [C.claims(" ".join(p)) for p in pairs] + [C.claims(p[1]) for p in pairs]
+    for x in passages:
+        for y in passages:
+            assert C.contradiction(x, y, 0.6, anaphora, None, memo) == C.contradiction(x, y, 0.6, anaphora, None)

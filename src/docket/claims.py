@@ -412,7 +412,9 @@ def _negated(folded: str, tokens: list[str]) -> bool:
 
 
 def claims(text: str) -> list[Claim]:
-    """The sentences of a passage as claims (sentences without two content words are skipped)."""
+    """The sentences of a passage as claims (sentences without two content words are skipped).
+    Stores keep what this returns (docket.features records): when a change here changes the
+    result, bump features.RECORD_VERSION so records written before are recomputed."""
     out = []
     subj = subject(text)
     for sent in _SENT.split(text):
@@ -556,13 +558,17 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLAP, anaphora: bool = True,
-                  similar: Similar | None = None) -> str | None:
+                  similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
     """The first pair of claims, one from each passage, that contradict each other. Passages that
     open with different names ("Sir Matt Busby ..." vs "Sir Alex Ferguson ...") are about
     different subjects, so their "He managed ... from 1945" and "... from 1986" never conflict.
     With `anaphora` False (the passages' documents have different titles), sentences that open
     with a pronoun are not compared: "It was added to the register in 1992" is about whatever
-    its own page is about."""
+    its own page is about.
+
+    `memo` (sentence pair -> verdict), for claims that `claims()` made from their text (so a
+    sentence's text decides its claim): near-copies of one passage in a pool share sentences,
+    and each sentence pair is then compared once per query instead of once per passage pair."""
     if sa and sb and different_subjects(sa[0].subject, sb[0].subject):
         return None
     for a in sa:
@@ -571,7 +577,16 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
         for b in sb:
             if b.anaphoric and not anaphora:
                 continue
-            why = disagreement(a, b, overlap, similar)
+            if memo is None:
+                why = disagreement(a, b, overlap, similar)
+            else:
+                key = (a.text, b.text)
+                why = memo.get(key, _UNSEEN)  # type: ignore[arg-type]
+                if why is _UNSEEN:
+                    why = memo[key] = disagreement(a, b, overlap, similar)
             if why is not None:
                 return why
     return None
+
+
+_UNSEEN: Any = object()

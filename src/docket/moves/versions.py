@@ -259,8 +259,8 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
 
 
 def _disagree(sa: list[Statement], sb: list[Statement], overlap: float, anaphora: bool = True,
-              similar: Similar | None = None) -> str | None:
-    return contradiction(sa, sb, overlap, anaphora, similar)
+              similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
+    return contradiction(sa, sb, overlap, anaphora, similar, memo)
 
 
 def _sentence_similarity(ctx: Context) -> Similar | None:
@@ -339,6 +339,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     pool_feats = ctx.features.of_passages(pool)
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
+    sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
     emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
 
     def facts_of(k: int) -> list[Statement]:
@@ -366,7 +367,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
                 why = ""
             else:
                 why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                                similar=similar) or ""
+                                similar=similar, memo=sentence_pairs) or ""
             if memo_key is not None:
                 _PAIR_MEMO.put(memo_key, why)
         if not why:
