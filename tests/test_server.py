@@ -317,6 +317,59 @@ def test_generator_time_out(env: dict[str, Any]) -> None:
     assert time.perf_counter() - t0 < 5  # neither call waited for the model
 
 
+class SchemaBound(Scripted):
+    """A generator that enforces a schema (like an OpenAI-compatible endpoint): records it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.schemas: list[dict[str, Any]] = []
+
+    def complete_structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512,
+                            temperature: float = 0.0) -> Any:
+        from docket.llm.base import Answer
+
+        self.schemas.append(schema)
+        return Answer(text=self.text, model=self.name)
+
+
+def test_answer_structured_sends_the_schema_and_checks_the_json(env: dict[str, Any]) -> None:
+    reply = {"sentences": [{"text": "Annual plans can be refunded within 30 days.", "citations": ["S1"]}],
+             "refusal": None}
+    gen = SchemaBound(json.dumps(reply))
+    c = make(env, generator=gen)
+    r = c.post("/v1/answer", json={"question": REFUND_QUESTION, "stream": False, "structured": True})
+    assert r.status_code == 200, r.text
+    ans = r.json()["answer"]
+    assert ans["mode"] == "structured" and ans["structured"]["sentences"][0]["citations"] == ["S1"]
+    assert gen.schemas and "S1" in json.dumps(gen.schemas[0])  # the labels the brief holds, as the schema's enum
+    assert r.json()["check"]["counts"]["claims"] == 1 and not r.json()["check"].get("malformed")
+    events = sse(c.post("/v1/answer", json={"question": REFUND_QUESTION, "structured": True}).text)
+    kinds = [k for k, _ in events]
+    assert kinds == ["brief", "answer", "check", "done"]  # no deltas of half a JSON object
+    assert events[1][1]["mode"] == "structured"
+
+
+def test_answer_structured_malformed_reply_is_a_finding_not_an_error(env: dict[str, Any]) -> None:
+    c = make(env, generator=SchemaBound('{"sentences": [ {"text": "cut off'))
+    r = c.post("/v1/answer", json={"question": REFUND_QUESTION, "stream": False, "structured": True})
+    assert r.status_code == 200 and r.json()["check"]["malformed"]
+
+
+def test_answer_structured_not_found_is_the_typed_refusal_without_a_call(env: dict[str, Any]) -> None:
+    gen = SchemaBound("should not be used")
+    c = make(env, generator=gen)
+    r = c.post("/v1/answer", json={"question": "Do you sell garden furniture?", "stream": False, "floor": 0.99,
+                                   "structured": True})
+    assert r.status_code == 200 and r.json()["found"] is False and not gen.schemas
+    assert r.json()["answer"]["structured"]["refusal"]["reason"]
+
+
+def test_answer_structured_must_be_a_boolean(env: dict[str, Any]) -> None:
+    c = make(env, generator=SchemaBound("{}"))
+    r = c.post("/v1/answer", json={"question": REFUND_QUESTION, "structured": "maybe"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "structured"
+
+
 def test_answer_without_a_model_is_503(client: TestClient) -> None:
     r = client.post("/v1/answer", json={"question": REFUND_QUESTION})
     assert r.status_code == 503 and r.json()["error"]["code"] == "no_generator"
@@ -336,6 +389,18 @@ def test_check_endpoint(client: TestClient) -> None:
     assert r.status_code == 422 and r.json()["error"]["field"] == "brief.sources"
 
 
+def test_check_endpoint_takes_a_structured_answer(client: TestClient) -> None:
+    brief = client.post("/v1/ask", json={"question": REFUND_QUESTION}).json()
+    good = {"sentences": [{"text": "Annual plans can be refunded within 30 days.", "citations": ["S1"]},
+                          {"text": "Shipping is free.", "citations": ["S9"]}], "refusal": None}
+    r = client.post("/v1/check", json={"answer": good, "brief": brief})
+    assert r.status_code == 200 and r.json()["unknown_labels"] == ["S9"] and not r.json().get("malformed")
+    r = client.post("/v1/check", json={"answer": {"not": "an answer"}, "brief": brief})
+    assert r.status_code == 200 and r.json()["malformed"]  # a finding, with the reason
+    r = client.post("/v1/check", json={"answer": ["a list"], "brief": brief})
+    assert r.status_code == 422 and r.json()["error"]["field"].startswith("answer")
+
+
 def test_openapi_is_generated_from_the_models(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/v1/assemble", "/v1/ask", "/v1/answer", "/v1/check", "/v1/index", "/v1/documents/{doc}", "/healthz",
@@ -343,3 +408,14 @@ def test_openapi_is_generated_from_the_models(client: TestClient) -> None:
     schemas = spec["components"]["schemas"]
     assert "Source" in schemas and "extra" not in schemas["Source"]["properties"]
     assert {"HTTPBearer"} <= set(spec["components"]["securitySchemes"])
+
+
+def test_session_answer_structured(env: dict[str, Any]) -> None:
+    reply = {"sentences": [{"text": "Annual plans can be refunded within 30 days.", "citations": ["S1"]}],
+             "refusal": None}
+    with Session.open(env["db"], generator=SchemaBound(json.dumps(reply))) as s:
+        rep = s.answer(REFUND_QUESTION, structured=True)
+        assert rep.answer is not None and rep.answer.mode == "structured" and rep.check is not None
+        assert rep.check.structured is not None and rep.check.structured["kind"] == "answer"
+        plain = s.answer(REFUND_QUESTION)
+        assert plain.answer is not None and plain.answer.mode == "text"

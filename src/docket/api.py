@@ -40,7 +40,7 @@ from docket.errors import DocketError, InputError, UnavailableError
 from docket.history import ChatMessage, Condenser, generator_condenser
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.chunking import ChunkSize
-from docket.llm.answer import AnswerReport, generate_answer
+from docket.llm.answer import AnswerReport, checked_reply, generate_answer, not_called
 from docket.llm.base import Answer, Citation, Generator
 from docket.llm.errors import EndpointTimeout, LLMError
 from docket.model import Candidate, parse_chunk
@@ -459,12 +459,13 @@ class Session:
             raise EndpointTimeout(f"{name}: no answer within {self.generator_timeout:g} s ({what}); raise the "
                                   "generator time-out or use a smaller model or prompt") from None
 
-    def generate(self, brief: Brief, *, allowed_domains: Sequence[str] = (), strip: bool = False) -> AnswerReport:
+    def generate(self, brief: Brief, *, allowed_domains: Sequence[str] = (), strip: bool = False,
+                 structured: bool = False) -> AnswerReport:
         """Answer `brief` with the session's generator and check the answer (links against
-        `allowed_domains`). A model failure (time-out included) is carried in the report, never
-        raised: the brief stands."""
+        `allowed_domains`); with `structured`, a JSON answer or a typed refusal (docket.llm.structured).
+        A model failure (time-out included) is carried in the report, never raised: the brief stands."""
         report = AnswerReport(brief=brief)
-        for ev in self.stream(brief, deltas=False, allowed_domains=allowed_domains, strip=strip):
+        for ev in self.stream(brief, deltas=False, allowed_domains=allowed_domains, strip=strip, structured=structured):
             if ev.kind == "answer":
                 report.answer = ev.data
             elif ev.kind == "check":
@@ -475,27 +476,32 @@ class Session:
         report.generator = None if report.skipped else getattr(self.generator, "name", None)
         return report
 
-    def answer(self, question: str, **ask_options: Any) -> AnswerReport:
+    def answer(self, question: str, *, structured: bool = False, **ask_options: Any) -> AnswerReport:
         """`ask`, then `generate`: the answer, its check and the brief, in one report."""
         self._need_generator()
-        return self.generate(self.ask(question, **ask_options).brief)
+        return self.generate(self.ask(question, **ask_options).brief, structured=structured)
 
     def stream(self, brief: Brief, *, deltas: bool = True, allowed_domains: Sequence[str] = (),
-               strip: bool = False) -> Iterator[AnswerEvent]:
+               strip: bool = False, structured: bool = False) -> Iterator[AnswerEvent]:
         """The answer to `brief` as events: `delta`s while the model writes (when it streams and
         `deltas`), then `answer` and `check`, or `error`; always `done` last.
 
-        Nothing above the floor: the model is not called and the answer is the refusal sentence.
+        With `structured` the model answers in JSON (sentences with their citations, or a typed
+        refusal) and that is what is checked; no deltas (a partial JSON object is no use to a
+        reader). Nothing above the floor: the model is not called and the answer is the refusal
+        sentence (structured: the typed refusal).
         """
         if not brief.found:
-            ans = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
+            ans = not_called(brief, structured)
             yield AnswerEvent("answer", ans)
-            yield AnswerEvent("check", self.check(ans.text, brief, allowed_domains=allowed_domains, strip=strip))
+            yield AnswerEvent("check", self.check(checked_reply(ans, structured), brief, allowed_domains=allowed_domains,
+                                                  strip=strip))
             yield AnswerEvent("done")
             return
         gen = self._need_generator()
         try:
-            streams = deltas and callable(getattr(gen, "stream", None)) and not callable(getattr(gen, "answer_brief", None))
+            streams = (deltas and not structured and callable(getattr(gen, "stream", None))
+                       and not callable(getattr(gen, "answer_brief", None)))
             if streams:
                 t0 = time.perf_counter()
                 pieces: list[str] = []
@@ -509,8 +515,9 @@ class Session:
                 ans = Answer(text=text, model=getattr(gen, "name", ""), seconds=time.perf_counter() - t0,
                              citations=[Citation(label=lab) for lab in labels_in(text)])
             else:
-                ans = self._call(lambda: generate_answer(gen, brief, max_tokens=self.max_tokens), what="answer")
-                if deltas:
+                ans = self._call(lambda: generate_answer(gen, brief, max_tokens=self.max_tokens, structured=structured),
+                                 what="answer")
+                if deltas and not structured:
                     yield AnswerEvent("delta", ans.text)
         except DocketError as e:
             yield AnswerEvent("error", {"message": str(e), "kind": getattr(e, "kind", type(e).__name__)})
@@ -518,7 +525,8 @@ class Session:
             return
         yield AnswerEvent("answer", ans)
         try:
-            yield AnswerEvent("check", self.check(ans.text, brief, allowed_domains=allowed_domains, strip=strip))
+            yield AnswerEvent("check", self.check(checked_reply(ans, structured), brief, allowed_domains=allowed_domains,
+                                                  strip=strip))
         except DocketError as e:  # a judge's model call can fail too; the answer stays
             yield AnswerEvent("error", {"message": f"check: {e}", "kind": getattr(e, "kind", type(e).__name__)})
         yield AnswerEvent("done")
@@ -561,9 +569,10 @@ class Session:
             stop.set()
 
     # --- check ---------------------------------------------------------------------------------------
-    def check(self, answer: str, brief: Any, *, allowed_domains: Sequence[str] = (), strip: bool = False,
+    def check(self, answer: Any, brief: Any, *, allowed_domains: Sequence[str] = (), strip: bool = False,
               names: bool = True, judge: SupportJudge | None = None) -> CheckReport:
-        """Check an answer's citations against its brief (a Brief, its JSON, or a path)."""
+        """Check an answer's citations against its brief (a Brief, its JSON, or a path). `answer` is
+        text, or a structured answer (`{"sentences": [...], "refusal": ...}`, docket.llm.structured)."""
         return check_answer(answer, brief, judge=judge or self.judge, allowed_domains=allowed_domains, strip=strip,
                             names=names)
 

@@ -116,10 +116,13 @@ class AskRequest(_BriefOptions):
 class AnswerRequest(AskRequest):
     stream: bool = Field(True, description="Server-sent events (delta, answer, check, done); false: one JSON object.")
     allowed_domains: list[str] = Field(default_factory=list, description="Domains links in the answer may point to.")
+    structured: bool = Field(False, description="Answer in JSON: sentences, each with its citations, or a typed "
+                             "refusal with a reason (docs/modes.md). No delta events; the answer event carries it.")
 
 
 class CheckRequest(_Request):
-    answer: str
+    answer: str | dict[str, Any] = Field(description="The answer text, or a structured answer "
+                                         '({"sentences": [{"text", "citations"}], "refusal": {"reason"} | null}).')
     brief: dict[str, Any] = Field(description="The brief the answer was written from (what /v1/ask returned).")
     allowed_domains: list[str] = Field(default_factory=list)
     strip_links: bool = False

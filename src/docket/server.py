@@ -561,7 +561,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         record(request, res.brief, dict(res.timings))
         if not req.stream:
             t0 = time.perf_counter()
-            report = session.generate(res.brief, allowed_domains=req.allowed_domains)
+            report = session.generate(res.brief, allowed_domains=req.allowed_domains, structured=req.structured)
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
             body = brief_json(res.brief, warnings, ident, res.candidates)
             body.update(report.to_json())
@@ -577,7 +577,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         def events() -> Iterator[str]:
             yield _sse("brief", brief_json(res.brief, warnings, ident, res.candidates))
             t0 = time.perf_counter()
-            for ev in session.stream(res.brief, allowed_domains=req.allowed_domains):
+            for ev in session.stream(res.brief, allowed_domains=req.allowed_domains, structured=req.structured):
                 yield _sse(ev.kind, _event_data(ev, rid))
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
 
@@ -602,7 +602,8 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
     @app.post("/v1/check", response_model=CheckOut, tags=["answers"])
     def check_route(req: CheckRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
         """Check an answer's citations against the brief it was written from."""
-        if len(req.answer) > limits.history_chars:
+        size = len(req.answer) if isinstance(req.answer, str) else len(json.dumps(req.answer, ensure_ascii=False))
+        if size > limits.history_chars:
             raise ApiError(422, "too_long", f"answer holds more than {limits.history_chars} characters", "answer")
         t0 = time.perf_counter()
         report = session.check(req.answer, req.brief, allowed_domains=req.allowed_domains, strip=req.strip_links,

@@ -112,6 +112,27 @@ def generate_structured(generator: Any, brief: Any, *, max_tokens: int = 512, te
     return ans
 
 
+def not_called(brief: Any, structured: bool = False) -> Answer:
+    """The answer when nothing reached the floor and the model is not called: the brief's refusal
+    sentence, and with `structured` the typed refusal the model would have been asked for."""
+    ans = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
+    if structured:
+        ans.mode = "structured"
+        ans.structured = {"sentences": [], "refusal": {"reason": "no passage reached the score floor; the model was not called"}}
+    return ans
+
+
+def checked_reply(ans: Answer, structured: bool) -> Any:
+    """What `check_answer` reads for an answer: its text, or with `structured` the parsed reply
+    (a reply that did not parse is passed on as such: the check reports it as malformed)."""
+    if not structured:
+        return ans.text
+    from docket.llm.structured import ParsedReply
+
+    got = ans.structured or {}
+    return got if "sentences" in got else ParsedReply(raw=str(got.get("raw", "")), error=str(got.get("error")))
+
+
 def run_and_check(
     brief: Any,
     url: str | None = None,
@@ -142,13 +163,9 @@ def run_and_check(
     if not getattr(brief, "found", True):
         report.skipped = True
         report.generator = None
-        report.answer = Answer(text=brief.refusal, model="(not called: nothing above the floor)")
-        if structured:  # the typed refusal the model would have been asked for
-            typed = {"sentences": [], "refusal": {"reason": "no passage reached the score floor; the model was not called"}}
-            report.answer.mode, report.answer.structured = "structured", typed
-            report.check = check_answer(typed, brief, allowed_domains=allowed_domains, strip=strip)
-        else:
-            report.check = check_answer(report.answer.text, brief, allowed_domains=allowed_domains, strip=strip)
+        report.answer = not_called(brief, structured)
+        report.check = check_answer(checked_reply(report.answer, structured), brief, allowed_domains=allowed_domains,
+                                    strip=strip)
         return report
     try:
         if generator is None:
@@ -164,15 +181,8 @@ def run_and_check(
         report.error_kind = getattr(e, "kind", type(e).__name__)
         return report
     try:
-        if structured:
-            from docket.llm.structured import ParsedReply
-
-            got = report.answer.structured or {}
-            reply: Any = got if "sentences" in got else ParsedReply(raw=str(got.get("raw", "")), error=str(got.get("error")))
-            report.check = check_answer(reply, brief, judge=judge, allowed_domains=allowed_domains, strip=strip)
-        else:
-            report.check = check_answer(report.answer.text, brief, judge=judge, allowed_domains=allowed_domains,
-                                        strip=strip)
+        report.check = check_answer(checked_reply(report.answer, structured), brief, judge=judge,
+                                    allowed_domains=allowed_domains, strip=strip)
     except DocketError as e:  # a judge's model call can fail too; the answer stays
         report.error = f"check: {e}"
         report.error_kind = getattr(e, "kind", type(e).__name__)
