@@ -288,6 +288,31 @@ def test_llama_cpp_python_500_on_json_schema_falls_back() -> None:
         s.close()
 
 
+def test_a_500_naming_response_format_is_not_retried() -> None:
+    """Retrying llama-cpp-python's 500 gets the same 500: fall back at once, not after backoff."""
+    pytest.importorskip("openai")
+    import time as _time
+
+    from test_llm_openai import FakeServer, completion
+
+    from docket.llm.openai_compat import OpenAICompatGenerator
+
+    s = FakeServer()
+    try:
+        msg = {"error": {"message": "1 validation error: {'loc': ('body', 'response_format', 'type')}"}}
+        s.script += [(500, msg, {}, 0.0), (200, completion(json.dumps(GOOD)), {}, 0.0)]
+        g = OpenAICompatGenerator(s.url, "tiny", timeout=5, retries=3, backoff=2.0)
+        t0 = _time.perf_counter()
+        assert g.complete_structured([{"role": "user", "content": "q"}], answer_schema(["S1"])).mode == "structured"
+        assert _time.perf_counter() - t0 < 1.5  # no 2 s backoff
+        assert [c["response_format"]["type"] for c in s.calls] == ["json_schema", "json_object"]
+        s.script += [(500, {"error": {"message": "boom"}}, {}, 0.0), (200, completion("fine"), {}, 0.0)]
+        g2 = OpenAICompatGenerator(s.url, "tiny", timeout=5, retries=1, backoff=0.01)
+        assert g2.generate([{"role": "user", "content": "q"}]) == "fine"  # other 500s are still retried
+    finally:
+        s.close()
+
+
 def test_endpoint_without_schema_support_is_one_line() -> None:
     pytest.importorskip("openai")
     from test_llm_openai import FakeServer

@@ -91,7 +91,9 @@ class SdkCaller:
         status = getattr(e, "status_code", None)
         return isinstance(e, self.sdk.APIStatusError) and isinstance(status, int) and (status == 429 or status >= 500)
 
-    def call(self, fn: Callable[[], T], *, what: str) -> T:
+    def call(self, fn: Callable[[], T], *, what: str, final: Callable[[BaseException], bool] | None = None) -> T:
+        """`fn()`, retrying what can succeed on a second try; `final(e)` marks an error that will
+        not (e.g. a 500 that names the request's own field), so it is raised at once."""
         attempt = 0
         while True:
             try:
@@ -99,7 +101,7 @@ class SdkCaller:
             except LLMError:
                 raise
             except Exception as e:
-                if self._retryable(e) and attempt < self.retries:
+                if self._retryable(e) and attempt < self.retries and not (final is not None and final(e)):
                     wait = min(self.max_backoff, self.backoff * (2**attempt))
                     time.sleep(_retry_after(e, wait, self.max_backoff))
                     attempt += 1

@@ -120,9 +120,14 @@ class OpenAICompatGenerator:
         t0 = time.perf_counter()
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
                                   "temperature": temperature, "extra_body": self.extra_body}
+        final = None
         if response_format is not None:
             kwargs["response_format"] = response_format
-        completion = self._caller.call(lambda: self.client.chat.completions.create(**kwargs), what="chat completion")
+            # llama-cpp-python answers a response_format it does not take with a 500 naming the
+            # field: a retry gets the same 500, so the caller falls back to the next dialect at once
+            final = _names_response_format
+        completion = self._caller.call(lambda: self.client.chat.completions.create(**kwargs), what="chat completion",
+                                       final=final)
         seconds = time.perf_counter() - t0
         try:
             choice = completion.choices[0]
@@ -214,3 +219,8 @@ class OpenAICompatGenerator:
             return f"{url}: 404 not found ({msg}); check the model name '{model}' and that the URL is the API root (often ends in /v1)"
         listing = ", ".join(served[:8]) or "none"
         return f"{url}: model '{model}' not found (404); this endpoint serves: {listing}"
+
+
+def _names_response_format(e: BaseException) -> bool:
+    """The endpoint's error (its body or message) is about the request's response_format."""
+    return "response_format" in f"{getattr(e, 'body', '')} {e}"
