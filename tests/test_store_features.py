@@ -178,3 +178,12 @@ def test_the_cache_keeps_few_chunk_objects_alive() -> None:
     computed = cache.computed
     cache.features(again)
     assert cache.computed == computed
+
+
+def test_claims_with_offsets_outside_the_text_are_recomputed() -> None:
+    c = version("d", 1, TEXTS).chunks[1]
+    bad = json.loads(record_of(c))
+    assert bad["claims"][1:]
+    bad["claims"][1][0], bad["claims"][1][1] = 5, 10_000  # a sentence past the end of the text
+    got = from_record(c, content_key(c), json.dumps(bad))
+    assert got is not None and got.statements(c) == FeatureCache().features(c).statements(c)

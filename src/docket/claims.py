@@ -461,9 +461,14 @@ def to_record(text: str, found: list[Claim]) -> list[Any]:
 def from_record(text: str, record: list[Any]) -> list[Claim]:
     """The claims `to_record` wrote for this text (the caller checks the record is for it)."""
     subj = frozenset(record[0])
-    return [Claim(frozenset(w), frozenset(n), tuple(Quantity(float(v), u, t, float(st), of) for v, u, t, st, of in qs),
-                  bool(neg), text[a:b], subj, bool(ana))
-            for a, b, w, n, qs, neg, ana in record[1:]]
+    out = []
+    for a, b, w, n, qs, neg, ana in record[1:]:
+        if not (type(a) is int and type(b) is int and 0 <= a < b <= len(text)):
+            raise ValueError("a claim's sentence is not inside the passage")  # the caller recomputes
+        out.append(Claim(frozenset(w), frozenset(n),
+                         tuple(Quantity(float(v), str(u), str(t), float(st), str(of)) for v, u, t, st, of in qs),
+                         bool(neg), text[a:b], subj, bool(ana)))
+    return out
 
 
 # --- comparing --------------------------------------------------------------------------------
