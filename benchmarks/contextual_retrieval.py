@@ -84,6 +84,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llm", default="local")
     ap.add_argument("--model", default=None)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model call (a loaded CPU is slow)")
     ap.add_argument("--hotpot", type=int, default=20, help="HotpotQA questions whose paragraphs form the sub-corpus")
     ap.add_argument("--musique", type=int, default=10, help="MuSiQue questions whose paragraphs form the sub-corpus")
     ap.add_argument("--context-tokens", type=int, default=80)
@@ -101,7 +102,7 @@ def main() -> int:
     from docket.store.sqlite import SQLiteStore
 
     console = Console(stderr=True)
-    gen = make_generator(args.llm, args.model)
+    gen = make_generator(args.llm, args.model, timeout=args.timeout)
     embedder = eval_embedder()
     result: dict[str, Any] = {"model": gen.name, "context_tokens": args.context_tokens, "sets": {}}
     samples: dict[str, list[dict[str, str]]] = {}

@@ -72,6 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llm", default="local")
     ap.add_argument("--model", default=None)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model call (a loaded CPU is slow)")
     ap.add_argument("--squad", type=int, default=20, help="answerable and as many unanswerable SQuAD 2.0 questions")
     ap.add_argument("--hotpot", type=int, default=40, help="HotpotQA questions")
     ap.add_argument("--budget", type=int, default=500)
@@ -95,7 +96,7 @@ def main() -> int:
     from docket.tokens import default_counter
 
     console = Console(stderr=True)
-    gen = make_generator(args.llm, args.model)
+    gen = make_generator(args.llm, args.model, timeout=args.timeout)
     embedder = eval_embedder()
     counter = default_counter()
     policy = Policy().updated(pack={"floor": -1.0}, render={"fields": ["title"]})

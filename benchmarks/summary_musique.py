@@ -40,6 +40,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llm", default="local")
     ap.add_argument("--model", default=None)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per model call (a loaded CPU is slow)")
     ap.add_argument("--limit", type=int, default=15)
     ap.add_argument("--budgets", default="1000,2000")
     ap.add_argument("--summary-tokens", type=int, default=200)
@@ -63,7 +64,7 @@ def main() -> int:
     from docket.tokens import default_counter
 
     console = Console(stderr=True)
-    gen = make_generator(args.llm, args.model)
+    gen = make_generator(args.llm, args.model, timeout=args.timeout)
     assert isinstance(gen, CachedGenerator) and gen.path.parent == cache_dir()
     embedder = eval_embedder()
     counter = default_counter()

@@ -46,10 +46,13 @@ class CachedGenerator(_CachedGenerator):
         super().__init__(inner, path or cache_dir() / "generations.sqlite")
 
 
-def make_generator(url: str, model: str | None = None) -> CachedGenerator:
+def make_generator(url: str, model: str | None = None, timeout: float | None = None) -> CachedGenerator:
+    """The model at `url`, every call cached on disk; `timeout` (s) per call when given (a small
+    model on a loaded CPU can take minutes for a long prompt)."""
     from docket.llm import generator_from_url
 
-    return CachedGenerator(generator_from_url(url, model=model))
+    options = {"timeout": timeout} if timeout is not None else {}
+    return CachedGenerator(generator_from_url(url, model=model, **options))
 
 
 def plain_messages(question: str, texts: Sequence[str]) -> list[dict[str, str]]:
