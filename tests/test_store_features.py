@@ -187,3 +187,17 @@ def test_claims_with_offsets_outside_the_text_are_recomputed() -> None:
     bad["claims"][1][0], bad["claims"][1][1] = 5, 10_000  # a sentence past the end of the text
     got = from_record(c, content_key(c), json.dumps(bad))
     assert got is not None and got.statements(c) == FeatureCache().features(c).statements(c)
+
+
+def test_a_record_whose_claims_cannot_be_written_keeps_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    from docket import claims as claims_mod
+
+    def refuse(text: str, found: list) -> list:
+        raise ValueError("claim text is not in the passage")
+
+    monkeypatch.setattr(claims_mod, "to_record", refuse)
+    c = version("d", 1, TEXTS).chunks[1]
+    rec = json.loads(record_of(c))
+    assert rec["claims"] is None and rec["costs"]  # indexing goes on; claims are computed when asked
+    got = from_record(c, content_key(c), json.dumps(rec))
+    assert got is not None and got.statements(c) == FeatureCache().features(c).statements(c)

@@ -450,7 +450,7 @@ def to_record(text: str, found: list[Claim]) -> list[Any]:
     pos = 0
     for c in found:
         start = text.find(c.text, pos)
-        if start < 0:  # cannot happen for claims of this text; a record that fails here is not written
+        if start < 0:  # cannot happen for claims of this text; the record then keeps no claims
             raise ValueError("claim text is not in the passage")
         pos = start + len(c.text)
         out.append([start, pos, sorted(c.words), sorted(c.names),

@@ -324,7 +324,6 @@ def record_of(chunk: Chunk, counter: Any = None) -> str:
     settings in each text format, for labels of one to three digits (S1-S999: one count, see
     docket.counting.label_class), and the claims conflict detection compares (the costliest
     feature to compute on a first sight: ~1 ms a passage)."""
-    from docket.claims import to_record as claims_record
     from docket.model import Passage
     from docket.moves.pack import _render_cost
     from docket.tokens import default_counter
@@ -345,8 +344,18 @@ def record_of(chunk: Chunk, counter: Any = None) -> str:
         "title_words": sorted(t.title_words), "probes": list(t.probes),
         "copy_hash": f.copy_hash(chunk),
         "costs": [[k[1], k[2], k[3], n] for k, n in f.costs.items()],
-        "claims": claims_record(chunk.text, f.statements(chunk)),
+        "claims": _claims_or_none(chunk, f),
     }, ensure_ascii=False, separators=(",", ":"))
+
+
+def _claims_or_none(chunk: Chunk, f: ChunkFeatures) -> list[Any] | None:
+    """The claims for the record, or None (then computed when asked) if they cannot be written."""
+    from docket.claims import to_record
+
+    try:
+        return to_record(chunk.text, f.statements(chunk))
+    except ValueError:
+        return None
 
 
 _contexts: dict[int, list[Any]] = {}
