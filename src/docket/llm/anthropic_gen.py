@@ -160,17 +160,16 @@ class AnthropicGenerator:
         rest = [m for m in messages if m.get("role") != "system"]
         return system, rest
 
-    def _answer(self, response: Any, labels: list[str], seconds: float) -> Answer:
+    def _blocks(self, response: Any) -> list[Any]:
         blocks = getattr(response, "content", None)
         if not isinstance(blocks, list):
             raise MalformedResponse(f"{self.base_url}: the response has no content blocks", endpoint=self.base_url)
+        return blocks
+
+    def _answer(self, response: Any, labels: list[str], seconds: float) -> Answer:
+        blocks = self._blocks(response)
         text, citations = render_cited(blocks, labels)
-        usage: dict[str, int] = {}
-        u = getattr(response, "usage", None)
-        for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
-            v = getattr(u, theirs, None) if u is not None else None
-            if isinstance(v, int):
-                usage[ours] = v
+        usage = _usage(response)
         return Answer(text=text, model=str(getattr(response, "model", None) or self.model), citations=citations,
                       seconds=seconds, usage=usage)
 
@@ -211,20 +210,13 @@ class AnthropicGenerator:
         t0 = time.perf_counter()
         response = self._caller.call(lambda: self.client.messages.create(**kwargs), what="messages.create (structured)")
         seconds = time.perf_counter() - t0
-        blocks = getattr(response, "content", None)
-        if not isinstance(blocks, list):
-            raise MalformedResponse(f"{self.base_url}: the response has no content blocks", endpoint=self.base_url)
+        blocks = self._blocks(response)
         tool = next((b for b in blocks if getattr(b, "type", None) == "tool_use"), None)
         if tool is not None:
             text = json.dumps(getattr(tool, "input", None), ensure_ascii=False)
         else:  # no tool call: hand the prose to the parser, which reports it
             text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
-        usage: dict[str, int] = {}
-        u = getattr(response, "usage", None)
-        for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
-            v = getattr(u, theirs, None) if u is not None else None
-            if isinstance(v, int):
-                usage[ours] = v
+        usage = _usage(response)
         stop = getattr(response, "stop_reason", None)
         return Answer(text=text, model=str(getattr(response, "model", None) or self.model), seconds=seconds, usage=usage,
                       mode="structured", finish_reason="length" if stop == "max_tokens" else stop,
@@ -244,3 +236,14 @@ class AnthropicGenerator:
         if getattr(response, "stop_reason", None) == "max_tokens":
             ans.finish_reason = "length"
         return ans
+
+
+def _usage(response: Any) -> dict[str, int]:
+    """The response's token counts under docket's names (prompt_tokens, completion_tokens)."""
+    usage: dict[str, int] = {}
+    u = getattr(response, "usage", None)
+    for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+        v = getattr(u, theirs, None) if u is not None else None
+        if isinstance(v, int):
+            usage[ours] = v
+    return usage
