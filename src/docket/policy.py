@@ -321,6 +321,12 @@ class CachePolicy(_Strict):
     min_tokens: int = Field(1024, ge=0)
 
 
+def _check_section(name: str, values: Any) -> None:
+    """`Policy.updated` / `overridden` take sections as dicts of fields."""
+    if name not in SECTIONS or not isinstance(values, dict):
+        raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
+
+
 class Policy(_Strict):
     rescore: RescorePolicy = Field(default_factory=RescorePolicy)
     answerable: AnswerablePolicy = Field(default_factory=AnswerablePolicy)
@@ -377,8 +383,7 @@ class Policy(_Strict):
             if name == "as_of":
                 data["as_of"] = values
                 continue
-            if name not in SECTIONS or not isinstance(values, dict):
-                raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
+            _check_section(name, values)
             data.setdefault(name, {}).update(values)
         return load_policy_dict(data, where="policy")
 
@@ -391,8 +396,7 @@ class Policy(_Strict):
             if name == "as_of":
                 data["as_of"] = values
                 continue
-            if name not in SECTIONS or not isinstance(values, dict):
-                raise InputError(f"is not a policy section; choose from {', '.join(SECTIONS)}", where="policy", field=name)
+            _check_section(name, values)
             sec = data[name]
             try:  # fields left at their default stay unset, as `updated` leaves them
                 data[name] = type(sec).model_validate({**sec.model_dump(exclude_unset=True), **values})
