@@ -29,3 +29,21 @@ def nimbus():
 @pytest.fixture()
 def nimbus_store(nimbus):
     return MemoryStore(nimbus)
+
+
+#: the local models the slow end-to-end tests run against (DOCKET_E2E_MODELS=0.5b,1.5b)
+E2E_MODELS = [m for m in os.environ.get("DOCKET_E2E_MODELS", "0.5b").split(",") if m]
+
+
+@pytest.fixture(scope="module", params=E2E_MODELS)
+def local_llm(request: pytest.FixtureRequest):
+    """A local llama.cpp server per model for the module, stopped after it; skips when the
+    model parts are not installed."""
+    pytest.importorskip("openai")
+    from docket.llm import local
+
+    if not local.available(request.param):
+        pytest.skip(f"llama-cpp-python or the {request.param} model parts are not installed (scripts/install_local_llm.sh)")
+    info = local.start_server(request.param, wait=300)
+    yield info
+    assert local.stop_server(info)

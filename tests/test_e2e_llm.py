@@ -8,7 +8,6 @@ scripts/install_local_llm.sh has installed llama-cpp-python and the model parts.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,19 +16,9 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-MODELS = [m for m in os.environ.get("DOCKET_E2E_MODELS", "0.5b").split(",") if m]
-
-
-@pytest.fixture(scope="module", params=MODELS)
-def server(request: pytest.FixtureRequest):
-    pytest.importorskip("openai")
-    from docket.llm import local
-
-    if not local.available(request.param):
-        pytest.skip(f"llama-cpp-python or the {request.param} model parts are not installed (scripts/install_local_llm.sh)")
-    info = local.start_server(request.param, wait=300)
-    yield info
-    assert local.stop_server(info)
+@pytest.fixture(scope="module")
+def server(local_llm):  # conftest.local_llm: one server per model in DOCKET_E2E_MODELS
+    return local_llm
 
 
 def docket_cli() -> list[str]:

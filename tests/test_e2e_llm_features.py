@@ -11,26 +11,15 @@ the summary lands in the budget as derived text, the contexts are written and in
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-MODELS = [m for m in os.environ.get("DOCKET_E2E_MODELS", "0.5b").split(",") if m]
-
-
-@pytest.fixture(scope="module", params=MODELS)
-def server(request: pytest.FixtureRequest):
-    pytest.importorskip("openai")
-    from docket.llm import local
-
-    if not local.available(request.param):
-        pytest.skip(f"llama-cpp-python or the {request.param} model parts are not installed (scripts/install_local_llm.sh)")
-    info = local.start_server(request.param, wait=300)
-    yield info
-    assert local.stop_server(info)
+@pytest.fixture(scope="module")
+def server(local_llm):  # conftest.local_llm: one server per model in DOCKET_E2E_MODELS
+    return local_llm
 
 
 @pytest.fixture(autouse=True)
