@@ -8,14 +8,13 @@ model's bad JSON must come back as a finding, never as an exception.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_llm_answer import REFUSAL, SOURCES, Scripted, brief
+from test_llm_answer import REFUSAL, SOURCES, Scripted, brief, run_cli
 
 from docket.check import check_answer, check_structured
 from docket.llm.structured import (
@@ -398,15 +397,6 @@ def test_anthropic_structured_without_a_tool_call_is_a_finding() -> None:
 # -- the command line ---------------------------------------------------------------------------
 
 
-def run_cli(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from docket.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["docket", *args])
-    with pytest.raises(SystemExit) as ei:
-        main()
-    out, err = capsys.readouterr()
-    code = ei.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 @pytest.fixture

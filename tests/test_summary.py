@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_llm_answer import run_cli  # the CLI runner of docket check's tests
 
 from docket.assemble import assemble
 from docket.brief.layout import DERIVED_RULE
@@ -199,15 +199,6 @@ def test_citing_the_summary_is_noted_by_the_check() -> None:
 # -- the command line ---------------------------------------------------------------------------
 
 
-def run_cli(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from docket.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["docket", *args])
-    with pytest.raises(SystemExit) as ei:
-        main()
-    out, err = capsys.readouterr()
-    code = ei.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 def test_cli_without_llm_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
