@@ -94,3 +94,41 @@ def test_a_shared_sentence_memo_changes_no_verdict(pairs: list[tuple[str, str]],
     for x in passages:
         for y in passages:
             assert C.contradiction(x, y, 0.6, anaphora, None, memo) == C.contradiction(x, y, 0.6, anaphora, None)
+
+
+def every_pair(sa: list[C.Claim], sb: list[C.Claim], overlap: float, anaphora: bool) -> str | None:
+    """`contradiction` as the plain loop over every pair of claims (the reference for its index)."""
+    if sa and sb and C.different_subjects(sa[0].subject, sb[0].subject):
+        return None
+    for a in sa:
+        for b in sb:
+            if (a.anaphoric or b.anaphoric) and not anaphora:
+                continue
+            why = C.disagreement(a, b, overlap)
+            if why is not None:
+                return why
+    return None
+
+
+_PRONOUN_VOCAB = _VOCAB + ["It", "He", "They", "no", "non-refundable", "Sir", "Matt", "Busby", "was", "2001", "3", "km"]
+_PSENT = st.lists(st.sampled_from(_PRONOUN_VOCAB), min_size=2, max_size=10).map(lambda ws: " ".join(ws) + ".")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_PSENT, min_size=0, max_size=6), st.lists(_PSENT, min_size=0, max_size=6),
+       st.sampled_from([0.0, 0.3, 0.6]), st.booleans(), st.booleans())
+def test_contradiction_finds_the_first_pair_the_full_loop_finds(xs: list[str], ys: list[str], overlap: float,
+                                                                anaphora: bool, use_memo: bool) -> None:
+    sa, sb = C.claims(" ".join(xs)), C.claims(" ".join(ys))
+    memo: dict[tuple[str, str], str | None] | None = {} if use_memo else None
+    assert C.contradiction(sa, sb, overlap, anaphora, None, memo) == every_pair(sa, sb, overlap, anaphora)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_near_pair(), min_size=1, max_size=4), st.sampled_from([0.0, 0.6]), st.booleans())
+def test_contradiction_index_on_near_copies(pairs: list[tuple[str, str]], overlap: float, anaphora: bool) -> None:
+    """Passages made of edited copies of each other's sentences: where the index prunes least."""
+    sa = C.claims(" ".join(p[0] for p in pairs))
+    sb = C.claims(" ".join(p[1] for p in reversed(pairs)))
+    assert C.contradiction(sa, sb, overlap, anaphora) == every_pair(sa, sb, overlap, anaphora)
+    assert C.contradiction(sb, sa, overlap, anaphora) == every_pair(sb, sa, overlap, anaphora)

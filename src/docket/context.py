@@ -54,6 +54,9 @@ class Context:
     _sims: np.ndarray | None = None
     _sim_pos: dict[int, int] = field(default_factory=dict)
     _sim_chunks: list[Chunk] = field(default_factory=list)
+    #: the pairs of the pool's matrix at the lowest threshold asked so far: (threshold, rows, cols,
+    #: their cosines), so Move 2 filters Move 1's pairs instead of scanning the matrix again
+    _pairs: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
     _render_key: str | None = None
 
     def has_vectors(self) -> bool:
@@ -109,6 +112,7 @@ class Context:
                     base.append(c)
             vecs = self.vectors(base)
             self._sims = vecs @ vecs.T
+            self._pairs = None
             self._sim_pos = pos
             self._sim_chunks = base
         sims, pos, base = self._sims, self._sim_pos, self._sim_chunks
@@ -121,6 +125,21 @@ class Context:
             return self.similarities(chunks)
         ix = np.asarray(idx)
         return sims[np.ix_(ix, ix)]  # type: ignore[no-any-return]
+
+    def similar_pairs(self, chunks: Sequence[Chunk], threshold: float) -> tuple[np.ndarray, list[int], list[int]]:
+        """`similarities(chunks)` and its pairs at `threshold` (`pairs_at_least`). Over the pool's
+        own matrix the pairs found at a lower threshold are filtered, not found again: Move 1 asks
+        for the conflict threshold, Move 2 for the (higher) duplicate threshold of the same pool."""
+        sims = self.similarities(chunks)
+        if sims is not self._sims:
+            return (sims, *pairs_at_least(sims, threshold))
+        cached = self._pairs
+        if cached is not None and cached[0] <= threshold:
+            keep = cached[3] >= _at_least(threshold, sims.dtype)
+            return sims, cached[1][keep].tolist(), cached[2][keep].tolist()
+        rows, cols = _pair_arrays(sims, threshold)
+        self._pairs = (threshold, rows, cols, sims[rows, cols])
+        return sims, rows.tolist(), cols.tolist()
 
     def tokens(self, text: str) -> int:
         return counting.count(self.counter, text)
@@ -136,16 +155,27 @@ def pairs_at_least(sims: np.ndarray, threshold: float) -> tuple[list[int], list[
     """The pairs (i < j) whose similarity is at least `threshold`, in the order of
     itertools.combinations. The comparison is the exact one of float(sims[i, j]) >= threshold,
     done in float32 against the smallest float32 that is not below the threshold."""
+    rows, cols = _pair_arrays(sims, threshold)
+    return rows.tolist(), cols.tolist()
+
+
+def _at_least(threshold: float, dtype: np.dtype) -> float | np.float32:
+    """What `x >= threshold` compares x with: for float32 x, the smallest float32 that is not
+    below the threshold (so the float32 comparison is the exact one of float(x) >= threshold)."""
+    if dtype != np.float32:
+        return threshold
     t = np.float32(threshold)
     if float(t) < threshold:
         t = np.nextafter(t, np.float32(np.inf))
-    if sims.dtype != np.float32:
-        t = threshold  # type: ignore[assignment]
+    return t
+
+
+def _pair_arrays(sims: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     n = sims.shape[1]
-    flat = np.flatnonzero(sims >= t)  # one pass over a flat mask: much cheaper than 2-D nonzero
+    flat = np.flatnonzero(sims >= _at_least(threshold, sims.dtype))  # one pass over a flat mask: cheaper than 2-D nonzero
     rows, cols = np.divmod(flat, n)
     upper = rows < cols
-    return rows[upper].tolist(), cols[upper].tolist()
+    return rows[upper], cols[upper]
 
 
 def stack(rows: Sequence[np.ndarray]) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from docket.context import Context, pairs_at_least
+from docket.context import Context
 from docket.model import Passage
 from docket.moves.versions import authority
 from docket.text import copy_hash as text_hash
@@ -40,16 +40,16 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     pol = ctx.policy.dedup
     if not passages:
         return passages
-    sims = ctx.similarities([p.first for p in passages]) if ctx.has_vectors() else None
+    sims, near_rows, near_cols = (ctx.similar_pairs([p.first for p in passages], pol.threshold) if ctx.has_vectors()
+                                  else (None, [], []))
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text)
               for p, f in zip(passages, ctx.features.of_passages(passages))]
     # which earlier passages each one could duplicate: a cosine at the threshold or the same hash.
     # A passage with none is kept as it is (the pair loop below would find nothing).
     related: dict[int, set[int]] = {}
-    if sims is not None:
-        for j, i in zip(*pairs_at_least(sims, pol.threshold)):  # j < i: i may duplicate the earlier j
-            related.setdefault(i, set()).add(j)
+    for j, i in zip(near_rows, near_cols):  # j < i: i may duplicate the earlier j
+        related.setdefault(i, set()).add(j)
     first_of: dict[str, list[int]] = {}
     for i, h in enumerate(hashes):
         earlier = first_of.setdefault(h, [])

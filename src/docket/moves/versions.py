@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from docket.claims import Claim, Similar, claims, contradiction
-from docket.context import Context, pairs_at_least
+from docket.context import Context
 from docket.dates import find_dates
 from docket.features import _Generations
 from docket.model import Chunk, Passage
@@ -335,8 +335,22 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     pool = [p for p in kept if not p.first.retired]
     if len(pool) < 2 or not ctx.has_vectors():
         return
-    sims = ctx.similarities([p.first for p in pool])  # the pool's one matrix, shared with Move 2
-    pool_feats = ctx.features.of_passages(pool)
+    # the pool's one matrix, shared with Move 2; only the pairs at the similarity threshold are
+    # read, in the order of combinations(pool, 2), and only their passages are looked at
+    sims, rows, cols = ctx.similar_pairs([p.first for p in pool], pol.conflict_similarity)
+    if not rows:
+        return
+    involved = sorted(set(rows).union(cols))
+    pool_feats = dict(zip(involved, ctx.features.of_passages([pool[k] for k in involved])))
+    by_source: dict[tuple[str | None, bool], int] = {}  # authority depends on the source type and trust only
+    auth: dict[int, int] = {}
+    for k in involved:
+        c = pool[k].first
+        key = (c.source_type, c.untrusted)
+        a = by_source.get(key)
+        if a is None:
+            a = by_source[key] = authority(c, pol)
+        auth[k] = a
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
@@ -349,13 +363,12 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
-    # only the pairs at the similarity threshold are read, in the order of combinations(pool, 2)
-    for i, j in zip(*pairs_at_least(sims, pol.conflict_similarity)):
+    for i, j in zip(rows, cols):
         a, b = pool[i], pool[j]
-        cos = float(sims[i, j])
         if a.doc == b.doc:
             continue
-        auth_a, auth_b = authority(a.first, pol), authority(b.first, pol)
+        cos = float(sims[i, j])
+        auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
         fa, fb = pool_feats[i], pool_feats[j]
