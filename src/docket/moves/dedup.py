@@ -58,16 +58,19 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
         earlier.append(i)
 
     kept: list[int] = []  # indexes into passages, in output order
+    slot_of: dict[int, int] = {}  # index into passages -> its slot, for the passages in `kept`
     slots: list[Passage] = []
     for i, p in enumerate(passages):
         near_i = related.get(i)
         if near_i is None:
+            slot_of[i] = len(kept)
             kept.append(i)
             slots.append(p)
             continue
         match, cos, exact = None, None, False
-        for slot, k in enumerate(kept):
-            if k not in near_i or frozenset((p.first.id, passages[k].first.id)) in conflicts:
+        # the kept passages it may duplicate, in slot order (not every slot: linear, not quadratic)
+        for slot, k in sorted((slot_of[k], k) for k in near_i if k in slot_of):
+            if frozenset((p.first.id, passages[k].first.id)) in conflicts:
                 continue
             if hashes[i] == hashes[k]:
                 match, cos, exact = slot, 1.0, True
@@ -77,6 +80,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
                 if sim >= pol.threshold and (cos is None or sim > cos):
                     match, cos = slot, sim
         if match is None:
+            slot_of[i] = len(kept)
             kept.append(i)
             slots.append(p)
             continue
@@ -89,6 +93,8 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
                 also_in=p.also_in + (_provenance(holder, cos),) + holder.also_in,
             )
             slots[match] = winner
+            del slot_of[kept[match]]
+            slot_of[i] = match
             kept[match] = i
             ctx.trace.add(
                 MOVE, "drop", [holder.first.id],
