@@ -20,7 +20,9 @@ older file is opened, inside one write transaction.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import struct
 import threading
 import time
@@ -38,6 +40,7 @@ from docket.blas import BlasThreads as _BlasThreads
 from docket.errors import DocketError, InputError
 from docket.features import default_cache, record_of, stored_features
 from docket.model import Chunk
+from docket.store import snapshot as _snapshot_file
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
 from docket.store.protocol import (
@@ -93,6 +96,11 @@ CREATE TRIGGER IF NOT EXISTS chunk_log_acl_delete AFTER DELETE ON chunk_acl
 _LOG_KEEP = 200_000
 #: a warm index reloads in full instead once this share of its rows is dead or appended
 _REFRESH_SHARE = 0.25
+#: the layout of the index snapshot file (`SQLiteStore.snapshot_path`); another value is not read
+_SNAPSHOT_LAYOUT = f"sqlite-index-1/schema-{SCHEMA_VERSION}"
+#: the smallest store whose index is kept in a snapshot file by default (smaller ones load in
+#: well under a second); env DOCKET_INDEX_SNAPSHOT: 0 = never, 1 = whatever the size
+SNAPSHOT_MIN_ROWS = 20_000
 _COLS = "c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title, c.section, " \
     "c.source_type, c.trust, c.acl, c.metadata, c.text, c.tokens, c.vector, f.features"
 #: the chunks with their persisted features (docket.features), kept in a table of their own so
@@ -325,6 +333,57 @@ class _Index:
             matrix=matrix, base_rows=len(rows.ids),
         )
 
+    def snapshot_parts(self) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[str]]]:
+        """The index as `snapshot.write` takes it. Only a full load is written (no dead or appended
+        rows), so what is read back is one state of the file, at `seq`."""
+        if self.alive is not None or self.new_terms.shape[0] or self.base_rows != len(self.ids):
+            raise ValueError("only a freshly loaded index is written to a snapshot")
+        names = list(self.acl)
+        acl_rows = [self.acl[k] for k in names]
+        arrays = {
+            "rowids": self.rowids, "mat": self.mat, "public": self.public, "docs": self.docs,
+            "statuses": self.statuses, "source_types": self.source_types, "dates": self.dates, "lens": self.lens,
+            "post_terms": self.post_terms, "post_rows": self.post_rows, "post_tf": self.post_tf,
+            "acl_rows": np.concatenate(acl_rows) if acl_rows else np.zeros(0, dtype=np.int64),
+            "acl_sizes": np.asarray([len(a) for a in acl_rows], dtype=np.int64),
+        }
+        strings = {"ids": self.ids, "acl_names": names, "doc_codes": _code_list(self.doc_codes),
+                   "status_codes": _code_list(self.status_codes), "source_codes": _code_list(self.source_codes)}
+        fields = {"generation": self.generation, "seq": self.seq, "rows": len(self.ids), "dim": int(self.mat.shape[1])}
+        return fields, arrays, strings
+
+    @classmethod
+    def from_snapshot(cls, fields: dict[str, Any], a: dict[str, np.ndarray], s: dict[str, list[str]]) -> _Index:
+        """The index `snapshot_parts` wrote (arrays as read-only memory maps); ValueError if its
+        parts do not fit together."""
+        n = int(fields["rows"])
+        ids = list(s["ids"])
+        mat = a["mat"]
+        if len(ids) != n or mat.shape != (n, int(fields["dim"])) or mat.dtype != np.float32:
+            raise ValueError("the snapshot's rows do not match")
+        for name in ("rowids", "public", "docs", "statuses", "source_types", "dates", "lens"):
+            if a[name].shape != (n,):
+                raise ValueError(f"the snapshot's {name} do not match its rows")
+        if not a["post_terms"].shape == a["post_rows"].shape == a["post_tf"].shape:
+            raise ValueError("the snapshot's postings do not match")
+        if a["post_rows"].size and int(a["post_rows"].max()) >= n:
+            raise ValueError("a posting points past the snapshot's rows")
+        names, sizes, rows = list(s["acl_names"]), a["acl_sizes"], a["acl_rows"]
+        if len(names) != sizes.shape[0] or int(sizes.sum()) != rows.shape[0] or (rows.size and int(rows.max()) >= n):
+            raise ValueError("the snapshot's ACL entries do not match")
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        acl = {k: rows[bounds[i] : bounds[i + 1]] for i, k in enumerate(names)}
+        matrix = _Matrix(mat)
+        empty_i, empty_f = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return cls(
+            generation=str(fields["generation"]), seq=int(fields["seq"]), ids=ids, rowids=a["rowids"],
+            mat=matrix.buf[: matrix.n], public=a["public"], alive=None, docs=a["docs"],
+            doc_codes=_code_table(s["doc_codes"]), statuses=a["statuses"], status_codes=_code_table(s["status_codes"]),
+            source_types=a["source_types"], source_codes=_code_table(s["source_codes"]), dates=a["dates"], acl=acl,
+            lens=a["lens"], post_terms=a["post_terms"], post_rows=a["post_rows"], post_tf=a["post_tf"],
+            new_terms=empty_i, new_rows=empty_i, new_tf=empty_f, matrix=matrix, base_rows=n,
+        )
+
     def worn(self, changed: int) -> bool:
         """Whether applying `changed` more rows would leave too much dead weight: reload instead."""
         dead = 0 if self.alive is None else int((~self.alive).sum())
@@ -523,6 +582,23 @@ def _top(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
 #: work that follows (BM25, the fetch, assembly): on the 2-core bench machine warm retrieve p50
 #: at 100k chunks went from ~80 to ~50 ms with one thread (docs/store.md, speed at scale).
 _DENSE_BLAS = _BlasThreads()
+
+
+def _code_list(table: dict[str, int]) -> list[str]:
+    """A code table as the list of its values in code order (codes are 1, 2, ...)."""
+    return sorted(table, key=table.__getitem__)
+
+
+def _code_table(values: list[str]) -> dict[str, int]:
+    return {v: i for i, v in enumerate(values, 1)}
+
+
+def _snapshots_wanted(rows: int | None) -> bool:
+    """Whether to read (rows None) or write (a full load of `rows`) the index snapshot."""
+    setting = os.environ.get("DOCKET_INDEX_SNAPSHOT", "").strip().lower()
+    if setting in ("0", "off", "false", "no"):
+        return False
+    return rows is None or setting in ("1", "on", "true", "yes") or rows >= SNAPSHOT_MIN_ROWS
 
 
 def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:
@@ -875,8 +951,8 @@ class SQLiteStore:
             m = self._index
             if m is not None and m.generation == gen:
                 return m
-            fresh = self._refreshed_index(m, gen) if m is not None else None
-            self._index = fresh if fresh is not None else self._load_index(gen)
+            fresh = self._refreshed_index(m, gen) if m is not None else self._snapshot_index(gen)
+            self._index = fresh if fresh is not None else self._load_index(gen, save=True)
             return self._index
 
     def _log_end(self) -> int:
@@ -886,12 +962,55 @@ class SQLiteStore:
     def _index_rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Any]:
         return self._conn.execute(f"SELECT {_INDEX_COLS} FROM chunks {where} ORDER BY rowid", args).fetchall()
 
-    def _load_index(self, gen: str) -> _Index:
+    def _load_index(self, gen: str, save: bool = False) -> _Index:
         seq = self._log_end()
         rows = self._index_rows()
         acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
         dim = int(self.meta().get("dim", "0") or 0)
-        return _Index.load(_Rows.of(rows, dim), [(r[0], r[1]) for r in acl_rows], gen, seq)
+        index = _Index.load(_Rows.of(rows, dim), [(r[0], r[1]) for r in acl_rows], gen, seq)
+        if save and _snapshots_wanted(len(index.ids)) and self.path.is_file():
+            try:
+                fields, arrays, strings = index.snapshot_parts()
+                _snapshot_file.write(self.snapshot_path, {"layout": _SNAPSHOT_LAYOUT, **fields}, arrays, strings,
+                                     mode=stat.S_IMODE(self.path.stat().st_mode))  # readable by who reads the store
+            except (OSError, ValueError):
+                pass  # a cache: a read-only directory or a full disk costs the next process a full load, nothing else
+        return index
+
+    @property
+    def snapshot_path(self) -> Path:
+        """Where the search index is kept between processes (see `_snapshot_index`)."""
+        return self.path.with_name(self.path.name + ".index")
+
+    def _snapshot_index(self, gen: str) -> _Index | None:
+        """The index from the snapshot file a process wrote after its full load, brought up to
+        date from the change log, or None (no usable file, or it is not an earlier state of this
+        store: a full load follows, which writes a new one). A new process then maps the vector
+        matrix and postings instead of reading every row (seconds at 100k, most of a minute at 1M)."""
+        if not _snapshots_wanted(None):
+            return None
+        got = _snapshot_file.read(self.snapshot_path)
+        if got is None:
+            return None
+        fields, arrays, strings = got
+        try:
+            if fields.get("layout") != _SNAPSHOT_LAYOUT or int(fields["generation"]) > int(gen):
+                return None
+            m = _Index.from_snapshot(fields, arrays, strings)
+        except (KeyError, ValueError, TypeError):
+            return None
+        hi = self._conn.execute("SELECT max(seq) FROM chunk_log").fetchone()[0]
+        if m.seq > int(hi or 0):
+            return None  # written for a later state than this file holds (e.g. a restored backup)
+        fresh = self._refreshed_index(m, gen)
+        if fresh is None:
+            return None
+        alive = len(fresh.ids) if fresh.alive is None else int(fresh.alive.sum())
+        rows, top = self._conn.execute("SELECT count(*), max(rowid) FROM chunks").fetchone()
+        live_rowids = fresh.rowids if fresh.alive is None else fresh.rowids[fresh.alive]
+        if rows != alive or (rows and int(live_rowids.max()) != int(top)):
+            return None
+        return fresh
 
     def _refreshed_index(self, m: _Index, gen: str) -> _Index | None:
         """`m` with the changes logged since it was built, or None when a full load is due (the
