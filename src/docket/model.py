@@ -347,15 +347,32 @@ class Passage:
         return p
 
 
+_PLAIN_NUMBERS = frozenset({int, float})
+
+
 def check_scores(candidates: Iterable[Candidate] | None) -> None:
     """Caller-built candidates: a NaN score compares false with every floor and would pass or
     fail silently; refuse it, naming the chunk."""
+    if isinstance(candidates, list) and candidates:
+        scores = [getattr(c, "score", None) for c in candidates]
+        try:  # every score a plain int or float, none NaN or infinite (then neither is their exact sum)
+            if set(map(type, scores)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(scores)):  # type: ignore[arg-type]
+                return
+        except (OverflowError, ValueError):
+            pass  # huge or infinite values: the check below names the candidate
     for n, c in enumerate(candidates or (), 1):
         s = getattr(c, "score", None)
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s):
             cid = getattr(getattr(c, "chunk", None), "id", "?")
             raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
                              field="score")
+
+
+def _finite(x: float) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int too large for a float: no floor or cosine can be compared with it
+        return False
 
 
 def passage_of(c: Candidate) -> Passage:

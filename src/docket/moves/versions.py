@@ -345,12 +345,12 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     by_source: dict[tuple[str | None, bool], int] = {}  # authority depends on the source type and trust only
     auth: dict[int, int] = {}
     for k in involved:
-        c = pool[k].first
-        key = (c.source_type, c.untrusted)
-        a = by_source.get(key)
-        if a is None:
-            a = by_source[key] = authority(c, pol)
-        auth[k] = a
+        first = pool[k].first
+        source = (first.source_type, first.untrusted)
+        rank = by_source.get(source)
+        if rank is None:
+            rank = by_source[source] = authority(first, pol)
+        auth[k] = rank
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)

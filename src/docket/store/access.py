@@ -109,8 +109,8 @@ def may_read(principal: Principal | None, acl: Sequence[str] | None) -> bool:
 
 
 def readable(candidates: Iterable[Candidate], principal: Principal | None) -> list[Candidate]:
-    """The candidates `principal` may read, in their order."""
-    return [c for c in candidates if may_read(principal, c.chunk.acl)]
+    """The candidates `principal` may read, in their order (a public chunk, no acl, without a call)."""
+    return [c for c in candidates if c.chunk.acl is None or may_read(principal, c.chunk.acl)]
 
 
 def readable_chunks(chunks: Iterable[Chunk], principal: Principal | None) -> list[Chunk]:
