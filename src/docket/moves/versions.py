@@ -91,9 +91,9 @@ def choose_as_of(docs: list[str], ctx: Context, vs: _Versions) -> Date:
     today, pinned = ctx.today, ctx.policy.as_of
     base = pinned or today
     refs = find_dates(ctx.question, today) if pol.question_dates != "off" else []
-    multi = [d for d in docs if len(vs.of(d)) > 1]
     chosen, source = base, "pinned" if pinned else "today"
     if refs:
+        multi = [d for d in docs if len(vs.of(d)) > 1]  # documents with another version to choose
         asked = ", ".join(repr(r.text) for r in refs)
         days = sorted({r.as_of(today) for r in refs})
         if len(days) > 1:
