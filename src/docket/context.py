@@ -105,19 +105,24 @@ class Context:
         (Move 2) and conflicts (Move 1) read the same numbers, computed once per query."""
         if self._sims is None:
             base = list(self.pool or [])
-            pos = {id(c): i for i, c in enumerate(base)}
-            for c in chunks:
-                if id(c) not in pos:
-                    pos[id(c)] = len(base)
-                    base.append(c)
+            pos: dict[int, int] = {}
+            if len(chunks) != len(base) or any(a is not b for a, b in zip(chunks, base)):
+                pos = self._positions(base)
+                for c in chunks:
+                    if id(c) not in pos:
+                        pos[id(c)] = len(base)
+                        base.append(c)
             vecs = self.vectors(base)
             self._sims = vecs @ vecs.T
             self._pairs = None
-            self._sim_pos = pos
+            self._sim_pos = pos  # built when a call asks for part of the pool (empty until then)
             self._sim_chunks = base
-        sims, pos, base = self._sims, self._sim_pos, self._sim_chunks
+        sims, base = self._sims, self._sim_chunks
         if len(chunks) == len(base) and all(a is b for a, b in zip(chunks, base)):
             return sims
+        if not self._sim_pos:
+            self._sim_pos = self._positions(base)
+        pos = self._sim_pos
         idx = [pos.get(id(c)) for c in chunks]
         if None in idx:  # a chunk the pool did not have (fetched by Move 1): start again with it
             self._sims = None
@@ -125,6 +130,10 @@ class Context:
             return self.similarities(chunks)
         ix = np.asarray(idx)
         return sims[np.ix_(ix, ix)]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _positions(chunks: Sequence[Chunk]) -> dict[int, int]:
+        return {id(c): i for i, c in enumerate(chunks)}
 
     def similar_pairs(self, chunks: Sequence[Chunk], threshold: float) -> tuple[np.ndarray, list[int], list[int]]:
         """`similarities(chunks)` and its pairs at `threshold` (`pairs_at_least`). Over the pool's
