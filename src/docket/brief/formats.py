@@ -242,11 +242,16 @@ class BlocksFormat(Format):
         return f"{label}: {t}" if t else label
 
     def document(self, label: str, title: str, fields: Fields, text: str, limit: int) -> dict[str, Any]:
+        return self.block(self.title(label, title, limit), self.context(label, fields, limit), text)
+
+    @staticmethod
+    def block(title: str, context: str, text: str) -> dict[str, Any]:
+        """A document block from its written title and context (a new dict each time: callers may edit it)."""
         return {
             "type": "document",
             "source": {"type": "text", "media_type": "text/plain", "data": text},
-            "title": self.title(label, title, limit),
-            "context": self.context(label, fields, limit),
+            "title": title,
+            "context": context,
             "citations": {"enabled": True},
         }
 

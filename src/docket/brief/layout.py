@@ -15,7 +15,7 @@ from typing import Any
 
 from docket.brief import formats
 from docket.brief.notes import conflict_notes, label_conflicts
-from docket.brief.render import header_fields, render_all
+from docket.brief.render import render_all, request_parts
 from docket.brief.result import Brief
 from docket.context import Context
 from docket.model import RETIRED_STATUSES, Passage
@@ -157,10 +157,11 @@ def anthropic_request(ctx: Context, passages: list[Passage], sources: dict[str, 
     blocks = formats.blocks()
     pol = ctx.policy.render
     wanted = [f for f in pol.fields if f != "title"]  # the title has its own slot
+    limit = pol.max_field_chars
     content: list[dict[str, Any]] = []
     for p, (label, s) in zip(passages, sources.items()):
-        fields = header_fields(p, wanted, implicit_defaults=False, repeated_title=True)
-        content.append(blocks.document(label, s["title"], fields, s["text"], pol.max_field_chars))
+        title, context = request_parts(p, label, wanted, limit)
+        content.append(blocks.block(title, context, s["text"]))
     tail = "\n\n".join(x for x in (notes, blocks.question(ctx.question), fmt) if x)
     content.append({"type": "text", "text": tail})
     return {"system": system_text(ctx, blocks.name), "messages": [{"role": "user", "content": content}]}

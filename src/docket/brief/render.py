@@ -21,6 +21,7 @@ from typing import Any
 
 from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
+from docket.features import content_key
 from docket.model import Passage
 from docket.policy import RenderPolicy
 from docket.text import phrase, title_variants  # titles are matched with the re-scorer's folding
@@ -100,6 +101,13 @@ class Rendered:
 def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     """One passage in `policy.format`. Its header depends on the label (width) and the header
     fields, its body only on the text and trust, so a sizer may count the two apart."""
+    key = policy_key(policy)
+    if key is None:
+        return _render(p, label, policy)
+    return _render_cached(p, label, policy, key)
+
+
+def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     fmt = formats.text_format(policy.format)
     text, removed = sanitize(p.text)
     text = text.strip()
@@ -108,6 +116,95 @@ def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     header = fmt.header(label, fields, policy.max_field_chars)
     body = fmt.body(shown)
     return Rendered(block=fmt.join(header, body), text=text, removed=removed, header=header, body=body)
+
+
+# --- memo of rendered passages -----------------------------------------------------------------
+#
+# The same chunk is rendered for query after query (and the packer sizes it first), always to the
+# same strings. A passage that is one whole chunk (no compressed text, not a summary) is rendered
+# from nothing but the render settings, the label and the chunk's `content_key` (id, text and
+# every field that reaches a header: docket.features, the key its rendered counts are cached
+# under too), so its Rendered is kept under exactly that key. Grown, compressed and summary
+# passages are rendered every time.
+
+class _Memo:
+    """A bounded map with near-LRU eviction at O(1) (two generations). Safe to share between
+    threads: a race renders a passage twice, never wrongly."""
+
+    __slots__ = ("capacity", "young", "old")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity // 2)
+        self.young: dict[Any, Any] = {}
+        self.old: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        v = self.young.get(key)
+        if v is None:
+            v = self.old.get(key)
+            if v is not None:
+                self.put(key, v)
+        return v
+
+    def put(self, key: Any, value: Any) -> None:
+        if len(self.young) >= self.capacity:
+            self.old, self.young = self.young, {}
+        self.young[key] = value
+
+    def clear(self) -> None:
+        self.young, self.old = {}, {}
+
+
+#: rendered passages (and Anthropic document parts) kept: a few KiB each
+MEMO_CAPACITY = 16_384
+_RENDERED = _Memo(MEMO_CAPACITY)
+_REQUEST_PARTS = _Memo(MEMO_CAPACITY)
+
+
+def policy_key(policy: RenderPolicy) -> tuple[Any, ...] | None:
+    """Every render setting as a hashable tuple (lists as tuples), or None when one cannot be
+    hashed (then nothing is memoised). Read from the model's fields, so a setting added later
+    is part of the key without anyone remembering to add it."""
+    try:
+        key = (type(policy),) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in policy.__dict__.items())
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _memoisable(p: Passage) -> bool:
+    return len(p.chunks) == 1 and p.text_override is None and not p.covers
+
+
+def _render_cached(p: Passage, label: str, policy: RenderPolicy, key: tuple[Any, ...]) -> Rendered:
+    if not _memoisable(p):
+        return _render(p, label, policy)
+    k = (content_key(p.first), label, key)
+    r: Rendered | None = _RENDERED.get(k)
+    if r is None:
+        r = _render(p, label, policy)
+        _RENDERED.put(k, r)
+    return r
+
+
+def request_parts(p: Passage, label: str, fields: list[str], limit: int) -> tuple[str, str]:
+    """The title and `context` of passage `p` as an Anthropic document block (brief/formats.py
+    BlocksFormat): the title always shown, status and trust always stated, no implicit defaults."""
+    if not _memoisable(p):
+        return _request_parts(p, label, fields, limit)
+    k = (content_key(p.first), label, tuple(fields), limit)
+    parts: tuple[str, str] | None = _REQUEST_PARTS.get(k)
+    if parts is None:
+        parts = _request_parts(p, label, fields, limit)
+        _REQUEST_PARTS.put(k, parts)
+    return parts
+
+
+def _request_parts(p: Passage, label: str, fields: list[str], limit: int) -> tuple[str, str]:
+    blocks = formats.blocks()
+    values = header_fields(p, fields, implicit_defaults=False, repeated_title=True)
+    return blocks.title(label, p.first.title, limit), blocks.context(label, values, limit)
 
 
 #: the fences of each text format (kept for callers that size a block by hand)
@@ -126,13 +223,21 @@ def label_for(n: int) -> str:
 
 def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict[str, dict[str, Any]], int]:
     """The documents block, the label -> source map, and the count of removed characters."""
-    blocks: list[str] = []
+    blocks, sources, removed = render_parts(passages, policy)
+    return documents_block([r.block for r in blocks], policy.format), sources, removed
+
+
+def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Rendered], dict[str, dict[str, Any]], int]:
+    """`render_all` before the blocks are joined: each passage as Rendered, the label -> source
+    map, and the count of removed characters."""
+    blocks: list[Rendered] = []
     sources: dict[str, dict[str, Any]] = {}
     removed = 0
+    key = policy_key(policy)
     for n, p in enumerate(passages, 1):
         label = label_for(n)
-        r = render_passage(p, label, policy)
-        blocks.append(r.block)
+        r = _render(p, label, policy) if key is None else _render_cached(p, label, policy, key)
+        blocks.append(r)
         removed += r.removed
         c = p.first
         src: dict[str, Any] = {
@@ -157,4 +262,4 @@ def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict
             src["derived"] = "summary"
             src["covers"] = [dict(c) for c in p.covers]
         sources[label] = src
-    return documents_block(blocks, policy.format), sources, removed
+    return blocks, sources, removed

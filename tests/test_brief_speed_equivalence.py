@@ -1,0 +1,86 @@
+"""The faster brief build (memoised rendering, counts from parts) writes byte for byte what the
+build before it wrote (tests/brief_reference.py): prompts, sources, every token count, trace,
+conflicts and the Anthropic request, on hostile passages in every format, cold and warm."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import brief_reference as ref
+from docket.brief import formats, render
+from docket.brief.layout import build_brief
+from docket.model import Passage, parse_chunk
+from docket.policy import Policy, RenderPolicy
+
+from helpers import context, mk
+from test_fence_properties import Case, cases
+
+
+def everything(brief: Any) -> dict[str, Any]:
+    """What a caller can read of a brief, as exact text (JSON key order kept)."""
+    return {
+        "json": json.dumps(brief.to_json(), ensure_ascii=False),
+        "request": json.dumps(brief.anthropic_request, ensure_ascii=False),
+        "tokens": json.dumps(brief.tokens.to_json()),
+        "sources": repr([(k, dict(s), s.key_order) for k, s in brief.sources.items()]),
+        "passages": [p.ids for p in brief.passages],
+        "texts": (brief.system, brief.user, brief.documents),
+    }
+
+
+def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, build: Any) -> dict[str, Any]:
+    render_pol = dict(case.render, format=name if name in formats.text_formats() else "xml")
+    policy = Policy().updated(render=render_pol)
+    chunks, passages = [], []
+    for n, (recs, override) in enumerate(zip(case.chunks, case.overrides), 1):
+        cs = tuple(parse_chunk(r) for r in recs)
+        chunks.extend(cs)
+        passages.append(Passage(chunks=cs, score=1.0 / n, rank=n, hits=(cs[0].id,), text_override=override))
+    ctx = context(chunks, question=case.question, policy=policy)
+    ctx.conflicts = [dict(c) for c in case.conflicts]
+    ctx.as_of = as_of
+    return everything(build(passages, ctx, budget))
+
+
+AS_OF = st.sampled_from([None, {"date": date(2025, 1, 2), "source": "question"}, {"date": date(2025, 1, 2), "source": "default"}])
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases(), st.sampled_from(formats.text_formats()), st.sampled_from([10**9, 120, 40]), AS_OF, st.booleans())
+def test_same_brief_as_the_reference(case: Case, name: str, budget: int, as_of: Any, clear: bool) -> None:
+    if clear:
+        render._RENDERED.clear()
+        render._REQUEST_PARTS.clear()
+    want = briefs(name, case, budget, as_of, ref.build_brief)
+    assert briefs(name, case, budget, as_of, build_brief) == want  # cold (or warm from an earlier case)
+    assert briefs(name, case, budget, as_of, build_brief) == want  # warm: every passage memoised
+
+
+def test_memo_keys_on_content_and_settings() -> None:
+    """A chunk whose text or header metadata changed under the same id, or a render setting
+    changed in place, is rendered anew."""
+    a = mk("c1", doc="d", text="Refunds take 14 days.", title="Refunds", section="Billing")
+    b = mk("c1", doc="d", text="Refunds take 30 days.", title="Refunds", section="Billing")
+    c = mk("c1", doc="d", text="Refunds take 30 days.", title="Refunds", section="Billing", status="superseded")
+    pol = RenderPolicy(repeated_title=True)
+    blocks = [render.render_passage(Passage.of_chunk(x, 1.0, 1), "S1", pol).block for x in (a, b, c)]
+    assert "14 days" in blocks[0] and "30 days" in blocks[1] and 'status="superseded"' in blocks[2]
+    pol.format = "lines"
+    assert render.render_passage(Passage.of_chunk(c, 1.0, 1), "S1", pol).block.startswith("ID: S1")
+    pol.fields.remove("section")  # a list edited in place
+    assert "SECTION" not in render.render_passage(Passage.of_chunk(c, 1.0, 1), "S1", pol).block
+    for p in [Passage.of_chunk(x, 1.0, 1) for x in (a, b, c)]:
+        assert render.render_passage(p, "S1", pol) == ref.render_passage(p, "S1", pol)
+
+
+def test_memo_is_bounded() -> None:
+    memo = render._Memo(4)
+    for i in range(100):
+        memo.put(i, str(i))
+    assert len(memo.young) + len(memo.old) <= 4
+    assert memo.get(99) == "99" and memo.get(0) is None
