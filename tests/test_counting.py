@@ -80,3 +80,38 @@ def test_other_counters_are_asked_for_the_whole_text() -> None:
     assert counting.count(w, text) == w.count(text) == 200
     assert counting.label_class(w, "S12") == "S12"
     assert not counting.segmented(w) and counting.segmented(COUNTER)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(TEXT | st.sampled_from(["", "\n", "\n\n", "/", " x", "x\n", "\u00a0", "\r\n"]), max_size=12))
+def test_count_of_parts_is_the_count_of_their_join(parts: list[str]) -> None:
+    joined = "".join(parts)
+    want = len(COUNTER._enc.encode(joined, disallowed_special=()))
+    assert counting.count_parts(COUNTER, parts) == want
+    assert counting.count_parts(COUNTER, [p + "\n" for p in parts]) == len(COUNTER._enc.encode(
+        "".join(p + "\n" for p in parts), disallowed_special=()))
+    assert counting.count_parts(WordCounter(), parts) == len(joined.split())
+
+
+def test_count_of_parts_never_cuts_where_the_tokenizer_would_merge() -> None:
+    # "x\n" then " y": the newline and the space belong to one pre-token; "a\n" then "/b": "\n/" is one
+    for parts in (["x\n", " y"], ["a.\n", "/b"], ["a\n", "\n\nb"], ["</documents>", "\n\nNote"], ["a\n", "", " b"]):
+        joined = "".join(parts)
+        assert counting.count_parts(COUNTER, parts) == len(COUNTER._enc.encode(joined, disallowed_special=()))
+
+
+def test_repeated_counts_are_memoised_only_for_pure_counters() -> None:
+    calls = []
+
+    class Counting:
+        name = "mine"
+
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return len(text)
+
+    mine = Counting()
+    assert counting.count_repeated(mine, "abc") == counting.count_repeated(mine, "abc") == 3
+    assert len(calls) == 2  # a caller's counter is asked every time
+    text = "Ground rules:\n" + "1. Answer only from the documents.\n" * 20
+    assert counting.count_repeated(COUNTER, text) == len(COUNTER._enc.encode(text, disallowed_special=()))

@@ -20,6 +20,13 @@ and text[p] is neither whitespace nor "/":
 Counting is exact either way; tests/test_counting.py checks it with hypothesis against the real
 counter on rendered briefs. Any other counter is asked for the whole text.
 
+`count_parts` uses the same argument for a text the caller builds from pieces (the documents
+block from its passages, the user message from the documents, notes, question and format): where
+a piece ends with a newline and the next starts with neither whitespace nor "/", the join is a
+safe cut, so the text's count is the sum of the pieces' counts, each from the counter's cache
+when the piece was seen before. A join that is not a safe cut is never assumed to be one: those
+pieces are counted together.
+
 The same argument makes a passage's label cheap: in `label="S12"` (or `ID: S12 |`) the digits are
 a pre-token of their own (or two, past three digits), and o200k_base has one token for every
 string of one to three digits, so a rendered passage's count depends on its label's *length*
@@ -30,11 +37,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
-from docket.tokens import O200kCounter, TokenCounter
+from docket.tokens import Cl100kCounter, O200kCounter, TokenCounter, WordCounter
 
 #: cut after a newline that is followed by neither whitespace nor "/"
 _SAFE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
+#: a piece may be cut from the one before it when it starts with this (and that one ends with "\n")
+_SAFE_START = re.compile(r"[^\s/]")
 #: shorter texts are counted whole (a segment look-up is not cheaper than tokenising them)
 MIN_SEGMENTED = 400
 
@@ -50,6 +60,43 @@ def count(counter: TokenCounter, text: str) -> int:
         return counter.count(text)
     c = counter.count
     return sum(c(part) for part in _SAFE_CUT.split(text))
+
+
+def count_parts(counter: TokenCounter, parts: list[str]) -> int:
+    """`counter.count("".join(parts))`, from the counts of the parts where the joins are safe cuts
+    (o200k_base; the module docstring says why that is exact); any other counter counts the join."""
+    if type(counter) is not O200kCounter:
+        return count(counter, "".join(parts))
+    c = counter.count
+    total = 0
+    pending: str | None = None
+    safe = _SAFE_START.match
+    for part in parts:
+        if pending is None:
+            pending = part
+        elif pending.endswith("\n") and safe(part):
+            total += c(pending)
+            pending = part
+        else:
+            pending += part
+    return total + (c(pending) if pending else 0)
+
+
+#: counters whose count is a function of the text alone (so a count may be memoised)
+_PURE: tuple[type, ...] = (O200kCounter, Cl100kCounter, WordCounter)
+
+
+@lru_cache(maxsize=512)
+def _repeated(counter: Any, text: str) -> int:  # Any: lru_cache needs a hashable counter (docket's are)
+    return count(counter, text)
+
+
+def count_repeated(counter: TokenCounter, text: str) -> int:
+    """`count(counter, text)` for text that recurs verbatim from query to query (the system
+    message, the answer format): memoised by the exact text for docket's own counters."""
+    if type(counter) in _PURE:
+        return _repeated(counter, text)  # type: ignore[arg-type]  # docket's counters hash by identity
+    return count(counter, text)
 
 
 @lru_cache(maxsize=8)
@@ -72,4 +119,4 @@ def label_class(counter: TokenCounter, label: str) -> str | int:
     return label
 
 
-__all__ = ["MIN_SEGMENTED", "count", "label_class", "segmented"]
+__all__ = ["MIN_SEGMENTED", "count", "count_parts", "count_repeated", "label_class", "segmented"]

@@ -120,7 +120,16 @@ class TextFormat(Format):
         return self.join(self.header(label, fields, limit), self.body(text))
 
     def documents(self, blocks: list[str]) -> str:
-        return self.open + "\n" + self.separator.join(blocks) + "\n" + self.close
+        return "".join(self.documents_parts(blocks))
+
+    def documents_parts(self, blocks: list[str]) -> list[str]:
+        """The documents block in pieces that join to `documents(blocks)`: the opening marker, each
+        passage with what follows it, the closing marker last (docket.counting.count_parts adds
+        up their counts)."""
+        if not blocks:
+            return [self.open + "\n\n", self.close]
+        sep = self.separator
+        return [self.open + "\n", *[b + sep for b in blocks[:-1]], blocks[-1] + "\n", self.close]
 
 
 class XmlFormat(TextFormat):

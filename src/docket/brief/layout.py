@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from docket import counting
 from docket.brief import formats
 from docket.brief.notes import conflict_notes, label_conflicts
-from docket.brief.render import render_all, request_parts
+from docket.brief.render import render_parts, request_parts
 from docket.brief.result import Brief
 from docket.context import Context
 from docket.model import RETIRED_STATUSES, Passage
@@ -98,18 +99,27 @@ def as_of_note(ctx: Context, sources: dict[str, dict[str, Any]]) -> str:
 def fixed_tokens(ctx: Context) -> int:
     """Tokens of everything in the brief that is not evidence (for the backward budget)."""
     style = ctx.policy.render.format
-    return ctx.tokens(system_text(ctx, style)) + ctx.tokens(question_text(ctx)) + ctx.tokens(format_text(ctx))
+    counter = ctx.counter
+    return (counting.count_repeated(counter, system_text(ctx, style)) + ctx.tokens(question_text(ctx))
+            + counting.count_repeated(counter, format_text(ctx)))
 
 
 def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
     style = ctx.policy.render.format
-    documents, sources, removed = render_all(passages, ctx.policy.render)
+    text_fmt = formats.text_format(style)
+    counter = ctx.counter
+    rendered, sources, removed = render_parts(passages, ctx.policy.render)
+    parts = text_fmt.documents_parts([r.block for r in rendered])
+    documents_tokens = counting.count_parts(counter, parts)
     # the per-passage counts were exact up to label widths: verify, and drop from the end if needed
-    while ctx.tokens(documents) > budget and len(passages) > 1:
+    while documents_tokens > budget and len(passages) > 1:
         worst = max(passages, key=lambda p: (p.untrusted, p.rank))
         passages = [p for p in passages if p is not worst]
         ctx.trace.add("pack", "drop", list(worst.ids), f"rendered block exceeded the budget {budget}; dropped the weakest passage")
-        documents, sources, removed = render_all(passages, ctx.policy.render)
+        rendered, sources, removed = render_parts(passages, ctx.policy.render)
+        parts = text_fmt.documents_parts([r.block for r in rendered])
+        documents_tokens = counting.count_parts(counter, parts)
+    documents = "".join(parts)
     if removed:
         ctx.trace.add("fence", "sanitize", [], f"removed {removed} invisible or control character(s) from passage text",
                       removed=removed)
@@ -118,15 +128,18 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
     system = system_text(ctx, style)
     question = question_text(ctx)
     fmt = format_text(ctx)
-    user = documents + ("\n\n" + notes if notes else "") + "\n\n" + question + "\n\n" + fmt
+    # user = documents + ("\n\n" + notes if notes else "") + "\n\n" + question + "\n\n" + fmt, in pieces
+    # that count_parts can add up (the documents' pieces counted above are looked up, not re-tokenised)
+    user_parts = [*parts[:-1], parts[-1] + "\n\n", *((notes + "\n\n",) if notes else ()), question + "\n\n", fmt]
+    user = "".join(user_parts)
     tokens = {
-        "system": ctx.tokens(system),
-        "documents": ctx.tokens(documents),
+        "system": counting.count_repeated(counter, system),
+        "documents": documents_tokens,
         "passage_text": sum(ctx.tokens(s["text"]) for s in sources.values()),
         "notes": ctx.tokens(notes) if notes else 0,
         "question": ctx.tokens(question),
-        "format": ctx.tokens(fmt),
-        "user": ctx.tokens(user),
+        "format": counting.count_repeated(counter, fmt),
+        "user": counting.count_parts(counter, user_parts),
     }
     tokens["tags"] = tokens["documents"] - tokens["passage_text"]
     tokens["total"] = tokens["system"] + tokens["user"]
