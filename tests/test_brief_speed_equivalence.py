@@ -8,17 +8,17 @@ import json
 from datetime import date
 from typing import Any
 
+import brief_reference as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fence_properties import Case, cases
 
-import brief_reference as ref
 from docket.brief import formats, render
 from docket.brief.layout import build_brief
 from docket.model import Passage, parse_chunk
 from docket.policy import Policy, RenderPolicy
 
 from helpers import context, mk
-from test_fence_properties import Case, cases
 
 
 def everything(brief: Any) -> dict[str, Any]:
@@ -33,14 +33,27 @@ def everything(brief: Any) -> dict[str, Any]:
     }
 
 
-def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, build: Any) -> dict[str, Any]:
+def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, build: Any, extras: int = 0) -> dict[str, Any]:
+    """The brief of a hostile case; `extras` bit 1: the first passage carries folded copies
+    (dedup's provenance), bit 2: the last one is a summary passage (compress.summary)."""
     render_pol = dict(case.render, format=name if name in formats.text_formats() else "xml")
-    policy = Policy().updated(render=render_pol)
+    policy = Policy().updated(render=render_pol, compress={"summary": bool(extras & 2)})
     chunks, passages = [], []
     for n, (recs, override) in enumerate(zip(case.chunks, case.overrides), 1):
         cs = tuple(parse_chunk(r) for r in recs)
         chunks.extend(cs)
         passages.append(Passage(chunks=cs, score=1.0 / n, rank=n, hits=(cs[0].id,), text_override=override))
+    if extras & 1:
+        c = passages[-1].first
+        copy = {"chunks": [c.id + "-copy"], "doc": c.doc, "version": 2, "title": c.title, "section": c.section,
+                "status": c.status, "cosine": 0.97}
+        passages[0] = passages[0].with_(also_in=(copy, {**copy, "source_type": "forum", "extra_key": [1]}))
+    if extras & 2:
+        last = passages[-1]
+        covers = ({"doc": last.first.doc, "version": 1, "chunks": list(last.ids), "title": last.first.title,
+                   "trust": "untrusted"},)
+        summary = last.first.model_copy(update={"id": "docket-summary-1", "status": "derived"})
+        passages[-1] = Passage(chunks=(summary,), score=last.score, rank=last.rank, hits=(), covers=covers)
     ctx = context(chunks, question=case.question, policy=policy)
     ctx.conflicts = [dict(c) for c in case.conflicts]
     ctx.as_of = as_of
@@ -51,14 +64,15 @@ AS_OF = st.sampled_from([None, {"date": date(2025, 1, 2), "source": "question"},
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(cases(), st.sampled_from(formats.text_formats()), st.sampled_from([10**9, 120, 40]), AS_OF, st.booleans())
-def test_same_brief_as_the_reference(case: Case, name: str, budget: int, as_of: Any, clear: bool) -> None:
+@given(cases(), st.sampled_from(formats.text_formats()), st.sampled_from([10**9, 120, 40]), AS_OF, st.booleans(),
+       st.integers(0, 3))
+def test_same_brief_as_the_reference(case: Case, name: str, budget: int, as_of: Any, clear: bool, extras: int) -> None:
     if clear:
         render._RENDERED.clear()
         render._REQUEST_PARTS.clear()
-    want = briefs(name, case, budget, as_of, ref.build_brief)
-    assert briefs(name, case, budget, as_of, build_brief) == want  # cold (or warm from an earlier case)
-    assert briefs(name, case, budget, as_of, build_brief) == want  # warm: every passage memoised
+    want = briefs(name, case, budget, as_of, ref.build_brief, extras)
+    assert briefs(name, case, budget, as_of, build_brief, extras) == want  # cold (or warm from an earlier case)
+    assert briefs(name, case, budget, as_of, build_brief, extras) == want  # warm: every passage memoised
 
 
 def test_memo_keys_on_content_and_settings() -> None:

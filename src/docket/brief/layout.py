@@ -20,7 +20,7 @@ from docket.brief.render import render_parts, request_parts
 from docket.brief.result import Brief
 from docket.context import Context
 from docket.model import RETIRED_STATUSES, Passage
-from docket.results import Conflict, Source, TokenCounts
+from docket.results import Conflict, Provenance, Source, TokenCounts
 
 #: with compress.summary on (stated whether or not this query needed a summary, so the system
 #: message stays the same between queries and a provider's prompt cache keeps it)
@@ -150,7 +150,7 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         system=system,
         user=user,
         documents=documents,
-        sources={label: Source.of(s) for label, s in sources.items()},
+        sources={label: typed_source(s) for label, s in sources.items()},
         tokens=TokenCounts.of(tokens),
         trace=ctx.trace,  # type: ignore[arg-type]  # a Trace: made a list when first read
         conflicts=[Conflict.of(c) for c in conflicts],
@@ -160,6 +160,19 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         passages=passages,
         anthropic_request=anthropic_request(ctx, passages, sources, notes, fmt),
     )
+
+
+_SOURCE_KEYS = frozenset(Source._KEYS)
+
+
+def typed_source(src: dict[str, Any]) -> Source:
+    """`Source.of(src)`, the short way when every key is one Source knows (what render_parts
+    writes unless a passage is a summary): the same object, key order included."""
+    if not src.keys() <= _SOURCE_KEYS:
+        return Source.of(src)
+    also = src.get("also_in")
+    fields = {**src, "also_in": [Provenance.of(a) for a in also]} if also else src
+    return Source(**fields, key_order=list(src))
 
 
 def anthropic_request(ctx: Context, passages: list[Passage], sources: dict[str, dict[str, Any]], notes: str,
