@@ -15,6 +15,7 @@ rule, a stranger's post) stand out instead of hiding among identical attributes.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -104,7 +105,7 @@ def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     key = policy_key(policy)
     if key is None:
         return _render(p, label, policy)
-    return _render_cached(p, label, policy, key)
+    return _render_cached(p, label, policy, key)[0]
 
 
 def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
@@ -161,29 +162,48 @@ _RENDERED = _Memo(MEMO_CAPACITY)
 _REQUEST_PARTS = _Memo(MEMO_CAPACITY)
 
 
-def policy_key(policy: RenderPolicy) -> tuple[Any, ...] | None:
-    """Every render setting as a hashable tuple (lists as tuples), or None when one cannot be
-    hashed (then nothing is memoised). Read from the model's fields, so a setting added later
-    is part of the key without anyone remembering to add it."""
+def policy_key(policy: RenderPolicy) -> int | None:
+    """Every render setting, as a small id of the tuple of them (lists as tuples; the same
+    settings always get the same id while the id is remembered, never another's), or None when
+    one cannot be hashed (then nothing is memoised). Read from the model's fields, so a setting
+    added later is part of the key without anyone remembering to add it."""
     try:
         key = (type(policy),) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in policy.__dict__.items())
-        hash(key)
+        pid: int | None = _POLICY_IDS.get(key)
     except TypeError:
         return None
-    return key
+    if pid is None:
+        if len(_POLICY_IDS) >= 1024:
+            _POLICY_IDS.clear()  # ids are never reused: memo entries under a forgotten id just age out
+        pid = _POLICY_IDS.setdefault(key, next(_NEXT_ID))
+    return pid
+
+
+_POLICY_IDS: dict[tuple[Any, ...], int] = {}
+_NEXT_ID = itertools.count()
 
 
 def _memoisable(p: Passage) -> bool:
     return len(p.chunks) == 1 and p.text_override is None and not p.covers
 
 
-def _render_cached(p: Passage, label: str, policy: RenderPolicy, key: tuple[Any, ...]) -> Rendered:
+#: what a passage's source says of its chunk (render_parts): doc, version, title, section, date, status, trust, source type
+_Static = tuple[str, int, str, str, str | None, str, str, str | None]
+
+
+def _static(p: Passage) -> _Static:
+    c = p.first
+    return (c.doc, c.version, c.title, sections_of(p), c.date.isoformat() if c.date else None, c.status, p.trust_level,
+            c.source_type)
+
+
+def _render_cached(p: Passage, label: str, policy: RenderPolicy, key: int) -> tuple[Rendered, _Static]:
     if not _memoisable(p):
-        return _render(p, label, policy)
+        return _render(p, label, policy), _static(p)
     k = (content_key(p.first), label, key)
-    r: Rendered | None = _RENDERED.get(k)
+    r: tuple[Rendered, _Static] | None = _RENDERED.get(k)
     if r is None:
-        r = _render(p, label, policy)
+        r = (_render(p, label, policy), _static(p))
         _RENDERED.put(k, r)
     return r
 
@@ -236,20 +256,20 @@ def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Re
     key = policy_key(policy)
     for n, p in enumerate(passages, 1):
         label = label_for(n)
-        r = _render(p, label, policy) if key is None else _render_cached(p, label, policy, key)
+        r, (doc, version, title, section, day, status, trust, source_type) = (
+            (_render(p, label, policy), _static(p)) if key is None else _render_cached(p, label, policy, key))
         blocks.append(r)
         removed += r.removed
-        c = p.first
         src: dict[str, Any] = {
-            "doc": c.doc,
-            "version": c.version,
+            "doc": doc,
+            "version": version,
             "chunks": list(p.ids),
-            "title": c.title,
-            "section": sections_of(p),
-            "date": c.date.isoformat() if c.date else None,
-            "status": c.status,
-            "trust": p.trust_level,
-            "source_type": c.source_type,
+            "title": title,
+            "section": section,
+            "date": day,
+            "status": status,
+            "trust": trust,
+            "source_type": source_type,
             "hits": list(p.hits),
             "score": round(p.score, 6),
             "rank": p.rank,
