@@ -69,7 +69,6 @@ AS_OF = st.sampled_from([None, {"date": date(2025, 1, 2), "source": "question"},
 def test_same_brief_as_the_reference(case: Case, name: str, budget: int, as_of: Any, clear: bool, extras: int) -> None:
     if clear:
         render._RENDERED.clear()
-        render._REQUEST_PARTS.clear()
     want = briefs(name, case, budget, as_of, ref.build_brief, extras)
     assert briefs(name, case, budget, as_of, build_brief, extras) == want  # cold (or warm from an earlier case)
     assert briefs(name, case, budget, as_of, build_brief, extras) == want  # warm: every passage memoised

@@ -115,3 +115,13 @@ def test_repeated_counts_are_memoised_only_for_pure_counters() -> None:
     assert len(calls) == 2  # a caller's counter is asked every time
     text = "Ground rules:\n" + "1. Answer only from the documents.\n" * 20
     assert counting.count_repeated(COUNTER, text) == len(COUNTER._enc.encode(text, disallowed_special=()))
+
+
+def test_safe_start_is_the_class_of_the_safe_cut() -> None:
+    import re
+
+    klass = re.compile(r"[^\s/]")
+    for cp in range(0x110000):
+        ch = chr(cp)
+        assert counting._safe_start(ch) == bool(klass.match(ch)), hex(cp)
+    assert not counting._safe_start("")

@@ -16,7 +16,7 @@ from typing import Any
 from docket import counting
 from docket.brief import formats
 from docket.brief.notes import conflict_notes, label_conflicts
-from docket.brief.render import render_parts, request_parts
+from docket.brief.render import Entry, entry, policy_key, render_entries
 from docket.brief.result import Brief
 from docket.context import Context
 from docket.model import RETIRED_STATUSES, Passage
@@ -108,16 +108,16 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
     style = ctx.policy.render.format
     text_fmt = formats.text_format(style)
     counter = ctx.counter
-    rendered, sources, removed = render_parts(passages, ctx.policy.render)
-    parts = text_fmt.documents_parts([r.block for r in rendered])
+    entries, sources, removed = render_entries(passages, ctx.policy.render)
+    parts = text_fmt.documents_parts([e.rendered.block for e in entries])
     documents_tokens = counting.count_parts(counter, parts)
     # the per-passage counts were exact up to label widths: verify, and drop from the end if needed
     while documents_tokens > budget and len(passages) > 1:
         worst = max(passages, key=lambda p: (p.untrusted, p.rank))
         passages = [p for p in passages if p is not worst]
         ctx.trace.add("pack", "drop", list(worst.ids), f"rendered block exceeded the budget {budget}; dropped the weakest passage")
-        rendered, sources, removed = render_parts(passages, ctx.policy.render)
-        parts = text_fmt.documents_parts([r.block for r in rendered])
+        entries, sources, removed = render_entries(passages, ctx.policy.render)
+        parts = text_fmt.documents_parts([e.rendered.block for e in entries])
         documents_tokens = counting.count_parts(counter, parts)
     documents = "".join(parts)
     if removed:
@@ -158,7 +158,7 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
         budget=budget,
         refusal=ctx.policy.brief.refusal,
         passages=passages,
-        anthropic_request=anthropic_request(ctx, passages, sources, notes, fmt),
+        anthropic_request=anthropic_request(ctx, passages, sources, notes, fmt, entries),
     )
 
 
@@ -176,17 +176,19 @@ def typed_source(src: dict[str, Any]) -> Source:
 
 
 def anthropic_request(ctx: Context, passages: list[Passage], sources: dict[str, dict[str, Any]], notes: str,
-                      fmt: str) -> dict[str, Any]:
+                      fmt: str, entries: list[Entry] | None = None) -> dict[str, Any]:
     """Documents as content blocks with citations enabled; the label and header fields go in
     `context` (shown to the model, never cited), status and trust always; the notes, the
-    question and the format last. Escaping is the blocks format's (brief/formats.py)."""
+    question and the format last. Escaping is the blocks format's (brief/formats.py). `entries`:
+    the passages' render entries when the caller has them (render.render_entries)."""
     blocks = formats.blocks()
     pol = ctx.policy.render
-    wanted = [f for f in pol.fields if f != "title"]  # the title has its own slot
-    limit = pol.max_field_chars
+    if entries is None:
+        key = policy_key(pol)
+        entries = [entry(p, label, pol, key) for p, label in zip(passages, sources)]
     content: list[dict[str, Any]] = []
-    for p, (label, s) in zip(passages, sources.items()):
-        title, context = request_parts(p, label, wanted, limit)
+    for p, e, (label, s) in zip(passages, entries, sources.items()):
+        title, context = e.request_parts(p, label, pol)
         content.append(blocks.block(title, context, s["text"]))
     tail = "\n\n".join(x for x in (notes, blocks.question(ctx.question), fmt) if x)
     content.append({"type": "text", "text": tail})

@@ -102,10 +102,7 @@ class Rendered:
 def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     """One passage in `policy.format`. Its header depends on the label (width) and the header
     fields, its body only on the text and trust, so a sizer may count the two apart."""
-    key = policy_key(policy)
-    if key is None:
-        return _render(p, label, policy)
-    return _render_cached(p, label, policy, key)[0]
+    return entry(p, label, policy, policy_key(policy)).rendered
 
 
 def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
@@ -156,10 +153,9 @@ class _Memo:
         self.young, self.old = {}, {}
 
 
-#: rendered passages (and Anthropic document parts) kept: a few KiB each
+#: memoised passages kept: a few KiB each
 MEMO_CAPACITY = 16_384
 _RENDERED = _Memo(MEMO_CAPACITY)
-_REQUEST_PARTS = _Memo(MEMO_CAPACITY)
 
 
 def policy_key(policy: RenderPolicy) -> int | None:
@@ -197,34 +193,43 @@ def _static(p: Passage) -> _Static:
             c.source_type)
 
 
-def _render_cached(p: Passage, label: str, policy: RenderPolicy, key: int) -> tuple[Rendered, _Static]:
-    if not _memoisable(p):
-        return _render(p, label, policy), _static(p)
+class Entry:
+    """One passage under one label and one set of render settings: its Rendered, its source
+    fields that depend on the chunk alone, and (filled when first asked for) its Anthropic
+    document title and context."""
+
+    __slots__ = ("rendered", "static", "request")
+
+    def __init__(self, p: Passage, label: str, policy: RenderPolicy) -> None:
+        self.rendered = _render(p, label, policy)
+        self.static = _static(p)
+        self.request: tuple[str, str] | None = None
+
+    def request_parts(self, p: Passage, label: str, policy: RenderPolicy) -> tuple[str, str]:
+        """The title and `context` of `p` as an Anthropic document block (BlocksFormat): the
+        title always shown, status and trust always stated, no implicit defaults. `p`, `label`
+        and `policy` are those the entry was made for."""
+        r = self.request
+        if r is None:
+            blocks = formats.blocks()
+            limit = policy.max_field_chars
+            values = header_fields(p, [f for f in policy.fields if f != "title"], implicit_defaults=False,
+                                   repeated_title=True)
+            r = self.request = (blocks.title(label, p.first.title, limit), blocks.context(label, values, limit))
+        return r
+
+
+def entry(p: Passage, label: str, policy: RenderPolicy, key: int | None) -> Entry:
+    """`p` rendered under `label` and `policy` (whose `policy_key` is `key`), from the memo when
+    it is a whole chunk rendered before."""
+    if key is None or not _memoisable(p):
+        return Entry(p, label, policy)
     k = (content_key(p.first), label, key)
-    r: tuple[Rendered, _Static] | None = _RENDERED.get(k)
-    if r is None:
-        r = (_render(p, label, policy), _static(p))
-        _RENDERED.put(k, r)
-    return r
-
-
-def request_parts(p: Passage, label: str, fields: list[str], limit: int) -> tuple[str, str]:
-    """The title and `context` of passage `p` as an Anthropic document block (brief/formats.py
-    BlocksFormat): the title always shown, status and trust always stated, no implicit defaults."""
-    if not _memoisable(p):
-        return _request_parts(p, label, fields, limit)
-    k = (content_key(p.first), label, tuple(fields), limit)
-    parts: tuple[str, str] | None = _REQUEST_PARTS.get(k)
-    if parts is None:
-        parts = _request_parts(p, label, fields, limit)
-        _REQUEST_PARTS.put(k, parts)
-    return parts
-
-
-def _request_parts(p: Passage, label: str, fields: list[str], limit: int) -> tuple[str, str]:
-    blocks = formats.blocks()
-    values = header_fields(p, fields, implicit_defaults=False, repeated_title=True)
-    return blocks.title(label, p.first.title, limit), blocks.context(label, values, limit)
+    e: Entry | None = _RENDERED.get(k)
+    if e is None:
+        e = Entry(p, label, policy)
+        _RENDERED.put(k, e)
+    return e
 
 
 #: the fences of each text format (kept for callers that size a block by hand)
@@ -250,16 +255,27 @@ def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict
 def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Rendered], dict[str, dict[str, Any]], int]:
     """`render_all` before the blocks are joined: each passage as Rendered, the label -> source
     map, and the count of removed characters."""
-    blocks: list[Rendered] = []
+    entries, sources, removed = render_entries(passages, policy)
+    return [e.rendered for e in entries], sources, removed
+
+
+#: labels S1..S64, made once
+_LABELS = [label_for(n) for n in range(1, 65)]
+
+
+def render_entries(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Entry], dict[str, dict[str, Any]], int]:
+    """`render_parts` with each passage's Entry (for the Anthropic request) in place of its Rendered."""
+    entries: list[Entry] = []
     sources: dict[str, dict[str, Any]] = {}
     removed = 0
     key = policy_key(policy)
     for n, p in enumerate(passages, 1):
-        label = label_for(n)
-        r, (doc, version, title, section, day, status, trust, source_type) = (
-            (_render(p, label, policy), _static(p)) if key is None else _render_cached(p, label, policy, key))
-        blocks.append(r)
+        label = _LABELS[n - 1] if n <= len(_LABELS) else label_for(n)
+        e = entry(p, label, policy, key)
+        entries.append(e)
+        r = e.rendered
         removed += r.removed
+        doc, version, title, section, day, status, trust, source_type = e.static
         src: dict[str, Any] = {
             "doc": doc,
             "version": version,
@@ -282,4 +298,4 @@ def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Re
             src["derived"] = "summary"
             src["covers"] = [dict(c) for c in p.covers]
         sources[label] = src
-    return blocks, sources, removed
+    return entries, sources, removed
