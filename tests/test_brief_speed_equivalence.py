@@ -81,14 +81,18 @@ def test_memo_keys_on_content_and_settings() -> None:
     b = mk("c1", doc="d", text="Refunds take 30 days.", title="Refunds", section="Billing")
     c = mk("c1", doc="d", text="Refunds take 30 days.", title="Refunds", section="Billing", status="superseded")
     pol = RenderPolicy(repeated_title=True)
-    blocks = [render.render_passage(Passage.of_chunk(x, 1.0, 1), "S1", pol).block for x in (a, b, c)]
+
+    def block(x: Any) -> str:
+        return render.render_all([Passage.of_chunk(x, 1.0, 1)], pol)[0]
+
+    blocks = [block(x) for x in (a, b, c)]
     assert "14 days" in blocks[0] and "30 days" in blocks[1] and 'status="superseded"' in blocks[2]
     pol.format = "lines"
-    assert render.render_passage(Passage.of_chunk(c, 1.0, 1), "S1", pol).block.startswith("ID: S1")
+    assert "ID: S1" in block(c)
     pol.fields.remove("section")  # a list edited in place
-    assert "SECTION" not in render.render_passage(Passage.of_chunk(c, 1.0, 1), "S1", pol).block
-    for p in [Passage.of_chunk(x, 1.0, 1) for x in (a, b, c)]:
-        assert render.render_passage(p, "S1", pol) == ref.render_passage(p, "S1", pol)
+    assert "SECTION" not in block(c)
+    for x in (a, b, c):
+        assert block(x) == ref.render_all([Passage.of_chunk(x, 1.0, 1)], pol)[0]
 
 
 def test_memo_is_bounded() -> None:

@@ -101,8 +101,10 @@ class Rendered:
 
 def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
     """One passage in `policy.format`. Its header depends on the label (width) and the header
-    fields, its body only on the text and trust, so a sizer may count the two apart."""
-    return entry(p, label, policy, policy_key(policy)).rendered
+    fields, its body only on the text and trust, so a sizer may count the two apart. Not
+    memoised: the packer sizes each chunk once (its count is cached with the chunk's features)
+    under a label the brief seldom gives it; render_all and the brief go through the memo."""
+    return _render(p, label, policy)
 
 
 def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
