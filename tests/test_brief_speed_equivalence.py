@@ -33,9 +33,11 @@ def everything(brief: Any) -> dict[str, Any]:
     }
 
 
-def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, build: Any, extras: int = 0) -> dict[str, Any]:
+def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, build: Any, extras: int = 0,
+           reverse: bool = False) -> dict[str, Any]:
     """The brief of a hostile case; `extras` bit 1: the first passage carries folded copies
-    (dedup's provenance), bit 2: the last one is a summary passage (compress.summary)."""
+    (dedup's provenance), bit 2: the last one is a summary passage (compress.summary);
+    `reverse`: the passages in the opposite order (so each gets another label)."""
     render_pol = dict(case.render, format=name if name in formats.text_formats() else "xml")
     policy = Policy().updated(render=render_pol, compress={"summary": bool(extras & 2)})
     chunks, passages = [], []
@@ -54,6 +56,8 @@ def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, bui
                    "trust": "untrusted"},)
         summary = last.first.model_copy(update={"id": "docket-summary-1", "status": "derived"})
         passages[-1] = Passage(chunks=(summary,), score=last.score, rank=last.rank, hits=(), covers=covers)
+    if reverse:
+        passages.reverse()
     ctx = context(chunks, question=case.question, policy=policy)
     ctx.conflicts = [dict(c) for c in case.conflicts]
     ctx.as_of = as_of
@@ -69,9 +73,13 @@ AS_OF = st.sampled_from([None, {"date": date(2025, 1, 2), "source": "question"},
 def test_same_brief_as_the_reference(case: Case, name: str, budget: int, as_of: Any, clear: bool, extras: int) -> None:
     if clear:
         render._RENDERED.clear()
+        render._PREPARED.clear()
     want = briefs(name, case, budget, as_of, ref.build_brief, extras)
     assert briefs(name, case, budget, as_of, build_brief, extras) == want  # cold (or warm from an earlier case)
     assert briefs(name, case, budget, as_of, build_brief, extras) == want  # warm: every passage memoised
+    # the same passages under other labels: only their headers are new
+    assert (briefs(name, case, budget, as_of, build_brief, extras, reverse=True)
+            == briefs(name, case, budget, as_of, ref.build_brief, extras, reverse=True))
 
 
 def test_memo_keys_on_content_and_settings() -> None:

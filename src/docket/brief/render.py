@@ -22,6 +22,7 @@ from typing import Any
 
 from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
+from docket.brief.formats import Fields
 from docket.features import content_key
 from docket.model import Passage
 from docket.policy import RenderPolicy
@@ -108,24 +109,53 @@ def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
 
 
 def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
-    fmt = formats.text_format(policy.format)
-    text, removed = sanitize(p.text)
-    text = text.strip()
-    fields = header_fields(p, policy.fields, policy.implicit_defaults and fmt.implicit_defaults, policy.repeated_title)
-    shown = datamark(text) if policy.spotlight == "datamark" and fmt.datamarks and p.untrusted else text
-    header = fmt.header(label, fields, policy.max_field_chars)
-    body = fmt.body(shown)
-    return Rendered(block=fmt.join(header, body), text=text, removed=removed, header=header, body=body)
+    return _Prepared(p, policy).render(label, policy)
+
+
+class _Prepared:
+    """What a passage renders to under one set of settings before it has a label: its clean
+    text, the removed-character count, its header fields and escaped body; the source fields
+    that depend on its chunk alone; and (filled when first asked for) its Anthropic header values."""
+
+    __slots__ = ("text", "removed", "fields", "body", "static", "request_values")
+
+    def __init__(self, p: Passage, policy: RenderPolicy) -> None:
+        fmt = formats.text_format(policy.format)
+        text, removed = sanitize(p.text)
+        text = text.strip()
+        self.text, self.removed = text, removed
+        self.fields = header_fields(p, policy.fields, policy.implicit_defaults and fmt.implicit_defaults,
+                                    policy.repeated_title)
+        shown = datamark(text) if policy.spotlight == "datamark" and fmt.datamarks and p.untrusted else text
+        self.body = fmt.body(shown)
+        self.static = _static(p)
+        self.request_values: Fields | None = None
+
+    def render(self, label: str, policy: RenderPolicy) -> Rendered:
+        fmt = formats.text_format(policy.format)
+        header = fmt.header(label, self.fields, policy.max_field_chars)
+        return Rendered(block=fmt.join(header, self.body), text=self.text, removed=self.removed, header=header,
+                        body=self.body)
+
+    def request(self, p: Passage, label: str, policy: RenderPolicy) -> tuple[str, str]:
+        values = self.request_values
+        if values is None:
+            values = self.request_values = header_fields(p, [f for f in policy.fields if f != "title"],
+                                                         implicit_defaults=False, repeated_title=True)
+        blocks = formats.blocks()
+        limit = policy.max_field_chars
+        return blocks.title(label, p.first.title, limit), blocks.context(label, values, limit)
 
 
 # --- memo of rendered passages -----------------------------------------------------------------
 #
-# The same chunk is rendered for query after query (and the packer sizes it first), always to the
-# same strings. A passage that is one whole chunk (no compressed text, not a summary) is rendered
-# from nothing but the render settings, the label and the chunk's `content_key` (id, text and
-# every field that reaches a header: docket.features, the key its rendered counts are cached
-# under too), so its Rendered is kept under exactly that key. Grown, compressed and summary
-# passages are rendered every time.
+# The same chunk is rendered for query after query, always to the same strings. A passage that is
+# one whole chunk (no compressed text, not a summary) is rendered from nothing but the render
+# settings, the label and the chunk's `content_key` (id, text and every field that reaches a
+# header: docket.features, the key its rendered counts are cached under too). Two levels: what
+# does not depend on the label (clean text, fields, escaped body) under (content key, settings),
+# and the passage under one label (its header, block, Anthropic title and context) under
+# (content key, label, settings). Grown, compressed and summary passages are rendered every time.
 
 class _Memo:
     """A bounded map with near-LRU eviction at O(1) (two generations). Safe to share between
@@ -157,7 +187,8 @@ class _Memo:
 
 #: memoised passages kept: a few KiB each
 MEMO_CAPACITY = 16_384
-_RENDERED = _Memo(MEMO_CAPACITY)
+_RENDERED = _Memo(MEMO_CAPACITY)  # (content key, label, settings id) -> Entry
+_PREPARED = _Memo(MEMO_CAPACITY)  # (content key, settings id) -> _Prepared, shared by its labels' entries
 
 
 def policy_key(policy: RenderPolicy) -> int | None:
@@ -200,11 +231,12 @@ class Entry:
     fields that depend on the chunk alone, and (filled when first asked for) its Anthropic
     document title and context."""
 
-    __slots__ = ("rendered", "static", "request")
+    __slots__ = ("prepared", "rendered", "static", "request")
 
-    def __init__(self, p: Passage, label: str, policy: RenderPolicy) -> None:
-        self.rendered = _render(p, label, policy)
-        self.static = _static(p)
+    def __init__(self, prepared: _Prepared, label: str, policy: RenderPolicy) -> None:
+        self.prepared = prepared
+        self.rendered = prepared.render(label, policy)
+        self.static = prepared.static
         self.request: tuple[str, str] | None = None
 
     def request_parts(self, p: Passage, label: str, policy: RenderPolicy) -> tuple[str, str]:
@@ -213,23 +245,26 @@ class Entry:
         and `policy` are those the entry was made for."""
         r = self.request
         if r is None:
-            blocks = formats.blocks()
-            limit = policy.max_field_chars
-            values = header_fields(p, [f for f in policy.fields if f != "title"], implicit_defaults=False,
-                                   repeated_title=True)
-            r = self.request = (blocks.title(label, p.first.title, limit), blocks.context(label, values, limit))
+            r = self.request = self.prepared.request(p, label, policy)
         return r
 
 
 def entry(p: Passage, label: str, policy: RenderPolicy, key: int | None) -> Entry:
     """`p` rendered under `label` and `policy` (whose `policy_key` is `key`), from the memo when
-    it is a whole chunk rendered before."""
+    it is a whole chunk seen before: under this label, or under another (then only the label's
+    header is written)."""
     if key is None or not _memoisable(p):
-        return Entry(p, label, policy)
-    k = (content_key(p.first), label, key)
+        return Entry(_Prepared(p, policy), label, policy)
+    ck = content_key(p.first)
+    k = (ck, label, key)
     e: Entry | None = _RENDERED.get(k)
     if e is None:
-        e = Entry(p, label, policy)
+        pk = (ck, key)
+        prepared: _Prepared | None = _PREPARED.get(pk)
+        if prepared is None:
+            prepared = _Prepared(p, policy)
+            _PREPARED.put(pk, prepared)
+        e = Entry(prepared, label, policy)
         _RENDERED.put(k, e)
     return e
 
