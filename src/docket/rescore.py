@@ -26,6 +26,8 @@ by the new score (ties keep the old order) and get new `rank`s; the trace logs e
 from __future__ import annotations
 
 import math
+import operator
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from docket.context import Context
+from docket.features import HEAD_FIELDS, current_vocabulary
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
@@ -110,30 +113,139 @@ def _bm25(query: str, docs: Sequence[tuple[Any, ...]], k1: float = K1, b: float 
     return out
 
 
-def _titles(terms: Sequence[Any], question: str) -> list[float]:
-    """`title_match(title, question)` for every candidate, from its precomputed title terms."""
+class _Pool:
+    """What re-scoring reads about one pool, gathered once: each candidate's features and its
+    `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every candidate's words
+    side by side (`ids`, `code`) with the row each belongs to (`rows`)."""
+
+    __slots__ = ("chunks", "features", "index", "vocab", "head", "ids", "code", "rows")
+
+    def __init__(self, chunks: list[Any], ctx: Context) -> None:
+        self.chunks = chunks
+        feats = self.features = [e.features for e in ctx.features.entries(chunks)]
+        vocab = self.vocab = current_vocabulary()
+        index = list(map(_INDEX, feats))
+        if set(map(_VOCAB, index)) != {vocab}:  # first sight of a chunk (or a new vocabulary)
+            index = [f.rescore_index(c, vocab) for f, c in zip(feats, chunks)]
+        self.index = index
+        n = len(index)
+        self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(n, HEAD_FIELDS)
+        body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)
+        self.ids, self.code = body[:, 0], body[:, 1]
+        self.rows = np.repeat(np.arange(n), self.head[:, 0])
+
+    def probes(self) -> tuple[Any, Any]:
+        """(id, row) of every probe word of the candidates that may earn a link."""
+        n = len(self.index)
+        ids = np.frombuffer(b"".join(map(_PROBE_IDS, self.index)), dtype=np.int32)
+        rows = np.repeat(np.arange(n), self.head[:, 4])
+        keep = self.head[:, 3][rows] == 1
+        return ids[keep], rows[keep]
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_INDEX = operator.attrgetter("_rescore_index")
+_VOCAB = operator.attrgetter("vocab")
+_HEAD = operator.attrgetter("head")
+_BODY = operator.attrgetter("body")
+_PROBE_IDS = operator.attrgetter("probe_ids")
+#: slots of the per-thread table `_match` looks words up in (a power of two; small, so the table
+#: stays in the CPU's nearest cache: a pool's words are looked up at random in it)
+_SLOTS = 1 << 12
+_tables = threading.local()
+
+
+def _match(ids: Any, wanted: Sequence[int]) -> tuple[Any, Any]:
+    """(position in `ids`, index in `wanted`) of every element of `ids` that is one of `wanted`
+    (vocabulary ids; -1 for a word no chunk has). A look-up table indexed by the low bits of the
+    id, kept per thread and cleared after use, with every hit checked against the full id."""
+    known = [(k, w) for k, w in enumerate(wanted) if w >= 0]
+    if not known or not len(ids):
+        return _EMPTY, _EMPTY
+    ks = np.asarray([k for k, _ in known], dtype=np.int64)
+    ws = np.asarray([w for _, w in known], dtype=np.int32)
+    slots = ws & (_SLOTS - 1)
+    if len(set(slots.tolist())) < len(slots) or len(ws) >= 1 << 15:  # shared slots: look up exactly
+        at = {w: k for k, w in known}
+        pos = np.flatnonzero(np.isin(ids, ws))
+        return pos, np.asarray([at[w] for w in ids[pos].tolist()], dtype=np.int64)
+    table = getattr(_tables, "t", None)
+    if table is None:
+        table = _tables.t = np.zeros(_SLOTS, dtype=np.int16)
+    table[slots] = np.arange(1, len(ws) + 1, dtype=np.int16)
+    try:
+        got = table[ids & (_SLOTS - 1)]
+    finally:
+        table[slots] = 0
+    cand = np.flatnonzero(got)
+    j = got[cand] - 1
+    ok = ws[j] == ids[cand]
+    return cand[ok], ks[j[ok]]
+
+
+def _rows_meeting(sorted_ids: Any, ids: Any, rows: Any) -> list[int]:
+    """The distinct `rows` (ascending) of the `ids` that are among `sorted_ids`."""
+    if not len(sorted_ids) or not len(ids):
+        return []
+    at = np.searchsorted(sorted_ids, ids)
+    at[at == len(sorted_ids)] = 0
+    return sorted(set(rows[sorted_ids[at] == ids].tolist()))
+
+
+def _bm25_pool(query: str, pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
+    """`_bm25` over the pool, vectorised: per document the same terms added in the same order
+    (the question's word order, by a sequential accumulate; an absent word adds 0.0, which
+    changes no sum of positive terms), each term the same IEEE operations in the same order.
+    Also returns the matches of the question's words (for the title signal)."""
+    n = len(pool.index)
+    out = np.zeros(n)
+    if n == 0:
+        return out, _EMPTY, _EMPTY
+    lengths = pool.head[:, 1]
+    avgdl = int(lengths.sum()) / n or 1.0
+    q = list(dict.fromkeys(content_words(query)))
+    pos, k = _match(pool.ids, pool.vocab.lookup(q))
+    tf = pool.code[pos] >> 1
+    in_text = tf > 0
+    bk = k[in_text]
+    if not len(bk):
+        return out, pos, k
+    doc = pool.rows[pos[in_text]]
+    btf = tf[in_text].astype(np.float64)
+    idf = [math.log(1 + (n - c + 0.5) / (c + 0.5)) if c else 0.0 for c in np.bincount(bk, minlength=len(q)).tolist()]
+    length = lengths[doc].astype(np.float64)
+    term = np.asarray(idf)[bk] * btf * (k1 + 1) / (btf + k1 * (1 - b + b * length / avgdl))
+    per_word = np.zeros((len(q), n))
+    per_word[bk, doc] = term
+    return np.add.accumulate(per_word, axis=0)[-1], pos, k
+
+
+def _titles_pool(question: str, pool: _Pool, pos: Any, k: Any) -> Any:
+    """`_titles`, computed only for candidates with a title word among the question's words."""
+    out = np.zeros(len(pool.index))
+    hit = pos[(pool.code[pos] & 1) == 1]
+    if not len(hit):
+        return out
     qphrase = phrase(question)
     qwords = set(qphrase.split())
-    out = []
-    for t in terms:
-        phrases, tw = t.title_phrases, t.title_words
-        if not tw or tw.isdisjoint(qwords):  # no shared content word: neither a phrase nor a share
-            out.append(0.0)
-        elif any(p in qphrase for p in phrases):
-            out.append(1.0)
+    for i in sorted(set(pool.rows[hit].tolist())):
+        r = pool.index[i]
+        tw = r.title_words
+        if any(p in qphrase for p in r.title_phrases):
+            out[i] = 1.0
         else:
             share = len(tw & qwords) / len(tw)
-            out.append(share * share)
+            out[i] = share * share
     return out
 
 
-def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[Any], list[Any], list[float], list[float]]:
-    entries = ctx.features.entries([c.chunk for c in candidates])
-    terms = [e.features.rescore_terms(c.chunk) for e, c in zip(entries, candidates)]
-    bm = _bm25(ctx.question, terms)
-    top_bm = max(bm, default=0.0)
-    lexical = [(s / top_bm if top_bm > 0 else 0.0) for s in bm]
-    return entries, terms, _titles(terms, ctx.question), lexical
+def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[_Pool, Any, Any]:
+    """The pool, and the title and lexical signals as float64 arrays."""
+    pool = _Pool([c.chunk for c in candidates], ctx)
+    bm, pos, k = _bm25_pool(ctx.question, pool)
+    top_bm = bm.max() if len(bm) else 0.0
+    lexical = bm / top_bm if top_bm > 0 else np.zeros(len(bm))
+    return pool, _titles_pool(ctx.question, pool, pos, k), lexical
 
 
 def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
@@ -141,8 +253,8 @@ def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, fl
     from docket.features import default_cache
 
     ctx = Context(question=question, store=None, policy=None, counter=None, features=default_cache())  # type: ignore[arg-type]
-    _, _, title, lexical = _signals(candidates, ctx)
-    return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title, lexical)]
+    _, title, lexical = _signals(candidates, ctx)
+    return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title.tolist(), lexical.tolist())]
 
 
 def _order(values: Any, ranks: Any, fast: bool) -> list[int]:
@@ -157,53 +269,59 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     their new scores (rounded to 6 places) in that order. Logs each promotion."""
     pol = ctx.policy.rescore
     n = len(candidates)
-    entries, terms, title, lexical = _signals(candidates, ctx)
+    pool, title_a, lexical_a = _signals(candidates, ctx)
+    index = pool.index
     # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
     # and echoing the question's words is exactly what a planted passage does
-    untrusted = [e.features.untrusted for e in entries]
-    for i in range(n):
-        if untrusted[i]:
-            title[i] = lexical[i] = 0.0
-    scores = [c.score for c in candidates]
-    ranks = [c.rank for c in candidates]
+    unt = pool.head[:, 2] == 1
+    untrusted = unt.tolist()
+    if True in untrusted:
+        title_a[unt] = 0.0
+        lexical_a[unt] = 0.0
+    title, lexical = title_a.tolist(), lexical_a.tolist()
+    scores = list(map(_SCORE, candidates))
+    ranks = list(map(_RANK, candidates))
     # float arithmetic on arrays is the same IEEE arithmetic as on Python floats; any other
     # score type (numpy float32, Decimal) keeps the element-wise Python path
-    fast = all(type(s) is float or type(s) is int for s in scores) and all(type(r) is int for r in ranks)
+    fast = _PLAIN.issuperset(map(type, scores)) and _INT.issuperset(map(type, ranks))
     tw, lw, kw = pol.title_weight, pol.lexical_weight, pol.link_weight
     link = [0.0] * n
     if fast:
         sc, rk = np.asarray(scores, dtype=np.float64), np.asarray(ranks, dtype=np.int64)
         fast = not np.isnan(sc).any()
     if fast:
-        first = sc + tw * np.asarray(title) + lw * np.asarray(lexical)
+        first = sc + tw * title_a + lw * lexical_a
         new: Any = first
     else:
         rk = ranks  # type: ignore[assignment]
         first = [s + tw * t + lw * x for s, t, x in zip(scores, title, lexical)]  # type: ignore[assignment]
         new = list(first)
+    order = _order(new, rk, fast)
     # links: titles mentioned by the best passages. Each round re-reads the top after the last
     # round's links, so a chain question (song -> band -> city) is followed one hop per round.
-    if kw > 0 and pol.link_top > 0:
-        eligible = [i for i in range(n) if terms[i].title_phrases and not untrusted[i]]
-        last_top: list[int] | None = None
+    # A round that links nothing leaves the scores, so the next round's top, unchanged: stop.
+    if kw > 0 and pol.link_top > 0 and pool.head[:, 3].any():
+        probe_ids, probe_rows = pool.probes()
+        feats, chunks, vocab = pool.features, pool.chunks, pool.vocab
         for _ in range(pol.link_rounds):
-            top = _order(new, rk, fast)[: pol.link_top]
-            if top == last_top:
-                break  # the same linking passages: this round would find no new link
-            last_top = top
+            top = order[: pol.link_top]
             linking = [j for j in top if not untrusted[j]]
-            if linking and eligible:
-                hays = [entries[j].features.text_phrase(candidates[j].chunk) for j in linking]
-                hay_words = frozenset().union(*(entries[j].features.text_words(candidates[j].chunk) for j in linking))
-                in_top = set(top)
-                for i in eligible:
-                    if link[i] or i in in_top:
-                        continue
-                    t = terms[i]
-                    if not hay_words.isdisjoint(t.probes) and any(p in h for h in hays for p in t.title_phrases):
+            if not linking:
+                break
+            hay = np.sort(np.concatenate([feats[j].text_word_ids(chunks[j], vocab) for j in linking]))
+            in_top = set(top)
+            probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
+            found = False
+            if probed:
+                hays = [feats[j].text_phrase(chunks[j]) for j in linking]
+                for i in probed:
+                    if any(p in h for h in hays for p in index[i].title_phrases):
                         link[i] = 1.0
+                        found = True
+            if not found:
+                break
             new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
-    order = _order(new, rk, fast)
+            order = _order(new, rk, fast)
     add = ctx.trace.add_format
     if fast:
         order_ix = np.asarray(order)
@@ -214,12 +332,19 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
         out_scores = [round(new[i], 6) for i in order]
         promoted = [r for r, i in enumerate(order) if r + 1 < ranks[i]]
         at4 = [round(new[order[r]], 4) for r in promoted]
+    chunks = pool.chunks
     for r, s4 in zip(promoted, at4):
         i = order[r]
-        c = candidates[i]
-        add(MOVE, "promote", [c.chunk.id], _PROMOTE, (c.rank, r + 1, c.score, title[i], lexical[i], link[i]),
-            score=s4, cosine=c.score)
+        s = scores[i]
+        add(MOVE, "promote", [chunks[i].id], _PROMOTE, (ranks[i], r + 1, s, title[i], lexical[i], link[i]),
+            score=s4, cosine=s)
     return order, out_scores
+
+
+_SCORE = operator.attrgetter("score")
+_RANK = operator.attrgetter("rank")
+_PLAIN = frozenset({float, int})
+_INT = frozenset({int})
 
 
 def rounded(values: Any, digits: int) -> list[float]:
