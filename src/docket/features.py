@@ -117,22 +117,20 @@ class RescoreIndex(NamedTuple):
     pool's with `b"".join` and reads them with `np.frombuffer`: a copy at C speed, where
     concatenating a pool of small arrays costs a call per array).
 
-    `head`: width, length, untrusted, linkable, number of probes. `body`: a pair for each word of
-    "title text" that is not a stop word (no question word is one) and each title word: its
-    vocabulary id, and its count in "title text" times 2 plus 1 if it is a title word (a title
-    word the text lacks counts 0). `probe_ids`: the ids of `probes`."""
+    `head`: width, length, untrusted, linkable. `body`: a pair for each word of "title text" that
+    is not a stop word (no question word is one), each title word and each probe: its vocabulary
+    id, and its count in "title text" times 4, plus 2 if it is a probe, plus 1 if it is a title
+    word (a word the text lacks counts 0)."""
 
     vocab: Vocabulary | None
     head: bytes
     body: bytes
-    probe_ids: bytes
     title_phrases: tuple[str, ...]
-    probes: tuple[str, ...]
     title_words: frozenset[str]
 
 
-HEAD_FIELDS = 5
-NO_INDEX = RescoreIndex(None, b"", b"", b"", (), (), frozenset())
+HEAD_FIELDS = 4
+NO_INDEX = RescoreIndex(None, b"", b"", (), frozenset())
 
 
 def _int32s(values: Sequence[int]) -> bytes:
@@ -192,16 +190,15 @@ class ChunkFeatures:
         r = self._rescore_index
         if r.vocab is not vocab:
             t = self.rescore_terms(chunk)
-            tw, tws = t.title_words, t.words
-            cw = [w for w in tws if w not in STOPWORDS]
-            cw.extend(w for w in tw if w not in tws)
+            tw, tws, probes = t.title_words, t.words, frozenset(t.probes)
+            cw = [w for w in tws if w not in STOPWORDS or w in probes]
+            cw.extend(w for w in tw | probes if w not in tws)
             rep = t.repeats
-            body = [x for w in cw for x in (vocab.id_of(w), (rep.get(w, 1) if w in tws else 0) * 2 + (w in tw))]
+            body = [x for w in cw for x in (vocab.id_of(w), (rep.get(w, 1) if w in tws else 0) * 4
+                                           + (w in probes) * 2 + (w in tw))]
             linkable = bool(t.title_phrases) and not self.untrusted
-            head = (len(cw), t.length, int(self.untrusted), int(linkable), len(t.probes))
-            r = self._rescore_index = RescoreIndex(vocab, _int32s(head), _int32s(body),
-                                                   _int32s([vocab.id_of(p) for p in t.probes]), t.title_phrases,
-                                                   t.probes, tw)
+            head = (len(cw), t.length, int(self.untrusted), int(linkable))
+            r = self._rescore_index = RescoreIndex(vocab, _int32s(head), _int32s(body), t.title_phrases, tw)
         return r
 
     def text_word_ids(self, chunk: Chunk, vocab: Vocabulary) -> np.ndarray:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import operator
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -116,9 +115,9 @@ def _bm25(query: str, docs: Sequence[tuple[Any, ...]], k1: float = K1, b: float 
 class _Pool:
     """What re-scoring reads about one pool, gathered once: each candidate's features and its
     `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every candidate's words
-    side by side (`ids`, `code`) with the row each belongs to (`rows`)."""
+    side by side (`ids`, `code`)."""
 
-    __slots__ = ("chunks", "features", "index", "vocab", "head", "ids", "code", "rows")
+    __slots__ = ("chunks", "features", "index", "vocab", "head", "ids", "code", "ends")
 
     def __init__(self, chunks: list[Any], ctx: Context) -> None:
         self.chunks = chunks
@@ -128,19 +127,21 @@ class _Pool:
         if set(map(_VOCAB, index)) != {vocab}:  # first sight of a chunk (or a new vocabulary)
             index = [f.rescore_index(c, vocab) for f, c in zip(feats, chunks)]
         self.index = index
-        n = len(index)
-        self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(n, HEAD_FIELDS)
+        self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
         body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)
-        self.ids, self.code = body[:, 0], body[:, 1]
-        self.rows = np.repeat(np.arange(n), self.head[:, 0])
+        self.ids, self.code = np.ascontiguousarray(body[:, 0]), body[:, 1]
+        self.ends = np.cumsum(self.head[:, 0])
+
+    def rows(self, pos: Any) -> Any:
+        """The candidate (row) each position in `ids` belongs to."""
+        return np.searchsorted(self.ends, pos, side="right")
 
     def probes(self) -> tuple[Any, Any]:
         """(id, row) of every probe word of the candidates that may earn a link."""
-        n = len(self.index)
-        ids = np.frombuffer(b"".join(map(_PROBE_IDS, self.index)), dtype=np.int32)
-        rows = np.repeat(np.arange(n), self.head[:, 4])
+        pos = np.flatnonzero(self.code & 2)
+        rows = self.rows(pos)
         keep = self.head[:, 3][rows] == 1
-        return ids[keep], rows[keep]
+        return self.ids[pos[keep]], rows[keep]
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -148,39 +149,18 @@ _INDEX = operator.attrgetter("_rescore_index")
 _VOCAB = operator.attrgetter("vocab")
 _HEAD = operator.attrgetter("head")
 _BODY = operator.attrgetter("body")
-_PROBE_IDS = operator.attrgetter("probe_ids")
-#: slots of the per-thread table `_match` looks words up in (a power of two; small, so the table
-#: stays in the CPU's nearest cache: a pool's words are looked up at random in it)
-_SLOTS = 1 << 12
-_tables = threading.local()
 
 
 def _match(ids: Any, wanted: Sequence[int]) -> tuple[Any, Any]:
     """(position in `ids`, index in `wanted`) of every element of `ids` that is one of `wanted`
-    (vocabulary ids; -1 for a word no chunk has). A look-up table indexed by the low bits of the
-    id, kept per thread and cleared after use, with every hit checked against the full id."""
-    known = [(k, w) for k, w in enumerate(wanted) if w >= 0]
-    if not known or not len(ids):
+    (vocabulary ids; -1 for a word no chunk has): one vectorised comparison per wanted word,
+    which for a question's few words beats any look-up structure."""
+    found = [(k, np.flatnonzero(ids == w)) for k, w in enumerate(wanted) if w >= 0]
+    found = [(k, p) for k, p in found if len(p)]
+    if not found:
         return _EMPTY, _EMPTY
-    ks = np.asarray([k for k, _ in known], dtype=np.int64)
-    ws = np.asarray([w for _, w in known], dtype=np.int32)
-    slots = ws & (_SLOTS - 1)
-    if len(set(slots.tolist())) < len(slots) or len(ws) >= 1 << 15:  # shared slots: look up exactly
-        at = {w: k for k, w in known}
-        pos = np.flatnonzero(np.isin(ids, ws))
-        return pos, np.asarray([at[w] for w in ids[pos].tolist()], dtype=np.int64)
-    table = getattr(_tables, "t", None)
-    if table is None:
-        table = _tables.t = np.zeros(_SLOTS, dtype=np.int16)
-    table[slots] = np.arange(1, len(ws) + 1, dtype=np.int16)
-    try:
-        got = table[ids & (_SLOTS - 1)]
-    finally:
-        table[slots] = 0
-    cand = np.flatnonzero(got)
-    j = got[cand] - 1
-    ok = ws[j] == ids[cand]
-    return cand[ok], ks[j[ok]]
+    pos = np.concatenate([p for _, p in found])
+    return pos, np.repeat(np.asarray([k for k, _ in found], dtype=np.int64), [len(p) for _, p in found])
 
 
 def _rows_meeting(sorted_ids: Any, ids: Any, rows: Any) -> list[int]:
@@ -205,12 +185,12 @@ def _bm25_pool(query: str, pool: _Pool, k1: float = K1, b: float = B) -> tuple[A
     avgdl = int(lengths.sum()) / n or 1.0
     q = list(dict.fromkeys(content_words(query)))
     pos, k = _match(pool.ids, pool.vocab.lookup(q))
-    tf = pool.code[pos] >> 1
+    tf = pool.code[pos] >> 2
     in_text = tf > 0
     bk = k[in_text]
     if not len(bk):
         return out, pos, k
-    doc = pool.rows[pos[in_text]]
+    doc = pool.rows(pos[in_text])
     btf = tf[in_text].astype(np.float64)
     idf = [math.log(1 + (n - c + 0.5) / (c + 0.5)) if c else 0.0 for c in np.bincount(bk, minlength=len(q)).tolist()]
     length = lengths[doc].astype(np.float64)
@@ -228,7 +208,7 @@ def _titles_pool(question: str, pool: _Pool, pos: Any, k: Any) -> Any:
         return out
     qphrase = phrase(question)
     qwords = set(qphrase.split())
-    for i in sorted(set(pool.rows[hit].tolist())):
+    for i in sorted(set(pool.rows(hit).tolist())):
         r = pool.index[i]
         tw = r.title_words
         if any(p in qphrase for p in r.title_phrases):
@@ -257,10 +237,10 @@ def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, fl
     return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title.tolist(), lexical.tolist())]
 
 
-def _order(values: Any, ranks: Any, fast: bool) -> list[int]:
-    """Indexes by (-value, rank), ties in input order (a stable sort)."""
+def _order(values: Any, ranks: Any, fast: bool) -> Any:
+    """Indexes by (-value, rank), ties in input order (a stable sort): an int array when `fast`."""
     if fast:
-        return np.lexsort((ranks, -values)).tolist()  # type: ignore[no-any-return]
+        return np.lexsort((ranks, -values))
     return sorted(range(len(values)), key=lambda i: (-values[i], ranks[i]))
 
 
@@ -305,6 +285,8 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
         feats, chunks, vocab = pool.features, pool.chunks, pool.vocab
         for _ in range(pol.link_rounds):
             top = order[: pol.link_top]
+            if fast:
+                top = top.tolist()
             linking = [j for j in top if not untrusted[j]]
             if not linking:
                 break
@@ -324,7 +306,8 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
             order = _order(new, rk, fast)
     add = ctx.trace.add_format
     if fast:
-        order_ix = np.asarray(order)
+        order_ix = order
+        order = order.tolist()
         out_scores = rounded(new[order_ix], 6)
         promoted = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix]).tolist()
         at4 = rounded(new[order_ix[promoted]], 4) if promoted else []
