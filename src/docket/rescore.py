@@ -117,15 +117,15 @@ class _Pool:
     `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every candidate's words
     side by side (`ids`, `code`)."""
 
-    __slots__ = ("chunks", "features", "index", "vocab", "head", "ids", "code", "ends")
+    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends")
 
     def __init__(self, chunks: list[Any], ctx: Context) -> None:
         self.chunks = chunks
-        feats = self.features = [e.features for e in ctx.features.entries(chunks)]
+        entries = self.entries = ctx.features.entries(chunks)
         vocab = self.vocab = current_vocabulary()
-        index = list(map(_INDEX, feats))
+        index = [e.features._rescore_index for e in entries]
         if set(map(_VOCAB, index)) != {vocab}:  # first sight of a chunk (or a new vocabulary)
-            index = [f.rescore_index(c, vocab) for f, c in zip(feats, chunks)]
+            index = [e.features.rescore_index(c, vocab) for e, c in zip(entries, chunks)]
         self.index = index
         self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
         body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)
@@ -145,7 +145,6 @@ class _Pool:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-_INDEX = operator.attrgetter("_rescore_index")
 _VOCAB = operator.attrgetter("vocab")
 _HEAD = operator.attrgetter("head")
 _BODY = operator.attrgetter("body")
@@ -172,24 +171,26 @@ def _rows_meeting(sorted_ids: Any, ids: Any, rows: Any) -> list[int]:
     return sorted(set(rows[sorted_ids[at] == ids].tolist()))
 
 
-def _bm25_pool(query: str, pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
+def _bm25_pool(query_words: Sequence[str], pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
     """`_bm25` over the pool, vectorised: per document the same terms added in the same order
     (the question's word order, by a sequential accumulate; an absent word adds 0.0, which
     changes no sum of positive terms), each term the same IEEE operations in the same order.
-    Also returns the matches of the question's words (for the title signal)."""
+    `query_words` is `words(query)`. Also returns the matches of the question's content words
+    and their codes (for the title signal)."""
     n = len(pool.index)
     out = np.zeros(n)
     if n == 0:
         return out, _EMPTY, _EMPTY
     lengths = pool.head[:, 1]
     avgdl = int(lengths.sum()) / n or 1.0
-    q = list(dict.fromkeys(content_words(query)))
+    q = list(dict.fromkeys(w for w in query_words if w not in STOPWORDS))  # content_words(query)
     pos, k = _match(pool.ids, pool.vocab.lookup(q))
-    tf = pool.code[pos] >> 2
+    codes = pool.code[pos]
+    tf = codes >> 2
     in_text = tf > 0
     bk = k[in_text]
     if not len(bk):
-        return out, pos, k
+        return out, pos, codes
     doc = pool.rows(pos[in_text])
     btf = tf[in_text].astype(np.float64)
     idf = [math.log(1 + (n - c + 0.5) / (c + 0.5)) if c else 0.0 for c in np.bincount(bk, minlength=len(q)).tolist()]
@@ -197,17 +198,17 @@ def _bm25_pool(query: str, pool: _Pool, k1: float = K1, b: float = B) -> tuple[A
     term = np.asarray(idf)[bk] * btf * (k1 + 1) / (btf + k1 * (1 - b + b * length / avgdl))
     per_word = np.zeros((len(q), n))
     per_word[bk, doc] = term
-    return np.add.accumulate(per_word, axis=0)[-1], pos, k
+    return np.add.accumulate(per_word, axis=0)[-1], pos, codes
 
 
-def _titles_pool(question: str, pool: _Pool, pos: Any, k: Any) -> Any:
+def _titles_pool(question_words: list[str], pool: _Pool, pos: Any, codes: Any) -> Any:
     """`_titles`, computed only for candidates with a title word among the question's words."""
     out = np.zeros(len(pool.index))
-    hit = pos[(pool.code[pos] & 1) == 1]
+    hit = pos[(codes & 1) == 1]
     if not len(hit):
         return out
-    qphrase = phrase(question)
-    qwords = set(qphrase.split())
+    qphrase = " " + " ".join(question_words) + " "  # phrase(question)
+    qwords = set(question_words)
     for i in sorted(set(pool.rows(hit).tolist())):
         r = pool.index[i]
         tw = r.title_words
@@ -222,10 +223,11 @@ def _titles_pool(question: str, pool: _Pool, pos: Any, k: Any) -> Any:
 def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[_Pool, Any, Any]:
     """The pool, and the title and lexical signals as float64 arrays."""
     pool = _Pool([c.chunk for c in candidates], ctx)
-    bm, pos, k = _bm25_pool(ctx.question, pool)
+    qw = words(ctx.question)
+    bm, pos, codes = _bm25_pool(qw, pool)
     top_bm = bm.max() if len(bm) else 0.0
     lexical = bm / top_bm if top_bm > 0 else np.zeros(len(bm))
-    return pool, _titles_pool(ctx.question, pool, pos, k), lexical
+    return pool, _titles_pool(qw, pool, pos, codes), lexical
 
 
 def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
@@ -282,7 +284,7 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     # A round that links nothing leaves the scores, so the next round's top, unchanged: stop.
     if kw > 0 and pol.link_top > 0 and pool.head[:, 3].any():
         probe_ids, probe_rows = pool.probes()
-        feats, chunks, vocab = pool.features, pool.chunks, pool.vocab
+        entries, chunks, vocab = pool.entries, pool.chunks, pool.vocab
         for _ in range(pol.link_rounds):
             top = order[: pol.link_top]
             if fast:
@@ -290,12 +292,12 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
             linking = [j for j in top if not untrusted[j]]
             if not linking:
                 break
-            hay = np.sort(np.concatenate([feats[j].text_word_ids(chunks[j], vocab) for j in linking]))
+            hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], vocab) for j in linking]))
             in_top = set(top)
             probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
             found = False
             if probed:
-                hays = [feats[j].text_phrase(chunks[j]) for j in linking]
+                hays = [entries[j].features.text_phrase(chunks[j]) for j in linking]
                 for i in probed:
                     if any(p in h for h in hays for p in index[i].title_phrases):
                         link[i] = 1.0
