@@ -176,3 +176,42 @@ def test_real_hotpotqa_pools_decide_exactly_as_the_reference(shared_data: Path, 
             scores = [float(np.float32(s)) for s in scores]
         cands = [Candidate(c, s, r) for r, (c, s) in enumerate(zip(pool, scores), 1)]
         _same(cands, q, Policy(), features)
+
+
+def test_a_full_vocabulary_restarts_and_rebuilds_stale_ids(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its capacity the word vocabulary starts afresh (bounded memory); chunks indexed with
+    the old one are re-indexed on their next pool, and decisions do not change."""
+    from docket import features
+
+    questions, chunks = _hotpot(shared_data)
+    monkeypatch.setattr(features, "VOCABULARY_CAPACITY", 500)
+    rng = random.Random(7)
+    cache = FeatureCache()
+    seen = set()
+    for q in questions[:4]:  # the same 150 chunks each time: after a restart every one is stale
+        pool = rng.sample(chunks[:150], 150)
+        cands = [Candidate(c, round(rng.random(), 6), r) for r, c in enumerate(pool, 1)]
+        _same(cands, q, Policy(), cache)
+        seen.add(id(features.current_vocabulary()))
+    assert len(seen) > 1  # the vocabulary did restart
+
+
+def test_threads_sharing_one_cache_decide_as_the_reference(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent assemblies index words into one vocabulary (and restart it) at once: ids stay
+    unique, so every thread's decisions are the reference's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from docket import features
+
+    questions, chunks = _hotpot(shared_data)
+    monkeypatch.setattr(features, "VOCABULARY_CAPACITY", 3000)
+    cache = FeatureCache()
+
+    def job(seed: int) -> None:
+        rng = random.Random(seed)
+        for q in rng.sample(questions, 3):
+            pool = rng.sample(chunks, 150)
+            _same([Candidate(c, round(rng.random(), 6), r) for r, c in enumerate(pool, 1)], q, Policy(), cache)
+
+    with ThreadPoolExecutor(4) as ex:
+        list(ex.map(job, range(8)))
