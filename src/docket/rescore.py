@@ -123,8 +123,8 @@ class _Pool:
         self.chunks = chunks
         entries = self.entries = ctx.features.entries(chunks)
         vocab = self.vocab = current_vocabulary()
-        index = [e.features._rescore_index for e in entries]
-        if set(map(_VOCAB, index)) != {vocab}:  # first sight of a chunk (or a new vocabulary)
+        index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
+        if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary)
             index = [e.features.rescore_index(c, vocab) for e, c in zip(entries, chunks)]
         self.index = index
         self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
@@ -145,7 +145,6 @@ class _Pool:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-_VOCAB = operator.attrgetter("vocab")
 _HEAD = operator.attrgetter("head")
 _BODY = operator.attrgetter("body")
 
@@ -260,7 +259,6 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     if True in untrusted:
         title_a[unt] = 0.0
         lexical_a[unt] = 0.0
-    title, lexical = title_a.tolist(), lexical_a.tolist()
     scores = list(map(_SCORE, candidates))
     ranks = list(map(_RANK, candidates))
     # float arithmetic on arrays is the same IEEE arithmetic as on Python floats; any other
@@ -271,6 +269,8 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     if fast:
         sc, rk = np.asarray(scores, dtype=np.float64), np.asarray(ranks, dtype=np.int64)
         fast = not np.isnan(sc).any()
+    if not fast:
+        title, lexical = title_a.tolist(), lexical_a.tolist()
     if fast:
         first = sc + tw * title_a + lw * lexical_a
         new: Any = first
@@ -311,18 +311,21 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
         order_ix = order
         order = order.tolist()
         out_scores = rounded(new[order_ix], 6)
-        promoted = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix]).tolist()
-        at4 = rounded(new[order_ix[promoted]], 4) if promoted else []
+        moved_up = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix])
+        at = order_ix[moved_up]
+        at4 = rounded(new[at], 4)
+        promoted, promoted_ix = moved_up.tolist(), at.tolist()
+        title_at, lexical_at = title_a[at].tolist(), lexical_a[at].tolist()
     else:
         out_scores = [round(new[i], 6) for i in order]
         promoted = [r for r, i in enumerate(order) if r + 1 < ranks[i]]
-        at4 = [round(new[order[r]], 4) for r in promoted]
+        promoted_ix = [order[r] for r in promoted]
+        at4 = [round(new[i], 4) for i in promoted_ix]
+        title_at, lexical_at = [title[i] for i in promoted_ix], [lexical[i] for i in promoted_ix]
     chunks = pool.chunks
-    for r, s4 in zip(promoted, at4):
-        i = order[r]
+    for i, r, s4, t, x in zip(promoted_ix, promoted, at4, title_at, lexical_at):
         s = scores[i]
-        add(MOVE, "promote", [chunks[i].id], _PROMOTE, (ranks[i], r + 1, s, title[i], lexical[i], link[i]),
-            score=s4, cosine=s)
+        add(MOVE, "promote", [chunks[i].id], _PROMOTE, (ranks[i], r + 1, s, t, x, link[i]), score=s4, cosine=s)
     return order, out_scores
 
 
