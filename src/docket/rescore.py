@@ -297,9 +297,11 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
             probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
             found = False
             if probed:
-                hays = [entries[j].features.text_phrase(chunks[j]) for j in linking]
+                # the top's phrases end to end: a phrase (single spaces between words) cannot match
+                # across the double space where two of them meet, so this finds what each finds
+                hay_text = "".join([entries[j].features.text_phrase(chunks[j]) for j in linking]).__contains__
                 for i in probed:
-                    if any(p in h for h in hays for p in index[i].title_phrases):
+                    if any(map(hay_text, index[i].title_phrases)):
                         link[i] = 1.0
                         found = True
             if not found:
