@@ -21,6 +21,11 @@ Every bonus is >= 0 and in cosine units, so the floor keeps its meaning for a ca
 no extra evidence; extra evidence can lift a candidate over the floor. Untrusted candidates
 (user-generated, `trust: untrusted`) earn no bonus and do not count as linking passages. Candidates are re-ranked
 by the new score (ties keep the old order) and get new `rank`s; the trace logs each move up.
+
+The signals are computed for the whole pool at once from each chunk's words as vocabulary ids
+(docket.features.RescoreIndex, built once per chunk): numpy finds the question's words in the
+pool, and only candidates with a hit get Python work (a phrase check). Every float is the one the
+per-candidate formulas give, bit for bit (tests/test_rescore_fast.py keeps those as a reference).
 """
 
 from __future__ import annotations
@@ -181,7 +186,7 @@ def _bm25_pool(query_words: Sequence[str], pool: _Pool, k1: float = K1, b: float
     if n == 0:
         return out, _EMPTY, _EMPTY
     lengths = pool.head[:, 1]
-    avgdl = int(lengths.sum()) / n or 1.0
+    avgdl = int(lengths.sum(dtype=np.int64)) / n or 1.0  # the exact integer sum, as Python's
     q = list(dict.fromkeys(w for w in query_words if w not in STOPWORDS))  # content_words(query)
     pos, k = _match(pool.ids, pool.vocab.lookup(q))
     codes = pool.code[pos]
