@@ -21,6 +21,7 @@ model), so it is kept per object.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import threading
 from collections import Counter
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import content_words, copy_hash, phrase, title_variants, words
+from docket.text import STOPWORDS, content_words, copy_hash, phrase, title_variants, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -67,6 +68,75 @@ class RescoreTerms(NamedTuple):
     probes: tuple[str, ...]
 
 
+class Vocabulary:
+    """Folded word -> int id, so re-scoring can match a question's words against a whole pool's
+    with numpy (docket.rescore). Safe to share between threads: an id is taken from a counter and
+    the first writer of a word wins, so two words never share an id (ids may skip numbers)."""
+
+    __slots__ = ("ids", "_next")
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self._next = itertools.count()
+
+    def id_of(self, word: str) -> int:
+        i = self.ids.get(word)
+        if i is None:
+            i = self.ids.setdefault(word, next(self._next))
+        return i
+
+    def lookup(self, words: Sequence[str]) -> list[int]:
+        """The ids of known words, -1 for a word no chunk indexed with this vocabulary has."""
+        get = self.ids.get
+        return [get(w, -1) for w in words]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+#: words the vocabulary keeps before a new one starts (~100 MiB); index arrays built with the
+#: old one are rebuilt when next used, so memory stays bounded in a long-running service
+VOCABULARY_CAPACITY = 1 << 20
+_vocabulary = Vocabulary()
+
+
+def current_vocabulary() -> Vocabulary:
+    """The vocabulary re-scoring uses for this query (a fresh one once the old is full)."""
+    global _vocabulary
+    v = _vocabulary
+    if len(v.ids) > VOCABULARY_CAPACITY:
+        with _lock:
+            if _vocabulary is v:
+                _vocabulary = Vocabulary()
+            v = _vocabulary
+    return v
+
+
+class RescoreIndex(NamedTuple):
+    """`RescoreTerms` as packed int32 numbers for vectorised re-scoring (docket.rescore joins a
+    pool's with `b"".join` and reads them with `np.frombuffer`: a copy at C speed, where
+    concatenating a pool of small arrays costs a call per array).
+
+    `head`: width, length, untrusted, linkable. `body`: a pair for each word of "title text" that
+    is not a stop word (no question word is one), each title word and each probe: its vocabulary
+    id, and its count in "title text" times 4, plus 2 if it is a probe, plus 1 if it is a title
+    word (a word the text lacks counts 0)."""
+
+    vocab: Vocabulary | None
+    head: bytes
+    body: bytes
+    title_phrases: tuple[str, ...]
+    title_words: frozenset[str]
+
+
+HEAD_FIELDS = 4
+NO_INDEX = RescoreIndex(None, b"", b"", (), frozenset())
+
+
+def _int32s(values: Sequence[int]) -> bytes:
+    return np.asarray(values, dtype=np.int32).tobytes()
+
+
 class ChunkFeatures:
     """What the moves need to know about one chunk's content, computed at most once each.
 
@@ -74,7 +144,7 @@ class ChunkFeatures:
     statements are split only for chunks in a pair similar enough to be a conflict."""
 
     __slots__ = (
-        "key", "untrusted", "retired", "_rescore", "_text_phrase", "_text_words", "_copy_hash", "_statements",
+        "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
         "_claims_record",
         "costs",
     )
@@ -84,6 +154,10 @@ class ChunkFeatures:
         self.untrusted = chunk.untrusted
         self.retired = chunk.retired
         self._rescore: RescoreTerms | None = None
+        #: rescore_terms as vocabulary ids (NO_INDEX until first built); docket.rescore reads the
+        #: slot directly on its hot path and calls rescore_index() when it is stale
+        self._rescore_index: RescoreIndex = NO_INDEX
+        self._text_word_ids: tuple[Vocabulary, np.ndarray] | None = None
         self._text_phrase: str | None = None
         self._text_words: frozenset[str] | None = None
         self._copy_hash: str | None = None
@@ -111,6 +185,30 @@ class ChunkFeatures:
             r = self._rescore = RescoreTerms(frozenset(tf), {w: n for w, n in tf.items() if n > 1}, len(toks), phrases,
                                              tw, probes)
         return r
+
+    def rescore_index(self, chunk: Chunk, vocab: Vocabulary) -> RescoreIndex:
+        """`rescore_terms` with its words as ids of `vocab` (rebuilt when another vocabulary is in use)."""
+        r = self._rescore_index
+        if r.vocab is not vocab:
+            t = self.rescore_terms(chunk)
+            tw, tws, probes = t.title_words, t.words, frozenset(t.probes)
+            cw = [w for w in tws if w not in STOPWORDS or w in probes]
+            cw.extend(w for w in tw | probes if w not in tws)
+            rep = t.repeats
+            body = [x for w in cw for x in (vocab.id_of(w), (rep.get(w, 1) if w in tws else 0) * 4
+                                           + (w in probes) * 2 + (w in tw))]
+            linkable = bool(t.title_phrases) and not self.untrusted
+            head = (len(cw), t.length, int(self.untrusted), int(linkable))
+            r = self._rescore_index = RescoreIndex(vocab, _int32s(head), _int32s(body), t.title_phrases, tw)
+        return r
+
+    def text_word_ids(self, chunk: Chunk, vocab: Vocabulary) -> np.ndarray:
+        """The `vocab` ids of `text_words` (int32): where link probes are looked for."""
+        got = self._text_word_ids
+        if got is None or got[0] is not vocab:
+            got = self._text_word_ids = (vocab, np.asarray([vocab.id_of(w) for w in self.text_words(chunk)],
+                                                           dtype=np.int32))
+        return got[1]
 
     def text_phrase(self, chunk: Chunk) -> str:
         """`phrase(text)`: where title phrases are looked for."""

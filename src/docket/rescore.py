@@ -21,11 +21,17 @@ Every bonus is >= 0 and in cosine units, so the floor keeps its meaning for a ca
 no extra evidence; extra evidence can lift a candidate over the floor. Untrusted candidates
 (user-generated, `trust: untrusted`) earn no bonus and do not count as linking passages. Candidates are re-ranked
 by the new score (ties keep the old order) and get new `rank`s; the trace logs each move up.
+
+The signals are computed for the whole pool at once from each chunk's words as vocabulary ids
+(docket.features.RescoreIndex, built once per chunk): numpy finds the question's words in the
+pool, and only candidates with a hit get Python work (a phrase check). Every float is the one the
+per-candidate formulas give, bit for bit (tests/test_rescore_fast.py keeps those as a reference).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -34,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from docket.context import Context
+from docket.features import HEAD_FIELDS, current_vocabulary
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
@@ -110,30 +117,121 @@ def _bm25(query: str, docs: Sequence[tuple[Any, ...]], k1: float = K1, b: float 
     return out
 
 
-def _titles(terms: Sequence[Any], question: str) -> list[float]:
-    """`title_match(title, question)` for every candidate, from its precomputed title terms."""
-    qphrase = phrase(question)
-    qwords = set(qphrase.split())
-    out = []
-    for t in terms:
-        phrases, tw = t.title_phrases, t.title_words
-        if not tw or tw.isdisjoint(qwords):  # no shared content word: neither a phrase nor a share
-            out.append(0.0)
-        elif any(p in qphrase for p in phrases):
-            out.append(1.0)
+class _Pool:
+    """What re-scoring reads about one pool, gathered once: each candidate's features and its
+    `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every candidate's words
+    side by side (`ids`, `code`)."""
+
+    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends")
+
+    def __init__(self, chunks: list[Any], ctx: Context) -> None:
+        self.chunks = chunks
+        entries = self.entries = ctx.features.entries(chunks)
+        vocab = self.vocab = current_vocabulary()
+        index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
+        if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary)
+            index = [e.features.rescore_index(c, vocab) for e, c in zip(entries, chunks)]
+        self.index = index
+        self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
+        body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)
+        self.ids, self.code = np.ascontiguousarray(body[:, 0]), body[:, 1]
+        self.ends = np.cumsum(self.head[:, 0])
+
+    def rows(self, pos: Any) -> Any:
+        """The candidate (row) each position in `ids` belongs to."""
+        return np.searchsorted(self.ends, pos, side="right")
+
+    def probes(self) -> tuple[Any, Any]:
+        """(id, row) of every probe word of the candidates that may earn a link."""
+        pos = np.flatnonzero(self.code & 2)
+        rows = self.rows(pos)
+        keep = self.head[:, 3][rows] == 1
+        return self.ids[pos[keep]], rows[keep]
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_HEAD = operator.attrgetter("head")
+_BODY = operator.attrgetter("body")
+
+
+def _match(ids: Any, wanted: Sequence[int]) -> tuple[Any, Any]:
+    """(position in `ids`, index in `wanted`) of every element of `ids` that is one of `wanted`
+    (vocabulary ids; -1 for a word no chunk has): one vectorised comparison per wanted word,
+    which for a question's few words beats any look-up structure."""
+    found = [(k, np.flatnonzero(ids == w)) for k, w in enumerate(wanted) if w >= 0]
+    found = [(k, p) for k, p in found if len(p)]
+    if not found:
+        return _EMPTY, _EMPTY
+    pos = np.concatenate([p for _, p in found])
+    return pos, np.repeat(np.asarray([k for k, _ in found], dtype=np.int64), [len(p) for _, p in found])
+
+
+def _rows_meeting(sorted_ids: Any, ids: Any, rows: Any) -> list[int]:
+    """The distinct `rows` (ascending) of the `ids` that are among `sorted_ids`."""
+    if not len(sorted_ids) or not len(ids):
+        return []
+    at = np.searchsorted(sorted_ids, ids)
+    at[at == len(sorted_ids)] = 0
+    return sorted(set(rows[sorted_ids[at] == ids].tolist()))
+
+
+def _bm25_pool(query_words: Sequence[str], pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
+    """`_bm25` over the pool, vectorised: per document the same terms added in the same order
+    (the question's word order, by a sequential accumulate; an absent word adds 0.0, which
+    changes no sum of positive terms), each term the same IEEE operations in the same order.
+    `query_words` is `words(query)`. Also returns the matches of the question's content words
+    and their codes (for the title signal)."""
+    n = len(pool.index)
+    out = np.zeros(n)
+    if n == 0:
+        return out, _EMPTY, _EMPTY
+    lengths = pool.head[:, 1]
+    avgdl = int(lengths.sum(dtype=np.int64)) / n or 1.0  # the exact integer sum, as Python's
+    q = list(dict.fromkeys(w for w in query_words if w not in STOPWORDS))  # content_words(query)
+    pos, k = _match(pool.ids, pool.vocab.lookup(q))
+    codes = pool.code[pos]
+    tf = codes >> 2
+    in_text = tf > 0
+    bk = k[in_text]
+    if not len(bk):
+        return out, pos, codes
+    doc = pool.rows(pos[in_text])
+    btf = tf[in_text].astype(np.float64)
+    idf = [math.log(1 + (n - c + 0.5) / (c + 0.5)) if c else 0.0 for c in np.bincount(bk, minlength=len(q)).tolist()]
+    length = lengths[doc].astype(np.float64)
+    term = np.asarray(idf)[bk] * btf * (k1 + 1) / (btf + k1 * (1 - b + b * length / avgdl))
+    per_word = np.zeros((len(q), n))
+    per_word[bk, doc] = term
+    return np.add.accumulate(per_word, axis=0)[-1], pos, codes
+
+
+def _titles_pool(question_words: list[str], pool: _Pool, pos: Any, codes: Any) -> Any:
+    """`_titles`, computed only for candidates with a title word among the question's words."""
+    out = np.zeros(len(pool.index))
+    hit = pos[(codes & 1) == 1]
+    if not len(hit):
+        return out
+    qphrase = " " + " ".join(question_words) + " "  # phrase(question)
+    qwords = set(question_words)
+    for i in sorted(set(pool.rows(hit).tolist())):
+        r = pool.index[i]
+        tw = r.title_words
+        if any(p in qphrase for p in r.title_phrases):
+            out[i] = 1.0
         else:
             share = len(tw & qwords) / len(tw)
-            out.append(share * share)
+            out[i] = share * share
     return out
 
 
-def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[Any], list[Any], list[float], list[float]]:
-    entries = ctx.features.entries([c.chunk for c in candidates])
-    terms = [e.features.rescore_terms(c.chunk) for e, c in zip(entries, candidates)]
-    bm = _bm25(ctx.question, terms)
-    top_bm = max(bm, default=0.0)
-    lexical = [(s / top_bm if top_bm > 0 else 0.0) for s in bm]
-    return entries, terms, _titles(terms, ctx.question), lexical
+def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[_Pool, Any, Any]:
+    """The pool, and the title and lexical signals as float64 arrays."""
+    pool = _Pool([c.chunk for c in candidates], ctx)
+    qw = words(ctx.question)
+    bm, pos, codes = _bm25_pool(qw, pool)
+    top_bm = bm.max() if len(bm) else 0.0
+    lexical = bm / top_bm if top_bm > 0 else np.zeros(len(bm))
+    return pool, _titles_pool(qw, pool, pos, codes), lexical
 
 
 def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, float]]:
@@ -141,14 +239,14 @@ def signals(candidates: Sequence[Candidate], question: str) -> list[dict[str, fl
     from docket.features import default_cache
 
     ctx = Context(question=question, store=None, policy=None, counter=None, features=default_cache())  # type: ignore[arg-type]
-    _, _, title, lexical = _signals(candidates, ctx)
-    return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title, lexical)]
+    _, title, lexical = _signals(candidates, ctx)
+    return [{"title": t, "lexical": s, "link": 0.0} for t, s in zip(title.tolist(), lexical.tolist())]
 
 
-def _order(values: Any, ranks: Any, fast: bool) -> list[int]:
-    """Indexes by (-value, rank), ties in input order (a stable sort)."""
+def _order(values: Any, ranks: Any, fast: bool) -> Any:
+    """Indexes by (-value, rank), ties in input order (a stable sort): an int array when `fast`."""
     if fast:
-        return np.lexsort((ranks, -values)).tolist()  # type: ignore[no-any-return]
+        return np.lexsort((ranks, -values))
     return sorted(range(len(values)), key=lambda i: (-values[i], ranks[i]))
 
 
@@ -157,69 +255,91 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     their new scores (rounded to 6 places) in that order. Logs each promotion."""
     pol = ctx.policy.rescore
     n = len(candidates)
-    entries, terms, title, lexical = _signals(candidates, ctx)
+    pool, title_a, lexical_a = _signals(candidates, ctx)
+    index = pool.index
     # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
     # and echoing the question's words is exactly what a planted passage does
-    untrusted = [e.features.untrusted for e in entries]
-    for i in range(n):
-        if untrusted[i]:
-            title[i] = lexical[i] = 0.0
-    scores = [c.score for c in candidates]
-    ranks = [c.rank for c in candidates]
+    unt = pool.head[:, 2] == 1
+    untrusted = unt.tolist()
+    if True in untrusted:
+        title_a[unt] = 0.0
+        lexical_a[unt] = 0.0
+    scores = list(map(_SCORE, candidates))
+    ranks = list(map(_RANK, candidates))
     # float arithmetic on arrays is the same IEEE arithmetic as on Python floats; any other
     # score type (numpy float32, Decimal) keeps the element-wise Python path
-    fast = all(type(s) is float or type(s) is int for s in scores) and all(type(r) is int for r in ranks)
+    fast = _PLAIN.issuperset(map(type, scores)) and _INT.issuperset(map(type, ranks))
     tw, lw, kw = pol.title_weight, pol.lexical_weight, pol.link_weight
     link = [0.0] * n
     if fast:
         sc, rk = np.asarray(scores, dtype=np.float64), np.asarray(ranks, dtype=np.int64)
         fast = not np.isnan(sc).any()
+    if not fast:
+        title, lexical = title_a.tolist(), lexical_a.tolist()
     if fast:
-        first = sc + tw * np.asarray(title) + lw * np.asarray(lexical)
+        first = sc + tw * title_a + lw * lexical_a
         new: Any = first
     else:
         rk = ranks  # type: ignore[assignment]
         first = [s + tw * t + lw * x for s, t, x in zip(scores, title, lexical)]  # type: ignore[assignment]
         new = list(first)
+    order = _order(new, rk, fast)
     # links: titles mentioned by the best passages. Each round re-reads the top after the last
     # round's links, so a chain question (song -> band -> city) is followed one hop per round.
-    if kw > 0 and pol.link_top > 0:
-        eligible = [i for i in range(n) if terms[i].title_phrases and not untrusted[i]]
-        last_top: list[int] | None = None
+    # A round that links nothing leaves the scores, so the next round's top, unchanged: stop.
+    if kw > 0 and pol.link_top > 0 and pool.head[:, 3].any():
+        probe_ids, probe_rows = pool.probes()
+        entries, chunks, vocab = pool.entries, pool.chunks, pool.vocab
         for _ in range(pol.link_rounds):
-            top = _order(new, rk, fast)[: pol.link_top]
-            if top == last_top:
-                break  # the same linking passages: this round would find no new link
-            last_top = top
+            top = order[: pol.link_top]
+            if fast:
+                top = top.tolist()
             linking = [j for j in top if not untrusted[j]]
-            if linking and eligible:
-                hays = [entries[j].features.text_phrase(candidates[j].chunk) for j in linking]
-                hay_words = frozenset().union(*(entries[j].features.text_words(candidates[j].chunk) for j in linking))
-                in_top = set(top)
-                for i in eligible:
-                    if link[i] or i in in_top:
-                        continue
-                    t = terms[i]
-                    if not hay_words.isdisjoint(t.probes) and any(p in h for h in hays for p in t.title_phrases):
+            if not linking:
+                break
+            hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], vocab) for j in linking]))
+            in_top = set(top)
+            probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
+            found = False
+            if probed:
+                # the top's phrases end to end: a phrase (single spaces between words) cannot match
+                # across the double space where two of them meet, so this finds what each finds
+                hay_text = "".join([entries[j].features.text_phrase(chunks[j]) for j in linking]).__contains__
+                for i in probed:
+                    if any(map(hay_text, index[i].title_phrases)):
                         link[i] = 1.0
+                        found = True
+            if not found:
+                break
             new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
-    order = _order(new, rk, fast)
+            order = _order(new, rk, fast)
     add = ctx.trace.add_format
     if fast:
-        order_ix = np.asarray(order)
+        order_ix = order
+        order = order.tolist()
         out_scores = rounded(new[order_ix], 6)
-        promoted = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix]).tolist()
-        at4 = rounded(new[order_ix[promoted]], 4) if promoted else []
+        moved_up = np.flatnonzero(np.arange(1, n + 1) < rk[order_ix])
+        at = order_ix[moved_up]
+        at4 = rounded(new[at], 4)
+        promoted, promoted_ix = moved_up.tolist(), at.tolist()
+        title_at, lexical_at = title_a[at].tolist(), lexical_a[at].tolist()
     else:
         out_scores = [round(new[i], 6) for i in order]
         promoted = [r for r, i in enumerate(order) if r + 1 < ranks[i]]
-        at4 = [round(new[order[r]], 4) for r in promoted]
-    for r, s4 in zip(promoted, at4):
-        i = order[r]
-        c = candidates[i]
-        add(MOVE, "promote", [c.chunk.id], _PROMOTE, (c.rank, r + 1, c.score, title[i], lexical[i], link[i]),
-            score=s4, cosine=c.score)
+        promoted_ix = [order[r] for r in promoted]
+        at4 = [round(new[i], 4) for i in promoted_ix]
+        title_at, lexical_at = [title[i] for i in promoted_ix], [lexical[i] for i in promoted_ix]
+    chunks = pool.chunks
+    for i, r, s4, t, x in zip(promoted_ix, promoted, at4, title_at, lexical_at):
+        s = scores[i]
+        add(MOVE, "promote", [chunks[i].id], _PROMOTE, (ranks[i], r + 1, s, t, x, link[i]), score=s4, cosine=s)
     return order, out_scores
+
+
+_SCORE = operator.attrgetter("score")
+_RANK = operator.attrgetter("rank")
+_PLAIN = frozenset({float, int})
+_INT = frozenset({int})
 
 
 def rounded(values: Any, digits: int) -> list[float]:
