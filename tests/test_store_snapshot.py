@@ -17,7 +17,7 @@ from store_cases import version
 from test_store_refresh import ACLS, OPS, _answers, _open, _seed_store, _texts
 
 from docket.store import snapshot
-from docket.store.protocol import Filters
+from docket.store.protocol import Filters, Principal
 from docket.store.sqlite import SQLiteStore
 
 
@@ -116,6 +116,74 @@ def test_an_acl_change_after_the_snapshot_reaches_a_new_process(tmp_path: Path,
     hits = {c for c, _ in late.search_bm25(" ".join(_texts(0, 3)), 200, Filters())}
     assert not any(c.startswith("d0-") for c in hits)  # anonymous: d0 is no longer public
     assert _answers(late) == _full_load_answers(path, monkeypatch)
+
+
+def test_a_store_made_again_at_the_same_path_does_not_read_the_old_snapshot(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database deleted and indexed again with the same documents under other ACLs: the same
+    generation, log position, row count and row ids, but not the same store. Its ACLs decide."""
+    path = tmp_path / "s.db"
+    _seed_store(path)
+    first = _open(path)
+    _answers(first)  # the snapshot of the first store: d0, d4, d8, ... public
+    first.close()
+    for f in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+        f.unlink(missing_ok=True)
+    other = [None if a is None else tuple(e.replace("ann", "eve").replace("finance", "legal") for e in a) for a in ACLS]
+    s = _open(path)
+    for d in range(40):  # the same rows and as many ACL entries, given to other people
+        s.write_version(version(f"d{d}", 1, _texts(d, 3), acl=other[d % len(other)]))
+    s.close()
+    again = _open(path)
+    ann = Filters(principal=Principal("ann", frozenset({"finance"})))
+    assert not any(c.startswith(("d1-", "d2-")) for c, _ in again.search_bm25(" ".join(_texts(1, 3)), 200, ann))
+    assert _answers(again) == _full_load_answers(path, monkeypatch)
+
+
+def test_a_copy_that_went_its_own_way_does_not_read_the_other_copy_s_snapshot(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two copies of one store (same identity), each written once more with the same shape of
+    change (same generation, log position and counts), one snapshot put beside the other: the
+    write token of that generation tells them apart."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    _seed_store(a)
+    shutil.copy(a, b)
+    for path, text in ((a, "the refund window is thirty days"), (b, "the salary bands are reviewed yearly")):
+        w = _open(path)
+        w.write_version(version("d5", 2, [text]))
+        w.close()
+    sa = _open(a)
+    _answers(sa)  # a's snapshot, of a's latest state
+    sa.close()
+    shutil.copy(a.with_name("a.db.index"), b.with_name("b.db.index"))
+    again = _open(b)
+    hits = [c for c, _ in again.search_bm25("salary bands reviewed yearly", 3, Filters())]
+    assert hits[:1] == ["d5-v2-0"]
+    assert _answers(again) == _full_load_answers(b, monkeypatch)
+
+
+def test_a_snapshot_whose_arrays_disagree_with_its_counts_is_ignored(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.db"
+    _seed_store(path)
+    s = _open(path)
+    want = _answers(s)
+    fields, arrays, strings = snapshot.read(s.snapshot_path)  # type: ignore[misc]
+    public = np.array(arrays["public"])
+    public[:] = True  # every row public: what a tampered or corrupted file could claim
+    snapshot.write(s.snapshot_path, fields, {**arrays, "public": public}, strings)
+    with monkeypatch.context() as m:
+        calls: list[bool] = []
+        real = SQLiteStore._load_index
+
+        def spy(self: SQLiteStore, gen: str, save: bool = False) -> object:
+            calls.append(True)
+            return real(self, gen, save)
+
+        m.setattr(SQLiteStore, "_load_index", spy)
+        again = _open(path)
+        assert _answers(again) == want
+        assert calls  # read in full, not from the file
 
 
 def test_a_snapshot_of_a_later_state_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

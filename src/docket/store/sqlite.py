@@ -26,6 +26,7 @@ import stat
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -92,6 +93,8 @@ CREATE TRIGGER IF NOT EXISTS chunk_log_acl_insert AFTER INSERT ON chunk_acl
 CREATE TRIGGER IF NOT EXISTS chunk_log_acl_delete AFTER DELETE ON chunk_acl
   BEGIN INSERT INTO chunk_log(chunk) VALUES (OLD.chunk); END;
 """
+#: one random token per generation, written by each write transaction (see `_ensure_write_tokens`)
+_TOKENS_SCHEMA = "CREATE TABLE IF NOT EXISTS write_tokens(generation INTEGER PRIMARY KEY, token TEXT NOT NULL);"
 #: how many log entries a store keeps (a reader further behind reloads in full)
 _LOG_KEEP = 200_000
 #: a warm index reloads in full instead once this share of its rows is dead or appended
@@ -593,6 +596,14 @@ def _code_table(values: list[str]) -> dict[str, int]:
     return {v: i for i, v in enumerate(values, 1)}
 
 
+def _fingerprint_of(m: _Index) -> dict[str, int]:
+    """`SQLiteStore._fingerprint` as the index `m` holds it."""
+    live = np.ones(len(m.ids), dtype=bool) if m.alive is None else m.alive
+    acl = sum(int(live[ix].sum()) for ix in m.acl.values())
+    return {"check_rows": int(live.sum()), "check_top": int(m.rowids[live].max()) if live.any() else 0,
+            "check_public": int((m.public & live).sum()), "check_acl": acl}
+
+
 def _snapshots_wanted(rows: int | None) -> bool:
     """Whether to read (rows None) or write (a full load of `rows`) the index snapshot."""
     setting = os.environ.get("DOCKET_INDEX_SNAPSHOT", "").strip().lower()
@@ -655,6 +666,44 @@ class SQLiteStore:
     def _open_schema(self) -> None:
         self._open_schema_version()
         self._ensure_log()
+        self._store_id = self._ensure_store_id()
+        self._tokens = self._ensure_write_tokens()
+
+    def _ensure_write_tokens(self) -> bool:
+        """The table of write tokens (one random token per generation, written by every write
+        transaction): an index snapshot says which token its generation had, and a database whose
+        token for that generation differs (a restored backup written again, a copy that went its
+        own way) is not the state the snapshot describes. False when it cannot be made (a
+        read-only file): no snapshot is then read or written."""
+        found = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'write_tokens'")
+        if found.fetchone() is not None:
+            return True
+        try:
+            self._conn.executescript(f"BEGIN IMMEDIATE;\n{_TOKENS_SCHEMA}\nCOMMIT;")
+        except sqlite3.OperationalError:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            return False
+        return True
+
+    def _ensure_store_id(self) -> str | None:
+        """This database's random identity (meta `store_id`), given to a store made before it
+        existed on its first open (INSERT OR IGNORE: two openers agree). An index snapshot is used
+        only by the database it was written for: a file deleted and indexed again at the same path
+        can reach the same generation, row count and row ids with other contents or other ACLs.
+        None when it cannot be written (a read-only file): such a store reads no snapshot."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        try:
+            self._conn.executescript("BEGIN IMMEDIATE;\n"
+                                     f"INSERT OR IGNORE INTO meta VALUES ('store_id', '{uuid.uuid4().hex}');\nCOMMIT;")
+        except sqlite3.OperationalError:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            return None
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return str(row[0]) if row is not None else None
 
     def _ensure_log(self) -> None:
         """The change log and its triggers, added to a store made before they existed (one
@@ -676,7 +725,8 @@ class SQLiteStore:
             try:  # (IF NOT EXISTS throughout: two creators agree)
                 self._conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\n{_LOG_SCHEMA}\n"
                                          f"INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA_VERSION}');\n"
-                                         "INSERT OR IGNORE INTO meta VALUES ('generation', '0');\nCOMMIT;")
+                                         "INSERT OR IGNORE INTO meta VALUES ('generation', '0');\n"
+                                         f"INSERT OR IGNORE INTO meta VALUES ('store_id', '{uuid.uuid4().hex}');\nCOMMIT;")
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -922,6 +972,11 @@ class SQLiteStore:
                 yield cur
                 cur.execute("DELETE FROM chunk_log WHERE seq <= (SELECT max(seq) FROM chunk_log) - ?", (_LOG_KEEP,))
                 cur.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+                if self._tokens:
+                    cur.execute("INSERT OR REPLACE INTO write_tokens SELECT CAST(value AS INTEGER), ? FROM meta "
+                                "WHERE key = 'generation'", (uuid.uuid4().hex,))
+                    cur.execute("DELETE FROM write_tokens WHERE generation <= (SELECT CAST(value AS INTEGER) FROM meta "
+                                "WHERE key = 'generation') - ?", (_LOG_KEEP,))
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
@@ -968,10 +1023,13 @@ class SQLiteStore:
         acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
         dim = int(self.meta().get("dim", "0") or 0)
         index = _Index.load(_Rows.of(rows, dim), [(r[0], r[1]) for r in acl_rows], gen, seq)
-        if save and _snapshots_wanted(len(index.ids)) and self.path.is_file():
+        token = self._token(gen) if save and self._store_id and self._tokens else None
+        if token is not None and _snapshots_wanted(len(index.ids)) and self.path.is_file():
             try:
                 fields, arrays, strings = index.snapshot_parts()
-                _snapshot_file.write(self.snapshot_path, {"layout": _SNAPSHOT_LAYOUT, **fields}, arrays, strings,
+                fields = {"layout": _SNAPSHOT_LAYOUT, "store_id": self._store_id, "token": token, **fields,
+                          **self._fingerprint()}
+                _snapshot_file.write(self.snapshot_path, fields, arrays, strings,
                                      mode=stat.S_IMODE(self.path.stat().st_mode))  # readable by who reads the store
             except (OSError, ValueError):
                 pass  # a cache: a read-only directory or a full disk costs the next process a full load, nothing else
@@ -987,16 +1045,20 @@ class SQLiteStore:
         date from the change log, or None (no usable file, or it is not an earlier state of this
         store: a full load follows, which writes a new one). A new process then maps the vector
         matrix and postings instead of reading every row (seconds at 100k, most of a minute at 1M)."""
-        if not _snapshots_wanted(None):
+        if not _snapshots_wanted(None) or not self._store_id or not self._tokens:
             return None
         got = _snapshot_file.read(self.snapshot_path)
         if got is None:
             return None
         fields, arrays, strings = got
         try:
-            if fields.get("layout") != _SNAPSHOT_LAYOUT or int(fields["generation"]) > int(gen):
-                return None
+            if (fields.get("layout") != _SNAPSHOT_LAYOUT or fields.get("store_id") != self._store_id
+                    or int(fields["generation"]) > int(gen) or fields.get("token") is None
+                    or self._token(str(fields["generation"])) != fields["token"]):
+                return None  # another store, or not an earlier state of this one
             m = _Index.from_snapshot(fields, arrays, strings)
+            if _fingerprint_of(m) != {k: int(fields[k]) for k in _fingerprint_of(m)}:
+                return None  # the arrays do not hold what the file says they hold
         except (KeyError, ValueError, TypeError):
             return None
         hi = self._conn.execute("SELECT max(seq) FROM chunk_log").fetchone()[0]
@@ -1005,12 +1067,22 @@ class SQLiteStore:
         fresh = self._refreshed_index(m, gen)
         if fresh is None:
             return None
-        alive = len(fresh.ids) if fresh.alive is None else int(fresh.alive.sum())
-        rows, top = self._conn.execute("SELECT count(*), max(rowid) FROM chunks").fetchone()
-        live_rowids = fresh.rowids if fresh.alive is None else fresh.rowids[fresh.alive]
-        if rows != alive or (rows and int(live_rowids.max()) != int(top)):
-            return None
+        if _fingerprint_of(fresh) != self._fingerprint():
+            return None  # the rows, their public flags or their ACL entries are not what the file says
         return fresh
+
+    def _token(self, gen: str) -> str | None:
+        """The write token of generation `gen` (None: written before tokens, or pruned)."""
+        row = self._conn.execute("SELECT token FROM write_tokens WHERE generation = ?", (int(gen),)).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def _fingerprint(self) -> dict[str, int]:
+        """Counts the index must agree with (read in the caller's snapshot): rows, highest rowid,
+        public rows, ACL entries."""
+        rows, top, public = self._conn.execute("SELECT count(*), max(rowid), total(public) FROM chunks").fetchone()
+        acl = self._conn.execute("SELECT count(*) FROM chunk_acl").fetchone()[0]
+        return {"check_rows": int(rows), "check_top": int(top or 0), "check_public": int(public),
+                "check_acl": int(acl)}
 
     def _refreshed_index(self, m: _Index, gen: str) -> _Index | None:
         """`m` with the changes logged since it was built, or None when a full load is due (the
