@@ -140,6 +140,32 @@ def test_a_store_made_again_at_the_same_path_does_not_read_the_old_snapshot(tmp_
     assert _answers(again) == _full_load_answers(path, monkeypatch)
 
 
+@pytest.mark.parametrize("older", [True, False])
+def test_a_store_made_before_snapshots_gets_one_without_being_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      older: bool) -> None:
+    """A store written by an older docket (no store_id, no write tokens) and then only read: its
+    first open gives it an identity and a token for the generation it is at, so the second process
+    maps the snapshot the first one wrote."""
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    _seed_store(path)
+    forget = ("DROP TABLE write_tokens; DELETE FROM meta WHERE key = 'store_id';" if older
+              else "DELETE FROM write_tokens WHERE generation = (SELECT CAST(value AS INTEGER) FROM meta "
+                   "WHERE key = 'generation');")  # the table there, the last write by a docket without tokens
+    conn = sqlite3.connect(path)
+    conn.executescript(forget)
+    conn.close()
+    reader = SQLiteStore(path)
+    want = _answers(reader)
+    assert reader.snapshot_path.is_file()
+    reader.close()
+    with monkeypatch.context() as m:
+        _no_full_load(m)
+        again = SQLiteStore(path)
+        assert _answers(again) == want
+
+
 def test_a_copy_that_went_its_own_way_does_not_read_the_other_copy_s_snapshot(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Two copies of one store (same identity), each written once more with the same shape of

@@ -19,6 +19,7 @@ older file is opened, inside one write transaction.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -596,12 +597,24 @@ def _code_table(values: list[str]) -> dict[str, int]:
     return {v: i for i, v in enumerate(values, 1)}
 
 
+def _access_digest(arrays: dict[str, np.ndarray], strings: dict[str, list[str]]) -> str:
+    """A hash of what decides who may read each row (row ids, public flags, ACL entries and their
+    rows): a snapshot whose access arrays were damaged or edited is never used."""
+    h = hashlib.sha256()
+    for name in ("rowids", "public", "acl_sizes", "acl_rows"):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(name.encode() + a.dtype.str.encode() + str(a.shape).encode())
+        h.update(a.data.cast("B") if a.size else b"")
+    h.update(json.dumps(strings["acl_names"]).encode())
+    return h.hexdigest()
+
+
 def _fingerprint_of(m: _Index) -> dict[str, int]:
     """`SQLiteStore._fingerprint` as the index `m` holds it."""
     live = np.ones(len(m.ids), dtype=bool) if m.alive is None else m.alive
     acl = sum(int(live[ix].sum()) for ix in m.acl.values())
     return {"check_rows": int(live.sum()), "check_top": int(m.rowids[live].max()) if live.any() else 0,
-            "check_public": int((m.public & live).sum()), "check_acl": acl}
+            "check_acl": acl}
 
 
 def _snapshots_wanted(rows: int | None) -> bool:
@@ -677,13 +690,21 @@ class SQLiteStore:
         read-only file): no snapshot is then read or written."""
         found = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'write_tokens'")
         if found.fetchone() is not None:
-            return True
+            current = self._conn.execute("SELECT 1 FROM write_tokens WHERE generation = "
+                                         "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation')")
+            if current.fetchone() is not None:
+                return True
+        # the table, and a token for the generation the file is at (written by a docket before
+        # tokens, or migrated): without one, a store that is only read would never get a snapshot
         try:
-            self._conn.executescript(f"BEGIN IMMEDIATE;\n{_TOKENS_SCHEMA}\nCOMMIT;")
+            self._conn.executescript(f"BEGIN IMMEDIATE;\n{_TOKENS_SCHEMA}\n"
+                                     "INSERT OR IGNORE INTO write_tokens SELECT CAST(value AS INTEGER), "
+                                     f"'{uuid.uuid4().hex}' FROM meta WHERE key = 'generation';\nCOMMIT;")
         except sqlite3.OperationalError:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            return False
+            found = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'write_tokens'")
+            return found.fetchone() is not None  # the table is there (a generation without a token writes no file)
         return True
 
     def _ensure_store_id(self) -> str | None:
@@ -1028,7 +1049,7 @@ class SQLiteStore:
             try:
                 fields, arrays, strings = index.snapshot_parts()
                 fields = {"layout": _SNAPSHOT_LAYOUT, "store_id": self._store_id, "token": token, **fields,
-                          **self._fingerprint()}
+                          **self._fingerprint(), "access_digest": _access_digest(arrays, strings)}
                 _snapshot_file.write(self.snapshot_path, fields, arrays, strings,
                                      mode=stat.S_IMODE(self.path.stat().st_mode))  # readable by who reads the store
             except (OSError, ValueError):
@@ -1057,7 +1078,8 @@ class SQLiteStore:
                     or self._token(str(fields["generation"])) != fields["token"]):
                 return None  # another store, or not an earlier state of this one
             m = _Index.from_snapshot(fields, arrays, strings)
-            if _fingerprint_of(m) != {k: int(fields[k]) for k in _fingerprint_of(m)}:
+            if (_fingerprint_of(m) != {k: int(fields[k]) for k in _fingerprint_of(m)}
+                    or _access_digest(arrays, strings) != fields.get("access_digest")):
                 return None  # the arrays do not hold what the file says they hold
         except (KeyError, ValueError, TypeError):
             return None
@@ -1068,7 +1090,7 @@ class SQLiteStore:
         if fresh is None:
             return None
         if _fingerprint_of(fresh) != self._fingerprint():
-            return None  # the rows, their public flags or their ACL entries are not what the file says
+            return None  # the rows or their ACL entries are not what the file says
         return fresh
 
     def _token(self, gen: str) -> str | None:
@@ -1078,11 +1100,12 @@ class SQLiteStore:
 
     def _fingerprint(self) -> dict[str, int]:
         """Counts the index must agree with (read in the caller's snapshot): rows, highest rowid,
-        public rows, ACL entries."""
-        rows, top, public = self._conn.execute("SELECT count(*), max(rowid), total(public) FROM chunks").fetchone()
+        ACL entries."""
+        # count(*) reads the smallest index and max(rowid) one page; a sum over a column would read
+        # every row (most of the cold start the snapshot saves, at 1M chunks)
+        rows, top = self._conn.execute("SELECT count(*), max(rowid) FROM chunks").fetchone()
         acl = self._conn.execute("SELECT count(*) FROM chunk_acl").fetchone()[0]
-        return {"check_rows": int(rows), "check_top": int(top or 0), "check_public": int(public),
-                "check_acl": int(acl)}
+        return {"check_rows": int(rows), "check_top": int(top or 0), "check_acl": int(acl)}
 
     def _refreshed_index(self, m: _Index, gen: str) -> _Index | None:
         """`m` with the changes logged since it was built, or None when a full load is due (the
