@@ -104,7 +104,7 @@ def test_memo_keys_on_content_and_settings() -> None:
 
 
 def test_memo_is_bounded() -> None:
-    memo = render._Memo(4)
+    memo = type(render._RENDERED)(4)  # the memo's own class, at a small capacity
     for i in range(100):
         memo.put(i, str(i))
     assert len(memo.young) + len(memo.old) <= 4

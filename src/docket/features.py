@@ -273,7 +273,8 @@ class _Entry:
 
 class _Generations:
     """A bounded map with near-LRU eviction at O(1): look-ups read the young generation, then the
-    old one (promoting the hit); when the young one is full it becomes the old one."""
+    old one (promoting the hit); when the young one is full it becomes the old one. Safe to share
+    between threads for caches: a race computes a value twice, never wrongly."""
 
     __slots__ = ("capacity", "young", "old")
 

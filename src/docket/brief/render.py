@@ -23,7 +23,7 @@ from typing import Any
 from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
 from docket.brief.formats import Fields
-from docket.features import content_key
+from docket.features import _Generations, content_key
 from docket.model import Passage
 from docket.policy import RenderPolicy
 from docket.text import phrase, title_variants  # titles are matched with the re-scorer's folding
@@ -157,38 +157,10 @@ class _Prepared:
 # and the passage under one label (its header, block, Anthropic title and context) under
 # (content key, label, settings). Grown, compressed and summary passages are rendered every time.
 
-class _Memo:
-    """A bounded map with near-LRU eviction at O(1) (two generations). Safe to share between
-    threads: a race renders a passage twice, never wrongly."""
-
-    __slots__ = ("capacity", "young", "old")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(1, capacity // 2)
-        self.young: dict[Any, Any] = {}
-        self.old: dict[Any, Any] = {}
-
-    def get(self, key: Any) -> Any:
-        v = self.young.get(key)
-        if v is None:
-            v = self.old.get(key)
-            if v is not None:
-                self.put(key, v)
-        return v
-
-    def put(self, key: Any, value: Any) -> None:
-        if len(self.young) >= self.capacity:
-            self.old, self.young = self.young, {}
-        self.young[key] = value
-
-    def clear(self) -> None:
-        self.young, self.old = {}, {}
-
-
 #: memoised passages kept: a few KiB each
 MEMO_CAPACITY = 16_384
-_RENDERED = _Memo(MEMO_CAPACITY)  # (content key, label, settings id) -> Entry
-_PREPARED = _Memo(MEMO_CAPACITY)  # (content key, settings id) -> _Prepared, shared by its labels' entries
+_RENDERED = _Generations(MEMO_CAPACITY)  # (content key, label, settings id) -> Entry
+_PREPARED = _Generations(MEMO_CAPACITY)  # (content key, settings id) -> _Prepared, shared by its labels' entries
 
 
 def policy_key(policy: RenderPolicy) -> int | None:
