@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from docket.context import Context
 from docket.model import Passage
-from docket.moves.versions import authority
+from docket.moves.versions import authorities
 
 
 def outrankers(passages: list[Passage], ctx: Context) -> dict[int, set[int]]:
@@ -40,18 +40,10 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
     pol = ctx.policy.versions
     ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
     n = len(ranked)
-    memo: dict[tuple[str | None, bool], int] = {}  # authority depends on the source type and trust only
-    auth = []
-    for p in ranked:
-        c = p.first
-        key = (c.source_type, c.untrusted)
-        a = memo.get(key)
-        if a is None:
-            a = memo[key] = authority(c, pol)
-        auth.append(a)
+    auth = authorities([p.first for p in ranked], pol)
     scores = [p.score for p in ranked]
     above = outrankers(ranked, ctx)
-    if len(set(memo.values())) <= 1 and not above and all(scores[i] >= scores[i + 1] for i in range(n - 1)):
+    if len(set(auth)) <= 1 and not above and all(scores[i] >= scores[i + 1] for i in range(n - 1)):
         # one authority level, no conflict, scores falling with the rank: the rule below picks the
         # best-ranked remaining passage every time (it has the best remaining score), i.e. rank order
         return ranked, []

@@ -6,6 +6,7 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date as Date
 from functools import lru_cache
 from typing import Any
@@ -34,6 +35,19 @@ def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
     if chunk.untrusted:
         return forum
     return policy.default_authority
+
+
+def authorities(chunks: Iterable[Chunk], policy: VersionsPolicy) -> list[int]:
+    """`authority` of each chunk, worked out once per (source type, trust): a pool has a few."""
+    memo: dict[tuple[str | None, bool], int] = {}
+    out = []
+    for c in chunks:
+        key = (c.source_type, c.untrusted)
+        a = memo.get(key)
+        if a is None:
+            a = memo[key] = authority(c, policy)
+        out.append(a)
+    return out
 
 
 def _vlabel(v: VersionInfo) -> str:
@@ -342,15 +356,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         return
     involved = sorted(set(rows).union(cols))
     pool_feats = dict(zip(involved, ctx.features.of_passages([pool[k] for k in involved])))
-    by_source: dict[tuple[str | None, bool], int] = {}  # authority depends on the source type and trust only
-    auth: dict[int, int] = {}
-    for k in involved:
-        first = pool[k].first
-        source = (first.source_type, first.untrusted)
-        rank = by_source.get(source)
-        if rank is None:
-            rank = by_source[source] = authority(first, pol)
-        auth[k] = rank
+    auth = dict(zip(involved, authorities([pool[k].first for k in involved], pol)))
     facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
