@@ -1078,13 +1078,13 @@ class SQLiteStore:
                     or self._token(str(fields["generation"])) != fields["token"]):
                 return None  # another store, or not an earlier state of this one
             m = _Index.from_snapshot(fields, arrays, strings)
-            if (_fingerprint_of(m) != {k: int(fields[k]) for k in _fingerprint_of(m)}
+            counts = _fingerprint_of(m)
+            if (counts != {k: int(fields[k]) for k in counts}
                     or _access_digest(arrays, strings) != fields.get("access_digest")):
                 return None  # the arrays do not hold what the file says they hold
         except (KeyError, ValueError, TypeError):
             return None
-        hi = self._conn.execute("SELECT max(seq) FROM chunk_log").fetchone()[0]
-        if m.seq > int(hi or 0):
+        if m.seq > self._log_end():
             return None  # written for a later state than this file holds (e.g. a restored backup)
         fresh = self._refreshed_index(m, gen)
         if fresh is None:
