@@ -55,6 +55,21 @@ def _seed_store(path: Path, docs: int = 40) -> None:
     s.close()
 
 
+def apply_op(writer: SQLiteStore, kind: str, d: int, seed: int) -> None:
+    """One write of OPS to document d{d}."""
+    doc = f"d{d}"
+    have = [v.version for v in writer.stored_versions(doc)]
+    if kind == "delete":
+        writer.delete(doc)
+    elif kind == "rewrite" and have:  # the same version written again, other text
+        writer.write_version(version(doc, max(have), _texts(seed, 2), acl=ACLS[seed % len(ACLS)]))
+    elif kind == "acl" and have:  # the same rows, another ACL: no count changes
+        writer.write_version(version(doc, max(have), _texts(d, 3), acl=ACLS[(seed + 1) % len(ACLS)]))
+    else:  # add or a new version (the older one becomes superseded)
+        writer.write_version(version(doc, max(have, default=0) + 1, _texts(seed, 1 + seed % 3),
+                                     acl=ACLS[seed % len(ACLS)]))
+
+
 # one write: (kind, document, seed)
 OPS = st.lists(st.tuples(st.sampled_from(["add", "new_version", "rewrite", "delete", "acl"]),
                          st.integers(0, 45), st.integers(0, 1000)), min_size=1, max_size=12)
@@ -70,17 +85,7 @@ def test_warm_index_equals_a_fresh_load_after_any_writes(tmp_path_factory: pytes
     base = reader._index
     assert base is not None
     for kind, d, seed in ops:
-        doc = f"d{d}"
-        have = [v.version for v in writer.stored_versions(doc)]
-        if kind == "delete":
-            writer.delete(doc)
-        elif kind == "rewrite" and have:  # the same version written again, other text
-            writer.write_version(version(doc, max(have), _texts(seed, 2), acl=ACLS[seed % len(ACLS)]))
-        elif kind == "acl" and have:
-            writer.write_version(version(doc, max(have), _texts(d, 3), acl=ACLS[(seed + 1) % len(ACLS)]))
-        else:  # add or a new version (the older one becomes superseded)
-            writer.write_version(version(doc, max(have, default=0) + 1, _texts(seed, 1 + seed % 3),
-                                         acl=ACLS[seed % len(ACLS)]))
+        apply_op(writer, kind, d, seed)
         warm = _answers(reader)
         cold = _open(path)
         assert warm == _answers(cold)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_cases import version
-from test_store_refresh import ACLS, OPS, _answers, _open, _seed_store, _texts
+from test_store_refresh import ACLS, OPS, _answers, _open, _seed_store, _texts, apply_op
 
 from docket.store import snapshot
 from docket.store.protocol import Filters, Principal
@@ -68,17 +68,7 @@ def test_a_snapshot_behind_the_store_is_brought_up_to_date(tmp_path_factory: pyt
     written = path.with_name(path.name + ".index").stat().st_mtime_ns
     writer = _open(path)
     for kind, d, seed in ops:
-        doc = f"d{d}"
-        have = [v.version for v in writer.stored_versions(doc)]
-        if kind == "delete":
-            writer.delete(doc)
-        elif kind == "rewrite" and have:  # the same version written again, other text
-            writer.write_version(version(doc, max(have), _texts(seed, 2), acl=ACLS[seed % len(ACLS)]))
-        elif kind == "acl" and have:  # the same rows, another ACL: no count changes
-            writer.write_version(version(doc, max(have), _texts(d, 3), acl=ACLS[(seed + 1) % len(ACLS)]))
-        else:
-            writer.write_version(version(doc, max(have, default=0) + 1, _texts(seed, 1 + seed % 3),
-                                         acl=ACLS[seed % len(ACLS)]))
+        apply_op(writer, kind, d, seed)
     late = _open(path)
     assert _answers(late) == _full_load_answers(path, monkeypatch)
     m = late._index
