@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import numpy as np
 import pytest
 from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, version
@@ -201,3 +202,33 @@ def test_a_record_whose_claims_cannot_be_written_keeps_the_rest(monkeypatch: pyt
     assert rec["claims"] is None and rec["costs"]  # indexing goes on; claims are computed when asked
     got = from_record(c, content_key(c), json.dumps(rec))
     assert got is not None and got.statements(c) == FeatureCache().features(c).statements(c)
+
+
+def test_a_fetched_chunk_reads_the_stores_float32_vector_with_the_norm_of_its_tuple(location: str) -> None:
+    """The store offers the array it built each chunk's vector tuple from; the entry uses it (no
+    conversion of the tuple back) and its vector and norm are the ones the tuple gives."""
+    _fill(location)
+    default_cache().clear()
+    s = open_store(location)
+    chunks = list(s.get_many([c.id for c in s.chunks_of("policy", 1)]).values())
+    assert chunks
+    for c in chunks:
+        e = default_cache().entry(c)
+        assert e.vector is not None and e.vector.dtype == np.float32
+        assert e.vector.tobytes() == np.asarray(c.vector, dtype=np.float32).tobytes()
+        assert e.norm == float(np.linalg.norm(np.asarray(c.vector, dtype=np.float64)))
+        assert e.vector is default_cache()._offered.get(id(c))[2]  # the offered array, not a new one
+    s.close()
+
+
+@pytest.mark.parametrize("offered", [np.zeros(5, np.float32), np.zeros(3, np.float64), np.zeros((1, 3), np.float32)])
+def test_an_offered_vector_of_another_shape_or_type_is_not_used(offered: np.ndarray) -> None:
+    from docket.model import parse_chunk
+
+    v = [0.6, 0.0, 0.8000000000000002]  # not a float32 value: the norm comes from the tuple's float64s
+    c = parse_chunk({"id": "a", "doc": "d", "text": "Annual plans can be refunded.", "vector": v})
+    cache = FeatureCache()
+    cache.offer(c, None, offered)
+    e = cache.entry(c)
+    assert e.vector is not offered and e.vector.tolist() == np.asarray(v, dtype=np.float32).tolist()
+    assert e.norm == float(np.linalg.norm(np.asarray(v, dtype=np.float64)))

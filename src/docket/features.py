@@ -53,10 +53,8 @@ def content_key(c: Chunk) -> ContentKey:
 
 def digest(key: ContentKey) -> str:
     """A stable hex digest of a content key (for persisting features next to a chunk)."""
-    h = hashlib.sha256()
-    for part in key:
-        h.update(b"\x1f" + repr(part).encode("utf-8"))
-    return h.hexdigest()
+    # one update of the joined bytes: the same digest as one update per part, at half the cost
+    return hashlib.sha256("".join(["\x1f" + repr(part) for part in key]).encode("utf-8")).hexdigest()
 
 
 class RescoreTerms(NamedTuple):
@@ -195,8 +193,13 @@ class ChunkFeatures:
             cw = [w for w in tws if w not in STOPWORDS or w in probes]
             cw.extend(w for w in tw | probes if w not in tws)
             rep = t.repeats
-            body = [x for w in cw for x in (vocab.id_of(w), (rep.get(w, 1) if w in tws else 0) * 4
-                                           + (w in probes) * 2 + (w in tw))]
+            known, id_of = vocab.ids.get, vocab.id_of
+            body: list[int] = []
+            add = body.append
+            for w in cw:  # a plain loop: this runs for every chunk a process sees for the first time
+                i = known(w)
+                add(id_of(w) if i is None else i)
+                add((rep.get(w, 1) if w in tws else 0) * 4 + (w in probes) * 2 + (w in tw))
             linkable = bool(t.title_phrases) and not self.untrusted
             head = (len(cw), t.length, int(self.untrusted), int(linkable))
             r = self._rescore_index = RescoreIndex(vocab, _int32s(head), _int32s(body), t.title_phrases, tw)
@@ -259,7 +262,7 @@ class _Entry:
 
     __slots__ = ("chunk", "features", "vector", "norm", "checked")
 
-    def __init__(self, chunk: Chunk, features: ChunkFeatures) -> None:
+    def __init__(self, chunk: Chunk, features: ChunkFeatures, vector: np.ndarray | None = None) -> None:
         self.chunk = chunk
         self.features = features
         self.vector: np.ndarray | None = None
@@ -267,8 +270,13 @@ class _Entry:
         #: the embedder dimension the vector was last checked against (unchecked: a fresh object)
         self.checked: Any = _UNCHECKED
         if chunk.vector is not None:
-            self.vector = np.asarray(chunk.vector, dtype=np.float32)
-            self.norm = float(np.linalg.norm(np.asarray(chunk.vector, dtype=np.float64)))
+            if vector is not None and vector.dtype == np.float32 and vector.shape == (len(chunk.vector),):
+                # the store's float32 array: its float64 values are the tuple's, so the norm is the same
+                self.vector = vector
+                self.norm = float(np.linalg.norm(vector.astype(np.float64)))
+            else:
+                self.vector = np.asarray(chunk.vector, dtype=np.float32)
+                self.norm = float(np.linalg.norm(np.asarray(chunk.vector, dtype=np.float64)))
 
 
 class _Generations:
@@ -321,10 +329,12 @@ class FeatureCache:
         if e is not None and e.chunk is chunk:
             return e  # type: ignore[no-any-return]
         key = content_key(chunk)
+        offered = self._offered.get(id(chunk))
+        if offered is not None and offered[0] is not chunk:
+            offered = None  # another object at a recycled address
         f = self._content.get(key)
         if f is None:
-            offered = self._offered.get(id(chunk))
-            if offered is not None and offered[0] is chunk:
+            if offered is not None and offered[1]:
                 f = from_record(chunk, key, offered[1])
                 if f is not None:
                     self.loaded += 1
@@ -332,7 +342,7 @@ class FeatureCache:
                 f = ChunkFeatures(chunk, key)
                 self.computed += 1
             self._content.put(key, f)
-        e = _Entry(chunk, f)
+        e = _Entry(chunk, f, offered[2] if offered is not None else None)
         self._objects.put(id(chunk), e)
         return e
 
@@ -367,11 +377,15 @@ class FeatureCache:
             out.append(e.features)
         return out
 
-    def offer(self, chunk: Chunk, record: str | bytes | None) -> None:
+    def offer(self, chunk: Chunk, record: str | bytes | None, vector: np.ndarray | None = None) -> None:
         """A store hands over the feature record it keeps for a row it just read: used (parsed)
-        only if the chunk's features are not in memory when first asked for. Cheap to call."""
-        if record:
-            self._offered.put(id(chunk), (chunk, record))
+        only if the chunk's features are not in memory when first asked for. Cheap to call.
+
+        `vector`, when given, must be `chunk.vector` as float32 exactly (the array the store
+        built the chunk's tuple from): the entry then uses it instead of converting the tuple
+        back, twice (~15 µs a chunk, on every chunk a query sees for the first time)."""
+        if record or vector is not None:
+            self._offered.put(id(chunk), (chunk, record, vector))
 
     def adopt(self, chunk: Chunk, features: ChunkFeatures) -> None:
         """Register features computed elsewhere (e.g. loaded from a store) for this chunk."""

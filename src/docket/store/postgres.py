@@ -731,8 +731,9 @@ def _where_sql(f: Filters, *, acl: bool = True) -> tuple[str, list[Any]]:
 
 
 def _chunk(r: dict[str, Any]) -> Chunk:
-    c = chunk_from_row(r, _vec(r["vector"]))
-    default_cache().offer(c, r.get("features"))  # parsed only if this content's features are not in memory
+    vec = _vec(r["vector"])
+    c = chunk_from_row(r, vec)
+    default_cache().offer(c, r.get("features"), vec)  # the record parsed only if these features are not in memory
     return c
 
 

@@ -875,7 +875,9 @@ class SQLiteStore:
         blob = r["vector"]
         # struct gives the float32 values as Python floats at once (numpy's frombuffer + tolist, in one step)
         c = chunk_from_row(r, struct.unpack(f"={len(blob) // 4}f", blob))
-        default_cache().offer(c, r["features"])  # parsed only if this content's features are not in memory
+        # the features record is parsed only if this content's features are not in memory; the
+        # blob's float32 array is the vector the assembler reads (the same values as the tuple)
+        default_cache().offer(c, r["features"], np.frombuffer(blob, dtype=np.float32))
         return c
 
     @contextmanager
