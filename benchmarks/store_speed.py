@@ -19,6 +19,13 @@ is embedded by MiniLM inside the timed call, as `docket ask` does. Per size and 
   over the HotpotQA dev questions, and of the question embedding alone;
 - write: chunks/s of the store writing versions whose vectors are given.
 
+`--distinct` measures `ask` where the pools are not clusters of rotated copies: a store of the
+2,439 distinct HotpotQA dev250 paragraphs (one document each) with their MiniLM vectors, every
+question asked twice: the first time most of its chunks are new to the process (their stored
+features read and decoded, rendered for the first time), the second time they are warm. The
+bench corpus above repeats each of its 4,413 paragraphs ~23 times at 100k, so its pools are
+Move 1 and 2's worst case (many near-copies in different documents).
+
 `--index-only` times `docket index`'s pipeline with MiniLM on real paragraphs against MiniLM
 embedding the same texts alone (the gap is everything that is not the model). `--plot PNG`
 draws latency against corpus size. The last table prints each cost's growth per 10x chunks.
@@ -195,6 +202,54 @@ def index_throughput(n: int, pg_uri: str | None, backends: list[str], workdir: P
     return rows
 
 
+class _QuestionMiniLM:
+    """MiniLM under its own name (the store's vectors are MiniLM's too), uncached: every call pays."""
+
+    def __init__(self) -> None:
+        self.inner = default_embedder().inner  # type: ignore[attr-defined]
+        self.name, self.dim = self.inner.name, self.inner.dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.inner.embed(texts), dtype=np.float32)
+
+
+def distinct_run(backends: list[str], n_questions: int, workdir: Path, pg_uri: str | None) -> list[dict[str, object]]:
+    """`ask` on a store of distinct paragraphs with MiniLM vectors: first sight against repeat."""
+    import assemble_speed
+
+    qs, chunks, mat = assemble_speed.load_pool_data(n_questions + 3)
+    questions_ = [q["question"] for q in qs]
+    embedder = _QuestionMiniLM()
+    rows: list[dict[str, object]] = []
+    for backend in backends:
+        location = str(workdir / "distinct.db") if backend == "sqlite" else _pg_location(pg_uri or "", "distinct")
+        store = open_store(location)
+        dvs = [DocumentVersion(doc=c.id, version=1, status="current", date=None, effective_to=None, title=c.title,
+                               source="bench", chunks=[c.model_copy(update={"vector": None, "doc": c.id})],
+                               vectors=mat[i : i + 1], tokens=None) for i, c in enumerate(chunks)]
+        index_versions(store, dvs, IndexOptions(embedder=embedder))
+        store.close()
+        store = open_store(location)
+        for q in questions_[:3]:  # the models, the matrix, the connection warm
+            ask(store, q, filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
+        timed = questions_[3:]
+        seen = {"first": [], "repeat": [], "retrieve": []}  # type: dict[str, list[float]]
+        for label in ("first", "repeat"):
+            for q in timed:
+                t0 = time.perf_counter()
+                ask(store, q, filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
+                seen[label].append((time.perf_counter() - t0) * 1000)
+        for q in timed:
+            t0 = time.perf_counter()
+            retrieve(store, q, k=50, filters=Filters(), embedder=embedder)
+            seen["retrieve"].append((time.perf_counter() - t0) * 1000)
+        store.close()
+        rows.append({"backend": backend, "chunks": len(chunks), "questions": len(timed),
+                     **{f"{k}_p50_ms": statistics.median(v) for k, v in seen.items()},
+                     **{f"{k}_p95_ms": pct(v, 95) for k, v in seen.items()}})
+    return rows
+
+
 def growth(rows: list[dict[str, object]], key: str, backend: str) -> str:
     """How a cost grows per 10x chunks, from the smallest to the largest size measured."""
     pts = sorted((int(r["chunks"]), float(r[key])) for r in rows if r["backend"] == backend)  # type: ignore[arg-type]
@@ -211,6 +266,8 @@ def main() -> None:
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--index-only", action="store_true", help="only indexing throughput against the embedder")
+    ap.add_argument("--distinct", action="store_true",
+                    help="only ask on a store of distinct HotpotQA paragraphs with MiniLM vectors, first sight vs repeat")
     ap.add_argument("--index-chunks", type=int, default=384)
     ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
@@ -248,6 +305,20 @@ def main() -> None:
                     share = r.get("share_of_model")
                     print(f"| {r['what']} | {float(r['chunks_per_s']):,.1f} | "  # type: ignore[arg-type]
                           f"{'' if share is None else f'{100 * float(share):.0f}%'} |")  # type: ignore[arg-type]
+                return
+            if args.distinct:
+                rows = distinct_run(backends, min(args.queries, 247), Path(tmp), pg_uri)
+                print("| backend | chunks | questions | ask, first sight p50 / p95 ms | ask, repeated p50 / p95 ms "
+                      "| retrieve p50 / p95 ms | assembly in ask, first / repeated (p50 difference) ms |")
+                print("|---|---|---|---|---|---|---|")
+                for r in rows:
+                    f = {k: float(v) for k, v in r.items() if k.endswith("_ms")}  # type: ignore[arg-type]
+                    print(f"| {r['backend']} | {r['chunks']:,} | {r['questions']} | {f['first_p50_ms']:.1f} / "
+                          f"{f['first_p95_ms']:.1f} | {f['repeat_p50_ms']:.1f} / {f['repeat_p95_ms']:.1f} | "
+                          f"{f['retrieve_p50_ms']:.1f} / {f['retrieve_p95_ms']:.1f} | "
+                          f"{f['first_p50_ms'] - f['retrieve_p50_ms']:.1f} / {f['repeat_p50_ms'] - f['retrieve_p50_ms']:.1f} |")
+                if args.json:
+                    args.json.write_text(json.dumps(rows, indent=2))
                 return
             embedder = QuestionEmbedder(dim)
             qs = questions(args.queries + 2)
