@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import date
 
 import numpy as np
 import pytest
@@ -232,3 +233,30 @@ def test_an_offered_vector_of_another_shape_or_type_is_not_used(offered: np.ndar
     e = cache.entry(c)
     assert e.vector is not offered and e.vector.tolist() == np.asarray(v, dtype=np.float32).tolist()
     assert e.norm == float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
+
+
+@pytest.mark.postgres
+def test_postgres_fetches_in_binary_give_the_chunks_of_the_text_protocol(pg_url: str) -> None:  # noqa: F811
+    """get_many and chunks_of read rows in PostgreSQL's binary format (a vector in one
+    frombuffer); every field of every chunk, the vector bit for bit, is what the text format gives."""
+    import docket.store.postgres as pg
+
+    _fill(pg_url)
+    s = open_store(pg_url)
+    dv = version("dated", 2, ["Säntis: 2,502 m, «quoted» — 40 EUR a day."], source_type="wiki",
+                 acl=("group:finance",), when=date(2024, 3, 1))
+    dv.chunks = [dv.chunks[0].model_copy(update={"metadata": {"k": [1, "ü", 2.5], "none": None}})]
+    s.write_version(dv)
+    ids = [c.id for d, v in (("policy", 1), ("help", 1), ("dated", 2)) for c in s.chunks_of(d, v)]
+    text_rows = s._conn.execute(f"SELECT {pg._COLS} FROM {pg._FROM} WHERE c.id = ANY(%s)", (ids,)).fetchall()
+    by_text = {r["id"]: pg.chunk_from_row(r, pg._vec(r["vector"])) for r in text_rows}
+    fetched = s.get_many(ids)
+    assert set(fetched) == set(by_text) == set(ids)
+    assert fetched[dv.chunks[0].id].metadata == {"k": [1, "ü", 2.5], "none": None}
+    assert fetched[dv.chunks[0].id].date == date(2024, 3, 1) and fetched[dv.chunks[0].id].acl
+    for i in ids:
+        a, b = fetched[i], by_text[i]
+        assert a.model_dump() == b.model_dump()
+        assert np.asarray(a.vector, np.float32).tobytes() == np.asarray(b.vector, np.float32).tobytes()
+    assert [c.model_dump() for c in s.chunks_of("dated", 2)] == [by_text[c.id].model_dump() for c in s.chunks_of("dated", 2)]
+    s.close()

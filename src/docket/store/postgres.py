@@ -445,7 +445,10 @@ class PostgresStore:
         if not self._chunks_ready() or not ids:
             return {}
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLS} FROM {_FROM} WHERE c.id = ANY(%s)", (list(ids),)).fetchall()
+            # binary: pgvector's binary loader reads a vector with one frombuffer; the text form is
+            # parsed float by float (50 rows: ~8-12 ms text, ~3-5 ms binary; the same values)
+            rows = self._conn.execute(f"SELECT {_COLS} FROM {_FROM} WHERE c.id = ANY(%s)", (list(ids),),
+                                      binary=True).fetchall()
         return {r["id"]: _chunk(r) for r in rows}
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
@@ -453,7 +456,7 @@ class PostgresStore:
             return []
         q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
         with self._lock:
-            rows = self._conn.execute(q, (doc, version)).fetchall()
+            rows = self._conn.execute(q, (doc, version), binary=True).fetchall()  # binary: see get_many
         return [_chunk(r) for r in rows]
 
     def versions(self, doc: str) -> list[VersionInfo]:
