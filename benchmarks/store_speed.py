@@ -222,7 +222,7 @@ def distinct_run(backends: list[str], n_questions: int, workdir: Path, pg_uri: s
     embedder = _QuestionMiniLM()
     rows: list[dict[str, object]] = []
     for backend in backends:
-        location = str(workdir / "distinct.db") if backend == "sqlite" else _pg_location(pg_uri or "", "distinct")
+        location = str(workdir / "distinct.db") if backend == "sqlite" else _pg_location(pg_uri or "", "distinct_paragraphs")
         store = open_store(location)
         dvs = [DocumentVersion(doc=c.id, version=1, status="current", date=None, effective_to=None, title=c.title,
                                source="bench", chunks=[c.model_copy(update={"vector": None, "doc": c.id})],
