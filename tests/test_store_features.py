@@ -260,3 +260,32 @@ def test_postgres_fetches_in_binary_give_the_chunks_of_the_text_protocol(pg_url:
         assert np.asarray(a.vector, np.float32).tobytes() == np.asarray(b.vector, np.float32).tobytes()
     assert [c.model_dump() for c in s.chunks_of("dated", 2)] == [by_text[c.id].model_dump() for c in s.chunks_of("dated", 2)]
     s.close()
+
+
+def test_retrieve_scores_candidates_with_the_stores_array_as_with_the_tuple(location: str) -> None:
+    """retrieve's candidate score is the cosine of the chunk's vector with the question's; read
+    from the array the store offered, it is the float the tuple gives."""
+    from docket.retrieve import retrieve
+
+    _fill(location)
+    default_cache().clear()
+    s = open_store(location)
+    got = retrieve(s, QUESTION, k=5, embedder=EMB)
+    assert got
+    q = EMB.embed([QUESTION])[0]
+    for c in got:
+        assert c.score == round(float(np.asarray(c.chunk.vector, dtype=np.float32) @ q), 6)
+        assert default_cache().vector_of(c.chunk) is default_cache()._offered.get(id(c.chunk))[2]
+    s.close()
+
+
+def test_vector_of_a_chunk_nobody_offered_is_its_tuple_as_float32() -> None:
+    from docket.model import parse_chunk
+
+    c = parse_chunk({"id": "a", "doc": "d", "text": "Annual plans can be refunded.", "vector": [0.6, 0.0, 0.8]})
+    cache = FeatureCache()
+    v = cache.vector_of(c)
+    assert v is not None and v.dtype == np.float32 and v.tolist() == np.asarray([0.6, 0.0, 0.8], np.float32).tolist()
+    assert cache.vector_of(parse_chunk({"id": "b", "doc": "d", "text": "No vector."})) is None
+    cache.offer(c, None, np.zeros(5, np.float32))  # wrong shape: not used
+    assert cache.vector_of(c).tolist() == v.tolist()  # type: ignore[union-attr]

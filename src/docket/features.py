@@ -346,6 +346,21 @@ class FeatureCache:
         self._objects.put(id(chunk), e)
         return e
 
+    def vector_of(self, chunk: Chunk) -> np.ndarray | None:
+        """`chunk.vector` as float32: the entry's or the array its store offered with it (no
+        conversion of the tuple, no feature record parsed), else converted."""
+        if chunk.vector is None:
+            return None
+        e = self._objects.young.get(id(chunk))
+        if e is not None and e.chunk is chunk and e.vector is not None:
+            return e.vector  # type: ignore[no-any-return]
+        offered = self._offered.get(id(chunk))
+        if offered is not None and offered[0] is chunk:
+            v = offered[2]
+            if v is not None and v.dtype == np.float32 and v.shape == (len(chunk.vector),):
+                return v  # type: ignore[no-any-return]
+        return np.asarray(chunk.vector, dtype=np.float32)
+
     def features(self, chunk: Chunk) -> ChunkFeatures:
         e = self._objects.young.get(id(chunk))
         if e is None or e.chunk is not chunk:

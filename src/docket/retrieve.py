@@ -18,11 +18,10 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import date as Date
 from typing import Literal
 
-import numpy as np
-
 from docket.brief.result import Brief
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError, UnavailableError
+from docket.features import default_cache
 from docket.llm.base import Generator
 from docket.model import Candidate
 from docket.policy import Policy
@@ -101,6 +100,7 @@ def retrieve(
         order = order[:k]
         chunks = store.get_many(order)
     out: list[Candidate] = []
+    vector_of = default_cache().vector_of  # the store's float32 array, not the tuple converted back
     for cid in order:
         c = chunks.get(cid)
         if c is None:
@@ -109,7 +109,7 @@ def retrieve(
             # the ACL changed between search and fetch (a caller outside `store.snapshot()`):
             # the chunk is not shown, and its id is not named anywhere
             continue
-        vec = np.asarray(c.vector, dtype=np.float32) if c.vector is not None else embedder.embed([c.text])[0]
+        vec = vector_of(c) if c.vector is not None else embedder.embed([c.text])[0]
         out.append(Candidate(chunk=c, score=round(float(vec @ qvec), 6), rank=len(out) + 1))
     return out
 
