@@ -204,3 +204,20 @@ def test_postgres_bulk_load_builds_the_hnsw_index_at_the_end(pg_url: str) -> Non
     best = s.search_dense(qvec("text number 7"), 1, Filters())[0]
     assert best[1] == pytest.approx(1.0, abs=1e-5)  # the identical text (or a hash-embedder twin)
     s.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("configured", "after"), [("64MB", "1GB"), ("2GB", "2GB")])
+def test_postgres_bulk_load_raises_maintenance_work_mem_never_lowers_it(pg_url: str, configured: str,  # noqa: F811
+                                                                       after: str) -> None:
+    """The HNSW build at the end of a bulk load gets at least 1 GB; a server (or session)
+    configured with more keeps it."""
+    from docket.ingest import IndexOptions, index_versions
+
+    s = open_store(pg_url)
+    conn = s._conn  # type: ignore[attr-defined]
+    conn.execute(f"SET maintenance_work_mem = '{configured}'")
+    index_versions(s, [version(f"d{i}", 1, [f"text number {i}"]) for i in range(120)], IndexOptions(embedder=EMB))
+    assert conn.execute("SELECT to_regclass('chunks_hnsw') AS i").fetchone()["i"] is not None
+    assert conn.execute("SHOW maintenance_work_mem").fetchone()["maintenance_work_mem"] == after
+    s.close()

@@ -371,7 +371,10 @@ class PostgresStore:
         finally:
             self._bulk = False
             self._conn.execute("RESET synchronous_commit")
-            self._conn.execute("SET maintenance_work_mem = '1GB'")
+            # at least 1 GB for the HNSW build (pgvector slows sharply once its graph outgrows it);
+            # a server configured with more keeps its own setting
+            self._conn.execute("SELECT set_config('maintenance_work_mem', '1GB', false) "
+                               "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')")
             if self._chunks_ready():
                 self._ensure_hnsw()
                 # sets the visibility map, so BM25 reads postings from the index alone
