@@ -270,13 +270,19 @@ class _Entry:
         #: the embedder dimension the vector was last checked against (unchecked: a fresh object)
         self.checked: Any = _UNCHECKED
         if chunk.vector is not None:
-            if vector is not None and vector.dtype == np.float32 and vector.shape == (len(chunk.vector),):
+            if _is_float32_of(vector, chunk):
                 # the store's float32 array: its float64 values are the tuple's, so the norm is the same
                 self.vector = vector
-                self.norm = float(np.linalg.norm(vector.astype(np.float64)))
+                self.norm = float(np.linalg.norm(vector.astype(np.float64)))  # type: ignore[union-attr]
             else:
                 self.vector = np.asarray(chunk.vector, dtype=np.float32)
                 self.norm = float(np.linalg.norm(np.asarray(chunk.vector, dtype=np.float64)))
+
+
+def _is_float32_of(vector: np.ndarray | None, chunk: Chunk) -> bool:
+    """`vector` is an offered float32 array of the chunk's length (what a store built its tuple from)."""
+    return (vector is not None and chunk.vector is not None and vector.dtype == np.float32
+            and vector.shape == (len(chunk.vector),))
 
 
 class _Generations:
@@ -355,10 +361,8 @@ class FeatureCache:
         if e is not None and e.chunk is chunk and e.vector is not None:
             return e.vector  # type: ignore[no-any-return]
         offered = self._offered.get(id(chunk))
-        if offered is not None and offered[0] is chunk:
-            v = offered[2]
-            if v is not None and v.dtype == np.float32 and v.shape == (len(chunk.vector),):
-                return v  # type: ignore[no-any-return]
+        if offered is not None and offered[0] is chunk and _is_float32_of(offered[2], chunk):
+            return offered[2]  # type: ignore[no-any-return]
         return np.asarray(chunk.vector, dtype=np.float32)
 
     def features(self, chunk: Chunk) -> ChunkFeatures:
