@@ -8,9 +8,28 @@ import numpy as np
 
 from docket.embed import HashEmbedder
 from docket.model import Chunk
-from docket.store.protocol import DocumentVersion
+from docket.store.protocol import DocumentVersion, Filters, Principal
 
 EMB = HashEmbedder(64)
+
+#: search cases shared by the fetch/search reference tests of both backends: the words documents
+#: are drawn from, every kind of acl, and askers covering each principal kind and filter
+SEARCH_WORDS = ["refund", "window", "annual", "plans", "salary", "bands", "finance", "policy", "forum", "cancel", "the"]
+SEARCH_ACLS: list[tuple[str, ...] | None] = [None, ("group:finance",), ("user:ann",), ("group:hr", "user:bob")]
+SEARCH_ASKERS = [
+    Filters(),
+    Filters(principal=Principal("ann", frozenset({"finance"}))),
+    Filters(principal=Principal("bob")),
+    Filters(principal=Principal("carl", frozenset({"hr"}))),
+    Filters(unrestricted=True),
+    Filters(statuses=("current",), principal=Principal("ann")),
+    Filters(docs=("d1", "d3", "d7")),
+    Filters(source_types=("wiki",), unrestricted=True),
+    Filters(date_from=date(2024, 3, 1), principal=Principal("ann", frozenset({"finance"}))),
+    Filters(date_to=date(2024, 6, 30), docs=("d2", "d4", "d5", "d6")),
+    Filters(docs=("nowhere",)),
+]
+SEARCH_QUERIES = ["refund window", "salary bands finance", "annual plans cancel", "policy", "the forum", "zzz unknown"]
 
 
 def version(doc: str, v: int, texts: list[str], *, status: str = "current", acl: tuple[str, ...] | None = None,

@@ -20,30 +20,16 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest_pg import pg_server, pg_url  # noqa: F401
-from store_cases import EMB, version
+from store_cases import EMB, SEARCH_ACLS, SEARCH_ASKERS, SEARCH_QUERIES, SEARCH_WORDS, version
 
 from docket.store import postgres as pg
-from docket.store.protocol import Filters, Principal, fts_terms, open_store
+from docket.store.protocol import Filters, fts_terms, open_store
 
 pytestmark = pytest.mark.postgres
 
-WORDS = ["refund", "window", "annual", "plans", "salary", "bands", "finance", "policy", "forum", "cancel", "the",
-         "refunds", "cancelled", "planning"]
-ACLS: list[tuple[str, ...] | None] = [None, ("group:finance",), ("user:ann",), ("group:hr", "user:bob")]
-ASKERS = [
-    Filters(),
-    Filters(principal=Principal("ann", frozenset({"finance"}))),
-    Filters(principal=Principal("bob")),
-    Filters(principal=Principal("carl", frozenset({"hr"}))),
-    Filters(unrestricted=True),
-    Filters(statuses=("current",), principal=Principal("ann")),
-    Filters(docs=("d1", "d3", "d7")),
-    Filters(source_types=("wiki",), unrestricted=True),
-    Filters(date_from=date(2024, 3, 1), principal=Principal("ann", frozenset({"finance"}))),
-    Filters(docs=("nowhere",)),
-]
-QUERIES = ["refund window", "salary bands finance", "annual plans cancel", "policy", "the forum", "zzz unknown",
-           "refunds cancelled planning policy annual window"]
+WORDS = [*SEARCH_WORDS, "refunds", "cancelled", "planning"]  # stems shared with the words above
+ACLS, ASKERS = SEARCH_ACLS, SEARCH_ASKERS
+QUERIES = [*SEARCH_QUERIES, "refunds cancelled planning policy annual window"]
 
 
 def _reference(store: Any, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:

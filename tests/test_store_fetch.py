@@ -14,29 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from store_cases import EMB, qvec, version
+from store_cases import EMB, SEARCH_ACLS, SEARCH_ASKERS, SEARCH_QUERIES, SEARCH_WORDS, qvec, version
 
 from docket.model import Chunk
-from docket.store.protocol import Filters, Principal, _trusted_chunk, chunk_from_row
+from docket.store.protocol import Filters, _trusted_chunk, chunk_from_row
 from docket.store.sqlite import SQLiteStore
 from docket.store.terms import query_terms
 
-WORDS = ["refund", "window", "annual", "plans", "salary", "bands", "finance", "policy", "forum", "cancel", "the"]
-ACLS: list[tuple[str, ...] | None] = [None, ("group:finance",), ("user:ann",), ("group:hr", "user:bob")]
-ASKERS = [
-    Filters(),
-    Filters(principal=Principal("ann", frozenset({"finance"}))),
-    Filters(principal=Principal("bob")),
-    Filters(principal=Principal("carl", frozenset({"hr"}))),
-    Filters(unrestricted=True),
-    Filters(statuses=("current",), principal=Principal("ann")),
-    Filters(docs=("d1", "d3", "d7")),
-    Filters(source_types=("wiki",), unrestricted=True),
-    Filters(date_from=date(2024, 3, 1), principal=Principal("ann", frozenset({"finance"}))),
-    Filters(date_to=date(2024, 6, 30), docs=("d2", "d4", "d5", "d6")),
-    Filters(docs=("nowhere",)),
-]
-QUERIES = ["refund window", "salary bands finance", "annual plans cancel", "policy", "the forum", "zzz unknown"]
+WORDS, ACLS, ASKERS, QUERIES = SEARCH_WORDS, SEARCH_ACLS, SEARCH_ASKERS, SEARCH_QUERIES
 
 
 def _texts(seed: int, n: int) -> list[str]:
