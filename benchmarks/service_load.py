@@ -34,7 +34,7 @@ from store_speed import corpus, versions  # noqa: E402
 
 from docket.embed import HashEmbedder, default_embedder  # noqa: E402
 from docket.ingest import IndexOptions, index_versions  # noqa: E402
-from docket.store.protocol import open_store  # noqa: E402
+from docket.store.factory import open_store  # noqa: E402
 from docket.tokens import default_counter  # noqa: E402
 
 QUESTIONS = ["Which river flows through the capital of the country?", "When was the band formed and by whom?",
@@ -102,7 +102,7 @@ signal.signal(signal.SIGTERM, lambda *_: (print(i, "documents indexed while serv
 from docket.embed import HashEmbedder
 from docket.ingest import IndexOptions, index_versions
 from docket.ingest.readers import read_jsonl
-from docket.store.protocol import open_store
+from docket.store.factory import open_store
 from collections import Counter
 store = open_store(sys.argv[1]); opts = IndexOptions(embedder=HashEmbedder(256)); end = time.time() + float(sys.argv[2])
 i = 0

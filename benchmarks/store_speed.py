@@ -52,7 +52,8 @@ from docket.embed import Embedder, HashEmbedder, default_embedder  # noqa: E402
 from docket.ingest import IndexOptions, index_versions  # noqa: E402
 from docket.model import Chunk  # noqa: E402
 from docket.retrieve import ask, retrieve  # noqa: E402
-from docket.store.protocol import DocumentVersion, Filters, Store, open_store  # noqa: E402
+from docket.store.factory import open_store  # noqa: E402
+from docket.store.protocol import DocumentVersion, Filters, Store  # noqa: E402
 from docket.tokens import default_counter  # noqa: E402
 
 PER_DOC = 4

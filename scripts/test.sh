@@ -16,5 +16,7 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "scripts/test.sh: could not install chromium; tests/test_trace_html.py's browser test will skip"
 fi
 .venv/bin/ruff check src tests benchmarks
+# the layers of docs/architecture.md: no upward import, no cycle (fails fast, before the long run)
+.venv/bin/python -m pytest -q -p no:cacheprovider tests/test_layers.py
 .venv/bin/mypy src/docket --no-error-summary || { echo "mypy failed"; exit 1; }
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

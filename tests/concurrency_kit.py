@@ -22,7 +22,8 @@ from typing import Any
 from store_cases import EMB, version
 
 from docket.ingest import IndexOptions, index_versions
-from docket.store.protocol import DocumentVersion, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import DocumentVersion, Store
 
 #: the ACL classes the writers mix inside their versions (public, groups, a user, two groups)
 ACLS: list[tuple[str, ...] | None] = [None, ("group:a",), ("group:b",), ("user:x",), ("group:a", "group:b")]

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from docket.brief.sizer import RenderSizer
 from docket.context import Context
 from docket.model import Candidate, Chunk, Passage, parse_chunk, passage_of
 from docket.policy import Policy
@@ -52,4 +53,4 @@ class FixedEmbedder:
 
 def context(chunks: list[Chunk], question: str = "q", policy: Policy | None = None, embedder: Any = None) -> Context:
     return Context(question=question, store=MemoryStore(chunks), policy=policy or Policy(), counter=default_counter(),
-                   embedder=embedder)
+                   embedder=embedder, sizer_factory=RenderSizer)

@@ -367,7 +367,7 @@ def test_a_bad_batch_keeps_what_is_stored_and_indexes_the_rest(tmp_path, backend
     assert {"not-utf8.jsonl", "deep.jsonl", "v23.jsonl", "v999.jsonl", "nan.jsonl", "bomb.md", "loop"} <= reported, report
     assert any("side.md" in p["where"] for p in report["problems"]), report
     assert sorted(report["added"]) == ["a v1", "s v1"]
-    from docket.store.protocol import open_store
+    from docket.store.factory import open_store
 
     store = open_store(db, create=False)
     try:
@@ -397,7 +397,7 @@ def test_failed_export_leaves_the_old_file(env, tmp_path, monkeypatch):
 
 def test_delete_of_a_missing_version_deletes_nothing(env, tmp_path):
     db = env.fresh_db(tmp_path)
-    from docket.store.protocol import open_store
+    from docket.store.factory import open_store
 
     def versions():
         s = open_store(db, create=False)

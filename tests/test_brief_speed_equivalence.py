@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fence_properties import Case, cases
 
-from docket.brief import formats, render
-from docket.brief.layout import build_brief
+from docket.brief import formats, layout, render
 from docket.model import Passage, parse_chunk
 from docket.policy import Policy, RenderPolicy
+from docket.steps import Run, fit
 
 from helpers import context, mk
 
@@ -62,6 +62,14 @@ def briefs(name: str, case: Case, budget: int, as_of: dict[str, Any] | None, bui
     ctx.conflicts = [dict(c) for c in case.conflicts]
     ctx.as_of = as_of
     return everything(build(passages, ctx, budget))
+
+
+def build_brief(passages: list[Passage], ctx: Any, budget: int) -> Any:
+    """The assembler's last step (fit: the exact budget check) and the brief build, which the
+    reference did in one function."""
+    run = Run(list(passages), budget=budget)
+    fit(run, ctx)
+    return layout.build_brief(run.passages, ctx, budget)
 
 
 AS_OF = st.sampled_from([None, {"date": date(2025, 1, 2), "source": "question"}, {"date": date(2025, 1, 2), "source": "default"}])

@@ -22,7 +22,8 @@ from docket.ingest import IndexOptions, index_paths
 from docket.ingest.contextualize import CHUNK, DOCUMENT, Contextualizer, clean_context, document_text
 from docket.llm.errors import EndpointTimeout, EndpointUnreachable
 from docket.model import Chunk
-from docket.store.protocol import Filters, open_store, search_text
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, search_text
 
 _register()
 runner = CliRunner()

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from docket import counting
 from docket.brief.render import documents_block, label_for, render_passage
+from docket.brief.sizer import RenderSizer
 from docket.context import Context
 from docket.model import Passage, parse_chunk
-from docket.moves.pack import costs_for, passage_cost
+from docket.moves.pack import passage_cost
 from docket.policy import Policy
 from docket.store.base import MemoryStore
 from docket.tokens import WordCounter, default_counter
@@ -67,9 +68,10 @@ def test_rendered_count_depends_only_on_the_label_length(spec: tuple, fmt: str, 
     assert (ca == cb) or (len(la) != len(lb))
     assert counting.label_class(COUNTER, la) == len(la)
     # the cached cost of a whole-chunk passage equals the exact one, whichever label came first
-    ctx = Context(question="q", store=MemoryStore([c]), policy=pol, counter=COUNTER)  # type: ignore[arg-type, list-item]
+    ctx = Context(question="q", store=MemoryStore([c]), policy=pol, counter=COUNTER,  # type: ignore[arg-type, list-item]
+                  sizer_factory=RenderSizer)
     exact_b = COUNTER.count(render_passage(p, lb, pol.render).block) + COUNTER.count("\n\n")
-    costs_for(ctx, la)(p)
+    ctx.sizer.cost(p, la)
     if len(la) == len(lb):
         assert passage_cost(p, ctx, lb) == exact_b
 

@@ -76,7 +76,7 @@ def test_contextualize_with_a_real_model(server, tmp_path: Path) -> None:  # typ
     from docket.ingest import IndexOptions, index_paths
     from docket.ingest.chunking import ChunkSize
     from docket.ingest.contextualize import Contextualizer
-    from docket.store.protocol import open_store
+    from docket.store.factory import open_store
 
     d = tmp_path / "docs"
     d.mkdir()

@@ -15,7 +15,8 @@ from docket.embed import HashEmbedder
 from docket.errors import InputError
 from docket.ingest import IndexOptions, index_paths
 from docket.ingest.batch import batch_meta
-from docket.store.protocol import Filters, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters
 
 POLICY = "---\ndoc: refund-policy\nversion: 3\nsource_type: policy\ntrust: trusted\n---\n# Refunds\n\nRefunds within 14 days.\n"
 FORGED = ("---\ndoc: refund-policy\nversion: 4\nsource_type: policy\ntrust: trusted\nstatus: current\n---\n"

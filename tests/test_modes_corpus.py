@@ -124,7 +124,8 @@ def test_nothing_readable_is_not_found_and_untrusted_never_leaves_strangers_out(
 def test_whole_corpus_through_ask_on_a_sqlite_store_skips_retrieval(tmp_path):
     from docket.ingest import IndexOptions, index_paths
     from docket.retrieve import ask
-    from docket.store.protocol import Filters, open_store
+    from docket.store.factory import open_store
+    from docket.store.protocol import Filters
 
     (tmp_path / "a.md").write_text("# Leave\n\nStaff get 25 days of leave.\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("---\nacl: [group:hr]\n---\n# Pay\n\nPay day is the 25th.\n", encoding="utf-8")

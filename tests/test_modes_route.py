@@ -134,7 +134,7 @@ def test_the_router_goes_through_assemble_and_ask(tmp_path):
 
     from docket.ingest import IndexOptions, index_paths
     from docket.retrieve import ask
-    from docket.store.protocol import open_store
+    from docket.store.factory import open_store
 
     (tmp_path / "a.md").write_text("# Refunds\n\nRefunds are paid within 10 days.\n", encoding="utf-8")
     store = open_store(str(tmp_path / "s.db"))

@@ -23,7 +23,8 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, SEARCH_ACLS, SEARCH_ASKERS, SEARCH_QUERIES, SEARCH_WORDS, version
 
 from docket.store import postgres as pg
-from docket.store.protocol import Filters, fts_terms, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, fts_terms
 
 pytestmark = pytest.mark.postgres
 

@@ -20,7 +20,8 @@ from docket.model import Candidate
 from docket.retrieve import ask
 from docket.store.access import Principal, may_read
 from docket.store.base import MemoryStore
-from docket.store.protocol import Filters, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Store
 
 pytestmark = pytest.mark.slow
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

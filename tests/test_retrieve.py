@@ -11,7 +11,8 @@ from store_cases import EMB, qvec, version
 
 from docket.errors import InputError
 from docket.retrieve import ask, embedder_for, retrieve, rrf
-from docket.store.protocol import Filters, Principal, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Principal, Store
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:

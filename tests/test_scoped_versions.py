@@ -8,7 +8,8 @@ import pytest
 from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, version
 
-from docket.store.protocol import Principal, ScopedView, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Principal, ScopedView
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 ASKERS = [None, Principal("ann", frozenset({"finance"})), Principal("bob"), Principal("finance")]

@@ -11,7 +11,8 @@ from store_cases import EMB, qvec, version
 
 from docket.errors import InputError
 from docket.store.base import version_in_force
-from docket.store.protocol import Filters, Principal, ScopedView, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Principal, ScopedView, Store
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

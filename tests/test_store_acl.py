@@ -17,7 +17,8 @@ from store_v1 import write_pg_v1, write_sqlite_v1
 from docket.errors import InputError
 from docket.ingest import IndexOptions, index_versions
 from docket.retrieve import ask, retrieve
-from docket.store.protocol import Filters, Principal, ScopedView, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Principal, ScopedView, Store
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

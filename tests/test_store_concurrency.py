@@ -25,8 +25,9 @@ from docket.embed import HashEmbedder
 from docket.errors import InputError
 from docket.ingest import IndexOptions, index_versions
 from docket.ingest.pipeline import check_embedder
+from docket.store.factory import open_store
 from docket.store.postgres import acl_class
-from docket.store.protocol import Filters, open_store
+from docket.store.protocol import Filters
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 WAIT_S = 30.0  # the most any condition below is waited for (a hang fails instead of hanging)

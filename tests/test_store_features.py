@@ -14,10 +14,11 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, version
 
 from docket.assemble import assemble
-from docket.features import RECORD_VERSION, FeatureCache, content_key, default_cache, digest, from_record, record_of
+from docket.brief.sizer import feature_record
+from docket.features import RECORD_VERSION, FeatureCache, content_key, default_cache, digest, from_record
 from docket.model import Candidate
 from docket.store.base import MemoryStore
-from docket.store.protocol import open_store
+from docket.store.factory import open_store
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 TEXTS = ["Annual plans can be refunded within 30 days of purchase.",
@@ -116,7 +117,7 @@ def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) 
 
 def test_stale_or_unreadable_records_are_recomputed_not_trusted() -> None:
     c = version("d", 1, TEXTS).chunks[1]
-    record = record_of(c)
+    record = feature_record(c)
     assert from_record(c, content_key(c), record) is not None
     moved = c.model_copy(update={"status": "superseded"})  # the row changed after it was written
     assert from_record(moved, content_key(moved), record) is None
@@ -134,7 +135,7 @@ def test_stale_or_unreadable_records_are_recomputed_not_trusted() -> None:
 
 def test_a_record_holds_what_the_moves_compute() -> None:
     for c in version("d", 1, TEXTS).chunks:
-        got = from_record(c, content_key(c), record_of(c))
+        got = from_record(c, content_key(c), feature_record(c))
         assert got is not None
         fresh = FeatureCache().features(c)
         assert got.rescore_terms(c) == fresh.rescore_terms(c)
@@ -147,7 +148,7 @@ def test_a_record_holds_what_the_moves_compute() -> None:
 def test_a_version_1_record_is_still_read_and_its_claims_computed_when_asked() -> None:
     """Stores written before claims were persisted keep their other features (no reindex)."""
     c = version("d", 1, TEXTS).chunks[1]
-    old = json.loads(record_of(c))
+    old = json.loads(feature_record(c))
     old["v"] = 1
     del old["claims"]
     got = from_record(c, content_key(c), json.dumps(old))
@@ -157,7 +158,7 @@ def test_a_version_1_record_is_still_read_and_its_claims_computed_when_asked() -
 
 def test_unreadable_claims_in_a_record_are_recomputed_not_trusted() -> None:
     c = version("d", 1, TEXTS).chunks[1]
-    bad = json.loads(record_of(c))
+    bad = json.loads(feature_record(c))
     bad["claims"] = [[], ["not", "a", "claim"]]
     got = from_record(c, content_key(c), json.dumps(bad))
     assert got is not None
@@ -172,7 +173,7 @@ def test_the_cache_keeps_few_chunk_objects_alive() -> None:
     cache = FeatureCache()
     chunks = [version(f"d{i}", 1, [f"Text number {i}."]).chunks[0] for i in range(OBJECT_CAPACITY + 5000)]
     for c in chunks:
-        cache.offer(c, record_of(c) if len(cache._offered) < 10 else "{}")
+        cache.offer(c, feature_record(c) if len(cache._offered) < 10 else "{}")
         cache.features(c)
     assert len(cache._objects) <= OBJECT_CAPACITY and len(cache._offered) <= OFFERED_CAPACITY
     assert len(cache._content) == len(chunks)  # the features themselves are all kept
@@ -184,7 +185,7 @@ def test_the_cache_keeps_few_chunk_objects_alive() -> None:
 
 def test_claims_with_offsets_outside_the_text_are_recomputed() -> None:
     c = version("d", 1, TEXTS).chunks[1]
-    bad = json.loads(record_of(c))
+    bad = json.loads(feature_record(c))
     assert bad["claims"][1:]
     bad["claims"][1][0], bad["claims"][1][1] = 5, 10_000  # a sentence past the end of the text
     got = from_record(c, content_key(c), json.dumps(bad))
@@ -199,7 +200,7 @@ def test_a_record_whose_claims_cannot_be_written_keeps_the_rest(monkeypatch: pyt
 
     monkeypatch.setattr(claims_mod, "to_record", refuse)
     c = version("d", 1, TEXTS).chunks[1]
-    rec = json.loads(record_of(c))
+    rec = json.loads(feature_record(c))
     assert rec["claims"] is None and rec["costs"]  # indexing goes on; claims are computed when asked
     got = from_record(c, content_key(c), json.dumps(rec))
     assert got is not None and got.statements(c) == FeatureCache().features(c).statements(c)

@@ -145,6 +145,7 @@ if TYPE_CHECKING:
     from docket.policy import Policy, load_policy
     from docket.results import Conflict, Provenance, Source, TokenCounts
     from docket.store.base import ChunkLookup, MemoryStore
-    from docket.store.protocol import Filters, Principal, Store, open_store
+    from docket.store.factory import open_store
+    from docket.store.protocol import Filters, Principal, Store
     from docket.tokens import TokenCounter, default_counter
     from docket.trace_html import render_trace

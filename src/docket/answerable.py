@@ -28,9 +28,8 @@ import numpy as np
 from docket.context import Context
 from docket.embed import Embedder
 from docket.model import Candidate
+from docket.policy import SIGNALS  # the names the policy checks `answerable.weights` against
 from docket.text import content_words, loose_sentences, words
-
-SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos", "missing")
 
 
 def stem(w: str) -> str:

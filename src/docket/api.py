@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from docket.assemble import assemble as assemble_brief
 from docket.brief.result import Brief
+from docket.brief.sizer import feature_record
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import DocketError, InputError, UnavailableError
@@ -47,7 +48,8 @@ from docket.model import Candidate, parse_chunk
 from docket.policy import Policy
 from docket.presets import counter_for
 from docket.store.base import ChunkLookup, MemoryStore
-from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read
 from docket.tokens import TokenCounter, default_counter
 
 HistoryArg = Sequence[ChatMessage | Mapping[str, Any]] | None
@@ -109,7 +111,7 @@ class _Stores:
         self.reader()  # fail now, with the store's own message, if it cannot be opened
 
     def _open(self) -> Store:
-        st = open_store(self.location, create=self.create)
+        st = open_store(self.location, create=self.create, records=feature_record)
         with self._lock:
             self._all.append(st)
         return st
@@ -121,7 +123,7 @@ class _Stores:
             if self._reader is None:
                 with self._lock:
                     if self._reader is None:
-                        self._reader = open_store(self.location, create=self.create)
+                        self._reader = open_store(self.location, create=self.create, records=feature_record)
                         self._all.append(self._reader)
             return self._reader
         st = getattr(self._local, "store", None)

@@ -1,10 +1,11 @@
-"""The wiring: run the moves in the spec's order and build the brief.
+"""The wiring: decide the mode, screen the candidates, run the steps, build the brief.
 
-    1 versions -> 2 dedup -> 3 expand -> 4 pack (+ 6 compress on a needed misfit, + a summary of
-    the rest with compress.summary) -> 5 order
+    screening (floor, untrusted screen, re-scoring, not-found floor, answerability)
+    -> docket.steps.STEPS: 1 versions -> 2 dedup -> 3 expand -> 4 pack (+ 6 compress on a needed
+       misfit, or a summary of the rest) -> 5 order -> fit
     -> 7 label + 8 fence -> the five-block brief
 
-Each move is switchable in the policy (for ablations). Nothing above the floor gives
+The steps are a table (docket.steps); each is switchable in the policy (for ablations). Nothing above the floor gives
 `found: false` and no prompt, so the caller can answer "not found" without calling a model.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 from docket import answerable, rescore
 from docket.blas import BlasThreads, limited
 from docket.brief.layout import build_brief, not_found_brief
+from docket.brief.sizer import RenderSizer
 from docket.context import Context, check_entries, stack
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
@@ -26,9 +28,9 @@ from docket.features import default_cache
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
 from docket.model import Candidate, Chunk, Passage, Trace, check_scores
-from docket.moves import dedup, expand, order, pack, versions
 from docket.policy import Policy
 from docket.safeio import clean_question
+from docket.steps import Run, run_steps
 from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
 from docket.store.protocol import scoped
@@ -136,7 +138,7 @@ def assemble(
             policy = policy.updated(pack={"history_tokens": kept.tokens})
     if modes:
         early = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                        trace=trace, warnings=list(warnings))
+                        trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
         decided = decide_mode(early, principal=principal, attachments=attachments, router=router,
                               whole_corpus=whole_corpus)
         if decided is not None:
@@ -151,7 +153,7 @@ def assemble(
     features = default_cache()
     check_entries([c.chunk for c in candidates], embedder, features)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                  trace=trace, warnings=warnings, features=features)
+                  trace=trace, warnings=warnings, features=features, sizer_factory=RenderSizer)
     brief = _assemble_ranked(ctx, candidates, generator)
     brief.ranked = list(candidates)
     return _with_history(finish_mode(brief, ctx), kept)
@@ -205,24 +207,10 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
     ctx.pool = [c for c, _, _ in above]
     of_chunk = Passage.of_chunk
     passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, features.entries(ctx.pool))]
-    if policy.versions.enabled:
-        passages = versions.resolve(passages, ctx)
-    if policy.dedup.enabled:
-        passages = dedup.collapse(passages, ctx)
-    if policy.expand.enabled:
-        passages = expand.restore(passages, ctx)
-    if policy.compress.summary:  # Option C: the best whole, a summary of the rest (pack runs inside)
-        from docket.llm.cache import CachedGenerator
-        from docket.moves import summary
-
-        cached = generator if isinstance(generator, CachedGenerator) else CachedGenerator(generator)
-        passages, evidence_budget = summary.pack_with_summary(passages, ctx, cached)
-    else:
-        passages, evidence_budget = pack.pack(passages, ctx)  # always runs: the budget is a contract
-    if not passages:
-        return not_found_brief(ctx, budget=evidence_budget)
-    passages = order.arrange(passages, ctx) if policy.order.enabled else passages
-    return build_brief(passages, ctx, evidence_budget)
+    run = run_steps(Run(passages, generator=generator), ctx)
+    if not run.passages:
+        return not_found_brief(ctx, budget=run.budget)
+    return build_brief(run.passages, ctx, run.budget)
 
 
 Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank

@@ -1,13 +1,14 @@
 """What every move receives besides the passages: the question, look-ups and the trace.
 
 A move is a plain function `(passages, ctx) -> passages`. It reads the store, vectors and
-token counts only through this object and writes its decisions to `ctx.trace`, so it can be
-tested without a model or a database.
+token counts only through this object, sizes passages through `ctx.sizer` (the brief layer's
+`docket.sizing.Sizer`, built by the factory the wiring passes) and writes its decisions to
+`ctx.trace`, so it can be tested without a model or a database and never imports the brief.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Date
 from typing import Any
@@ -20,6 +21,7 @@ from docket.errors import InputError
 from docket.features import FeatureCache, default_cache, render_key
 from docket.model import Chunk, Trace
 from docket.policy import Policy
+from docket.sizing import Sizer
 from docket.store.base import ChunkLookup
 from docket.tokens import TokenCounter
 
@@ -58,6 +60,20 @@ class Context:
     #: their cosines), so Move 2 filters Move 1's pairs instead of scanning the matrix again
     _pairs: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
     _render_key: str | None = None
+    #: builds the passage sizer for this context (assemble passes docket.brief.sizer.RenderSizer);
+    #: a copy made with dataclasses.replace builds its own, for its own policy
+    sizer_factory: Callable[[Context], Sizer] | None = None
+    _sizer: Sizer | None = field(default=None, init=False, repr=False)
+
+    @property
+    def sizer(self) -> Sizer:
+        s = self._sizer
+        if s is None:
+            if self.sizer_factory is None:
+                raise InputError("sizes passages as rendered: build the Context with sizer_factory= (assemble passes "
+                                 "docket.brief.sizer.RenderSizer)", field="sizer_factory")
+            s = self._sizer = self.sizer_factory(self)
+        return s
 
     def has_vectors(self) -> bool:
         return self.embedder is not None

@@ -25,7 +25,7 @@ import itertools
 import json
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -234,7 +234,7 @@ class ChunkFeatures:
         return h
 
     def statements(self, chunk: Chunk) -> list[Any]:
-        """moves.versions.statements of the text: its claims (conflict detection)."""
+        """The text's claims (docket.claims: the statements conflict detection compares)."""
         s = self._statements
         if s is None:
             rec = self._claims_record
@@ -247,9 +247,9 @@ class ChunkFeatures:
                 except (ValueError, TypeError, IndexError):
                     s = None  # an unreadable record is recomputed, never trusted
             if s is None:
-                from docket.moves.versions import statements
+                from docket.claims import claims
 
-                s = statements(chunk.text)
+                s = claims(chunk.text)
             self._statements = s
         return s
 
@@ -449,35 +449,34 @@ RECORD_VERSION = 2
 _READABLE = (1, 2)
 
 
-def record_of(chunk: Chunk, counter: Any = None) -> str:
+def record_of(chunk: Chunk, counter: Any = None, costs: CostWriter | None = None) -> str:
     """Every question-independent feature of `chunk` as JSON, for a store to keep next to the row
     (written at index time, read back by `FeatureCache.offer`): the re-scoring terms, the copy
-    hash, and the token count of the passage rendered with the default render
-    settings in each text format, for labels of one to three digits (S1-S999: one count, see
-    docket.counting.label_class), and the claims conflict detection compares (the costliest
-    feature to compute on a first sight: ~1 ms a passage)."""
-    from docket.model import Passage
-    from docket.moves.pack import _render_cost
+    hash, the claims conflict detection compares (the costliest feature to compute on a first
+    sight: ~1 ms a passage) and, when `costs` is given, the token counts of the passage as rendered
+    (docket.brief.sizer.record_costs: this module knows nothing of rendering, so the wiring
+    passes them in). Without them the counts are computed the first time a brief sizes the chunk."""
     from docket.tokens import default_counter
 
     counter = counter or default_counter()
     key = content_key(chunk)
     f = ChunkFeatures(chunk, key)
     t = f.rescore_terms(chunk)
-    p = Passage.of_chunk(chunk, 0.0, 1)
-    for ctx in _record_contexts(counter):
-        cost = _render_cost(p, ctx, "S1")
-        for cls in _label_classes(counter):
-            f.costs[("cost", counter.name, ctx.render_key(), cls)] = cost
     return json.dumps({
         "v": RECORD_VERSION,
         "key": digest(key),
         "words": sorted(t.words), "repeats": t.repeats, "length": t.length, "title_phrases": list(t.title_phrases),
         "title_words": sorted(t.title_words), "probes": list(t.probes),
         "copy_hash": f.copy_hash(chunk),
-        "costs": [[k[1], k[2], k[3], n] for k, n in f.costs.items()],
+        "costs": costs(chunk, counter) if costs is not None else [],
         "claims": _claims_or_none(chunk, f),
     }, ensure_ascii=False, separators=(",", ":"))
+
+
+#: the rendered token counts of a chunk for its feature record: [[counter, render key, label class, n], ...]
+CostWriter = Callable[[Chunk, Any], list[list[Any]]]
+#: what a store calls to write a chunk's feature record (record_of, or the wiring's with costs)
+RecordWriter = Callable[[Chunk], str]
 
 
 def _claims_or_none(chunk: Chunk, f: ChunkFeatures) -> list[Any] | None:
@@ -490,35 +489,11 @@ def _claims_or_none(chunk: Chunk, f: ChunkFeatures) -> list[Any] | None:
         return None
 
 
-_contexts: dict[int, list[Any]] = {}
-
-
-def _record_contexts(counter: Any) -> list[Any]:
-    """One assembly context per text format with the default render settings (built once)."""
-    got = _contexts.get(id(counter))
-    if got is None or got[0].counter is not counter:
-        from docket.brief import formats
-        from docket.context import Context
-        from docket.policy import Policy
-
-        got = [Context(question="-", store=None, policy=Policy().updated(render={"format": name}),  # type: ignore[arg-type]
-                       counter=counter, features=FeatureCache(capacity=2)) for name in formats.text_formats()]
-        _contexts[id(counter)] = got
-    return got
-
-
-def _label_classes(counter: Any) -> tuple[Any, ...]:
-    """The label classes one count stands for: S1-S999 for o200k_base (every 1-3 digit string is
-    one token), else only "S1"."""
-    from docket.counting import label_class
-
-    classes = tuple(dict.fromkeys(label_class(counter, lab) for lab in ("S1", "S10", "S100")))
-    return classes if len(classes) == 3 else ("S1",)
-
-
-def stored_features(chunk: Chunk, status: str) -> str:
-    """`record_of` the chunk as a store writes it (with the status the store gives its version)."""
-    return record_of(chunk if chunk.status == status else chunk.model_copy(update={"status": status}))
+def stored_features(chunk: Chunk, status: str, record: RecordWriter | None = None) -> str:
+    """The chunk's feature record as a store writes it (with the status the store gives its
+    version), by `record` (default `record_of`)."""
+    write = record or record_of
+    return write(chunk if chunk.status == status else chunk.model_copy(update={"status": status}))
 
 
 def from_record(chunk: Chunk, key: ContentKey, record: str | bytes) -> ChunkFeatures | None:

@@ -199,6 +199,11 @@ class RescorePolicy(_Strict):
 NOT_FOUND_FLOOR = 0.48
 
 
+#: the signals docket.answerable computes, which `answerable.weights` may weigh (the policy owns
+#: the names so it can check them without importing the check)
+SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos", "missing")
+
+
 class AnswerablePolicy(_Strict):
     """The "not found" decision (see docket.answerable).
 
@@ -226,8 +231,6 @@ class AnswerablePolicy(_Strict):
     @field_validator("weights")
     @classmethod
     def _known_signals(cls, v: dict[str, float]) -> dict[str, float]:
-        from docket.answerable import SIGNALS  # imported late: answerable imports the policy
-
         unknown = [k for k in v if k not in SIGNALS]
         if unknown:
             raise ValueError(f"unknown signal(s) {', '.join(map(repr, unknown))}; choose from {', '.join(SIGNALS)}")

@@ -104,21 +104,22 @@ def fixed_tokens(ctx: Context) -> int:
             + counting.count_repeated(counter, format_text(ctx)))
 
 
+def documents_tokens(passages: list[Passage], ctx: Context) -> int:
+    """Tokens of the documents block the brief writes for `passages` (labels S1.. in this order)."""
+    entries, _, _ = render_entries(passages, ctx.policy.render)
+    parts = formats.text_format(ctx.policy.render.format).documents_parts([e.rendered.block for e in entries])
+    return counting.count_parts(ctx.counter, parts)
+
+
 def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
+    """The five-block brief of `passages` in their final order (the steps have chosen, ordered
+    and fitted them: this only builds)."""
     style = ctx.policy.render.format
     text_fmt = formats.text_format(style)
     counter = ctx.counter
     entries, sources, removed = render_entries(passages, ctx.policy.render)
     parts = text_fmt.documents_parts([e.rendered.block for e in entries])
-    documents_tokens = counting.count_parts(counter, parts)
-    # the per-passage counts were exact up to label widths: verify, and drop from the end if needed
-    while documents_tokens > budget and len(passages) > 1:
-        worst = max(passages, key=lambda p: (p.untrusted, p.rank))
-        passages = [p for p in passages if p is not worst]
-        ctx.trace.add("pack", "drop", list(worst.ids), f"rendered block exceeded the budget {budget}; dropped the weakest passage")
-        entries, sources, removed = render_entries(passages, ctx.policy.render)
-        parts = text_fmt.documents_parts([e.rendered.block for e in entries])
-        documents_tokens = counting.count_parts(counter, parts)
+    documents_tokens = counting.count_parts(counter, parts)  # the assembler's fit step checked it against the budget
     documents = "".join(parts)
     if removed:
         ctx.trace.add("fence", "sanitize", [], f"removed {removed} invisible or control character(s) from passage text",

@@ -28,7 +28,8 @@ from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.batch import batch_meta
 from docket.ingest.chunking import ChunkSize
 from docket.ingest.contextualize import Contextualizer
-from docket.store.protocol import Filters, Store, open_store
+from docket.store.factory import open_store
+from docket.store.protocol import Filters, Store
 
 EMBEDDERS = ("minilm", "hash")
 
@@ -126,7 +127,9 @@ def index_cmd(
         size = ChunkSize(chunk_size, overlap)
     except InputError as e:
         raise InputError(e.detail, field="--overlap" if e.field == "overlap" else "--chunk-size") from None
-    store = open_store(db)
+    from docket.brief.sizer import feature_record  # the rendered counts go with each row's features
+
+    store = open_store(db, records=feature_record)
     try:
         embedder = _embedder(embedder_name, store)
         err = Console(stderr=True)

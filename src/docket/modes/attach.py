@@ -172,10 +172,10 @@ def with_rule(policy: Policy) -> Policy:
 
 def whole_limit(ctx: Context) -> int:
     """The size an attachment block may have to go in whole."""
-    from dataclasses import replace
-
-    from docket.model import Trace
-    from docket.moves.pack import evidence_budget
+    from docket.sizing import evidence_budget
 
     limit = ctx.policy.attach.whole_max_tokens
-    return limit if limit is not None else evidence_budget(replace(ctx, trace=Trace()))  # traced by pack later
+    if limit is not None:
+        return limit
+    pack = ctx.policy.pack
+    return evidence_budget(pack, 0 if pack.budget is not None else ctx.sizer.fixed_tokens()).tokens  # traced by pack later

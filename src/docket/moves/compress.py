@@ -49,8 +49,7 @@ def _overlap(sentence: str, qwords: set[str]) -> int:
 def compress(p: Passage, room: int, ctx: Context, label: str) -> Passage | None:
     """A shorter passage that fits `room` tokens (as rendered), or None if the guarded
     sentences alone do not fit."""
-    from docket.moves.pack import passage_cost  # circular at import time
-
+    size = ctx.sizer.cost
     sents = split_sentences(p.text)
     if len(sents) < 2:
         ctx.trace.add(MOVE, "fail", list(p.ids), "a single sentence cannot be compressed")
@@ -77,24 +76,24 @@ def compress(p: Passage, room: int, ctx: Context, label: str) -> Passage | None:
             prev = i
         return p.with_(text_override=" ".join(parts))
 
-    full_cost = passage_cost(p, ctx, label)
+    full_cost = size(p, label)
     if not keep:
         keep = {0}
-    if passage_cost(build(keep), ctx, label) > room:
+    if size(build(keep), label) > room:
         ctx.trace.add(MOVE, "fail", list(p.ids), f"the {len(keep)} guarded sentence(s) need "
-                      f"{passage_cost(build(keep), ctx, label)} tokens > {room} left; skipped rather than lose them")
+                      f"{size(build(keep), label)} tokens > {room} left; skipped rather than lose them")
         return None
     qwords = {w for w in ascii_words(ctx.question) if w not in OVERLAP_STOPWORDS}
     for i in sorted((i for i in range(len(sents)) if i not in keep), key=lambda i: (-_overlap(sents[i], qwords), i)):
         trial = set(keep) | {i}
         if leans_back(sents[i]) and i > 0:
             trial.add(i - 1)
-        if passage_cost(build(trial), ctx, label) <= room:
+        if size(build(trial), label) <= room:
             keep = trial
     # never keep a sentence whose referent was dropped
     keep = {i for i in keep if not (i > 0 and leans_back(sents[i]) and i - 1 not in keep)} or keep
     out = build(keep)
-    cost = passage_cost(out, ctx, label)
+    cost = size(out, label)
     dropped = len(sents) - len(keep)
     ctx.trace.add(MOVE, "compress", list(p.ids), f"{full_cost} -> {cost} tokens: kept {len(keep)} of {len(sents)} sentences "
                   f"(guarded: {', '.join(sorted({r for r in reasons.values() if r})) or 'none'}), dropped {dropped}",

@@ -17,6 +17,7 @@ from operator import attrgetter
 
 from docket.context import Context
 from docket.model import Chunk, Passage
+from docket.sizing import raw_budget
 from docket.store.base import neighbours, section_of
 
 MOVE = "expand"
@@ -32,12 +33,7 @@ def passage_cap(ctx: Context, limit: int) -> tuple[int, str]:
     grown top hit still fits the prompt with room for other evidence. Returns (cap, which rule)."""
     pol = ctx.policy.expand
     pack = ctx.policy.pack
-    if pack.budget is not None:
-        budget = pack.budget
-    else:
-        from docket.brief.layout import fixed_tokens
-
-        budget = pack.input_target - pack.answer_reserve - pack.history_tokens - fixed_tokens(ctx)
+    budget = raw_budget(pack, 0 if pack.budget is not None else ctx.sizer.fixed_tokens())
     share = int(pol.max_budget_share * max(budget, 0))
     if share < limit:
         return max(share, 1), f"{pol.max_budget_share:g} of the evidence budget {budget} (expand.max_budget_share)"

@@ -9,95 +9,37 @@ first passage that does not fit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from operator import attrgetter
 
-from docket import counting
-from docket.brief import layout
-from docket.brief.render import CLOSE, OPEN, SEP, label_for, render_passage
+from docket import sizing
 from docket.context import Context
-from docket.errors import InputError
 from docket.model import Passage
 from docket.moves import compress as compress_move
 from docket.moves.authority import authority_order
-from docket.tokens import O200kCounter, WordCounter
+from docket.sizing import label_for
 
-#: counters whose counts depend on the text alone, so a count may be cached per chunk
-CACHEABLE_COUNTERS = (O200kCounter, WordCounter)
 _RANK = attrgetter("rank")
 
 MOVE = "pack"
 
 
 def evidence_budget(ctx: Context) -> int:
-    """The explicit budget, or the input target minus everything that is not evidence."""
+    """The explicit budget, or the input target minus everything that is not evidence (the
+    formula is docket.sizing's; the brief's fixed text is counted by the context's Sizer)."""
     pol = ctx.policy.pack
-    if pol.budget is not None:
-        return pol.budget
-    fixed = layout.fixed_tokens(ctx)
-    budget = pol.input_target - pol.answer_reserve - pol.history_tokens - fixed
-    if budget <= 0:
-        raise InputError(
-            f"input_target {pol.input_target} leaves no room for evidence after the answer reserve "
-            f"({pol.answer_reserve}), history ({pol.history_tokens}) and the brief's fixed text ({fixed}); raise it",
-            field="pack.input_target",
-        )
-    ctx.trace.add(MOVE, "budget", [], f"evidence budget {budget} = input target {pol.input_target} - answer reserve "
-                  f"{pol.answer_reserve} - history {pol.history_tokens} - system, question and format {fixed}",
-                  budget=budget)
-    return budget
+    got = sizing.evidence_budget(pol, 0 if pol.budget is not None else ctx.sizer.fixed_tokens())
+    if got.derived:
+        ctx.trace.add(MOVE, "budget", [], got.why, budget=got.tokens)
+    return got.tokens
 
 
 def passage_cost(p: Passage, ctx: Context, label: str) -> int:
-    """Tokens this passage adds to the documents block, separator included.
-
-    A passage that is one whole chunk is rendered and counted once per chunk, render settings and
-    label length (docket.counting.label_class says when labels of one length count alike); grown
-    and compressed passages are rendered and counted each time."""
-    return costs_for(ctx, label)(p)
-
-
-def cost_list(passages: list[Passage], ctx: Context, label: str) -> list[int]:
-    """`passage_cost(p, ctx, label)` of every passage, from the per-chunk cache where it has them."""
-    cost_of = costs_for(ctx, label)
-    if type(ctx.counter) not in CACHEABLE_COUNTERS:
-        return [cost_of(p) for p in passages]
-    key = ("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label))
-    out = []
-    for p, f in zip(passages, ctx.features.of_passages(passages)):
-        c = f.costs.get(key) if f is not None else None
-        out.append(c if c is not None else cost_of(p))
-    return out
-
-
-def _render_cost(p: Passage, ctx: Context, label: str) -> int:
-    return ctx.tokens(render_passage(p, label, ctx.policy.render).block) + ctx.tokens(SEP)
-
-
-def costs_for(ctx: Context, label: str) -> Callable[[Passage], int]:
-    """`passage_cost(·, ctx, label)` for many passages. The cached count is keyed by the counter,
-    the render settings and the label's class; it is used only with counters whose counts are a
-    function of the text alone (others are asked every time)."""
-    if type(ctx.counter) not in CACHEABLE_COUNTERS:
-        return lambda p: _render_cost(p, ctx, label)
-    key = ("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label))
-    features = ctx.features.features
-
-    def cost(p: Passage) -> int:
-        if len(p.chunks) != 1 or p.text_override is not None:
-            return _render_cost(p, ctx, label)
-        costs = features(p.first).costs
-        c = costs.get(key)
-        if c is None:
-            c = costs[key] = _render_cost(p, ctx, label)
-        return c
-
-    return cost
+    """Tokens this passage adds to the documents block, separator included (ctx.sizer.cost)."""
+    return ctx.sizer.cost(p, label)
 
 
 def wrapper_cost(ctx: Context) -> int:
-    fmt = ctx.policy.render.format
-    return ctx.tokens(OPEN[fmt] + "\n") + ctx.tokens("\n" + CLOSE[fmt]) - ctx.tokens(SEP)
+    return ctx.sizer.wrapper_tokens()
 
 
 def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
@@ -124,7 +66,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     pol = ctx.policy.pack
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
-    costs = cost_list(ordered, ctx, widest)
+    costs = ctx.sizer.costs(ordered, widest)
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     smallest: int | None = None

@@ -21,12 +21,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from docket.brief.render import label_for, render_passage
 from docket.checks.sentences import strip_citations
 from docket.context import Context
 from docket.errors import DocketError
 from docket.model import Chunk, Passage
 from docket.moves import pack as pack_move
+from docket.sizing import label_for
 
 MOVE = "summary"
 SUMMARY_DOC = "docket-summary"
@@ -138,12 +138,8 @@ def summarise(rest: list[Passage], chosen: list[Passage], ctx: Context, generato
 
 def summary_messages(passages: list[Passage], ctx: Context) -> list[dict[str, str]]:
     """The summariser's request: the passages fenced and escaped as in any brief, then the question."""
-    from docket.brief import formats
-
-    fmt = formats.text_format(ctx.policy.render.format)
-    blocks = [render_passage(p, label_for(i), ctx.policy.render).block for i, p in enumerate(passages, 1)]
     words = max(15, int(ctx.policy.compress.summary_tokens * 0.7))
-    user = (fmt.documents(blocks) + "\n\n" + fmt.question(ctx.question)
+    user = (ctx.sizer.documents(passages) + "\n\n" + ctx.sizer.question()
             + f"\n\nSummarise what these documents say that bears on the question, in at most {words} words.")
     return [{"role": "system", "content": SYSTEM.format(words=words)}, {"role": "user", "content": user}]
 

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from docket.errors import InputError, UnavailableError
-from docket.features import default_cache, record_of, stored_features
+from docket.features import RecordWriter, default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
@@ -260,8 +260,10 @@ def _connect(url: str) -> Any:
 class PostgresStore:
     """A docket store in a PostgreSQL database with the pgvector extension."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, records: RecordWriter | None = None) -> None:
         self.location = url
+        #: writes each chunk's feature record (see SQLiteStore.records)
+        self.records: RecordWriter = records or record_of
         self._conn = _connect(url)
         self._lock = threading.RLock()
         self._snapshot_depth = 0
@@ -594,7 +596,7 @@ class PostgresStore:
                     [c.text for c in cs], [int(n) for n in dv.tokens or ()], list(vectors),
                     [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status,
                 ))
-                conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status) for c in cs]))
+                conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status, self.records) for c in cs]))
                 if plan.superseded:
                     conn.execute(
                         "WITH v AS (UPDATE versions SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)) "

@@ -384,14 +384,3 @@ def _as_date(value: Any) -> Date | None:
     if value is None or isinstance(value, Date):
         return value
     return Date.fromisoformat(str(value))
-
-
-def open_store(location: str, *, create: bool = True) -> Store:
-    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL."""
-    if location.startswith(("postgresql://", "postgres://")):
-        from docket.store.postgres import PostgresStore
-
-        return PostgresStore(location)
-    from docket.store.sqlite import SQLiteStore
-
-    return SQLiteStore(location, create=create)

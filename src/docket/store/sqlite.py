@@ -40,7 +40,7 @@ import numpy as np
 
 from docket.blas import BlasThreads as _BlasThreads
 from docket.errors import DocketError, InputError
-from docket.features import default_cache, record_of, stored_features
+from docket.features import RecordWriter, default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store import snapshot as _snapshot_file
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
@@ -658,8 +658,11 @@ def _set_wal(conn: sqlite3.Connection, wait_s: float = 30.0) -> None:
 class SQLiteStore:
     """A docket store in one SQLite file (see the module docstring for the guarantees)."""
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, records: RecordWriter | None = None) -> None:
         self.path = Path(path)
+        #: writes each chunk's feature record (docket.features); the wiring passes one that adds
+        #: the rendered token counts (docket.brief.sizer.feature_record), which a store cannot know
+        self.records: RecordWriter = records or record_of
         self.location = str(self.path)
         if not create and not self.path.exists():
             raise InputError("no store here; build one with `docket index PATH --db FILE`", where=str(self.path))
@@ -959,7 +962,7 @@ class SQLiteStore:
                                                             strict=True)],
         )
         cur.executemany("INSERT OR REPLACE INTO chunk_features SELECT rowid, ? FROM chunks WHERE id = ?",
-                        [(stored_features(c, plan.status), c.id) for c in dv.chunks])
+                        [(stored_features(c, plan.status, self.records), c.id) for c in dv.chunks])
         if any(acls):
             rowid_of = {r[1]: r[0] for r in cur.execute("SELECT rowid, id FROM chunks WHERE doc = ? AND version = ?",
                                                        (dv.doc, dv.version))}
