@@ -430,17 +430,21 @@ class Session:
         def search() -> list[Candidate]:  # called by the assembler only when it decides to retrieve
             nonlocal t_retrieve
             t0 = time.perf_counter()
-            found.extend(retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder))
+            # the search and the fetch of its rows see one state of the store; the snapshot (which
+            # holds the shared reader) is released before assembly, attachments or generation run,
+            # so a slow request never makes another caller wait (Move 1 and 3's look-ups read live,
+            # each through the principal's scoped view)
+            with snapshot_of(store):
+                found.extend(retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder))
             t_retrieve = _ms(t0)
             return list(found)
 
-        with snapshot_of(store):  # search, fetch and the assembler's look-ups see one state of the store
-            t1 = time.perf_counter()
-            brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
-                                   embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
-                                   history=history, condenser=self._condenser(), retriever=search,
-                                   attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
-                                   generator=generator or self.generator)
+        t1 = time.perf_counter()
+        brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
+                               embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
+                               history=history, condenser=self._condenser(), retriever=search,
+                               attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
+                               generator=generator or self.generator)
         return AskResult(brief=brief, candidates=found, principal=who,
                          timings={"retrieve": t_retrieve, "assemble": round(_ms(t1) - t_retrieve, 3)})
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -119,22 +121,44 @@ class HashEmbedder:
 
 
 class CachedEmbedder:
-    """Wraps an embedder with an in-memory cache keyed by text (the same text, the same vector)."""
+    """Wraps an embedder with a bounded in-memory cache keyed by text (the same text, the same
+    vector). Least recently used texts go first once `capacity` texts are held, so a long-lived
+    service does not grow with every question it was ever asked (10,000 MiniLM vectors: ~15 MB)."""
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, capacity: int = 10_000) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
-        self._cache: dict[str, np.ndarray] = {}
+        self.capacity = capacity
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            for t, v in zip(missing, self.inner.embed(missing)):
-                self._cache[t] = v
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        got: dict[str, np.ndarray] = {}
+        with self._lock:
+            for t in texts:
+                v = self._cache.get(t)
+                if v is not None:
+                    self._cache.move_to_end(t)
+                    got[t] = v
+        missing = list(dict.fromkeys(t for t in texts if t not in got))
+        if missing:
+            fresh = self.inner.embed(missing)
+            with self._lock:
+                for t, v in zip(missing, fresh):
+                    got[t] = v
+                    self._cache[t] = v
+                    self._cache.move_to_end(t)
+                while len(self._cache) > self.capacity:
+                    self._cache.popitem(last=False)
+        return np.stack([got[t] for t in texts])
 
 
 @lru_cache(maxsize=1)
