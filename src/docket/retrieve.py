@@ -26,7 +26,7 @@ from docket.llm.base import Generator
 from docket.model import Candidate
 from docket.policy import Policy
 from docket.safeio import clean_question
-from docket.store.protocol import Filters, Store, may_read
+from docket.store.protocol import Filters, Snapshots, Store, may_read
 
 Mode = Literal["fused", "dense", "bm25"]
 MODES: tuple[str, ...] = ("fused", "dense", "bm25")
@@ -47,8 +47,7 @@ def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, fl
 
 def snapshot_of(store: Store) -> AbstractContextManager[None]:
     """The store's snapshot block (a store without one reads live)."""
-    snap = getattr(store, "snapshot", None)
-    return snap() if snap is not None else nullcontext()
+    return store.snapshot() if isinstance(store, Snapshots) else nullcontext()
 
 
 def embedder_for(store: Store) -> Embedder:

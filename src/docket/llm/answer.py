@@ -15,7 +15,7 @@ from typing import Any
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.checks.sentences import labels_in
 from docket.errors import DocketError
-from docket.llm.base import Answer, Citation, Generator
+from docket.llm.base import Answer, AnswersBriefs, Citation, Completes, EnforcesSchema, Generator
 
 
 @dataclass
@@ -66,14 +66,12 @@ def generate_answer(generator: Generator, brief: Any, *, max_tokens: int = 512, 
     `structured`, a JSON answer (docket.llm.structured) instead."""
     if structured:
         return generate_structured(generator, brief, max_tokens=max_tokens, temperature=temperature)
-    answer_brief = getattr(generator, "answer_brief", None)
-    if callable(answer_brief):
-        ans = answer_brief(brief, max_tokens=max_tokens, temperature=temperature)
+    if isinstance(generator, AnswersBriefs):
+        ans = generator.answer_brief(brief, max_tokens=max_tokens, temperature=temperature)
         if isinstance(ans, Answer):
             return ans
-    complete = getattr(generator, "complete", None)
-    if callable(complete):
-        ans = complete(brief.messages, max_tokens=max_tokens, temperature=temperature)
+    if isinstance(generator, Completes):
+        ans = generator.complete(brief.messages, max_tokens=max_tokens, temperature=temperature)
         if isinstance(ans, Answer):
             ans.citations = ans.citations or _citations_from_labels(ans.text)
             return ans
@@ -93,9 +91,8 @@ def generate_structured(generator: Any, brief: Any, *, max_tokens: int = 512, te
     refusal = str(getattr(brief, "refusal", "") or "I do not know from the provided sources.")
     messages = structured_messages(brief.messages, refusal)
     schema = answer_schema(list(getattr(brief, "sources", {}) or {}))
-    enforce = getattr(generator, "complete_structured", None)
-    if callable(enforce):
-        ans = enforce(messages, schema, max_tokens=max_tokens, temperature=temperature)
+    if isinstance(generator, EnforcesSchema):
+        ans = generator.complete_structured(messages, schema, max_tokens=max_tokens, temperature=temperature)
     else:
         t0 = time.perf_counter()
         text = generator.generate(messages, max_tokens=max_tokens, temperature=temperature)

@@ -118,3 +118,28 @@ class StructuredGenerator(Protocol):
     def complete_structured(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> Answer: ...
+
+
+# -- capabilities, checked with isinstance (a generator offers any subset) -----------------------
+
+@runtime_checkable
+class AnswersBriefs(Protocol):
+    """Takes the whole brief (BriefGenerator's method alone, so a stub without `name` counts)."""
+
+    def answer_brief(self, brief: Any, *, max_tokens: int = 512, temperature: float = 0.0) -> Answer: ...
+
+
+@runtime_checkable
+class Completes(Protocol):
+    """Answers chat messages with an `Answer` (finish reason, usage) instead of bare text."""
+
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 512, temperature: float = 0.0) -> Answer: ...
+
+
+@runtime_checkable
+class EnforcesSchema(Protocol):
+    """Holds the model to a JSON Schema (StructuredGenerator's method alone)."""
+
+    def complete_structured(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Answer: ...

@@ -153,6 +153,13 @@ def plan_write(existing: Sequence[StoredVersion], dv: DocumentVersion) -> WriteR
 
 
 @runtime_checkable
+class Snapshots(Protocol):
+    """A store whose reads can share one state of the data (SQLite's read transaction)."""
+
+    def snapshot(self) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
 class Store(ChunkLookup, Protocol):
     """A chunk store. `get`, `chunks_of` and `versions` are unrestricted (administration);
     anything that serves a question goes through `scoped(principal)` or a search with `Filters`."""
