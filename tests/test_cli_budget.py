@@ -28,3 +28,17 @@ def test_budget_shows_passages_that_fit():
 def test_budget_too_small_is_a_clear_error():
     out = run("budget", "--input-target", "500", "--history", "900")
     assert out.returncode == 2 and "--input-target" in out.stderr
+
+
+def test_budget_counts_the_system_text_of_the_policys_format(tmp_path):
+    """The system rules name the format's own marks, so their size follows `render.format`."""
+    import re
+
+    sizes = {}
+    for fmt in ("xml", "lines"):
+        pol = tmp_path / f"{fmt}.toml"
+        pol.write_text(f'[render]\nformat = "{fmt}"\n')
+        out = run("budget", "--input-target", "6000", "--history", "0", "--policy", str(pol))
+        assert out.returncode == 0, out.stderr
+        sizes[fmt] = re.search(r"system rules \+ format\D*([\d,]+)", out.stdout).group(1)
+    assert sizes["xml"] != sizes["lines"]

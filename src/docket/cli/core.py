@@ -216,7 +216,7 @@ def budget_cmd(
                         soft_wrap=True, markup=False)
     if system is None:
         ctx = Context(question="", store=MemoryStore([]), policy=pol, counter=default_counter())
-        system = ctx.tokens(layout.system_text(ctx, "xml")) + ctx.tokens(layout.format_text(ctx))
+        system = ctx.tokens(layout.system_text(ctx, pol.render.format)) + ctx.tokens(layout.format_text(ctx))
     evidence = input_target - answer_reserve - system - history - question
     t = Table(title="The prompt's contract", show_header=False)
     t.add_column("item")
