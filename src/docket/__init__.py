@@ -36,7 +36,7 @@ _EXPORTS = {
     "Session": "docket.api",
     "AskResult": "docket.api",
     "AnswerEvent": "docket.api",
-    "open_store": "docket.store.protocol",
+    "open_store": "docket.store.factory",
     "Store": "docket.store.protocol",
     "Filters": "docket.store.protocol",
     "Principal": "docket.store.protocol",

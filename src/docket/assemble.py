@@ -131,11 +131,7 @@ def assemble(
     counter = counter or counter_for(policy)
     trace = trace if trace is not None else Trace()
     warnings: list[str] = []
-    kept = None
-    if history is not None:
-        kept = prepare_history(parse_history(list(history)), policy.history, counter, trace, condenser, warnings)
-        if policy.pack.budget is None:  # the kept turns come off the input target (the spec's arithmetic)
-            policy = policy.updated(pack={"history_tokens": kept.tokens})
+    kept, policy = _kept_history(history, policy, counter, trace, condenser, warnings)
     if modes:
         early = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
                         trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
@@ -143,20 +139,40 @@ def assemble(
                               whole_corpus=whole_corpus)
         if decided is not None:
             return _with_history(decided, kept)
+    ranked, embedder = _ranked(question, candidates, retriever, principal, store, policy, embedder)
+    features = default_cache()
+    check_entries([c.chunk for c in ranked], embedder, features)
+    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
+                  trace=trace, warnings=warnings, features=features, sizer_factory=RenderSizer)
+    brief = _assemble_ranked(ctx, ranked, generator)
+    brief.ranked = list(ranked)
+    return _with_history(finish_mode(brief, ctx), kept)
+
+
+def _kept_history(history: Sequence[ChatMessage | Mapping[str, Any]] | None, policy: Policy, counter: TokenCounter,
+                  trace: Trace, condenser: Condenser | None, warnings: list[str]) -> tuple[KeptHistory | None, Policy]:
+    """The turns that go in (capped to `policy.history`), and the policy with their tokens off the
+    input target (the spec's arithmetic) when the budget is derived."""
+    if history is None:
+        return None, policy
+    kept = prepare_history(parse_history(list(history)), policy.history, counter, trace, condenser, warnings)
+    if policy.pack.budget is None:
+        policy = policy.updated(pack={"history_tokens": kept.tokens})
+    return kept, policy
+
+
+def _ranked(question: str, candidates: Sequence[Candidate] | None, retriever: Callable[[], Sequence[Candidate]] | None,
+            principal: Principal | None, store: ChunkLookup, policy: Policy,
+            embedder: Embedder | None) -> tuple[list[Candidate], Embedder | None]:
+    """The candidates to assemble: the caller's, the retriever's (run only now, when the mode is
+    to retrieve), or the whole store ranked by cosine; and the embedder the moves will use."""
     if candidates is None and retriever is not None:
         candidates = readable(retriever(), principal)
     if embedder is None and (candidates is None or policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
     if candidates is None:
-        candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[arg-type]  # embedder set above
-    candidates = list(candidates)
-    features = default_cache()
-    check_entries([c.chunk for c in candidates], embedder, features)
-    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                  trace=trace, warnings=warnings, features=features, sizer_factory=RenderSizer)
-    brief = _assemble_ranked(ctx, candidates, generator)
-    brief.ranked = list(candidates)
-    return _with_history(finish_mode(brief, ctx), kept)
+        candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[attr-defined, arg-type]  # a store with all(); embedder set above
+    return list(candidates), embedder
 
 
 def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
