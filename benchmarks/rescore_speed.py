@@ -1,5 +1,6 @@
 """Re-scoring (`docket.rescore.rescore_order`) time per query: the vectorised path beside the
-per-candidate loops it replaced (kept as tests/rescore_reference.py), on the same inputs.
+per-candidate loops it replaced (tests/rescore_reference.py at REFERENCE_REV, read from git history:
+the tests now check decisions against recorded outputs, so the old code is no longer in the tree).
 
     .venv/bin/python benchmarks/rescore_speed.py [--pools 200,1000] [--questions 6] [--repeat 30]
 
@@ -54,13 +55,30 @@ def capture(size: int, questions: int) -> list[tuple[list[Any], Any]]:
     return got
 
 
+#: the last revision that kept the old re-scoring loops in tests/rescore_reference.py
+REFERENCE_REV = "729de25"
+
+
+def reference_module():  # type: ignore[no-untyped-def]
+    """The reference loops, loaded from `git show REFERENCE_REV:tests/rescore_reference.py`."""
+    import subprocess
+    import types
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = subprocess.run(["git", "show", f"{REFERENCE_REV}:tests/rescore_reference.py"], cwd=here,
+                          capture_output=True, text=True, check=True).stdout
+    mod = types.ModuleType("rescore_reference")
+    exec(compile(code, "rescore_reference.py", "exec"), mod.__dict__)
+    return mod
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pools", default="200,1000")
     ap.add_argument("--questions", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=30)
     args = ap.parse_args()
-    import rescore_reference as ref
+    ref = reference_module()
 
     from docket import rescore
 
