@@ -92,6 +92,9 @@ class Limits:
     versions_per_doc: int = 100
     #: seconds /readyz waits for the store before it says not ready
     ready_seconds: float = 5.0
+    #: seconds a request's body may take to arrive, from its head (then 408; a slow upload must
+    #: not hold a connection and a task for as long as it likes; docket.http_guard bounds the head)
+    body_seconds: float = 30.0
     #: the work of one request (retrieval and assembly, not the model call): wall seconds, and CPU
     #: seconds of its worker thread; over either it stops with 503 `over_budget` naming the limit
     wall_seconds: float = 30.0
@@ -332,7 +335,10 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
 
     # --- middleware: request id, body limit, log line, metrics ------------------------------
     class BodyLimit:
-        """413 before the handler reads a body over the limit (Content-Length or streamed)."""
+        """413 before the handler reads a body over the limit (Content-Length or streamed), 408
+        when it arrives too slowly, 415 when it is not JSON; and, once the body is in, a watch for
+        the client going away (`request.state.client_gone`), which Starlette's
+        `is_disconnected` cannot see through a `@app.middleware` layer."""
 
         def __init__(self, inner: Any) -> None:
             self.inner = inner
@@ -356,17 +362,45 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                         await _send_413(send, limit)
                         return
             seen = 0
+            body_done = False
+            body_end = time.monotonic() + limits.body_seconds
+            gone = anyio.Event()
+            scope.setdefault("state", {})["client_gone"] = gone
+
+            async def watch() -> None:  # after the body the server's next message is the disconnect
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
 
             async def limited() -> Any:
-                nonlocal seen
-                msg = await receive()
+                nonlocal seen, body_done
+                if body_done:  # after the body: only the disconnect, from the watch
+                    await gone.wait()
+                    return {"type": "http.disconnect"}
+                with anyio.move_on_after(max(0.0, body_end - time.monotonic())) as waited:
+                    msg = await receive()
+                if waited.cancelled_caught:
+                    raise _SlowBody(limits.body_seconds)
                 if msg["type"] == "http.request":
                     seen += len(msg.get("body", b""))
                     if seen > limit:
                         raise _TooLarge()
+                    body_done = not msg.get("more_body", False)
+                    if body_done:
+                        tg.start_soon(watch)
+                elif msg["type"] == "http.disconnect":
+                    gone.set()
                 return msg
 
-            await self.inner(scope, limited, send)
+            failed: Exception | None = None
+            async with anyio.create_task_group() as tg:
+                try:
+                    await self.inner(scope, limited, send)
+                except Exception as e:  # raised as it is, not wrapped by the task group
+                    failed = e
+                tg.cancel_scope.cancel()
+            if failed is not None:
+                raise failed
 
     app.add_middleware(BodyLimit)
 
@@ -434,10 +468,11 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
-        fld = "body" if exc.status_code in (400, 413) else None
+        code = {404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large"}.get(exc.status_code,
+                                                                                                  "http_error")
+        fld = "body" if exc.status_code in (400, 408, 413) else None
         request.state.info["error"] = code
-        return ApiError(exc.status_code, code, str(exc.detail), fld).response()
+        return ApiError(exc.status_code, code, str(exc.detail), fld, headers=dict(exc.headers or {})).response()
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:  # a bug: say so, log it, never leak text
@@ -576,9 +611,10 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                 return work()
 
         async def watch() -> None:
-            while not await request.is_disconnected():
-                await anyio.sleep(0.2)
-            budget.cancel()
+            gone = getattr(request.state, "client_gone", None)  # set by BodyLimit (a TestClient may lack it)
+            if gone is not None:
+                await gone.wait()
+                budget.cancel()
 
         failed: Exception | None = None
         async with anyio.create_task_group() as tg:
@@ -799,6 +835,13 @@ class _TooLarge(StarletteHTTPException):
         super().__init__(413, "the body is larger than the limit")
 
 
+class _SlowBody(StarletteHTTPException):
+    """The body did not arrive within the limit: 408, and the connection closes."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body did not arrive within {seconds:g} s", headers={"connection": "close"})
+
+
 def _not_json(scope: MutableMapping[str, Any]) -> str | None:
     """Why a POST's body would not be read as JSON (its Content-Type), or None."""
     values = [v for k, v in scope.get("headers", []) if k == b"content-type"]
@@ -889,7 +932,18 @@ def app_from_env() -> FastAPI:
     limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
     app = create_app(config)
     app.state.session.warm_up()
+    freeze_startup_objects()
     return app
+
+
+def freeze_startup_objects() -> None:
+    """Move what start-up loaded (models, indexes) out of the garbage collector's view: a full
+    collection during a large request then scans only that request's objects, which keeps the
+    pauses that stall every other request (and /healthz) short."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def configure_logging(level: str = "info") -> None:
@@ -901,4 +955,5 @@ def configure_logging(level: str = "info") -> None:
     log.propagate = False
 
 
-__all__ = ["Limits", "ServerConfig", "app_from_env", "configure_logging", "create_app", "session_from_config"]
+__all__ = ["Limits", "ServerConfig", "app_from_env", "bearer_token", "configure_logging", "create_app",
+           "freeze_startup_objects", "session_from_config"]
