@@ -439,3 +439,12 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = s.getsockname()[1]
         r = run("serve", "--db", str(tmp_path / "x.db"), "--embedder", "hash", "--port", str(port))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "in use" in r.stderr, r.stderr
+
+
+def test_a_strict_field_error_says_what_json_type_came(client: TestClient) -> None:
+    err = client.post("/v1/ask", json={"question": "q", "k": "50"}).json()["error"]
+    assert err["field"] == "k" and 'the string "50"' in err["message"] and "integer" in err["message"]
+    err = client.post("/v1/ask", json={"question": "q", "whole_corpus": "yes"}).json()["error"]
+    assert "true or false" in err["message"]
+    err = client.post("/v1/ask", json={"question": "q", "as_of": 1700000000}).json()["error"]
+    assert err["message"].startswith("as_of: must be a date as a YYYY-MM-DD string")

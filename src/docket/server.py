@@ -194,7 +194,31 @@ def _validation_error(exc: RequestValidationError) -> ApiError:
         return ApiError(422, "unknown_field", f"{loc} is not a known field (check the spelling; see /openapi.json)", loc)
     if kind == "missing":
         return ApiError(422, "missing", f"{loc} is required", loc)
-    return ApiError(422, "invalid", f"{loc}: {first.get('msg', 'invalid')}", loc)
+    if kind in _STRICT_TYPES and "input" in first:  # strict fields: say what JSON type came instead
+        return ApiError(422, "invalid", f"{loc} must be {_STRICT_TYPES[kind]}, got {_json_kind(first['input'])} "
+                        "(values are not converted between JSON types)", loc)
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return ApiError(422, "invalid", f"{loc}: {msg}", loc)
+
+
+#: pydantic's strict type errors, as what the field takes
+_STRICT_TYPES = {"int_type": "a JSON integer", "float_type": "a JSON number", "bool_type": "true or false",
+                 "string_type": "a JSON string", "list_type": "a JSON array", "dict_type": "a JSON object",
+                 "model_type": "a JSON object", "model_attributes_type": "a JSON object", "date_type": "a date "
+                 "as a YYYY-MM-DD string", "int_from_float": "a JSON integer"}
+
+
+def _json_kind(value: Any) -> str:
+    """A value as the JSON the caller sent: `the string "50"`, `true`, `a number (5.5)`, `an array`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value[:40])}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"[:60]
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
 
 
 # --- metrics --------------------------------------------------------------------------------
