@@ -448,3 +448,21 @@ def test_a_strict_field_error_says_what_json_type_came(client: TestClient) -> No
     assert "true or false" in err["message"]
     err = client.post("/v1/ask", json={"question": "q", "as_of": 1700000000}).json()["error"]
     assert err["message"].startswith("as_of: must be a date as a YYYY-MM-DD string")
+
+
+def test_a_server_side_failure_names_no_path_to_the_caller(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    from docket.errors import DocketError
+
+    session = Session.open(env["db"])
+    c = TestClient(create_app(ServerConfig(db=env["db"], keys=env["keys"]), session=session))
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise DocketError("/srv/private/store.db: chunks table is missing")
+
+    monkeypatch.setattr(session, "ask", broken)
+    with caplog.at_level(logging.ERROR, logger="docket.server"):
+        r = c.post("/v1/ask", json={"question": REFUND_QUESTION})
+    assert r.status_code == 503 and "/srv/private" not in r.text
+    assert r.headers["x-request-id"] in r.json()["error"]["message"]
+    assert any("/srv/private" in rec.getMessage() for rec in caplog.records)

@@ -485,8 +485,14 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             err = ApiError(503, "over_budget", str(exc), None, extra={"limit": {exc.limit: exc.seconds}})
         elif isinstance(exc, deadline.Abandoned):
             err = ApiError(499, "client_gone", str(exc))
-        else:
+        elif isinstance(exc, UnavailableError):  # a feature this server lacks (a package, a model): say which
             err = _llm_error(exc) if isinstance(exc, LLMError) else ApiError(503, "unavailable", str(exc))
+        else:  # the server's own state (its store, its files): the details are the operator's, in the log
+            rid = request.state.request_id
+            log.error(json.dumps({"ts": round(time.time(), 3), "id": rid, "event": "server_error",
+                                  "error": str(exc)}, ensure_ascii=False))
+            err = ApiError(503, "unavailable", f"the server cannot answer this request right now; the operator is "
+                           f"told (request id {rid})")
         request.state.info["error"] = err.code
         return err.response()
 
