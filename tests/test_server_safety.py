@@ -265,6 +265,11 @@ LAX = [
     ("/v1/index", {"records": [], "chunk_size": "300"}, "chunk_size"),
     ("/v1/index", {"documents": [{"name": "a.md", "text": "x"}], "overlap": True}, "overlap"),
     ("/v1/index", {"documents": [{"name": "a.md", "text": 5}]}, "documents[0].text"),
+    ("/v1/index", {"records": [{**REC, "version": "2"}]}, "records[0].version"),
+    ("/v1/index", {"records": [{**REC, "version": True}]}, "records[0].version"),
+    ("/v1/index", {"records": [REC, {**REC, "acl": "finance"}]}, "records[1].acl"),
+    ("/v1/index", {"records": [{**REC, "position": 1.0}]}, "records[0].position"),
+    ("/v1/index", {"records": [{**REC, "date": 1700000000}]}, "records[0].date"),
 ]
 
 

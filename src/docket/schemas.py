@@ -169,6 +169,30 @@ class DocumentIn(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict, description="What a metadata sidecar would hold.")
 
 
+class RecordTypes(BaseModel):
+    """The JSON types of a chunk record's fields, checked strictly before `/v1/index` hands the
+    record to the chunk contract (which, for JSONL files, reads `"version": "2"` as 2). Every
+    field is optional here: a missing `id` or `text` stays a per-record problem of the report."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    id: str | None = None
+    doc: str | None = None
+    text: str | None = None
+    version: int | None = None
+    status: str | None = None
+    date: Day | None = None
+    effective_to: Day | None = None
+    title: str | None = None
+    section: str | None = None
+    position: int | None = None
+    source_type: str | None = None
+    trust: str | None = None
+    acl: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
+
+
 class IndexRequest(_Request):
     records: list[dict[str, Any]] = Field(default_factory=list, description="Chunk records (the JSONL contract).")
     documents: list[DocumentIn] = Field(default_factory=list)
@@ -250,4 +274,4 @@ class ErrorOut(BaseModel):
 
 __all__ = ["AnswerOut", "AnswerRequest", "AskRequest", "AssembleRequest", "BriefOut", "CandidateIn", "ChatMessage",
            "CheckOut", "CheckRequest", "DeleteOut", "DocumentIn", "ErrorOut", "FiltersIn", "HistoryTurn", "IndexOut",
-           "IndexRequest"]
+           "IndexRequest", "RecordTypes"]

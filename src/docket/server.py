@@ -31,6 +31,8 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from docket import deadline
 from docket.api import AnswerEvent, Session, embedder_named
 from docket.blas import limit_process
@@ -52,6 +54,7 @@ from docket.schemas import (
     ErrorOut,
     IndexOut,
     IndexRequest,
+    RecordTypes,
 )
 from docket.store.protocol import Filters, Principal
 from docket.trace_store import TraceStore, candidate_rows
@@ -837,6 +840,13 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             raise ApiError(422, "missing", "give records or documents to index", "records")
         if n > limits.index_items:
             raise ApiError(422, "too_many", f"{n} records and documents, the limit is {limits.index_items}", "records")
+        for i, rec in enumerate(req.records):  # strict JSON types, as every other request field
+            try:
+                RecordTypes.model_validate(rec)
+            except ValidationError as e:
+                err = _validation_error(RequestValidationError([{**x, "loc": ("records", i, *x["loc"])}
+                                                                for x in e.errors()]))
+                raise err from None
         t0 = time.perf_counter()
         report = session.index(records=req.records, documents=[d.model_dump() for d in req.documents],
                                chunk_size=req.chunk_size, overlap=req.overlap)
