@@ -78,10 +78,12 @@ def docs_of(body: dict[str, Any]) -> set[str]:
 # --- ops ------------------------------------------------------------------------------------
 
 
-def test_health_ready_metrics(client: TestClient) -> None:
+def test_health_ready_metrics(client: TestClient, env: dict[str, Any]) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
-    ready = client.get("/readyz").json()
+    assert client.get("/readyz").json() == {"ready": True}  # nothing about the data without an admin key
+    ready = client.get("/readyz", headers=auth(env, "ops")).json()
     assert ready["ready"] is True and ready["chunks"] == 10
+    assert client.get("/readyz", headers=auth(env, "ann")).json() == {"ready": True}
     client.post("/v1/ask", json={"question": REFUND_QUESTION})
     text = client.get("/metrics").text
     assert 'docket_requests_total{endpoint="/v1/ask",method="POST",status="200"}' in text
@@ -221,7 +223,7 @@ def test_assemble_records_matches_the_library(client: TestClient) -> None:
     assert r.status_code == 200
     lib = session.assemble(REFUND_QUESTION, session.candidates_from(ranked), budget=250)
     body = r.json()
-    assert body.pop("trace_id")  # the service's one addition: the id for GET /v1/trace/{id}
+    assert "trace_id" not in body  # anonymous: no trace page (a key's brief adds its trace_id)
     assert body == json.loads(json.dumps(lib.to_json()))  # the wire format, byte for byte as JSON
     assert r.headers["x-request-id"] and "assemble;dur=" in r.headers["server-timing"]
 

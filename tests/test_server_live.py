@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,5 +107,67 @@ def test_two_workers_share_one_postgres_store(tmp_path: Path, pg_url: str) -> No
         assert r.status_code == 200
         gone = httpx.post(a + "/v1/ask", json=q, headers={"Authorization": f"Bearer {ann}"}, timeout=30).json()
         assert "payroll" not in {s["doc"] for s in gone["sources"].values()}
-        gens = {httpx.get(u + "/readyz").json()["generation"] for u in (a, b)}
+        gens = {httpx.get(u + "/readyz", headers={"Authorization": f"Bearer {admin}"}).json()["generation"]
+                for u in (a, b)}  # the figures are for an admin key
         assert len(gens) == 1  # both workers see the same write generation
+
+
+def _raw(port: int, data: bytes, wait: float = 5.0) -> tuple[bytes, float]:
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except TimeoutError:
+            pass
+    return out, time.monotonic() - t0
+
+
+def test_slow_clients_folds_and_abandoned_work_on_a_real_server(tmp_path: Path) -> None:
+    """The small version of tests/test_redteam_service.py: a stalled head and a stalled body are
+    cut off with 408, a folded header is 400, an abandoned heavy request stops (499), and
+    /healthz answers beside a heavy one."""
+    log = tmp_path / "serve.log"
+    with serving("--db", str(tmp_path / "s.db"), "--embedder", "hash", "--header-timeout", "0.5",
+                 "--body-timeout", "1", "--request-cpu", "1", log=log) as url:
+        port = int(url.rsplit(":", 1)[1])
+        head = b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n"
+        reply, secs = _raw(port, head[:30])
+        assert reply.startswith(b"HTTP/1.1 408") and b"head" in reply and secs < 3, (reply, secs)
+        reply, secs = _raw(port, head + b'\r\n{"question": ')
+        assert reply.startswith(b"HTTP/1.1 408") and b"body" in reply and secs < 4, (reply, secs)
+        reply, _ = _raw(port, b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-a: 1\r\n\tfolded\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.1 400") and b"folding" in reply
+        words = "the refund policy for annual plans allows a full refund within thirty days of purchase".split()
+        cands = [{"id": f"c{i}", "doc": f"d{i % 30}", "text": " ".join(words[:i % 12] + [f"w{i}"] + words[i % 12:]),
+                  "score": 0.9 - i * 1e-4} for i in range(600)]
+        body = json.dumps({"question": "Can I get a refund on an annual plan?", "candidates": cands}).encode()
+        with socket.create_connection(("127.0.0.1", port)) as s:  # sent, then abandoned
+            s.sendall(b"POST /v1/assemble HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-request-id: "
+                      b"gone-1\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+            time.sleep(0.5)
+        health = []
+        r = None
+        with httpx.Client(timeout=60) as c:
+
+            def heavy() -> None:
+                nonlocal r
+                r = c.post(url + "/v1/assemble", content=body, headers={"content-type": "application/json"})
+
+            t = threading.Thread(target=heavy)
+            t.start()
+            while t.is_alive():
+                t0 = time.monotonic()
+                assert c.get(url + "/healthz").status_code == 200
+                health.append(time.monotonic() - t0)
+                time.sleep(0.05)
+            t.join()
+        assert r is not None and r.status_code in (200, 503)
+        if r.status_code == 503:
+            assert r.json()["error"]["code"] == "over_budget"
+        assert sorted(health)[int(len(health) * 0.95)] < 1.5, sorted(health)[-3:]
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+    gone = [x for x in lines if x.get("id") == "gone-1"]
+    assert gone and gone[0]["status"] == 499, gone

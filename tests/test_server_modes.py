@@ -101,7 +101,8 @@ def test_trace_page_for_its_own_key_only(env):
     rows = soup.select("tr.candidate")
     assert len(rows) == len({r["data-candidate"] for r in rows}) > 0
     assert soup.find_all("script") == []
-    for who in ("bob", None):  # another key, no key: as if the trace did not exist
-        other = c.get(f"/v1/trace/{tid}", headers=auth(env, who) if who else {})
-        assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
+    other = c.get(f"/v1/trace/{tid}", headers=auth(env, "bob"))  # another key: as if the trace did not exist
+    assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
+    anonymous = c.get(f"/v1/trace/{tid}")  # no key: trace pages are for keys only
+    assert anonymous.status_code == 401 and "API keys only" in anonymous.json()["error"]["message"]
     assert c.get("/v1/trace/nope", headers=auth(env, "ann")).status_code == 404

@@ -3,7 +3,9 @@ from these, and the response models reuse the brief's own typed parts: `Source`,
 `TraceEvent`, `Conflict`, `ChatMessage`).
 
 Requests refuse unknown fields (a typo is a 422 naming the field, not a silently ignored
-option). Two fields are accepted and ignored on purpose, `principal` and `groups`: who asks
+option) and are strict: a JSON string is not a number or a boolean (`"k": "50"`, `"k": true`,
+`"whole_corpus": "yes"` and `"score": true` are 422 naming the field), and a date is a
+`YYYY-MM-DD` string, never a number of seconds. Two fields are accepted and ignored on purpose, `principal` and `groups`: who asks
 comes from the API key only, and a client that sends them is told so in `warnings`. Candidate
 records follow the chunk contract, so their unknown fields are kept in `metadata` as in a JSONL
 file.
@@ -11,21 +13,50 @@ file.
 
 from __future__ import annotations
 
+import re
 from datetime import date as Date
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from docket.brief.formats import text_formats
 from docket.history import ChatMessage
 from docket.model import TraceEvent
 from docket.results import Conflict, Source, TokenCounts
 
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_day(value: Any) -> Any:
+    """A date only as JSON gives one: a `YYYY-MM-DD` string (pydantic's lax date would take a
+    number as seconds since 1970, or a datetime string)."""
+    if isinstance(value, Date):
+        return value
+    if not isinstance(value, str) or not _ISO_DAY.fullmatch(value):
+        raise ValueError(f"must be a date as a YYYY-MM-DD string, got {value!r}"[:120])
+    try:
+        return Date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a calendar date") from None
+
+
+#: a request's date: `YYYY-MM-DD` and nothing else
+Day = Annotated[Date, BeforeValidator(_iso_day)]
+#: strict everywhere: no string-to-number, number-to-boolean or other coercion
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class HistoryTurn(ChatMessage):
+    """A chat turn as the service takes it: ChatMessage, strictly (a number is not a text)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 IGNORED = "Ignored: who asks comes from the API key only (a warning says so when it is sent)."
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     principal: str | None = Field(None, description=IGNORED, json_schema_extra={"deprecated": True})
     groups: list[str] | None = Field(None, description=IGNORED, json_schema_extra={"deprecated": True})
@@ -36,7 +67,7 @@ class CandidateIn(BaseModel):
     contract's optional fields) with its `score`, or only `id` and `score` for a chunk already in
     the server's store."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     id: str = Field(min_length=1)
     score: float
@@ -44,8 +75,8 @@ class CandidateIn(BaseModel):
     text: str | None = None
     version: int | None = None
     status: str | None = None
-    date: Date | None = None
-    effective_to: Date | None = None
+    date: Day | None = None
+    effective_to: Day | None = None
     title: str | None = None
     section: str | None = None
     position: int | None = None
@@ -60,7 +91,7 @@ class AttachmentIn(BaseModel):
     """A file the user handed over: it is the context (docs/modes.md). Text files as `text`; PDF
     and DOCX (or any file) as `data_base64`. Exactly one of the two."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     name: str = Field(min_length=1, max_length=255, description="The file name, e.g. contract.pdf (its type comes "
                       "from the extension unless `kind` says)")
@@ -70,7 +101,7 @@ class AttachmentIn(BaseModel):
 
 
 class _BriefOptions(_Request):
-    history: list[ChatMessage] | None = Field(None, description="Earlier turns, oldest first (user / assistant).")
+    history: list[HistoryTurn] | None = Field(None, description="Earlier turns, oldest first (user / assistant).")
     attachments: list[AttachmentIn] = Field(default_factory=list, description="Files the user handed over: they are "
                                             "the context instead of candidates or retrieval.")
     whole_corpus: bool | None = Field(None, description="true: everything the key may read instead of retrieval (when "
@@ -78,7 +109,7 @@ class _BriefOptions(_Request):
                                       "corpus.mode.")
     budget: int | None = Field(None, ge=1, le=1_000_000, description="Evidence budget: tokens of the documents block.")
     floor: float | None = Field(None, ge=-1.0, le=1.0, description="Score floor (cosine) for candidates.")
-    as_of: Date | None = Field(None, description="Resolve versions as of this date.")
+    as_of: Day | None = Field(None, description="Resolve versions as of this date.")
     format: str | None = Field(None, description="Fence format of the documents block (a registered text format).",
                                json_schema_extra={"enum": [*text_formats(), None]})
 
@@ -97,13 +128,13 @@ class AssembleRequest(_BriefOptions):
 
 
 class FiltersIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     docs: list[str] = Field(default_factory=list)
     source_types: list[str] = Field(default_factory=list)
     statuses: list[str] = Field(default_factory=list)
-    since: Date | None = None
-    until: Date | None = None
+    since: Day | None = None
+    until: Day | None = None
 
 
 class AskRequest(_BriefOptions):
@@ -130,12 +161,36 @@ class CheckRequest(_Request):
 
 
 class DocumentIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     name: str = Field(min_length=1, description="Path-like document id, e.g. refunds/annual.md.")
     text: str
     kind: Literal["markdown", "html", "text"] | None = Field(None, description="Default: from the name's suffix.")
     meta: dict[str, Any] = Field(default_factory=dict, description="What a metadata sidecar would hold.")
+
+
+class RecordTypes(BaseModel):
+    """The JSON types of a chunk record's fields, checked strictly before `/v1/index` hands the
+    record to the chunk contract (which, for JSONL files, reads `"version": "2"` as 2). Every
+    field is optional here: a missing `id` or `text` stays a per-record problem of the report."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    id: str | None = None
+    doc: str | None = None
+    text: str | None = None
+    version: int | None = None
+    status: str | None = None
+    date: Day | None = None
+    effective_to: Day | None = None
+    title: str | None = None
+    section: str | None = None
+    position: int | None = None
+    source_type: str | None = None
+    trust: str | None = None
+    acl: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
 
 
 class IndexRequest(_Request):
@@ -218,4 +273,5 @@ class ErrorOut(BaseModel):
 
 
 __all__ = ["AnswerOut", "AnswerRequest", "AskRequest", "AssembleRequest", "BriefOut", "CandidateIn", "ChatMessage",
-           "CheckOut", "CheckRequest", "DeleteOut", "DocumentIn", "ErrorOut", "FiltersIn", "IndexOut", "IndexRequest"]
+           "CheckOut", "CheckRequest", "DeleteOut", "DocumentIn", "ErrorOut", "FiltersIn", "HistoryTurn", "IndexOut",
+           "IndexRequest", "RecordTypes"]

@@ -29,8 +29,11 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
+from docket import deadline
 from docket.api import AnswerEvent, Session, embedder_named
 from docket.blas import limit_process
 from docket.brief.result import Brief
@@ -51,11 +54,14 @@ from docket.schemas import (
     ErrorOut,
     IndexOut,
     IndexRequest,
+    RecordTypes,
 )
 from docket.store.protocol import Filters, Principal
 from docket.trace_store import TraceStore, candidate_rows
 
 try:
+    import anyio
+    import anyio.to_thread
     from fastapi import Depends, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
@@ -65,6 +71,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise UnavailableError("the service needs the server extra: pip install 'docket[server]'") from e
 
 log = logging.getLogger("docket.server")
+T = TypeVar("T")
 
 #: the prompt sections whose tokens /metrics histograms (the spec's "log the tokens of each
 #: prompt section per request and watch p50 and p95")
@@ -83,6 +90,18 @@ class Limits:
     history_turns: int = 200
     history_chars: int = 200_000
     index_items: int = 20_000
+    #: distinct versions of one document among a request's candidates (resolving and comparing
+    #: versions grows faster than their number)
+    versions_per_doc: int = 100
+    #: seconds /readyz waits for the store before it says not ready
+    ready_seconds: float = 5.0
+    #: seconds a request's body may take to arrive, from its head (then 408; a slow upload must
+    #: not hold a connection and a task for as long as it likes; docket.http_guard bounds the head)
+    body_seconds: float = 30.0
+    #: the work of one request (retrieval and assembly, not the model call): wall seconds, and CPU
+    #: seconds of its worker thread; over either it stops with 503 `over_budget` naming the limit
+    wall_seconds: float = 30.0
+    cpu_seconds: float = 15.0
 
 
 @dataclass
@@ -178,7 +197,31 @@ def _validation_error(exc: RequestValidationError) -> ApiError:
         return ApiError(422, "unknown_field", f"{loc} is not a known field (check the spelling; see /openapi.json)", loc)
     if kind == "missing":
         return ApiError(422, "missing", f"{loc} is required", loc)
-    return ApiError(422, "invalid", f"{loc}: {first.get('msg', 'invalid')}", loc)
+    if kind in _STRICT_TYPES and "input" in first:  # strict fields: say what JSON type came instead
+        return ApiError(422, "invalid", f"{loc} must be {_STRICT_TYPES[kind]}, got {_json_kind(first['input'])} "
+                        "(values are not converted between JSON types)", loc)
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return ApiError(422, "invalid", f"{loc}: {msg}", loc)
+
+
+#: pydantic's strict type errors, as what the field takes
+_STRICT_TYPES = {"int_type": "a JSON integer", "float_type": "a JSON number", "bool_type": "true or false",
+                 "string_type": "a JSON string", "list_type": "a JSON array", "dict_type": "a JSON object",
+                 "model_type": "a JSON object", "model_attributes_type": "a JSON object", "date_type": "a date "
+                 "as a YYYY-MM-DD string", "int_from_float": "a JSON integer"}
+
+
+def _json_kind(value: Any) -> str:
+    """A value as the JSON the caller sent: `the string "50"`, `true`, `a number (5.5)`, `an array`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value[:40])}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"[:60]
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
 
 
 # --- metrics --------------------------------------------------------------------------------
@@ -233,8 +276,46 @@ class Identity:
         return self.key.principal if self.key else "anonymous"
 
 
+#: only for the OpenAPI schema's security scheme: the header itself is read by `bearer_token`
 _bearer = HTTPBearer(auto_error=False, description="An API key from `docket keys add` (`Authorization: Bearer KEY`).")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: RFC 6750's b64token: what may follow "Bearer " (docket's keys are dk_ + URL-safe base64)
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+_WHITESPACE_NAMES = {" ": "a space", "\t": "a tab", "\r": "a carriage return", "\n": "a line break"}
+
+
+def bearer_token(values: list[str]) -> str:
+    """The key of an `Authorization` header, exactly `Bearer KEY`: one header, the scheme, one
+    space, the token, nothing around or inside it. Anything else is refused with the reason
+    (a lenient parser is how a proxy and docket come to disagree about who is asking)."""
+
+    def refuse(why: str) -> ApiError:
+        return ApiError(401, "unauthorized", f"the Authorization header is refused: {why}; send exactly "
+                        "'Authorization: Bearer KEY'", "authorization", {"WWW-Authenticate": "Bearer"})
+
+    if len(values) != 1:
+        raise refuse(f"it appears {len(values)} times, send it once")
+    value = values[0]
+    scheme, sep, token = value.partition(" ")
+    if not sep:
+        ws = next((c for c in value if c in _WHITESPACE_NAMES), None)
+        if ws is not None:
+            raise refuse(f"{_WHITESPACE_NAMES[ws]} separates the scheme from the key, where one space goes")
+        raise refuse("no key after the scheme" if scheme.lower() == "bearer" else "it has no scheme and key")
+    if scheme.lower() != "bearer":
+        shown = scheme if scheme.isascii() and scheme.isprintable() and len(scheme) <= 20 else "another scheme"
+        raise refuse(f"the scheme is {shown!r}, not Bearer")
+    if not token:
+        raise refuse("no key after 'Bearer '")
+    ws = next((c for c in token if c in _WHITESPACE_NAMES), None)
+    if ws is not None:
+        blanks = "".join(_WHITESPACE_NAMES)
+        where = ("before the key" if token[0] in blanks else
+                 "after the key" if not any(c in blanks for c in token.rstrip(blanks)) else "inside the key")
+        raise refuse(f"{_WHITESPACE_NAMES[ws]} {where} (one space between 'Bearer' and the key, nothing else)")
+    if not _TOKEN.fullmatch(token):
+        raise refuse("the key holds characters no key has")
+    return token
 
 
 # --- the app --------------------------------------------------------------------------------
@@ -281,7 +362,10 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
 
     # --- middleware: request id, body limit, log line, metrics ------------------------------
     class BodyLimit:
-        """413 before the handler reads a body over the limit (Content-Length or streamed)."""
+        """413 before the handler reads a body over the limit (Content-Length or streamed), 408
+        when it arrives too slowly, 415 when it is not JSON; and, once the body is in, a watch for
+        the client going away (`request.state.client_gone`), which Starlette's
+        `is_disconnected` cannot see through a `@app.middleware` layer."""
 
         def __init__(self, inner: Any) -> None:
             self.inner = inner
@@ -290,6 +374,9 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                            send: Callable[[Any], Awaitable[None]]) -> None:
             if scope["type"] != "http":
                 await self.inner(scope, receive, send)
+                return
+            if scope.get("method") == "POST" and (problem := _not_json(scope)):
+                await _send_error(send, 415, "unsupported_media_type", problem, "content-type")
                 return
             limit = limits.body_bytes
             for name, value in scope.get("headers", []):
@@ -302,17 +389,45 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                         await _send_413(send, limit)
                         return
             seen = 0
+            body_done = False
+            body_end = time.monotonic() + limits.body_seconds
+            gone = anyio.Event()
+            scope.setdefault("state", {})["client_gone"] = gone
+
+            async def watch() -> None:  # after the body the server's next message is the disconnect
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
 
             async def limited() -> Any:
-                nonlocal seen
-                msg = await receive()
+                nonlocal seen, body_done
+                if body_done:  # after the body: only the disconnect, from the watch
+                    await gone.wait()
+                    return {"type": "http.disconnect"}
+                with anyio.move_on_after(max(0.0, body_end - time.monotonic())) as waited:
+                    msg = await receive()
+                if waited.cancelled_caught:
+                    raise _SlowBody(limits.body_seconds)
                 if msg["type"] == "http.request":
                     seen += len(msg.get("body", b""))
                     if seen > limit:
                         raise _TooLarge()
+                    body_done = not msg.get("more_body", False)
+                    if body_done:
+                        tg.start_soon(watch)
+                elif msg["type"] == "http.disconnect":
+                    gone.set()
                 return msg
 
-            await self.inner(scope, limited, send)
+            failed: Exception | None = None
+            async with anyio.create_task_group() as tg:
+                try:
+                    await self.inner(scope, limited, send)
+                except Exception as e:  # raised as it is, not wrapped by the task group
+                    failed = e
+                tg.cancel_scope.cancel()
+            if failed is not None:
+                raise failed
 
     app.add_middleware(BodyLimit)
 
@@ -369,16 +484,28 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
 
     @app.exception_handler(DocketError)
     async def _docket_error(request: Request, exc: DocketError) -> JSONResponse:
-        err = _llm_error(exc) if isinstance(exc, LLMError) else ApiError(503, "unavailable", str(exc))
+        if isinstance(exc, deadline.OverBudget):
+            err = ApiError(503, "over_budget", str(exc), None, extra={"limit": {exc.limit: exc.seconds}})
+        elif isinstance(exc, deadline.Abandoned):
+            err = ApiError(499, "client_gone", str(exc))
+        elif isinstance(exc, UnavailableError):  # a feature this server lacks (a package, a model): say which
+            err = _llm_error(exc) if isinstance(exc, LLMError) else ApiError(503, "unavailable", str(exc))
+        else:  # the server's own state (its store, its files): the details are the operator's, in the log
+            rid = request.state.request_id
+            log.error(json.dumps({"ts": round(time.time(), 3), "id": rid, "event": "server_error",
+                                  "error": str(exc)}, ensure_ascii=False))
+            err = ApiError(503, "unavailable", f"the server cannot answer this request right now; the operator is "
+                           f"told (request id {rid})")
         request.state.info["error"] = err.code
         return err.response()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
-        fld = "body" if exc.status_code in (400, 413) else None
+        code = {404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large"}.get(exc.status_code,
+                                                                                                  "http_error")
+        fld = "body" if exc.status_code in (400, 408, 413) else None
         request.state.info["error"] = code
-        return ApiError(exc.status_code, code, str(exc.detail), fld).response()
+        return ApiError(exc.status_code, code, str(exc.detail), fld, headers=dict(exc.headers or {})).response()
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:  # a bug: say so, log it, never leak text
@@ -387,18 +514,30 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                         f"{request.state.request_id}").response()
 
     # --- identity ----------------------------------------------------------------------------
+    def verify(request: Request, token: str) -> ApiKey | None:
+        """The key's identity; a key file that broke while the server runs is the operator's
+        problem: the path and reason go to the log, the caller gets a generic 503."""
+        if keys is None:
+            return None
+        try:
+            return keys.verify(token)
+        except DocketError as e:
+            rid = request.state.request_id
+            log.error(json.dumps({"ts": round(time.time(), 3), "id": rid, "event": "key_file_unreadable",
+                                  "error": str(e)}, ensure_ascii=False))
+            raise ApiError(503, "unavailable", f"the server cannot check API keys right now; the operator is told "
+                           f"(request id {rid})") from None
+
     def identity(request: Request, creds: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Identity:
-        header = request.headers.get("authorization")
+        values = request.headers.getlist("authorization")
         challenge = {"WWW-Authenticate": "Bearer"}
-        if header is None:
+        if not values:
             if config.require_key:
                 raise ApiError(401, "unauthorized", "an API key is required: send Authorization: Bearer KEY",
                                "authorization", challenge)
             request.state.info["principal"] = "anonymous"
             return Identity(None, None)
-        if creds is None or creds.scheme.lower() != "bearer" or not creds.credentials:
-            raise ApiError(401, "unauthorized", "send the key as Authorization: Bearer KEY", "authorization", challenge)
-        key = keys.verify(creds.credentials) if keys is not None else None
+        key = verify(request, bearer_token(values))
         if key is None:
             raise ApiError(401, "unauthorized", "unknown API key", "authorization", challenge)
         who = session.principal(key.principal, key.groups)
@@ -448,16 +587,20 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             "stages": ms, **(extra or {}),
         })
 
-    def owner_of(ident: Identity) -> str:
-        return f"{ident.key.name}\x00{ident.key.principal}" if ident.key else "anonymous"
+    def owner_of(ident: Identity) -> str | None:
+        """Who may read a brief's trace page: the key that asked (its digest, so a key re-issued
+        under the same name and principal is someone else), or nobody for an anonymous caller
+        (anonymous callers are not one person; their briefs get no trace page)."""
+        return f"key:{ident.key.digest}" if ident.key is not None and ident.key.digest else None
 
     def brief_json(brief: Brief, warnings: list[str], ident: Identity | None = None,
                    candidates: Any = None) -> dict[str, Any]:
         out = brief.to_json()
         if warnings:
             out["warnings"] = list(out["warnings"]) + warnings
-        if ident is not None:  # kept for GET /v1/trace/{id}, readable by this identity only
-            out["trace_id"] = traces.put(owner_of(ident), dict(out), candidate_rows(candidates))
+        owner = owner_of(ident) if ident is not None else None
+        if owner is not None:  # kept for GET /v1/trace/{id}, readable by this key only
+            out["trace_id"] = traces.put(owner, dict(out), candidate_rows(candidates))
         return out
 
     def attachments_of(req: Any) -> list[Any] | None:
@@ -491,22 +634,82 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                            history=req.history, policy=policy_for(req.format), budget=req.budget, floor=req.floor,
                            as_of=req.as_of, attachments=attachments_of(req), whole_corpus=req.whole_corpus)
 
+    async def bounded(request: Request, work: Callable[[], T]) -> T:
+        """`work()` in a worker thread (the event loop, and /healthz with it, stays free) under the
+        request's budget (docket.deadline: wall and CPU seconds), stopped when the client goes."""
+        budget = deadline.Budget(wall_seconds=limits.wall_seconds, cpu_seconds=limits.cpu_seconds)
+
+        def run() -> T:
+            with budget.active():
+                return work()
+
+        async def watch() -> None:
+            gone = getattr(request.state, "client_gone", None)  # set by BodyLimit (a TestClient may lack it)
+            if gone is not None:
+                await gone.wait()
+                budget.cancel()
+
+        failed: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                result = await anyio.to_thread.run_sync(run)
+            except Exception as e:  # raised below, outside the task group (which would wrap it)
+                failed = e
+            tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return result
+
+    def check_versions(items: list[CandidateIn]) -> None:
+        seen: dict[str, set[int | None]] = {}
+        for i, c in enumerate(items):
+            if c.doc is None:
+                continue
+            versions = seen.setdefault(c.doc, set())
+            versions.add(c.version)
+            if len(versions) > limits.versions_per_doc:
+                raise ApiError(422, "too_many", f"more than {limits.versions_per_doc} versions of document {c.doc!r} "
+                               "among the candidates (the limit per document); send the versions that matter",
+                               f"candidates[{i}].version")
+
     # --- routes -------------------------------------------------------------------------------
     @app.get("/healthz", tags=["ops"])
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers (on the event loop: no request's work stands in front)."""
         return {"status": "ok"}
 
+    ready_threads = anyio.CapacityLimiter(2)  # readiness never waits behind the requests' threads
+
     @app.get("/readyz", tags=["ops"], responses={503: {"model": ErrorOut}})
-    def readyz() -> JSONResponse:
-        """Readiness: the store answers and the embedder is loaded."""
-        try:
+    async def readyz(request: Request) -> JSONResponse:
+        """Readiness: the store answers and the embedder is loaded. Says ready or not and nothing
+        about the data; an admin key also gets the store's figures, the log gets the reason."""
+
+        def probe() -> dict[str, Any]:
             stats = session.stats()
             session.embedder()
-        except DocketError as e:
-            return JSONResponse({"ready": False, "error": {"code": "unavailable", "message": str(e), "field": None}},
-                                status_code=503)
-        return JSONResponse({"ready": True, **stats})
+            return stats
+
+        rid = request.state.request_id
+        try:
+            with anyio.fail_after(limits.ready_seconds):
+                stats = await anyio.to_thread.run_sync(probe, limiter=ready_threads, abandon_on_cancel=True)
+        except (DocketError, TimeoutError) as e:
+            why = str(e) if isinstance(e, DocketError) else f"no answer from the store within {limits.ready_seconds:g} s"
+            log.error(json.dumps({"ts": round(time.time(), 3), "id": rid, "event": "not_ready", "error": why},
+                                 ensure_ascii=False))
+            return JSONResponse({"ready": False, "error": {"code": "unavailable", "message": "not ready; the reason "
+                                 f"is in the server log (request id {rid})", "field": None}}, status_code=503)
+        values = request.headers.getlist("authorization")
+        if values:  # the figures are for an admin key only; any other header is ignored here
+            try:
+                key = await anyio.to_thread.run_sync(verify, request, bearer_token(values), limiter=ready_threads)
+            except ApiError:
+                key = None
+            if key is not None and key.admin:
+                return JSONResponse({"ready": True, **stats})
+        return JSONResponse({"ready": True})
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics_route() -> PlainTextResponse:
@@ -515,9 +718,13 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         return PlainTextResponse(body, media_type=ctype)
 
     @app.post("/v1/assemble", response_model=BriefOut, tags=["briefs"])
-    def assemble_route(req: AssembleRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+    async def assemble_route(req: AssembleRequest, request: Request,
+                             ident: Identity = Depends(identity)) -> JSONResponse:
         """The brief from your own ranked candidates (best first): full records, or ids of chunks in
         the server's store. Candidates the key's principal may not read are dropped."""
+        return await bounded(request, lambda: assemble_work(req, request, ident))
+
+    def assemble_work(req: AssembleRequest, request: Request, ident: Identity) -> JSONResponse:
         check_question(req.question)
         check_history(req)
         if len(req.candidates) > limits.candidates:
@@ -527,6 +734,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             if c.text is not None and len(c.text) > limits.text_chars:
                 raise ApiError(422, "too_long", f"text has {len(c.text)} characters, the limit is {limits.text_chars}",
                                f"candidates[{i}].text")
+        check_versions(req.candidates)
         t0 = time.perf_counter()
         cands, store = _candidates(session, req.candidates, ident.principal)
         if req.whole_corpus and not req.attachments:  # the corpus is the server's store, as the key may read it
@@ -540,28 +748,33 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         return JSONResponse(brief_json(brief, ignored_identity_fields(req), ident, cands))
 
     @app.post("/v1/ask", response_model=BriefOut, tags=["briefs"])
-    def ask_route(req: AskRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+    async def ask_route(req: AskRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
         """Retrieve from the store as the key's principal (public chunks without a key), assemble."""
-        res = run_ask(req, ident)
-        record(request, res.brief, res.timings, {"candidates": len(res.candidates)})
-        return JSONResponse(brief_json(res.brief, ignored_identity_fields(req), ident, res.candidates))
+
+        def work() -> JSONResponse:
+            res = run_ask(req, ident)
+            record(request, res.brief, res.timings, {"candidates": len(res.candidates)})
+            return JSONResponse(brief_json(res.brief, ignored_identity_fields(req), ident, res.candidates))
+
+        return await bounded(request, work)
 
     @app.post("/v1/answer", response_model=AnswerOut, tags=["answers"],
               responses={200: {"content": {"text/event-stream": {}}}, 502: {"model": ErrorOut},
                          503: {"model": ErrorOut}, 504: {"model": ErrorOut}})
-    def answer_route(req: AnswerRequest, request: Request, ident: Identity = Depends(identity)) -> Any:
+    async def answer_route(req: AnswerRequest, request: Request, ident: Identity = Depends(identity)) -> Any:
         """Ask, generate and check. With `stream` (default) server-sent events: `brief`, `delta`
         (text pieces), `answer`, `check`, `error`, `done`; otherwise one JSON object (502/504
         with the brief when the model fails or times out)."""
         if session.generator is None:
             raise ApiError(503, "no_generator", "this server has no model: start it with `docket serve --llm URL`")
-        res = run_ask(req, ident)
+        res = await bounded(request, lambda: run_ask(req, ident))  # the model call has its own --timeout
         warnings = ignored_identity_fields(req)
         info = request.state.info
         record(request, res.brief, dict(res.timings))
         if not req.stream:
             t0 = time.perf_counter()
-            report = session.generate(res.brief, allowed_domains=req.allowed_domains, structured=req.structured)
+            report = await anyio.to_thread.run_sync(lambda: session.generate(
+                res.brief, allowed_domains=req.allowed_domains, structured=req.structured))
             info["stages"]["generate"] = round((time.perf_counter() - t0) * 1000, 3)
             body = brief_json(res.brief, warnings, ident, res.candidates)
             body.update(report.to_json())
@@ -591,7 +804,11 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
         the final prompt. Kept in memory for the last `traces` briefs of this process."""
         from docket.trace_html import CSP, render_trace
 
-        kept = traces.get(trace_id, owner_of(ident))
+        owner = owner_of(ident)
+        if owner is None:
+            raise ApiError(401, "unauthorized", "trace pages are served to API keys only (an anonymous brief has none; "
+                           "`docket assemble --html` writes one)", "authorization", {"WWW-Authenticate": "Bearer"})
+        kept = traces.get(trace_id, owner)
         if kept is None:  # unknown, expired, or another key's: the same answer, so ids do not leak
             raise ApiError(404, "not_found", "no trace with this id for this key (traces are kept for the last "
                            f"{traces.capacity} briefs of the process that served them)", "trace_id")
@@ -600,8 +817,11 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                                      "cache-control": "no-store", "referrer-policy": "no-referrer"})
 
     @app.post("/v1/check", response_model=CheckOut, tags=["answers"])
-    def check_route(req: CheckRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
+    async def check_route(req: CheckRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:
         """Check an answer's citations against the brief it was written from."""
+        return await bounded(request, lambda: check_work(req, request))
+
+    def check_work(req: CheckRequest, request: Request) -> JSONResponse:
         size = len(req.answer) if isinstance(req.answer, str) else len(json.dumps(req.answer, ensure_ascii=False))
         if size > limits.history_chars:
             raise ApiError(422, "too_long", f"answer holds more than {limits.history_chars} characters", "answer")
@@ -620,6 +840,13 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             raise ApiError(422, "missing", "give records or documents to index", "records")
         if n > limits.index_items:
             raise ApiError(422, "too_many", f"{n} records and documents, the limit is {limits.index_items}", "records")
+        for i, rec in enumerate(req.records):  # strict JSON types, as every other request field
+            try:
+                RecordTypes.model_validate(rec)
+            except ValidationError as e:
+                err = _validation_error(RequestValidationError([{**x, "loc": ("records", i, *x["loc"])}
+                                                                for x in e.errors()]))
+                raise err from None
         t0 = time.perf_counter()
         report = session.index(records=req.records, documents=[d.model_dump() for d in req.documents],
                                chunk_size=req.chunk_size, overlap=req.overlap)
@@ -648,10 +875,39 @@ class _TooLarge(StarletteHTTPException):
         super().__init__(413, "the body is larger than the limit")
 
 
+class _SlowBody(StarletteHTTPException):
+    """The body did not arrive within the limit: 408, and the connection closes."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body did not arrive within {seconds:g} s", headers={"connection": "close"})
+
+
+def _not_json(scope: MutableMapping[str, Any]) -> str | None:
+    """Why a POST's body would not be read as JSON (its Content-Type), or None."""
+    values = [v for k, v in scope.get("headers", []) if k == b"content-type"]
+    if not values:
+        return ("the Content-Type header is missing; send the body as JSON with 'Content-Type: application/json' "
+                "(curl: -H 'content-type: application/json')")
+    media = values[0].decode("latin-1").split(";", 1)[0].strip().lower()
+    if len(values) == 1 and (media == "application/json" or (media.startswith("application/")
+                                                              and media.endswith("+json"))):
+        return None
+    shown = media if media.isprintable() and len(media) < 80 else "something else"
+    hint = " (what curl -d sends unless told otherwise)" if media == "application/x-www-form-urlencoded" else ""
+    if len(values) > 1:
+        return "the Content-Type header appears more than once; send one, 'Content-Type: application/json'"
+    return f"the body must be JSON, but Content-Type is {shown!r}{hint}; send 'Content-Type: application/json'"
+
+
 async def _send_413(send: Callable[[Any], Awaitable[None]], limit: int) -> None:
-    body = json.dumps({"error": {"code": "too_large", "message": f"the body is larger than {limit} bytes",
-                                 "field": "body"}}).encode()
-    await send({"type": "http.response.start", "status": 413,
+    await _send_error(send, 413, "too_large", f"the body is larger than {limit} bytes", "body")
+
+
+async def _send_error(send: Callable[[Any], Awaitable[None]], status: int, code: str, message: str,
+                      fld: str | None) -> None:
+    """An error answered before the handler reads the body (and so with `connection: close`)."""
+    body = json.dumps({"error": {"code": code, "message": message, "field": fld}}).encode()
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
@@ -716,7 +972,18 @@ def app_from_env() -> FastAPI:
     limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
     app = create_app(config)
     app.state.session.warm_up()
+    freeze_startup_objects()
     return app
+
+
+def freeze_startup_objects() -> None:
+    """Move what start-up loaded (models, indexes) out of the garbage collector's view: a full
+    collection during a large request then scans only that request's objects, which keeps the
+    pauses that stall every other request (and /healthz) short."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def configure_logging(level: str = "info") -> None:
@@ -728,4 +995,5 @@ def configure_logging(level: str = "info") -> None:
     log.propagate = False
 
 
-__all__ = ["Limits", "ServerConfig", "app_from_env", "configure_logging", "create_app", "session_from_config"]
+__all__ = ["Limits", "ServerConfig", "app_from_env", "bearer_token", "configure_logging", "create_app",
+           "freeze_startup_objects", "session_from_config"]

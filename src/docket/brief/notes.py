@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from docket import deadline
+
 _LABEL = re.compile(r"S[1-9][0-9]*\Z")
 
 #: the only text a note can carry besides labels
@@ -82,6 +84,7 @@ def label_conflicts(conflicts: list[dict[str, Any]], sources: dict[str, dict[str
                 where.setdefault(cid, label)
     out = []
     for c in conflicts:
+        deadline.check()
         labels = [where.get(cid) for cid in c["chunks"]]
         item = dict(c)
         if len(labels) == 2 and all(labels) and labels[0] != labels[1]:

@@ -99,6 +99,19 @@ def serve_cmd(
                                           callback=opt.positive)] = 8 * 1024 * 1024,
     max_candidates: Annotated[int, typer.Option("--max-candidates", help="Most candidates per /v1/assemble.",
                                                 callback=opt.positive)] = 1000,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds of work one request may take "
+                                                   "(retrieval and assembly; then 503 over_budget).",
+                                                   callback=opt.finite(0.0, 3600.0, lo_open=True))] = 30.0,
+    request_cpu: Annotated[float, typer.Option("--request-cpu", help="CPU seconds one request's assembly may use "
+                                               "(then 503 over_budget).",
+                                               callback=opt.finite(0.0, 3600.0, lo_open=True))] = 15.0,
+    header_timeout: Annotated[float, typer.Option("--header-timeout", help="Seconds a client has to send a request's "
+                                                  "head (then 408 and the connection closes).",
+                                                  callback=opt.finite(0.0, 600.0, lo_open=True))] = 10.0,
+    body_timeout: Annotated[float, typer.Option("--body-timeout", help="Seconds a client has to send a request's "
+                                                "body (then 408).", callback=opt.finite(0.0, 3600.0, lo_open=True))] = 30.0,
+    max_connections: Annotated[int, typer.Option("--max-connections", help="Open connections per worker (more get "
+                                                 "503 at once).", callback=opt.int_range(1, 100_000))] = 512,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.",
                                            callback=opt.choice("debug", "info", "warning", "error"))] = "info",
 ) -> None:
@@ -110,13 +123,22 @@ def serve_cmd(
         import uvicorn
     except ImportError:
         raise InputError("needs the server extra: pip install 'docket[server]'", field="serve") from None
-    from docket.server import CONFIG_ENV, Limits, ServerConfig, configure_logging, create_app
+    from docket.http_guard import LIMITS_ENV, GuardedH11Protocol
+    from docket.server import CONFIG_ENV, Limits, ServerConfig, configure_logging, create_app, freeze_startup_objects
 
     opt.requires(model, llm, "--model", "--llm")
+    check_listen(host, port)  # a bad address or a port in use: one line and exit 2, before any loading
     config = ServerConfig(db=db, keys=str(keys) if keys else None, require_key=require_key, llm=llm, model=model,
                           generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
-                          threads=threads, log_level=log_level, limits=Limits(body_bytes=max_body, candidates=max_candidates))
+                          threads=threads, log_level=log_level,
+                          limits=Limits(body_bytes=max_body, candidates=max_candidates, wall_seconds=request_timeout,
+                                        cpu_seconds=request_cpu, body_seconds=body_timeout))
     configure_logging(log_level)
+    os.environ[LIMITS_ENV] = f"{header_timeout},{body_timeout}"  # read by the protocol, in every worker
+    # slow clients: a head and a body have their time limits (docket.http_guard, 408), idle
+    # keep-alive connections close after 5 s, and a worker holds at most --max-connections
+    net = {"http": GuardedH11Protocol, "timeout_keep_alive": 5, "limit_concurrency": max_connections,
+           "h11_max_incomplete_event_size": 16 * 1024}
     err = Console(stderr=True)
     if workers == 1:
         from docket.blas import limit_process
@@ -124,12 +146,41 @@ def serve_cmd(
         limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
         application = create_app(config)  # bad settings fail here, with docket's one-line error
         application.state.session.warm_up()
+        freeze_startup_objects()
         err.print(f"docket serving {db} on http://{host}:{port} (docs: http://{host}:{port}/docs)", soft_wrap=True)
-        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False, **net)  # type: ignore[arg-type]
         return
     create_app(config).state.session.close()  # check the settings once before forking workers
     os.environ[CONFIG_ENV] = config.to_json()
     err.print(f"docket serving {db} on http://{host}:{port} with {workers} workers", soft_wrap=True)
     uvicorn.run("docket.server:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, access_log=False)
+                log_level=log_level, access_log=False, **net)  # type: ignore[arg-type]
     sys.exit(0)
+
+
+def check_listen(host: str, port: int) -> None:
+    """Bind the address once, so a host that is not an address of this machine, a port in use or
+    one we may not take is docket's one-line error (exit 2), not uvicorn's log and exit 3."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise InputError(f"{host!r} is not an address or host name this machine can listen on ({e})",
+                         field="--host") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(addr)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise InputError(f"port {port} on {host} is in use by another program; stop it or choose another "
+                                 "--port", field="--port") from None
+            if e.errno == errno.EACCES:
+                raise InputError(f"this user may not listen on port {port} (ports below 1024 need privileges); "
+                                 "choose another", field="--port") from None
+            raise InputError(f"cannot listen on {host}:{port} ({e.strerror or e}); is it an address of this machine?",
+                             field="--host") from None
+

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from docket import deadline
 from docket.context import Context
 from docket.model import Passage
 from docket.moves.versions import authority
@@ -61,6 +62,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     slot_of: dict[int, int] = {}  # index into passages -> its slot, for the passages in `kept`
     slots: list[Passage] = []
     for i, p in enumerate(passages):
+        deadline.check()  # a request's budget (docket.deadline) bounds near-duplicate floods
         near_i = related.get(i)
         if near_i is None:
             slot_of[i] = len(kept)

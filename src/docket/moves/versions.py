@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction
 from docket.context import Context
 from docket.dates import find_dates
@@ -171,6 +172,7 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
     for p in passages:
+        deadline.check()
         c = p.first
         current = in_force[p.doc]
         if current is None:
@@ -370,6 +372,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         return facts[k]
 
     for i, j in zip(rows, cols):
+        deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
         if a.doc == b.doc:
             continue
