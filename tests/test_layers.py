@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("docket.errors", "docket.safeio", "docket.text", "docket.dates", "docket.tokens", "docket.counting",
                     "docket.blas", "docket.claims", "docket.model", "docket.results", "docket.store.access",
-                    "docket.embed", "docket.ingest.unicode")),
+                    "docket.embed", "docket.ingest.unicode", "docket.deadline")),
     ("formats", ("docket.brief.formats", "docket.brief.clean")),
     ("features", ("docket.features",)),
     ("store", ("docket.store", "docket.io")),
@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("assembly", ("docket.steps", "docket.assemble", "docket.modes", "docket.check")),
     ("session", ("docket.llm.answer", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
-    ("surfaces", ("docket.server", "docket.cli", "docket", "docket.__main__")),
+    ("surfaces", ("docket.server", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]
 
 #: (importer, imported) -> why the arrow is allowed for now (docs/architecture.md lists each)
