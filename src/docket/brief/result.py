@@ -117,6 +117,15 @@ class Brief:
                                                            {"role": "user", "content": tail}]}
         return {**self.anthropic_request, "messages": turns + messages}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Brief:
+        """The brief a `to_json()` object (the `--json` contract) describes, so a stored or sent
+        brief can be read back: `Brief.from_json(b.to_json()).to_json() == b.to_json()`. The
+        prompt is kept exactly as written (its `messages` and Anthropic request); what the JSON
+        does not carry (the passages, the ranked candidates, the documents block on its own) is
+        left empty. Raises InputError naming the field when the object is not a brief."""
+        return _brief_from_json(data)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "found": self.found,
@@ -139,3 +148,49 @@ class Brief:
 # after the dataclass is made, so the field stays a required positional one; its generated
 # __init__ assigns through the descriptor (which converts a list, and keeps a Trace for later)
 Brief.trace = _LazyTrace("trace")  # type: ignore[assignment]
+
+
+class _ParsedBrief(Brief):
+    """A brief read back from its JSON: its messages and Anthropic request are the ones written."""
+
+    _wire_messages: list[dict[str, Any]]
+    _wire_anthropic: dict[str, Any] | None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [dict(m) for m in self._wire_messages]
+
+    def anthropic(self) -> dict[str, Any]:
+        return dict(self._wire_anthropic or {})
+
+
+def _brief_from_json(data: Mapping[str, Any]) -> Brief:
+    from docket.errors import InputError
+
+    if not isinstance(data, Mapping):
+        raise InputError(f"must be a JSON object (Brief.to_json()), got {type(data).__name__}", field="brief")
+    for key, kind in (("found", bool), ("question", str), ("messages", list), ("sources", dict), ("tokens", dict),
+                      ("budget", int), ("refusal", str), ("trace", list), ("conflicts", list), ("warnings", list)):
+        if not isinstance(data.get(key), kind) or (kind is int and isinstance(data.get(key), bool)):
+            raise InputError(f"must be a JSON {kind.__name__}, got {type(data.get(key)).__name__}", field=f"brief.{key}")
+    messages = list(data["messages"])
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or "content" not in m:
+            raise InputError("must be a {role, content} object", field=f"brief.messages[{i}]")
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    user = messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""
+    try:
+        brief = _ParsedBrief(
+            found=data["found"], question=data["question"], system=system if isinstance(system, str) else "",
+            user=user if isinstance(user, str) else "", documents="", sources=dict(data["sources"]),
+            tokens=TokenCounts.of(data["tokens"]), trace=list(data["trace"]), conflicts=list(data["conflicts"]),
+            warnings=list(data["warnings"]), budget=data["budget"], refusal=data["refusal"],
+            mode=str(data.get("mode") or "retrieve"), cache=dict(data.get("cache") or {}),
+            tokenizer=dict(data.get("tokenizer") or {}),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"is not a brief's JSON ({type(e).__name__}: {e})", field="brief") from None
+    brief._wire_messages = [dict(m) for m in messages]
+    anthropic = data.get("anthropic")
+    brief._wire_anthropic = dict(anthropic) if isinstance(anthropic, Mapping) else None
+    return brief
