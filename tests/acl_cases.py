@@ -45,7 +45,8 @@ SOURCES = ("policy", "help", "forum", None)
 PRINCIPALS: tuple[Principal | None, ...] = (None, Principal("ann", frozenset({"finance"})), Principal("ann"),
                                             Principal("bob"), Principal("carol", frozenset({"hr"})))
 QUESTIONS = ("How many days do I have to get a refund on an annual plan?", "What is the per diem in Paris?",
-             "What does salary band F3 pay?")
+             "What does salary band F3 pay?",
+             "How many days did I have to get a refund on an annual plan in 2024?")  # a date: as-of from the question
 AS_OF = (None, date(2024, 1, 1), date(2026, 1, 1))
 
 
@@ -284,3 +285,27 @@ def via_haystack(records: list[dict[str, Any]], who: Principal | None, req: Requ
 
 INTEGRATIONS: dict[str, Callable[[list[dict[str, Any]], Principal | None, Request], str]] = {
     "langchain": via_langchain, "llamaindex": via_llamaindex, "haystack": via_haystack}
+
+
+def via_memory(records: list[dict[str, Any]], who: Principal | None, req: Request) -> str:
+    """`docket.assemble` over a MemoryStore of the records (what `assemble --store FILE.jsonl`
+    reads), ranking the readable chunks by cosine, without and with caller candidates."""
+    from docket.assemble import assemble
+    from docket.embed import HashEmbedder
+    from docket.model import Candidate, parse_chunk
+    from docket.policy import Policy
+    from docket.store.base import MemoryStore
+
+    chunks = [parse_chunk(r) for r in records]
+    emb = HashEmbedder(64)
+    policy = Policy().updated(render={"format": req.format}) if req.format else None
+    history = [{"role": r, "content": c} for r, c in req.history] or None
+    store = MemoryStore(chunks)
+    ranked = [Candidate(chunk=c, score=round(0.3 + (zlib.crc32(c.id.encode()) % 1000) / 1500, 4), rank=0)
+              for c in chunks]
+    ranked = sorted(ranked, key=lambda c: (-c.score, c.chunk.id))
+    ranked = [Candidate(chunk=c.chunk, score=c.score, rank=n) for n, c in enumerate(ranked, 1)]
+    out = [assemble(req.question, cands, store=store, policy=policy, embedder=emb, budget=req.budget, floor=0.0,
+                    as_of=req.as_of, principal=who, history=history, whole_corpus=req.whole_corpus).to_json()
+           for cands in (None, ranked)]
+    return dump(out)

@@ -20,6 +20,7 @@ from acl_cases import (
     requests,
     sqlite_locations,
     via_http,
+    via_memory,
     via_session,
 )
 from hypothesis import HealthCheck, given, settings
@@ -40,6 +41,13 @@ def test_a_session_brief_is_the_brief_of_a_store_without_what_the_principal_cann
         finally:
             full.close()
             bare.close()
+
+
+@FAST
+@given(records=corpora(), who=principals, req=requests())
+def test_a_memory_store_brief_is_the_brief_of_one_without_what_the_principal_cannot_read(
+        records: list[dict[str, Any]], who: Principal | None, req: Request) -> None:
+    assert via_memory(records, who, req) == via_memory(readable(records, who), who, req)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
