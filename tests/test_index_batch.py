@@ -5,6 +5,7 @@ trusted version in force of someone else's document."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from docket.embed import HashEmbedder
 from docket.errors import InputError
 from docket.ingest import IndexOptions, index_paths
 from docket.ingest.batch import batch_meta
+from docket.store.base import version_in_force
 from docket.store.factory import open_store
 from docket.store.protocol import Filters
 
@@ -45,7 +47,8 @@ def test_without_the_options_a_forged_front_matter_supersedes_the_policy(tmp_pat
     db = _store(tmp_path)
     assert run("index", str(_upload(tmp_path)), "--db", db, "--embedder", "hash").returncode == 0
     s = open_store(db)
-    assert [(v.version, v.status) for v in s.stored_versions("refund-policy")] == [(3, "superseded"), (4, "current")]
+    assert [(v.version, v.status) for v in s.stored_versions("refund-policy")] == [(3, "current"), (4, "current")]
+    assert version_in_force(s.versions("refund-policy"), date.today()).version == 4  # type: ignore[union-attr]
 
 
 def test_a_prefixed_untrusted_run_cannot_touch_the_policy(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from docket.ingest.chunking import ChunkSize, chunk_text, sections
 from docket.ingest.html import clean_html
 from docket.ingest.meta import resolve_meta, split_front_matter
 from docket.ingest.unicode import strip_invisible
+from docket.store.base import version_in_force
 from docket.store.protocol import Filters
 from docket.store.sqlite import SQLiteStore
 from docket.tokens import WordCounter
@@ -137,8 +139,9 @@ def test_reindex_is_incremental_and_supersedes(store: SQLiteStore, tmp_path: Pat
     assert run(store, md).updated == ["pol v1"]
     md.write_text("---\ndoc: pol\nversion: 2\n---\nRefund in 14 days.\n")
     report = run(store, md)
-    assert report.added == ["pol v2"] and report.superseded == ["pol v1"]
-    assert [(v.version, v.status) for v in store.versions("pol")] == [(1, "superseded"), (2, "current")]
+    assert report.added == ["pol v2"] and report.superseded == ["pol v1"]  # reported, resolved at query time
+    assert [(v.version, v.status) for v in store.versions("pol")] == [(1, "current"), (2, "current")]
+    assert version_in_force(store.versions("pol"), date.today()).version == 2  # type: ignore[union-attr]
 
 
 def test_bad_inputs_are_reported_and_the_rest_is_indexed(store: SQLiteStore, tmp_path: Path) -> None:
@@ -231,4 +234,5 @@ def test_versions_of_one_document_are_written_lowest_first_whatever_has_vectors(
 
     report = index_versions(store, [dv(1, None, "current"), dv(2, v2_vec, "current")], IndexOptions(embedder=emb))
     assert report.problems == [] and sorted(report.added) == ["p v1", "p v2"]
-    assert [(v.version, v.status) for v in store.versions("p")] == [(1, "superseded"), (2, "current")]
+    assert [(v.version, v.status) for v in store.versions("p")] == [(1, "current"), (2, "current")]
+    assert report.superseded == ["p v1"]  # v1 was written first: v2 could not have been refused as lower

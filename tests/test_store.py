@@ -46,11 +46,12 @@ def test_write_and_look_up(store: Store) -> None:
 def test_new_current_version_supersedes_older(store: Store) -> None:
     store.write_version(version("pol", 1, ["refund in 30 days"], when=date(2023, 1, 1)))
     result = store.write_version(version("pol", 2, ["refund in 14 days"], when=date(2025, 1, 1)))
-    assert result.superseded == [1]
+    assert result.superseded == [1]  # reported; the stored status is the one v1 was given
     vs = store.versions("pol")
-    assert [(v.version, v.status) for v in vs] == [(1, "superseded"), (2, "current")]
-    assert store.get("pol-v1-0").status == "superseded"  # type: ignore[union-attr]
+    assert [(v.version, v.status) for v in vs] == [(1, "current"), (2, "current")]
+    assert store.get("pol-v1-0").status == "current"  # type: ignore[union-attr]
     assert version_in_force(vs).version == 2  # type: ignore[union-attr]
+    assert version_in_force(vs, date(2025, 1, 1)).version == 2  # type: ignore[union-attr]
     assert version_in_force(vs, date(2024, 6, 1)).version == 1  # type: ignore[union-attr]
 
 
@@ -176,12 +177,13 @@ def test_export_round_trip_between_backends(store: Store, tmp_path) -> None:
     store.write_version(version("pol", 1, ["a one"], when=date(2023, 1, 1)))
     store.write_version(version("pol", 2, ["b two", "c three"], acl=("finance",)))
     exported = list(store.export())
-    assert [(dv.doc, dv.version, dv.status) for dv in exported] == [("pol", 1, "superseded"), ("pol", 2, "current")]
+    # v2 is restricted to finance: it must not retire v1 for everybody else (resolved per reader at query time)
+    assert [(dv.doc, dv.version, dv.status) for dv in exported] == [("pol", 1, "current"), ("pol", 2, "current")]
     target = open_store(str(tmp_path / "copy.db"))
     target.set_meta(store.meta() | {"generation": "0"})
     for dv in exported:
         target.write_version(dv)
-    assert [(v.version, v.status) for v in target.versions("pol")] == [(1, "superseded"), (2, "current")]
+    assert [(v.version, v.status) for v in target.versions("pol")] == [(1, "current"), (2, "current")]
     assert target.get("pol-v2-1").acl == ("group:finance",)  # type: ignore[union-attr]  # stored typed
     assert target.search_dense(qvec("c three"), 1, Filters(principal=ALICE))[0][0] == "pol-v2-1"
     target.close()

@@ -56,6 +56,7 @@ from docket.schemas import (
     IndexRequest,
     RecordTypes,
 )
+from docket.store.access import readable
 from docket.store.protocol import Filters, Principal
 from docket.trace_store import TraceStore, candidate_rows
 
@@ -745,7 +746,9 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
                                  attachments=attachments_of(req), whole_corpus=req.whole_corpus)
         ms = {"parse": round((t1 - t0) * 1000, 3), "assemble": round((time.perf_counter() - t1) * 1000, 3)}
         record(request, brief, ms, {"candidates": len(cands)})
-        return JSONResponse(brief_json(brief, ignored_identity_fields(req), ident, cands))
+        # the trace page lists only the candidates this key may read: a restricted record the caller sent is
+        # not named in it (as in the brief, which never held it)
+        return JSONResponse(brief_json(brief, ignored_identity_fields(req), ident, readable(cands, ident.principal)))
 
     @app.post("/v1/ask", response_model=BriefOut, tags=["briefs"])
     async def ask_route(req: AskRequest, request: Request, ident: Identity = Depends(identity)) -> JSONResponse:

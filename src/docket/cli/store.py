@@ -63,7 +63,7 @@ def _print_report(console: Console, report: IndexReport) -> None:
     rows: list[tuple[str, object]] = [("files read", report.files), ("document versions added", len(report.added)),
             ("document versions updated (re-embedded)", len(report.updated)),
             ("document versions unchanged (skipped)", report.unchanged),
-            ("older versions marked superseded", len(report.superseded)),
+            ("older versions superseded from the new date", len(report.superseded)),
             ("chunks written", report.chunks_written), ("chunks embedded", report.chunks_embedded)]
     rows += [(f"removed: {k.replace('_', ' ')}", n) for k, n in sorted(report.removed.items())]
     if report.contexts is not None:

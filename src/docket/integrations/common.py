@@ -268,6 +268,9 @@ def _lookup_event(framework: str, source: Source | None, lookup: CallLookup, n: 
                       "in force", retrieved=n)
     missing = lookup.missing_from_store()
     reason = f"neighbour expansion and version look-ups read the {source.name}"
+    readable = lookup.readable_in_store()
+    if readable is not None:  # what the asker may read of it, never the whole store's size
+        reason += f" ({readable} document(s) readable by this asker)"
     if missing:
         reason += f"; {len(missing)} retrieved document(s) are not in it (their neighbours cannot be found there)"
     return _event("lookup", reason, missing, retrieved=n)

@@ -132,7 +132,7 @@ def store_source(docstore: Any, fields: FieldMap) -> Source | None:
         def scan_list() -> list[RawDoc]:
             return [raw_document(d, n, "langchain store document") for n, d in enumerate(docs, 1)]
 
-        return ScanSource(f"list of {len(docs)} LangChain Documents", scan_list, fields)
+        return ScanSource("list of LangChain Documents", scan_list, fields)  # no count: it would include restricted ones
     raise InputError(f"must be an InMemoryVectorStore, a BaseStore of Documents (InMemoryStore) or a list of "
                      f"Documents, got {type(docstore).__name__} (a store that cannot list its documents cannot answer "
                      "neighbour look-ups)", field="docstore")

@@ -32,6 +32,7 @@ is scored by cosine, so the floor compares one scale).
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Sequence
 from datetime import date as Date
 from typing import Any
@@ -131,6 +132,34 @@ def passage_nodes(outcome: Outcome) -> list[NodeWithScore]:
 _LAST: contextvars.ContextVar[Outcome | None] = contextvars.ContextVar("docket_llamaindex_last", default=None)
 
 
+class _Pending:
+    """Outcomes by the identity of the query bundle they answer (a strong reference to the
+    bundle is kept with each, so an id is never reused while its entry lives), taken once by
+    the synthesizer; bounded, oldest dropped first. One request's outcome can reach only the
+    synthesis of that same request, never another caller's."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Any, Outcome]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, bundle: Any, outcome: Outcome) -> None:
+        with self._lock:
+            self._items.pop(id(bundle), None)
+            self._items[id(bundle)] = (bundle, outcome)
+            while len(self._items) > self.LIMIT:
+                del self._items[next(iter(self._items))]
+
+    def take(self, bundle: Any) -> Outcome | None:
+        with self._lock:
+            entry = self._items.get(id(bundle))
+            if entry is None or entry[0] is not bundle:
+                return None
+            del self._items[id(bundle)]
+            return entry[1]
+
+
 class DocketPostprocessor(BaseNodePostprocessor):
     """docket as a LlamaIndex node postprocessor. Nothing found gives no nodes (a query engine
     with `DocketSynthesizer` then answers the refusal without an LLM call)."""
@@ -151,6 +180,8 @@ class DocketPostprocessor(BaseNodePostprocessor):
     groups: Any = Field(default=None, exclude=True)
     _options: Options = PrivateAttr()
     _source: Source | None = PrivateAttr(default=None)
+    #: the outcome of each query bundle this postprocessor saw, until the synthesizer takes it
+    _pending: _Pending = PrivateAttr(default_factory=lambda: _Pending())
 
     def __init__(self, **settings: Any) -> None:
         try:
@@ -170,8 +201,15 @@ class DocketPostprocessor(BaseNodePostprocessor):
 
     @property
     def last_outcome(self) -> Outcome | None:
-        """The latest outcome in this context (thread or task): the brief, even when nothing was found."""
+        """The latest outcome in this context (thread or task): the brief, even when nothing was
+        found. For your own code right after your own call; the synthesizer never reads it (in a
+        server one thread serves many callers), it takes the outcome of its own query bundle."""
         return _LAST.get()
+
+    def outcome_of(self, query: Any) -> Outcome | None:
+        """The outcome of this very query bundle (the object the query engine passed to the
+        postprocessor and then to the synthesizer), taken once; None for any other query."""
+        return self._pending.take(query)
 
     def assemble(self, question: str, nodes: Sequence[Any], history: Sequence[Any] | None = None, *,
                  principal: Principal | str | None = None, groups: Sequence[str] | None = None) -> Outcome:
@@ -190,7 +228,9 @@ class DocketPostprocessor(BaseNodePostprocessor):
         if query_bundle is None:
             raise InputError("docket needs the question: call postprocess_nodes(nodes, query_str=...) or "
                              "query_bundle=...", field="query_bundle")
-        return passage_nodes(self.assemble(query_bundle.query_str, nodes))
+        outcome = self.assemble(query_bundle.query_str, nodes)
+        self._pending.put(query_bundle, outcome)
+        return passage_nodes(outcome)
 
     async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
                                   query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
@@ -246,11 +286,17 @@ class DocketSynthesizer(BaseSynthesizer):
         if brief is None and nodes:
             raise InputError("these nodes did not come through DocketPostprocessor; put it in the query engine's "
                              "node_postprocessors (or use docket_query_engine)", field="nodes")
+        if brief is not None and self._postprocessor is not None:
+            self._postprocessor.outcome_of(query)  # the brief rides on the nodes: drop this query's entry
         return brief, query_str
 
-    def _not_found(self, nodes: list[NodeWithScore]) -> Response:
-        outcome = self._postprocessor.last_outcome if self._postprocessor is not None else None
-        refusal = outcome.brief.refusal if outcome is not None else Policy().brief.refusal
+    def _not_found(self, query: QueryTextType, nodes: list[NodeWithScore]) -> Response:
+        """The refusal without an LLM call, with the trace of this query's own outcome (taken by
+        the query bundle's identity): never another request's, whoever asked it."""
+        post = self._postprocessor
+        outcome = post.outcome_of(query) if post is not None else None
+        policy = post._options.the_policy if post is not None else Policy()
+        refusal = outcome.brief.refusal if outcome is not None else policy.brief.refusal
         meta: dict[str, Any] = {"found": False, "sources": {}, "trace": outcome.brief.trace if outcome else [],
                                 "check": None, "llm_called": False}
         return Response(refusal, source_nodes=list(nodes), metadata={"docket": meta})
@@ -266,7 +312,7 @@ class DocketSynthesizer(BaseSynthesizer):
                    additional_source_nodes: Sequence[NodeWithScore] | None = None, **kwargs: Any) -> Response:
         brief, query_str = self._plan(query, nodes)
         if brief is None:
-            return self._not_found(nodes)
+            return self._not_found(query, nodes)
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: query_str}) as event:
             reply = self._llm.chat(_chat(brief["messages"])).message.content or ""
             response = self._finish(brief, reply, [*nodes, *(additional_source_nodes or [])])
@@ -277,7 +323,7 @@ class DocketSynthesizer(BaseSynthesizer):
                           additional_source_nodes: Sequence[NodeWithScore] | None = None, **kwargs: Any) -> Response:
         brief, query_str = self._plan(query, nodes)
         if brief is None:
-            return self._not_found(nodes)
+            return self._not_found(query, nodes)
         with self._callback_manager.event(CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: query_str}) as event:
             reply = (await self._llm.achat(_chat(brief["messages"]))).message.content or ""
             response = self._finish(brief, reply, [*nodes, *(additional_source_nodes or [])])

@@ -151,6 +151,10 @@ class ScanSource:
     def __len__(self) -> int:
         return len(self._by_id)
 
+    def readable(self, asker: Principal | None) -> int:
+        """How many of the store's documents `asker` may read (the only count a trace may give)."""
+        return sum(1 for c, _ in self._by_id.values() if may_read(asker, c.acl))
+
 
 class QuerySource:
     """A store asked per call: `by_id(id)` returns RawDocs with that id, `by_docs(docs)` the
@@ -245,6 +249,12 @@ class CallLookup:
         for c, _ in self._group(doc):
             firsts.setdefault(c.version, c)
         return [VersionInfo(doc, v, c.status, c.date, c.effective_to) for v, c in sorted(firsts.items())]
+
+    def readable_in_store(self) -> int | None:
+        """The store's documents this call's asker may read (None when the store cannot say
+        without listing itself)."""
+        count = getattr(self.source, "readable", None)
+        return count(self.asker) if count is not None else None
 
     def missing_from_store(self) -> list[str]:
         """Retrieved ids the store does not hold (their neighbours cannot be found there)."""

@@ -16,7 +16,7 @@ and it says what it did, so an index run can report it instead of losing access 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from docket.errors import InputError
@@ -109,8 +109,17 @@ def may_read(principal: Principal | None, acl: Sequence[str] | None) -> bool:
 
 
 def readable(candidates: Iterable[Candidate], principal: Principal | None) -> list[Candidate]:
-    """The candidates `principal` may read, in their order (a public chunk, no acl, without a call)."""
-    return [c for c in candidates if c.chunk.acl is None or may_read(principal, c.chunk.acl)]
+    """The candidates `principal` may read, in their order (a public chunk, no acl, without a call).
+
+    A ranking numbered by position (ranks 1..n, as every docket retriever and the service's
+    candidate lists give) is numbered again among the readable ones: a readable candidate
+    ranked 2 under a restricted one would tell its reader, in the trace and the source map,
+    that something ranked above it. Ranks a caller chose otherwise are kept as given."""
+    given = list(candidates)
+    kept = [c for c in given if c.chunk.acl is None or may_read(principal, c.chunk.acl)]
+    if len(kept) == len(given) or any(c.rank != n for n, c in enumerate(given, 1)):
+        return kept
+    return [c if c.rank == n else replace(c, rank=n) for n, c in enumerate(kept, 1)]
 
 
 def readable_chunks(chunks: Iterable[Chunk], principal: Principal | None) -> list[Chunk]:

@@ -597,12 +597,6 @@ class PostgresStore:
                     [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status,
                 ))
                 conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status, self.records) for c in cs]))
-                if plan.superseded:
-                    conn.execute(
-                        "WITH v AS (UPDATE versions SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)) "
-                        "UPDATE chunks SET status = 'superseded' WHERE doc = %s AND version = ANY(%s)",
-                        (dv.doc, plan.superseded, dv.doc, plan.superseded),
-                    )
                 conn.execute(_APPLY_STATS, (dv.doc, dv.version, [r["cls"] for r in old], [r["n"] for r in old],
                                             [r["l"] for r in old]))
             self._conn.execute(_BUMP)  # the meta row, last of every write's locks

@@ -97,8 +97,9 @@ class StoredVersion:
 
 @dataclass
 class WriteResult:
-    status: str  # the status the version was stored with
-    superseded: list[int] = field(default_factory=list)  # older versions marked superseded
+    status: str  # the status the version was stored with (the one it was given)
+    #: older current versions this one replaces from its date (reported; their stored status is unchanged)
+    superseded: list[int] = field(default_factory=list)
     acl: AclResolution = field(default_factory=AclResolution)  # how plain acl entries were read
     replaced: bool = False  # the same document version was stored before (rewritten in place)
 
@@ -133,20 +134,22 @@ def check_version(existing: Sequence[StoredVersion], dv: DocumentVersion) -> Non
 
 
 def plan_write(existing: Sequence[StoredVersion], dv: DocumentVersion) -> WriteResult:
-    """The status to store `dv` with, and which older versions it supersedes.
+    """The status to store `dv` with (always the one it was given), and which older versions it
+    supersedes once it takes effect (reported, never written).
 
-    Rule: a version stored with status `current` supersedes every lower version whose status is
-    `current` (they become `superseded`), unless its metadata says `supersedes: false`. A version
-    rewritten in place under a higher current version is stored as superseded.
+    Which version is in force is decided at query time, per reader and per as-of date
+    (`version_in_force` over the versions that reader may read): a newer version restricted to a
+    group must not retire the older one for everybody else, and a version published ahead of
+    time (dated next year) must not retire today's rule before its date. So indexing never
+    rewrites an older version's status; the brief a principal gets is the one a store that never
+    held the versions it may not read would give. `superseded` lists the lower versions stored
+    as `current` that `dv` (stored `current`, without `supersedes: false`) replaces from its date.
     """
-    status = dv.status
     others = [v for v in existing if v.version != dv.version]
-    if status == "current" and any(v.version > dv.version and v.status == "current" for v in others):
-        status = "superseded"
     superseded: list[int] = []
-    if status == "current" and dv.supersedes:
+    if dv.status == "current" and dv.supersedes:
         superseded = sorted(v.version for v in others if v.version < dv.version and v.status == "current")
-    return WriteResult(status=status, superseded=superseded, replaced=len(others) < len(existing))
+    return WriteResult(status=dv.status, superseded=superseded, replaced=len(others) < len(existing))
 
 
 # --- the protocol ---------------------------------------------------------------------------

@@ -923,11 +923,6 @@ class SQLiteStore:
                  dv.content_hash, len(dv.chunks), datetime.now(UTC).isoformat(timespec="seconds")),
             )
             self._insert_chunks(cur, dv, plan, ids.pack(cur, texts), contexts)
-            if plan.superseded:
-                marks = ",".join("?" * len(plan.superseded))
-                args = ("superseded", dv.doc, *plan.superseded)
-                cur.execute(f"UPDATE versions SET status = ? WHERE doc = ? AND version IN ({marks})", args)
-                cur.execute(f"UPDATE chunks SET status = ? WHERE doc = ? AND version IN ({marks})", args)
         ids.committed()
         return plan
 
