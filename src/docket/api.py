@@ -37,13 +37,14 @@ from docket.brief.result import Brief
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import DocketError, InputError, UnavailableError
+from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, generator_condenser
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.chunking import ChunkSize
 from docket.llm.answer import AnswerReport, checked_reply, generate_answer, not_called
 from docket.llm.base import Answer, Citation, Generator
 from docket.llm.errors import EndpointTimeout, LLMError
-from docket.model import Candidate, parse_chunk
+from docket.model import Candidate, Trace, parse_chunk
 from docket.policy import Policy
 from docket.presets import counter_for
 from docket.store.base import ChunkLookup, MemoryStore
@@ -425,10 +426,13 @@ class Session:
         found: list[Candidate] = []
         t_retrieve = 0.0
 
+        trace = Trace()
+
         def search() -> list[Candidate]:  # called by the assembler only when it decides to retrieve
             nonlocal t_retrieve
             t0 = time.perf_counter()
-            found.extend(retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder))
+            query = searched_query(question, history, generator or self.generator, trace)  # a follow-up: with the history
+            found.extend(retrieve(store, query, k=k, mode=mode, filters=f, embedder=embedder))
             t_retrieve = _ms(t0)
             return list(found)
 
@@ -436,7 +440,7 @@ class Session:
             t1 = time.perf_counter()
             brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
                                    embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
-                                   history=history, condenser=self._condenser(), retriever=search,
+                                   history=history, condenser=self._condenser(), retriever=search, trace=trace,
                                    attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
                                    generator=generator or self.generator)
         return AskResult(brief=brief, candidates=found, principal=who,
