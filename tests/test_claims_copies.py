@@ -77,3 +77,42 @@ def test_a_table_copied_in_any_row_order_is_never_a_conflict(rows: list[tuple[st
     changed = b.replace(f"| {role} | EUR {value} |", f"| {role} | EUR {value + 1000} |")
     why = conflict(a, changed)
     assert why is not None and str(value + 1000) in why
+
+
+def test_restates_needs_every_value_and_at_least_two() -> None:
+    from docket.claims import restates
+
+    policy = claims("Meal allowance:\n" + TABLE + "| Staff | EUR 40 |\n| Manager | EUR 60 |\n| Director | EUR 80 |")
+    faq = claims("How much can I spend on meals? The policy's table:\n" + TABLE + "| Staff | EUR 40 |\n| Manager | EUR 60 |")
+    assert restates(faq, policy)
+    changed = claims("FAQ:\n" + TABLE + "| Staff | EUR 40 |\n| Manager | EUR 70 |")
+    assert not restates(changed, policy)
+    one = claims("FAQ: staff get EUR 40 a day.")
+    assert not restates(one, policy)  # one shared value is not a copy
+    extra = claims("FAQ:\n" + TABLE + "| Staff | EUR 40 |\n| Manager | EUR 60 |\nReceipts are needed above EUR 25.")
+    assert not restates(extra, policy)  # it says something of its own
+
+
+def test_a_pasted_table_is_folded_as_a_duplicate_not_sent_twice() -> None:
+    import docket
+    from docket.model import parse_chunk
+
+    table = TABLE + "| Staff | EUR 40 |\n| Manager | EUR 60 |\n| Director | EUR 80 |"
+    chunks = [parse_chunk({"id": "pol-1", "doc": "travel-policy", "title": "Travel policy", "source_type": "policy",
+                           "text": "Meal allowance per role, per travel day:\n" + table}),
+              parse_chunk({"id": "faq-1", "doc": "travel-faq", "title": "Travel FAQ", "source_type": "faq",
+                           "text": "How much can I spend on meals? The policy's table:\n" + table})]
+    brief = docket.assemble("What is the meal allowance for a manager?", store=docket.MemoryStore(chunks))
+    assert [s.chunks for s in brief.sources.values()] == [["pol-1"]]
+    assert not brief.conflicts
+    drop = [e for e in brief.trace if e.move == "dedup" and e.action == "drop"]
+    assert drop and drop[0].chunks == ["faq-1"] and "copied table" in drop[0].reason
+
+
+def test_two_entities_written_from_one_template_are_not_copies() -> None:
+    from docket.claims import restates
+
+    a = ("Aspermont High School is a public high school located in Aspermont, Texas and classified as a 1A school. "
+         "In 2015, the school was rated Met Standard by the Texas Education Agency.")
+    b = a.replace("Aspermont", "Baird")
+    assert not restates(claims(a), claims(b)) and not restates(claims(b), claims(a))

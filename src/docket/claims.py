@@ -620,7 +620,7 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
     return None
 
 
-def _stated_in(c: Claim, others: list[Claim]) -> bool:
+def _stated_in(c: Claim, others: list[Claim], overlap: float = UNIT_OVERLAP) -> bool:
     """The other passage states this claim too (the same values of every unit, with words close
     enough to be the same statement, and the same negation): a pair it is in compares two rows of
     one table, or two rules of one list ("Staff receive EUR 40. Managers receive EUR 60." copied
@@ -634,9 +634,31 @@ def _stated_in(c: Claim, others: list[Claim]) -> bool:
         ou = o.units()
         if cu.keys() != ou.keys() or not all(_contains(ou[u], cu[u]) and _contains(cu[u], ou[u]) for u in cu):
             continue
-        if o.words == c.words or similarity(c, o) >= UNIT_OVERLAP:
+        if o.words == c.words or similarity(c, o) >= overlap:
             return True
     return False
+
+
+#: how many value-bearing statements a copy must repeat to count as a copy of them
+COPY_MIN_STATEMENTS = 2
+#: how close the words of a copied statement stay to the source's (a copy, not a paraphrase)
+COPY_OVERLAP = 0.7
+
+
+def restates(copy: list[Claim], source: list[Claim]) -> bool:
+    """`copy` only repeats what `source` says: every statement of it that carries a value or a
+    negation is stated in `source` too (same values, close words), and there are at least
+    `COPY_MIN_STATEMENTS` of them; "close" is `COPY_OVERLAP`, far stricter than for a conflict,
+    since a passage folded into another is gone from the prompt; and it names no one the source
+    does not, nor opens with another subject. An FAQ that pastes the policy's table of values per role, with
+    a line of its own around it, restates the policy: a duplicate (Move 2), not a conflict."""
+    facts = [c for c in copy if c.quantities or c.negated]
+    if len(facts) < COPY_MIN_STATEMENTS or not source:
+        return False
+    if different_subjects(copy[0].subject, source[0].subject):
+        return False  # "Aspermont High School ... 1A ... 2015" is not a copy of "Baird High School ..."
+    names = frozenset().union(*(c.names for c in source))
+    return all(c.names <= names and _stated_in(c, source, COPY_OVERLAP) for c in facts)
 
 
 _UNSEEN: Any = object()
