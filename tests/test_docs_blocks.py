@@ -13,7 +13,8 @@ and a forum post under `uploads/`:
 
 A block that cannot run here (a synopsis with placeholders, a model, a PostgreSQL server, a
 network, a long compile) carries `<!-- docs-test: skip: WHY -->` on the line above it; the reason is
-required. Blocks without a language are output or diagrams, not code.
+required. Blocks without a language are output or diagrams, never commands (a block that opens
+with a docket, curl, scripts/ or pip command must be tagged).
 """
 
 from __future__ import annotations
@@ -180,6 +181,9 @@ def test_every_code_block_runs_as_written(page: str, folder: Path) -> None:
         if skip is not None:
             assert skip.strip(), f"{where}: a skipped block says why (<!-- docs-test: skip: WHY -->)"
             continue
+        first = code.lstrip().split("\n", 1)[0]
+        assert lang or not re.match(r"(?:docket|curl|scripts/|pip) ", first), \
+            f"{where}: a block of commands without a language: tag it ```bash (and run it, or say why not)"
         if lang == "python":
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed), warnings.catch_warnings():
