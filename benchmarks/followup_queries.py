@@ -55,9 +55,11 @@ def main() -> int:
     ap.add_argument("--llm", default=None, help="a generator URL (docket.generator_from_url) for the rewrite")
     ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument("--misses", action="store_true", help="print the follow-ups whose gold missed the prompt")
+    ap.add_argument("--conversations", default=str(HERE / "followup_conversations.jsonl"),
+                    help="the set (followup_conversations_holdout.jsonl: 12 written after the rewrite's code)")
     args = ap.parse_args()
     corpus = [json.loads(x) for x in (HERE / "followup_corpus.jsonl").read_text().splitlines() if x.strip()]
-    convs = [json.loads(x) for x in (HERE / "followup_conversations.jsonl").read_text().splitlines() if x.strip()]
+    convs = [json.loads(x) for x in Path(args.conversations).read_text().splitlines() if x.strip()]
     rows = {name: run(convs, corpus, rewrite, args.llm, args.budget) for name, rewrite in (("before", False), ("after", True))}
     print(f"\n{len(convs)} follow-up conversations, budget {args.budget}, rewrite by "
           f"{args.llm or 'the deterministic carry'}\n")
