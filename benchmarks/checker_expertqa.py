@@ -14,6 +14,10 @@ Rows: the lexical check (numbers, dates, names), its variants, the LLM judge alo
 lexical check OR the judge. The judge runs on a seeded random sample (a local 0.5B/1.5B model
 takes seconds per claim on 2 cores); its verdicts are cached in a JSONL file so a re-run is free.
 
+Also two planted-error rows that need no labels: wrong numbers (n -> n+1) and negation flips
+("is" -> "is not") in human-"Complete" claims; and benchmarks/data/check_flips.jsonl, negation
+flips and answers that add or subtract two of the passage's numbers, labelled (issue 24).
+
     python benchmarks/checker_expertqa.py                         # lexical rows only, all claims
     python benchmarks/checker_expertqa.py --llm local --sample 200 # + the judge (docket llm serve-local)
 """
@@ -174,6 +178,48 @@ def planted_numbers(claims: list[Claim]) -> str:
             f"({sum(passing) / max(1, len(passing)):.0%}) once the number is changed")
 
 
+_VERB = re.compile(r"\b(is|are|was|were|can|will|should|must|has|have|does|do)\b(?! not\b)")
+
+
+def planted_negations(claims: list[Claim]) -> str:
+    """A negation flip under a valid label: every human-"Complete" claim with an auxiliary verb
+    gets "not" after its first one ("is" -> "is not"); the check should flag the flipped claim."""
+    orig_flags, planted_flags = [], []
+    for c in claims:
+        if c.support != "Complete":
+            continue
+        m = _VERB.search(c.text)
+        if not m:
+            continue
+        flipped = c.text[: m.end()] + " not" + c.text[m.end():]
+        orig_flags.append(flagged(c))
+        planted_flags.append(flagged(Claim(c.qid, flipped, c.sources, "planted")))
+    k = len(orig_flags)
+    passing = [p for o, p in zip(orig_flags, planted_flags) if not o]
+    return (f"\nplanted negations: {k} Complete claims with an auxiliary verb; flagged {sum(planted_flags)}/{k} "
+            f"({sum(planted_flags) / max(1, k):.0%}) after 'is' -> 'is not'; of the {len(passing)} originals the "
+            f"check passes, it flags {sum(passing)} ({sum(passing) / max(1, len(passing)):.0%}) once negated")
+
+
+FLIPS = Path(__file__).resolve().parent / "data" / "check_flips.jsonl"
+
+
+def flip_set(path: Path = FLIPS) -> str:
+    """benchmarks/data/check_flips.jsonl (written for issue 24): negation flips and answers that
+    add or subtract two of the passage's numbers, each labelled supported or not."""
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    out = ["", f"flip set ({path.name}): {len(rows)} answers", "| kind | answers | unsupported flagged | supported flagged |",
+           "|---|---|---|---|"]
+    for kind in sorted({r["kind"] for r in rows}):
+        sel = [r for r in rows if r["kind"] == kind]
+        got = [(r["supported"], bool(check_answer(r["answer"], {"sources": {"S1": {"text": r["passage"]}}}).unsupported))
+               for r in sel]
+        bad = [f for sup, f in got if not sup]
+        good = [f for sup, f in got if sup]
+        out.append(f"| {kind} | {len(sel)} | {sum(bad)}/{len(bad)} | {sum(good)}/{len(good)} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -202,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(list(preds.items()), claims, "ExpertQA rand_test, all claims with evidence"))
     print(f"\nlexical checks: {len(claims) * len(variants) / secs:,.0f} claims/s")
     print(planted_numbers(claims))
+    print(planted_negations(claims))
+    print(flip_set())
 
     if args.llm:
         from docket.llm import generator_from_url

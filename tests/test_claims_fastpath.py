@@ -105,7 +105,8 @@ def every_pair(sa: list[C.Claim], sb: list[C.Claim], overlap: float, anaphora: b
             if (a.anaphoric or b.anaphoric) and not anaphora:
                 continue
             why = C.disagreement(a, b, overlap)
-            if why is not None:
+            # a claim the other passage also states pairs two rows of one table, not two versions
+            if why is not None and not (C._stated_in(a, sb) or C._stated_in(b, sa)):
                 return why
     return None
 

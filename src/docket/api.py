@@ -38,13 +38,14 @@ from docket.brief.sizer import feature_record
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import DocketError, InputError, UnavailableError
+from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, generator_condenser
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.chunking import ChunkSize
 from docket.llm.answer import AnswerReport, checked_reply, generate_answer, not_called
 from docket.llm.base import Answer, Citation, Generator
 from docket.llm.errors import EndpointTimeout, LLMError
-from docket.model import Candidate, parse_chunk
+from docket.model import Candidate, Trace, parse_chunk
 from docket.policy import Policy
 from docket.presets import counter_for
 from docket.store.base import ChunkLookup, MemoryStore
@@ -427,22 +428,26 @@ class Session:
         found: list[Candidate] = []
         t_retrieve = 0.0
 
+        trace = Trace()
+
         def search() -> list[Candidate]:  # called by the assembler only when it decides to retrieve
             nonlocal t_retrieve
             t0 = time.perf_counter()
-            # the search and the fetch of its rows see one state of the store; the snapshot (which
-            # holds the shared reader) is released before assembly, attachments or generation run,
-            # so a slow request never makes another caller wait (Move 1 and 3's look-ups read live,
-            # each through the principal's scoped view)
+            # a follow-up searches with the conversation (docket.followup); the search and the fetch
+            # of its rows see one state of the store, and the snapshot (which holds the shared
+            # reader) is released before assembly, attachments or generation run, so a slow request
+            # never makes another caller wait (Move 1 and 3's look-ups read live, each through the
+            # principal's scoped view)
+            query = searched_query(question, history, generator or self.generator, trace)
             with snapshot_of(store):
-                found.extend(retrieve(store, question, k=k, mode=mode, filters=f, embedder=embedder))
+                found.extend(retrieve(store, query, k=k, mode=mode, filters=f, embedder=embedder))
             t_retrieve = _ms(t0)
             return list(found)
 
         t1 = time.perf_counter()
         brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
                                embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
-                               history=history, condenser=self._condenser(), retriever=search,
+                               history=history, condenser=self._condenser(), retriever=search, trace=trace,
                                attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
                                generator=generator or self.generator)
         return AskResult(brief=brief, candidates=found, principal=who,

@@ -433,6 +433,10 @@ def _check(
             what = "; ".join(f.describe() for f in missing[:4])
             report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "lexical",
                                        "reason": f"{what} not in {where}", "missing": [f.surface for f in missing]})
+        elif flip := next((why for lab in known if (why := pfacts(lab).negates(claim))), None):
+            lexical_found = True  # the statement negated: no model needed to see it
+            report.unsupported.append({"sentence": s.text, "label": label_str, "labels": known, "by": "negation",
+                                       "reason": f"{flip} ({label_str})"})
         elif min_overlap > 0:
             words = content_words(claim)
             have = set().union(*(content_words(bs.evidence(lab)) for lab in known))

@@ -107,8 +107,9 @@ def _stem(w: str) -> str:
 # --- quantities -------------------------------------------------------------------------------
 
 _WORD_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-             "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
-             "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100,
+             "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+             "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+             "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
              "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "funf": 5, "zehn": 10, "un": 1, "deux": 2, "trois": 3,
              "cinq": 5, "dix": 10, "quinze": 15, "trente": 30, "dos": 2, "tres": 3, "cinco": 5, "diez": 10}
 _MULT = {"twice": 200.0, "double": 200.0, "triple": 300.0, "half": 50.0}
@@ -139,7 +140,10 @@ for _cls, _spec in {
 # "business days" / "working days" / "jours ouvrés" are their own class (not convertible to days)
 _BUSINESS = frozenset("business working werktage werktagen ouvres ouvrables habiles laborables".split())
 _SQUARE = frozenset("square sq".split())
-_CURRENCY_BEFORE = {"€": "eur", "$": "usd", "£": "gbp"}
+#: a currency written before its amount: "€180", "EUR 180", "USD 1,200", "$5" ("eur 5" folded)
+_CURRENCY_BEFORE = {"€": "eur", "$": "usd", "£": "gbp", "eur": "eur", "usd": "usd", "gbp": "gbp", "chf": "chf"}
+_TENS = frozenset("twenty thirty forty fifty sixty seventy eighty ninety".split())
+_HYPHENS = frozenset("- – —".split())
 
 
 @dataclass(frozen=True)
@@ -267,6 +271,13 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
         step = _step(tok)
         before = tokens[i - 1] if i > 0 else ""
         j = i + 1
+        if tok in _TENS:  # "twenty-five", "twenty five"
+            k = j + (j < len(tokens) and tokens[j] in _HYPHENS)
+            if k < len(tokens) and tokens[k] in _WORD_NUM and _WORD_NUM[tokens[k]] < 10:
+                value += _WORD_NUM[tokens[k]]
+                j = k + 1
+        if j + 1 < len(tokens) and tokens[j] in _HYPHENS and tokens[j + 1] in _UNITS and tokens[j + 1] not in _CURRENCY_BEFORE:
+            j += 1  # a hyphenated unit: "four-year cycle", "30-day window", "2-hour slot"
         if j < len(tokens) and tokens[j] in _SCALE:
             value *= _SCALE[tokens[j]]
             step *= _SCALE[tokens[j]]
@@ -306,7 +317,7 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
             continue
         else:
             unit = "plain"
-        out.append(Quantity(round(value, 6), unit, " ".join(tokens[start:j]), step, _qualifier(tokens, j)))
+        out.append(Quantity(round(value, 6), unit, " ".join(tokens[start:j]).replace(" - ", "-"), step, _qualifier(tokens, j)))
         spans.append((start, j))
         used.update(range(start, j))
         i = j
@@ -411,6 +422,21 @@ def _negated(folded: str, tokens: list[str]) -> bool:
     return any(t in NEGATIONS for t in _TOKEN.findall(bare)) or bool(re.search(r"n't\b|\bn'", bare))
 
 
+_CELL_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _row_key(sent: str) -> frozenset[str]:
+    """A table row's first cell, when it holds words and no number ("| Manager | EUR 60 |"): what
+    the row is about, kept as a name, so the rows of one table (Staff, Manager, Director) are
+    different statements and never contradict each other."""
+    if not sent.startswith("|"):
+        return frozenset()
+    first = sent.strip().strip("|").split("|", 1)[0]
+    if any(ch.isdigit() for ch in first):
+        return frozenset()
+    return frozenset(fold(w) for w in _CELL_WORD.findall(first) if fold(w) not in STOP)
+
+
 def claims(text: str) -> list[Claim]:
     """The sentences of a passage as claims (sentences without two content words are skipped).
     Stores keep what this returns (docket.features records): when a change here changes the
@@ -438,7 +464,7 @@ def claims(text: str) -> list[Claim]:
             words.add(_stem(t))
         if len(words) >= 2 or (qs and words):
             anaphoric = any(t in _PRONOUNS for t in tokens[:8])
-            out.append(Claim(frozenset(words), _names(sent), tuple(qs), negated, sent, subj, anaphoric))
+            out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
     return out
 
 
@@ -589,9 +615,50 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
                 why = memo.get(key, _UNSEEN)  # type: ignore[arg-type]
                 if why is _UNSEEN:
                     why = memo[key] = disagreement(a, b, overlap, similar)
-            if why is not None:
+            if why is not None and not (_stated_in(a, sb) or _stated_in(b, sa)):
                 return why
     return None
+
+
+def _stated_in(c: Claim, others: list[Claim], overlap: float = UNIT_OVERLAP) -> bool:
+    """The other passage states this claim too (the same values of every unit, with words close
+    enough to be the same statement, and the same negation): a pair it is in compares two rows of
+    one table, or two rules of one list ("Staff receive EUR 40. Managers receive EUR 60." copied
+    into an FAQ), not two versions of one statement."""
+    if not c.quantities and not c.negated:
+        return False
+    cu = c.units()
+    for o in others:
+        if o.negated != c.negated or different_names(c, o):
+            continue
+        ou = o.units()
+        if cu.keys() != ou.keys() or not all(_contains(ou[u], cu[u]) and _contains(cu[u], ou[u]) for u in cu):
+            continue
+        if o.words == c.words or similarity(c, o) >= overlap:
+            return True
+    return False
+
+
+#: how many value-bearing statements a copy must repeat to count as a copy of them
+COPY_MIN_STATEMENTS = 2
+#: how close the words of a copied statement stay to the source's (a copy, not a paraphrase)
+COPY_OVERLAP = 0.7
+
+
+def restates(copy: list[Claim], source: list[Claim]) -> bool:
+    """`copy` only repeats what `source` says: every statement of it that carries a value or a
+    negation is stated in `source` too (same values, close words), and there are at least
+    `COPY_MIN_STATEMENTS` of them; "close" is `COPY_OVERLAP`, far stricter than for a conflict,
+    since a passage folded into another is gone from the prompt; and it names no one the source
+    does not, nor opens with another subject. An FAQ that pastes the policy's table of values per role, with
+    a line of its own around it, restates the policy: a duplicate (Move 2), not a conflict."""
+    facts = [c for c in copy if c.quantities or c.negated]
+    if len(facts) < COPY_MIN_STATEMENTS or not source:
+        return False
+    if different_subjects(copy[0].subject, source[0].subject):
+        return False  # "Aspermont High School ... 1A ... 2015" is not a copy of "Baird High School ..."
+    names = frozenset().union(*(c.names for c in source))
+    return all(c.names <= names and _stated_in(c, source, COPY_OVERLAP) for c in facts)
 
 
 _UNSEEN: Any = object()

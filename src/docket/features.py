@@ -444,9 +444,10 @@ def render_key(policy: Any) -> str:
 
 #: the layout of a persisted feature record; a record of another version is ignored (recomputed).
 #: 2 added the claims (conflict detection's statements); a version-1 record is still read, its
-#: claims computed when first asked for.
-RECORD_VERSION = 2
-_READABLE = (1, 2)
+#: claims computed when first asked for. 3: claims read currency codes, number words, hyphenated
+#: units and table rows (issue 24); a version-2 record is read without its (stale) claims.
+RECORD_VERSION = 3
+_READABLE = (1, 2, 3)
 
 
 def record_of(chunk: Chunk, counter: Any = None, costs: CostWriter | None = None) -> str:
@@ -508,7 +509,7 @@ def from_record(chunk: Chunk, key: ContentKey, record: str | bytes) -> ChunkFeat
                                   frozenset(r["title_words"]), tuple(r["probes"]))
         f._copy_hash = r["copy_hash"]
         f.costs = {("cost", c, k, cls): int(n) for c, k, cls, n in r["costs"]}
-        claims = r.get("claims")
+        claims = r.get("claims") if r.get("v") == RECORD_VERSION else None
         if isinstance(claims, list) and claims:
             f._claims_record = claims
         return f

@@ -6,7 +6,10 @@ details a string comparison can verify without a model. Each fact is normalised 
 so that surface forms do not matter: "15%" = "15 percent", "ten" = "10", "1,000" = "1000",
 "$2.5 million" = "2,500,000", and "2026-03-01" = "March 1, 2026" = "1 March 2026" = "03/01/2026".
 The check is one-sided on purpose: it proves a fact is *missing* from the passage, never that
-the sentence is true. Paraphrase and reasoning need a judge (see `docket.check.LLMJudge`).
+the sentence is true. Paraphrase and reasoning need a judge (see `docket.check.LLMJudge`), with
+two cheap exceptions that need none: a number the passage's own numbers give by one sum or
+difference of the same unit ("20 weeks" from "16 weeks ... 4 more weeks") is supported, and a
+sentence that negates what the passage states (or states what it negates) is not.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from docket.text import CLAIM_STOPWORDS, ascii_words, clean_typography
 
@@ -81,6 +85,8 @@ class Fact:
     key: tuple[object, ...]  # normalised value compared between sentence and passage
     surface: str  # as written in the sentence
     alts: tuple[tuple[object, ...], ...] = ()  # other readings (03/01/2026: 1 March or 3 January)
+    #: what a number counts ("20 weeks" -> "week", "$5" -> "$", "15%" -> "%"); "" when nothing says
+    unit: str = ""
 
     def describe(self) -> str:
         return {"number": "number", "percent": "percentage", "date": "date", "name": "name"}[self.kind] + f" '{self.surface}'"
@@ -153,7 +159,7 @@ def _numbers(text: str, *, words: str) -> list[Fact]:
             d = d * SCALES[scale]
         pct = m.group("pct")
         kind = "percent" if pct else "number"
-        out.append(Fact(kind, (kind, _norm(d)), m.group(0).strip()))
+        out.append(Fact(kind, (kind, _norm(d)), m.group(0).strip(), unit=_unit(text, m, pct)))
     for m in _WORD_NUMBER.finditer(text):
         g = m.groupdict()
         if g.get("only"):
@@ -166,12 +172,50 @@ def _numbers(text: str, *, words: str) -> list[Fact]:
         if g.get("wscale"):
             value *= SCALES[g["wscale"].lower()]
         kind = "percent" if g.get("wpct") else "number"
-        out.append(Fact(kind, (kind, _norm(value)), m.group(0).strip()))
+        out.append(Fact(kind, (kind, _norm(value)), m.group(0).strip(), unit=_unit(text, m, g.get("wpct"))))
     if words == "all":
         for w, n in ORDINALS.items():
             if re.search(rf"\b{w}\b", text, re.I):
                 out.append(Fact("number", ("number", str(n)), w))
     return out
+
+
+_UNIT_AFTER = re.compile(r"\s*-?\s*([a-z]+)", re.I)
+_CODE_BEFORE = re.compile(r"\b(eur|usd|gbp|chf|jpy)\s*$", re.I)
+#: words after a number that do not say what it counts
+_NOT_UNITS = CLAIM_STOPWORDS | {"and", "or", "to", "of", "per", "a", "an", "the", "more", "less", "than", "plus",
+                                "minus", "in", "on", "at", "for", "by", "is", "are", "was", "were", "be"}
+
+
+_MODIFIERS = frozenset("more additional extra further other paid unpaid full calendar consecutive business working "
+                       "weekly monthly annual".split())
+
+
+def _unit(text: str, m: re.Match[str], pct: object) -> str:
+    """What the number counts: "%" for a percentage, a currency sign or code before it, else the
+    word right after it, singular ("16 weeks" -> "week", "4-week" -> "week")."""
+    if pct:
+        return "%"
+    cur = (m.groupdict().get("cur") or "").strip()
+    if cur:
+        return cur
+    code = _CODE_BEFORE.search(text[max(0, m.start() - 6): m.start()])
+    if code:
+        return code.group(1).lower()
+    at = m.end()
+    for _ in range(3):  # "4 more weeks", "16 paid calendar weeks": past the modifiers to the noun
+        after = _UNIT_AFTER.match(text, at)
+        if not after:
+            return ""
+        w = after.group(1).lower()
+        if w not in _MODIFIERS:
+            break
+        at = after.end()
+    else:
+        return ""
+    if w in _NOT_UNITS or w in MONTHS:
+        return ""
+    return w[:-1] if w.endswith("s") and len(w) > 3 else w
 
 
 _NAME = re.compile(r"(?<![\w'])([A-Z][\w&'\-]*[\w]|[A-Z]{2,})")
@@ -213,6 +257,10 @@ def sentence_facts(sentence: str, *, names: bool = True) -> list[Fact]:
     return out
 
 
+#: amounts of one unit a derivation looks at (pairs grow with the square)
+_MAX_TERMS = 40
+
+
 @dataclass
 class PassageFacts:
     """Everything a passage can support: its normalised facts and its words."""
@@ -220,24 +268,31 @@ class PassageFacts:
     numbers: set[tuple[object, ...]]
     dates: set[tuple[object, ...]]
     words: set[str]
+    #: the passage's amounts with what they count, for the sum or difference of two of them
+    amounts: tuple[tuple[Decimal, str], ...] = ()
+    text: str = ""
+    _claims: list[Any] | None = None
 
     @classmethod
     def of(cls, text: str) -> PassageFacts:
         t = _clean(text)
         dates, rest = _dates(t)
+        found = _numbers(rest, words="strict")
         nums = {f.key for f in _numbers(rest, words="all")}
+        amounts = tuple(dict.fromkeys((Decimal(str(f.key[1])), f.unit) for f in found if f.unit))
         # a year inside a date still counts as a number the passage mentions
         for f, _ in dates:
             if f.key[0] is not None:
                 nums.add(("number", str(f.key[0])))
         words = {w.lower() for w in re.findall(r"[\w]+", t)}
-        return cls(numbers=nums, dates={k for f, _ in dates for k in (f.key, *f.alts)}, words=words)
+        return cls(numbers=nums, dates={k for f, _ in dates for k in (f.key, *f.alts)}, words=words,
+                   amounts=amounts, text=text)
 
     def supports(self, fact: Fact) -> bool:
         if fact.kind == "number":
-            return fact.key in self.numbers or ("percent", fact.key[1]) in self.numbers
+            return fact.key in self.numbers or ("percent", fact.key[1]) in self.numbers or bool(self.derives(fact))
         if fact.kind == "percent":
-            return fact.key in self.numbers
+            return fact.key in self.numbers or bool(self.derives(fact))
         if fact.kind == "date":
             for y, m, d in (fact.key, *fact.alts):
                 for py, pm, pd in self.dates:
@@ -247,6 +302,47 @@ class PassageFacts:
         if fact.kind == "name":
             return self._has_word(str(fact.key[1]))
         return True
+
+    def derives(self, fact: Fact) -> str | None:
+        """How the passage's own numbers give the fact's value: the sum or the difference of two
+        amounts of the fact's unit ("20 weeks" from "16 weeks ... 4 more weeks": "16 + 4"). Only
+        amounts that say what they count, and only of the same unit as the fact, so "20" is
+        never derived from "16 days" and "4 employees"."""
+        if not fact.unit:
+            return None
+        target = Decimal(str(fact.key[1]))
+        vals = [v for v, u in self.amounts if u == fact.unit][:_MAX_TERMS]
+        for i, a in enumerate(vals):
+            for b in vals[i + 1:]:
+                if a + b == target:
+                    return f"{_norm(a)} + {_norm(b)}"
+                if abs(a - b) == target:
+                    return f"{_norm(max(a, b))} - {_norm(min(a, b))}"
+        return None
+
+    def negates(self, claim: str) -> str | None:
+        """Why the claim says the opposite of a sentence of the passage ("are not refundable" where
+        the passage says "are refundable", or the reverse), or None: the same statement, the same
+        values, one of the two negated (docket.claims, as conflict detection reads two passages)."""
+        from docket.claims import claims, disagreement
+
+        mine = [c for c in claims(claim) if c.words]
+        if not mine:
+            return None
+        if self._claims is None:
+            self._claims = claims(self.text)
+        for a in mine:
+            for b in self._claims:
+                if a.negated == b.negated:
+                    continue
+                # the claim's statement, not another one about the same subject: it adds few words
+                # to the passage's sentence (one in four; "can be paused" is not "are not refundable")
+                if len(a.words - b.words) > max(1, len(a.words) // 4):
+                    continue
+                why = disagreement(a, b)
+                if why is not None and why.startswith("one negates"):
+                    return f"the passage says the opposite: {b.text.strip()!r}"
+        return None
 
     def _has_word(self, word: str) -> bool:
         parts = [p for p in re.findall(r"\w+", word) if p]

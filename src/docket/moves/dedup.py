@@ -51,6 +51,9 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     related: dict[int, set[int]] = {}
     for j, i in zip(near_rows, near_cols):  # j < i: i may duplicate the earlier j
         related.setdefault(i, set()).add(j)
+    restated = _restated_pairs(passages, ctx)  # a pasted table of values: a copy below the cosine threshold
+    for j, i in restated:
+        related.setdefault(i, set()).add(j)
     first_of: dict[str, list[int]] = {}
     for i, h in enumerate(hashes):
         earlier = first_of.setdefault(h, [])
@@ -77,6 +80,9 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
             if hashes[i] == hashes[k]:
                 match, cos, exact = slot, 1.0, True
                 break
+            if (k, i) in restated and match is None:
+                match, cos = slot, float(sims[i, k]) if sims is not None else None
+                continue
             if sims is not None:
                 sim = float(sims[i, k])
                 if sim >= pol.threshold and (cos is None or sim > cos):
@@ -88,7 +94,8 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
             continue
         holder = slots[match]
         a_new, a_old = authority(p.first, ctx.policy.versions), authority(holder.first, ctx.policy.versions)
-        how = "same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
+        how = ("same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
+               if cos is not None and cos >= pol.threshold else "each of its values is stated there too: a copied table or list")
         if a_new > a_old:
             winner = p.with_(
                 score=max(p.score, holder.score), rank=min(p.rank, holder.rank),
@@ -114,6 +121,32 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     if pol.mmr:
         result = mmr(result, ctx)
     return result
+
+
+def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int]]:
+    """Pairs (j < i) of passages of different documents, similar enough to be compared for a
+    conflict, where one only restates the values of the other (docket.claims.restates)."""
+    if not ctx.has_vectors() or len(passages) < 2:
+        return set()
+    from docket.claims import restates
+    from docket.moves.versions import statements
+
+    _, rows, cols = ctx.similar_pairs([p.first for p in passages], ctx.policy.versions.conflict_similarity)
+    feats = ctx.features.of_passages(passages)
+    said: dict[int, list[Any]] = {}
+
+    def of(k: int) -> list[Any]:
+        if k not in said:
+            f = feats[k]
+            said[k] = f.statements(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
+                statements(passages[k].text)
+        return said[k]
+
+    out = set()
+    for j, i in zip(rows, cols):
+        if passages[i].doc != passages[j].doc and (restates(of(i), of(j)) or restates(of(j), of(i))):
+            out.add((j, i))
+    return out
 
 
 def mmr(passages: list[Passage], ctx: Context) -> list[Passage]:
