@@ -21,15 +21,14 @@ import re
 from typing import Any
 
 import pytest
-from rich.table import Table
 from redteam_log import record
-
-from docket.brief import formats, lookalikes
-from docket.cli.terminal import SafeConsole, json_text, safe, show
-
+from rich.table import Table
 from test_fence_properties import INJECTIONS, Case, check
 from test_history_fence import FORGED
 from test_history_fence import check as check_history
+
+from docket.brief import formats, lookalikes
+from docket.cli.terminal import SafeConsole, json_text, safe, show
 
 RENDERS = [
     {"fields": ["title", "section", "source"], "implicit_defaults": True, "spotlight": "off", "repeated_title": True,
