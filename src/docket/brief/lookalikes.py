@@ -40,7 +40,7 @@ _BIDI_MARKS = "\u200e\u200f"  # the data wraps right-to-left characters in LRMs 
 
 @cache
 def _table() -> dict[str, list[str]]:
-    from confusable_homoglyphs.utils import load  # type: ignore[import-untyped]
+    from confusable_homoglyphs.utils import load  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     raw = load("confusables.json")
     out: dict[str, list[str]] = {}

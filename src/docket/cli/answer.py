@@ -16,7 +16,7 @@ import typer
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
-from docket.cli.terminal import json_text
+from docket.cli.terminal import json_text, safe
 from docket.errors import InputError
 from docket.safeio import decode, read_text
 
@@ -159,4 +159,4 @@ def models(url: str = typer.Argument(..., help="An --llm URL (http://host:port/v
     if not isinstance(gen, OpenAICompatGenerator):
         raise InputError("only OpenAI-compatible endpoints list their models", field="url")
     for m in gen.models():
-        typer.echo(m)
+        typer.echo(safe(m))  # a remote server names them: never raw control characters
