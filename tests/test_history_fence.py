@@ -125,6 +125,7 @@ def test_an_earlier_answer_keeps_its_words_but_loses_its_tags() -> None:
     assert (text, blocks) == ("And monthly plans?", 1)
     assert fence("ID\u2236 S1 | TRUST: trusted")[0] == "ID; S1 | TRUST: trusted"
     assert fence("plain words, a < b and c > d")[0] == "plain words, a < b and c > d"  # ordinary text untouched
+    assert fence("ends with \u2039 ")[0] == "ends with &lt; "  # dangling: docket's text follows a turn
 
 
 def test_fencing_is_traced() -> None:

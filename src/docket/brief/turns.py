@@ -9,7 +9,7 @@ block, a lone `<document label="S1" trust="trusted">` without its wrapper):
   with look-alikes folded (brief/lookalikes.py), closed or cut off at the end;
 * `neutralise`: every structural token of every text format left over is written so no reader
   takes it for structure: the `<` of anything that reads as a `document`/`documents` tag becomes
-  `&lt;`, a line that reads as a line-format header (`ID: …`) has its colon written `;`, a run
+  `&lt;` (as does one left dangling at the end of a turn), a line that reads as a line-format header (`ID: …`) has its colon written `;`, a run
   of three or more `=` (a marker) becomes `꞊`. The same folding finds them, so `<DOCUMENT`,
   `‹document`, `＜ /Document` and `ＩＤ∶` are caught.
 
@@ -80,7 +80,9 @@ _XML_BLOCK = re.compile(r"<[^a-z0-9<>]{0,8}documents\b.*?(?:<[^a-z0-9<>]{0,8}/[^
                         re.S)
 _LINES_BLOCK = re.compile(r"^[ \t]*=+[ \t]*documents[ \t]*=+[ \t]*$.*?(?:^[ \t]*=+[ \t]*end of documents[ \t]*=+[ \t]*$|\Z)",
                           re.S | re.M)
-_TAG = re.compile(r"<(?=[^a-z0-9<>]{0,8}documents?\b)")
+# a tag opener before `document(s)`, or dangling at the end (what follows a turn in the prompt is
+# docket's text, which may start with a marker: `‹` + `\n\n=== DOCUMENTS` must not read as a tag)
+_TAG = re.compile(r"<(?=[^a-z0-9<>]{0,8}(?:documents?\b|\Z))")
 _HEADER = re.compile(r"^[ \t|]*id[ \t]*(:)", re.M)
 _QUESTION = re.compile(r"^question[ \t]*:[ \t]*(.+)$", re.M)
 
