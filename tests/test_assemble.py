@@ -35,7 +35,8 @@ def test_versions_off_lets_retired_rule_in(nimbus_store):
 
 def test_line_format_and_anthropic_blocks(nimbus_store):
     br = assemble(REFUND_QUESTION, store=nimbus_store, policy=Policy().updated(render={"format": "lines"}), budget=400)
-    assert "ID: S1 | TITLE:" in br.user and "| Annual plans are billed" in br.user
+    # docket's fields (version, date) before the author's (title): issue 20 §4
+    assert "ID: S1 | VERSION: v3 | DATE: 2026-03-01 | TITLE:" in br.user and "| Annual plans are billed" in br.user
     req = br.anthropic()
     blocks = req["messages"][0]["content"]
     docs = [b for b in blocks if b["type"] == "document"]

@@ -48,7 +48,10 @@ def test_condense_with_a_summariser() -> None:
              {"role": "user", "content": "What about annual plans?"}]
     pol = docket.Policy().updated(history={"max_tokens": 120, "condense": True})
     b = brief(turns, budget=250, policy=pol, condenser=lambda old, room: "The user asked about refunds.")
-    assert b.messages[1]["content"].startswith("Summary of the earlier conversation: The user asked about refunds.")
+    # the summary and the unanswered last turn are the user's: they join the final user message, framed
+    assert [m["role"] for m in b.messages] == ["system", "user"]
+    assert b.messages[1]["content"].startswith("Earlier message from the user (conversation history, not a document):\n"
+                                               "Summary of the earlier conversation: The user asked about refunds.")
     assert any(e.action == "condense" for e in b.trace)
 
 

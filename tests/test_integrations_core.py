@@ -271,7 +271,9 @@ def test_history_comes_off_the_derived_budget_but_not_an_explicit_one():
     assert derived.brief.budget == plain.brief.budget - derived.brief.tokens["history"]
     explicit = run(Q, nimbus_raws(), Options(budget=600), framework="Test", history=long)
     assert explicit.brief.budget == 600 and explicit.messages[1]["role"] == "user"
-    assert [m["role"] for m in derived.messages] == ["system", "user", "user"]
+    # the unanswered user turn joins the final user message under its frame: roles alternate (issue 26 §5)
+    assert [m["role"] for m in derived.messages] == ["system", "user"]
+    assert derived.messages[1]["content"].startswith("Earlier message from the user (conversation history, not a document):")
 
 
 # -- packaging --------------------------------------------------------------------------------------

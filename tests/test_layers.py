@@ -18,7 +18,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("docket.errors", "docket.safeio", "docket.text", "docket.dates", "docket.tokens", "docket.counting",
                     "docket.blas", "docket.claims", "docket.model", "docket.results", "docket.store.access",
                     "docket.embed", "docket.ingest.unicode", "docket.deadline")),
-    ("formats", ("docket.brief.formats", "docket.brief.clean")),
+    ("formats", ("docket.brief.formats", "docket.brief.clean", "docket.brief.lookalikes",
+                 "docket.brief._lookalikes_data")),
     ("features", ("docket.features",)),
     ("store", ("docket.store", "docket.io")),
     ("llm", ("docket.llm",)),
@@ -28,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("moves", ("docket.moves", "docket.rescore", "docket.answerable")),
     ("brief", ("docket.brief", "docket.history")),
     ("assembly", ("docket.steps", "docket.assemble", "docket.modes", "docket.check")),
-    ("session", ("docket.llm.answer", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
+    ("session", ("docket.llm.answer", "docket.followup", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
     ("surfaces", ("docket.server", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]

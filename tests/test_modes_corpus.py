@@ -263,13 +263,20 @@ def test_with_chat_history_the_corpus_comes_before_the_turns():
     turns_b = [{"role": "user", "content": "Something else entirely."}, {"role": "assistant", "content": "Sure."}]
     a = whole("Which policies mention travel?", history=turns_a)
     b = whole("Do I need receipts?", history=turns_b)
-    assert a.messages[:2] == b.messages[:2]  # system + corpus: the same prefix for both conversations
-    assert a.messages[1]["content"] == a.documents and a.messages[2]["content"] == "Hi, I travel a lot."
+    # system + corpus: the same prefix for both conversations; the first user turn joins the corpus
+    # message under its frame, so user and assistant alternate (issue 26 §5)
+    assert a.messages[0] == b.messages[0] and b.messages[1]["content"].startswith(a.documents)
+    assert a.messages[1]["content"] == a.documents + "\n\nEarlier message from the user (conversation history, " \
+        "not a document):\nHi, I travel a lot."
+    assert [m["role"] for m in a.messages] == ["system", "user", "assistant", "user"]
     assert a.messages[-1]["content"].startswith("Question: Which policies mention travel?")
     req = a.anthropic()
     first, last = req["messages"][0]["content"], req["messages"][-1]["content"]
-    assert all(blk["type"] == "document" for blk in first) and first[-1]["cache_control"] == {"type": "ephemeral"}
-    assert req["messages"][1] == {"role": "user", "content": "Hi, I travel a lot."}
+    docs = [blk for blk in first if blk["type"] == "document"]
+    assert first[: len(docs)] == docs and docs[-1]["cache_control"] == {"type": "ephemeral"}
+    assert first[len(docs):] == [{"type": "text", "text": "Earlier message from the user (conversation history, "
+                                                           "not a document):\nHi, I travel a lot."}]
+    assert [m["role"] for m in req["messages"]] == ["user", "assistant", "user"]
     assert [blk["type"] for blk in last] == ["text"]
     plain = whole("Which policies mention travel?")
     assert len(plain.messages) == 2  # without history: one user message, documents first

@@ -84,7 +84,7 @@ def test_status_and_trust_cannot_be_configured_away():
     c = mk("a", doc="d", text="t", title="T")
     block, _, _ = render_all([Passage(chunks=(c,), score=1, rank=1, hits=("a",))],
                              RenderPolicy(fields=["title"], implicit_defaults=False))
-    assert 'title="T" status="current" trust="trusted"' in block
+    assert 'label="S1" trust="trusted" status="current" title="T"' in block  # docket's fields first
 
 
 def test_implicit_defaults_leave_only_the_usual_values_off():
@@ -98,7 +98,7 @@ def test_implicit_defaults_leave_only_the_usual_values_off():
     blocks = [render_all([Passage(chunks=(c,), score=1, rank=1, hits=(c.id,))], pol)[0] for c in (plain, old, post, flagged)]
     assert '<document label="S1" title="T">' in blocks[0]
     assert 'status="superseded"' in blocks[1] and "trust=" not in blocks[1]
-    assert 'status="user-generated" trust="untrusted"' in blocks[2]
+    assert 'trust="untrusted" status="user-generated"' in blocks[2]
     assert 'trust="untrusted"' in blocks[3] and "status=" not in blocks[3]
 
 

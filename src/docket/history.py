@@ -2,12 +2,19 @@
 
 The prompt becomes: system (docket's rules, unchanged, so the cacheable prefix stays stable) ·
 the kept turns · the final user message (documents, question, format). History is the user's
-own text, so it is not fenced as evidence, but three things keep it from steering the answer:
+own text (and the model's earlier answers), never evidence, and four things keep it from
+steering the answer:
 
 * the rules stay in the system message: a `system` turn in the history is refused;
 * a documents block is never repeated: an earlier docket user message sent back whole has its
-  `<documents>` (or line-format) block stripped, keeping only its question; earlier answers
-  lose their `[S1]` labels, which pointed at documents no longer in the prompt;
+  documents block (any text format, any case, look-alikes folded) stripped, keeping only its
+  question; earlier answers lose their `[S1]` labels, which pointed at documents no longer in
+  the prompt;
+* what is left is fenced (brief/turns.py): every structural token of every text format — a
+  lone `<document label="S1" trust="trusted">`, `<DOCUMENTS>`, `‹document`, an `ID: S1` line, a
+  `===` marker — is written so no reader takes it for a document, so an earlier answer never
+  becomes unfenced evidence next turn; and the roles alternate in the messages (turns of one
+  role merged, a history turn merged into docket's own message under a frame: brief/turns.py);
 * it is capped to the history budget (`history.max_tokens`): newest turns are kept word for
   word, older ones dropped (or, with `history.condense` and a generator, summarised into one
   turn); a kept window never starts with an answer whose question was dropped.
@@ -28,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from docket.brief import turns as fencing
 from docket.brief.render import sanitize
 from docket.errors import InputError
 from docket.model import Trace
@@ -54,14 +62,6 @@ Condenser = Callable[[Sequence[ChatMessage], int], str]
 
 
 
-def _blocks() -> list[re.Pattern[str]]:
-    """A docket documents block in any registered text format, closed or cut off at the end."""
-    from docket.brief.formats import text_format, text_formats
-
-    fmts = [text_format(n) for n in text_formats()]
-    return [re.compile(re.escape(f.open) + r".*?(?:" + re.escape(f.close) + r"|\Z)", re.S) for f in fmts]
-
-_QUESTION = re.compile(r"^Question: (.+)$", re.M)
 _LABELS = re.compile(r"\s?\[S\d+(?:\s*[,;]\s*S\d+)*\]")
 
 
@@ -151,17 +151,10 @@ class KeptHistory:
 
 
 def strip_documents(text: str) -> tuple[str, int]:
-    """`text` without docket documents blocks; a docket user message sent back whole keeps only
-    its question. Returns the text and how many blocks were removed."""
-    n = 0
-    out = text
-    for pat in _blocks():
-        out, k = pat.subn("", out)
-        n += k
-    if n:
-        q = _QUESTION.search(out)
-        out = q.group(1).strip() if q else out.strip()
-    return out, n
+    """`text` without docket documents blocks (any text format, any case, look-alikes folded); a
+    docket user message sent back whole keeps only its question. Returns the text and how many
+    blocks were removed."""
+    return fencing.strip_blocks(text)
 
 
 def prepare(history: Sequence[ChatMessage], policy: HistoryPolicy, counter: TokenCounter, trace: Trace,
@@ -172,12 +165,15 @@ def prepare(history: Sequence[ChatMessage], policy: HistoryPolicy, counter: Toke
     stripped_blocks: list[int] = []
     stripped_labels = 0
     removed_chars = 0
+    fenced: list[int] = []
     for i, m in enumerate(history):
         text, removed = sanitize(m.content)
         removed_chars += removed
-        text, blocks = strip_documents(text)
+        text, blocks, tokens = fencing.fence(text)
         if blocks:
             stripped_blocks.append(i)
+        if tokens:
+            fenced.append(i)
         if policy.strip_labels and m.role == "assistant":
             text, k = _LABELS.subn("", text)
             stripped_labels += k
@@ -188,6 +184,9 @@ def prepare(history: Sequence[ChatMessage], policy: HistoryPolicy, counter: Toke
     if stripped_blocks:
         trace.add(MOVE, "strip", [], f"removed an earlier documents block from {len(stripped_blocks)} turn(s): evidence "
                   "is given once, in the final user message, never repeated from earlier turns", turns=stripped_blocks)
+    if fenced:
+        trace.add(MOVE, "fence", [], f"neutralised document tags, header lines or markers in {len(fenced)} turn(s): "
+                  "history is never read as evidence", turns=fenced)
     if stripped_labels:
         trace.add(MOVE, "strip_labels", [], f"removed {stripped_labels} citation label(s) from earlier answers: they "
                   "point at documents that are no longer in the prompt", labels=stripped_labels)
@@ -196,6 +195,9 @@ def prepare(history: Sequence[ChatMessage], policy: HistoryPolicy, counter: Toke
                   removed=removed_chars)
 
     costs = [counter.count(m.content) for _, m in cleaned]
+    if cleaned and cleaned[-1][1].role == "user":
+        # a last turn of the user's joins the final user message under its frame (brief/turns.py)
+        costs[-1] += counter.count(fencing.FRAME["user"] + "\n\n\n")
     budget = policy.max_tokens
     take = 0
     used = 0
@@ -255,7 +257,7 @@ def _condense(old: list[ChatMessage], room: int, counter: TokenCounter, trace: T
             warnings.append(f"history: the summariser failed, older turns were dropped ({e})")
         return None
     text, _ = sanitize(text)
-    text, _ = strip_documents(text)
+    text, _, _ = fencing.fence(text)
     if not text or counter.count(SUMMARY_PREFIX + text) > room + counter.count(SUMMARY_PREFIX):
         trace.add(MOVE, "condense_failed", [], f"the summary is empty or longer than the {room} tokens left; "
                   "older turns dropped instead")

@@ -36,6 +36,11 @@ def sections_of(p: Passage) -> str:
 
 
 ALWAYS = ("status", "trust")
+#: the fields docket decides (or checks), written before any a document's author wrote (title,
+#: section, source, doc, covers): a reader that takes the first `trust=` or `STATUS:` it meets
+#: in a header takes docket's, whatever a title holds (trust first: docket computes it, while a
+#: status is the record's own word)
+DOCKET_FIELDS = ("trust", "status", "version", "date", "excerpt")
 #: what a tag without status or trust means when defaults are implicit (the ground rules say so)
 IMPLICIT = {"status": "current", "trust": "trusted"}
 
@@ -77,7 +82,8 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
         out.append(("excerpt", "compressed"))
     if p.derived:
         out.append(("covers", coverage(p)))
-    return out
+    first = {k: n for n, k in enumerate(DOCKET_FIELDS)}
+    return sorted(out, key=lambda kv: first.get(kv[0], len(first)))  # stable: the rest keep the policy's order
 
 
 def coverage(p: Passage) -> str:

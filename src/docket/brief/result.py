@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
+from docket.brief import turns
 from docket.model import Passage, Trace, TraceEvent
 from docket.results import Conflict, Source, TokenCounts
 
@@ -85,15 +86,21 @@ class Brief:
     @property
     def messages(self) -> list[dict[str, str]]:
         """OpenAI-style chat messages (empty when nothing was found: do not call the model):
-        system, the kept chat history, then the user message with the documents and question."""
+        system, the kept chat history, then the user message with the documents and question.
+        User and assistant alternate: turns of one role are merged, and a history turn next to
+        docket's own user message joins it under a frame (brief/turns.py)."""
         if not self.found:
             return []
-        turns = [{"role": m.role, "content": m.content} for m in self.history]
         system = {"role": "system", "content": self.system}
+        if not self.history:
+            return [system, {"role": "user", "content": self.user}]
+        hist = [(m.role, m.content, True) for m in self.history]
         if self._corpus_first():  # the corpus before the history: one cached prefix for every conversation
             rest = self.user[len(self.documents):].lstrip("\n")
-            return [system, {"role": "user", "content": self.documents}, *turns, {"role": "user", "content": rest}]
-        return [system, *turns, {"role": "user", "content": self.user}]
+            segments = [("user", self.documents, False), *hist, ("user", rest, False)]
+        else:
+            segments = [*hist, ("user", self.user, False)]
+        return [system, *turns.merge(segments)]
 
     def _corpus_first(self) -> bool:
         """Whole-corpus briefs with chat history put the corpus block in a user message of its own,
@@ -104,18 +111,20 @@ class Brief:
     def anthropic(self) -> dict[str, Any]:
         """`system` + `messages` for Anthropic's Messages API, documents as citable blocks (the
         chat history, when given, before the final user message; in whole-corpus mode after the
-        corpus's document blocks, which keep their cache breakpoint)."""
+        corpus's document blocks, which keep their cache breakpoint). Roles alternate as in
+        `messages`: a history turn that joins docket's user message is a text block of its own."""
         if not self.history or not self.anthropic_request:
             return self.anthropic_request
-        turns: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in self.history]
+        hist = [(m.role, m.content, True) for m in self.history]
         messages = list(self.anthropic_request.get("messages", []))
         if self._corpus_first() and len(messages) == 1 and isinstance(messages[0].get("content"), list):
             content = messages[0]["content"]
             docs = [b for b in content if b.get("type") == "document"]
             tail = [b for b in content if b.get("type") != "document"]
-            return {**self.anthropic_request, "messages": [{"role": "user", "content": docs}, *turns,
-                                                           {"role": "user", "content": tail}]}
-        return {**self.anthropic_request, "messages": turns + messages}
+            segments = [("user", docs, False), *hist, ("user", tail, False)]
+        else:
+            segments = [*hist, *((m["role"], m["content"], False) for m in messages)]
+        return {**self.anthropic_request, "messages": turns.merge(segments, blocks=True)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Brief:

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from docket.cli.app import app
+from docket.cli.terminal import safe
 from docket.errors import DocketError
 
 
@@ -33,7 +34,7 @@ def main() -> None:
     try:
         rc = app(standalone_mode=False)
     except DocketError as e:
-        print(f"docket: error: {e}", file=sys.stderr)
+        print(f"docket: error: {safe(str(e))}", file=sys.stderr)
         sys.exit(2)
     except typer.Abort:
         print("docket: aborted", file=sys.stderr)
@@ -45,7 +46,7 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":
             e.show()  # type: ignore[attr-defined]
         else:
-            print(f"docket: error: {_usage_line(e)}", file=sys.stderr)
+            print(f"docket: error: {safe(_usage_line(e))}", file=sys.stderr)
         sys.exit(e.exit_code)  # type: ignore[attr-defined]
     sys.exit(rc if isinstance(rc, int) else 0)
 

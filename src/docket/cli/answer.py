@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from docket.cli import options as opt
 from docket.cli.app import app
+from docket.cli.terminal import console as terminal_console
+from docket.cli.terminal import json_text, safe
 from docket.errors import InputError
 from docket.safeio import decode, read_text
 
@@ -92,11 +93,11 @@ def check_cmd(
         judge = LLMJudge(generator_from_url(judge_url, model=judge_model))
     report = check_answer(given, brief, judge=judge, allowed_domains=allow_domain, strip=strip_links, names=not no_names)
     if as_json:
-        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        typer.echo(json_text(report.to_json()))
     else:
         from docket.cli.answer_show import print_check_report
 
-        print_check_report(report, Console())
+        print_check_report(report, terminal_console())
     raise typer.Exit(0 if report.clean else 1)
 
 
@@ -158,4 +159,4 @@ def models(url: str = typer.Argument(..., help="An --llm URL (http://host:port/v
     if not isinstance(gen, OpenAICompatGenerator):
         raise InputError("only OpenAI-compatible endpoints list their models", field="url")
     for m in gen.models():
-        typer.echo(m)
+        typer.echo(safe(m))  # a remote server names them: never raw control characters

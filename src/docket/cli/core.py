@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,6 +17,8 @@ from docket.brief.result import Brief
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.show import print_brief, print_ranking
+from docket.cli.terminal import console as terminal_console
+from docket.cli.terminal import json_text
 from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
 from docket.embed import default_embedder
 from docket.errors import InputError
@@ -39,7 +40,7 @@ def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
 
 
 def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json_text(payload) + "\n")
 
 
 @app.command("assemble")
@@ -116,7 +117,7 @@ def assemble_cmd(
     if as_json:
         emit_json(brief.to_json())
         return
-    console = Console()
+    console = terminal_console()
     print_brief(console, brief, explain=explain)
 
 
@@ -131,7 +132,7 @@ def demo_cmd(
     embedder = default_embedder()
     policy = Policy()
     briefs: dict[str, Brief] = {}
-    console = Console()
+    console = terminal_console()
     for q in (REFUND_QUESTION, DISCOUNT_QUESTION):
         ranked = rank_by_cosine(q, chunks, embedder)
         brief = assemble(q, ranked, store=store, policy=policy, budget=budget, embedder=embedder)
@@ -195,7 +196,7 @@ def budget_cmd(
             raise InputError(f"must not be negative, got {v}", field=name)
     pol = load_policy_with(policy_path)
     turns = None
-    console = Console()
+    console = terminal_console()
     if history_file is not None:
         from docket.history import load_history, prepare
         from docket.model import Trace
@@ -304,7 +305,7 @@ def presets_cmd(
         t.add_row(name, p.label, f"{p.context_window:,}", f"{p.input_target:,}", f"{p.answer_reserve:,}",
                   f"{p.evidence_min:,}-{p.evidence_max:,}", p.tokenizer + ("" if p.tokenizer_exact else " (stand-in)"),
                   p.checked)
-    console = Console()
+    console = terminal_console()
     console.print(t)
     for name, p in items.items():
         console.print(f"{name}: {p.source}", soft_wrap=True, markup=False)

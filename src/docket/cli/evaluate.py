@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from docket.cli import options as opt
 from docket.cli.app import app
+from docket.cli.terminal import console as terminal_console
 from docket.errors import InputError
 from docket.eval.dataset import FORMATS as SET_FORMATS
 from docket.policy import load_policy
@@ -138,7 +139,7 @@ def eval_cmd(
     lset = load_set(path, fmt).limit(limit)
     if not lset.items:
         raise InputError("holds no questions", where=str(path))
-    console = Console(stderr=True)
+    console = terminal_console(stderr=True)
     for w in lset.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     embedder = eval_embedder(embedder_name)
@@ -166,7 +167,7 @@ def eval_cmd(
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
-    _print_tables(Console(), result)
+    _print_tables(terminal_console(), result)
 
 
 @app.command("calibrate")
@@ -266,7 +267,7 @@ def calibrate_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
-    _print_calibration(Console(), out, group_by)
+    _print_calibration(terminal_console(), out, group_by)
 
 
 def _group(item: Any, by: str) -> str:

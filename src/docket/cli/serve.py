@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from docket.cli import options as opt
 from docket.cli.app import app
+from docket.cli.terminal import console as terminal_console
 from docket.errors import InputError
 
 keys_app = typer.Typer(help="API keys of `docket serve`: each binds a principal, its groups and admin scope.",
@@ -43,7 +43,7 @@ def keys_add(
     token = KeyFile(keys).add(name, principal, _split(groups), admin=admin)
     typer.echo(token)
     scope = "admin" if admin else "read"
-    Console(stderr=True).print(f"key {name!r} for principal {principal!r} ({scope}) added to {keys}; "
+    terminal_console(stderr=True).print(f"key {name!r} for principal {principal!r} ({scope}) added to {keys}; "
                                "this is the only time it is shown", soft_wrap=True)
 
 
@@ -63,7 +63,7 @@ def keys_list(keys: KeysPath = Path(DEFAULT_KEYS), as_json: Annotated[bool, type
         t.add_column(col)
     for k in found:
         t.add_row(k.name, k.principal, ", ".join(k.groups), "admin" if k.admin else "read", k.hint + "…", k.created)
-    Console().print(t)
+    terminal_console().print(t)
 
 
 @keys_app.command("remove")
@@ -73,7 +73,7 @@ def keys_remove(name: Annotated[str, typer.Argument(help="The key's name.")], ke
 
     if not KeyFile(keys).remove(name):
         raise InputError("is not in the key file", where=f"key {name!r}")
-    Console(stderr=True).print(f"removed key {name!r} from {keys}")
+    terminal_console(stderr=True).print(f"removed key {name!r} from {keys}")
 
 
 @app.command("serve")
@@ -139,7 +139,7 @@ def serve_cmd(
     # keep-alive connections close after 5 s, and a worker holds at most --max-connections
     net = {"http": GuardedH11Protocol, "timeout_keep_alive": 5, "limit_concurrency": max_connections,
            "h11_max_incomplete_event_size": 16 * 1024}
-    err = Console(stderr=True)
+    err = terminal_console(stderr=True)
     if workers == 1:
         from docket.blas import limit_process
 

@@ -1,4 +1,7 @@
-"""Printing a brief for people: ranking, trace, prompt, sources. Shared by every command."""
+"""Printing a brief for people: ranking, trace, prompt, sources. Shared by every command.
+
+Every value from the data goes through `terminal.show` (control characters written visibly,
+Rich markup escaped); the consoles are `terminal.SafeConsole`s as well."""
 
 from __future__ import annotations
 
@@ -6,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from docket.brief.result import Brief
+from docket.cli.terminal import show
 from docket.model import Candidate
 
 
@@ -20,7 +23,7 @@ def print_ranking(console: Console, candidates: Sequence[Candidate], floor: floa
         t.add_column(col, justify="right" if col in ("rank", "score", "version") else "left")
     for c in candidates:
         mark = "" if c.score >= floor else " [dim](below floor)[/dim]"
-        t.add_row(str(c.rank), escape(c.chunk.id), escape(c.chunk.doc), f"v{c.chunk.version}", escape(c.chunk.status),
+        t.add_row(str(c.rank), show(c.chunk.id), show(c.chunk.doc), f"v{c.chunk.version}", show(c.chunk.status),
                   f"{c.score:.3f}{mark}")
     console.print(t)
 
@@ -32,7 +35,7 @@ def print_trace(console: Console, trace: Sequence[Mapping[str, Any]]) -> None:
     t.add_column("chunks")
     t.add_column("why")
     for e in trace:
-        t.add_row(e["move"], e["action"], escape(", ".join(e["chunks"])), escape(e["reason"]))
+        t.add_row(show(e["move"]), show(e["action"]), show(", ".join(e["chunks"])), show(e["reason"]))
     console.print(t)
 
 
@@ -44,8 +47,8 @@ def print_sources(console: Console, brief: Brief) -> None:
         also = ", ".join(f"{a['doc']} v{a['version']}" for a in s.get("also_in", []))
         src = f"{s['doc']} v{s['version']}" + (f" ({s['date']})" if s["date"] else "")
         status = s["status"] + ("" if s["trust"] == "trusted" else f", {s['trust']}")
-        t.add_row(label, escape(src), escape(", ".join(s["chunks"])), escape(s["section"] or ""), escape(status),
-                  escape(also))
+        t.add_row(show(label), show(src), show(", ".join(s["chunks"])), show(s["section"] or ""), show(status),
+                  show(also))
     console.print(t)
 
 
@@ -53,18 +56,18 @@ def print_brief(console: Console, brief: Brief, *, explain: bool = True, prompt:
     if explain:
         print_trace(console, brief.trace)
     for w in brief.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        console.print(f"[yellow]warning:[/yellow] {show(w)}")
     for c in brief.conflicts:
         labels = " and ".join(c.get("labels", [])) or " and ".join(c["chunks"])
-        console.print(f"[magenta]conflict ({c['kind']}):[/magenta] {escape(labels)}: {escape(c['reason'])}")
+        console.print(f"[magenta]conflict ({show(c['kind'])}):[/magenta] {show(labels)}: {show(c['reason'])}")
     if not brief.found:
-        console.print(Panel(f"found: false. Nothing reaches the floor; answer {brief.refusal!r} without calling a model.",
+        console.print(Panel(f"found: false. Nothing reaches the floor; answer {show(repr(brief.refusal))} without calling a model.",
                             title="not found", border_style="yellow"))
         return
     print_sources(console, brief)
     if prompt:
-        console.print(Panel(escape(brief.system), title="system message (stable, cacheable)", border_style="blue"))
-        console.print(Panel(escape(brief.user), title="user message", border_style="green"))
+        console.print(Panel(show(brief.system), title="system message (stable, cacheable)", border_style="blue"))
+        console.print(Panel(show(brief.user), title="user message", border_style="green"))
     tk = brief.tokens
     console.print(
         f"tokens: system {tk['system']} · documents {tk['documents']} of budget {brief.budget} "
@@ -87,4 +90,4 @@ def print_mode(console: Console, brief: Brief) -> None:
     if tok:
         parts.append(f"counter: {tok['counter']}" + (f" ({tok['note']})" if tok.get("note") else
                                                       f" (exact for {tok['model']})" if tok.get("model") else ""))
-    console.print(escape(" · ".join(parts)), soft_wrap=True)
+    console.print(show(" · ".join(parts)), soft_wrap=True)

@@ -16,12 +16,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from docket.cli import options as opt
 from docket.cli.app import app
+from docket.cli.terminal import console as terminal_console
+from docket.cli.terminal import json_text
+from docket.cli.terminal import show as escape  # control characters visible, then markup escaped
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
@@ -132,7 +134,7 @@ def index_cmd(
     store = open_store(db, records=feature_record)
     try:
         embedder = _embedder(embedder_name, store)
-        err = Console(stderr=True)
+        err = terminal_console(stderr=True)
         contextualizer = _contextualizer(store, contextualize, llm, model, context_tokens, context_window)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
@@ -154,9 +156,9 @@ def index_cmd(
     finally:
         store.close()
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json_text(report.to_json()) + "\n")
     else:
-        _print_report(Console(), report)
+        _print_report(terminal_console(), report)
     if report.problems:
         raise typer.Exit(1)
 
@@ -245,7 +247,7 @@ def export_cmd(
                     n += 1
     finally:
         store.close()
-    Console(stderr=True).print(f"exported {n} chunks to {escape(str(out))}" if n else
+    terminal_console(stderr=True).print(f"exported {n} chunks to {escape(str(out))}" if n else
                                f"the store holds no chunks; wrote an empty {escape(str(out))}")
 
 
@@ -269,7 +271,7 @@ def delete_cmd(
         n = store.delete(doc, version)
     finally:
         store.close()
-    Console(stderr=True).print(f"deleted {n} chunks of {escape(doc)}" + (f" v{version}" if version else ""))
+    terminal_console(stderr=True).print(f"deleted {n} chunks of {escape(doc)}" + (f" v{version}" if version else ""))
 
 
 @app.command("principal")
@@ -370,7 +372,7 @@ def ask_cmd(
     if as_json:
         emit_json(brief.to_json())
         return
-    console = Console()
+    console = terminal_console()
     if ranked:  # no retrieval ran (routing, the whole corpus): nothing was ranked
         print_ranking(console, ranked[:10], floor if floor is not None else policy.pack.floor)
     print_brief(console, brief, explain=explain)

@@ -43,6 +43,8 @@ from typing import Any, Literal
 from docket.assemble import assemble, rank_by_cosine
 from docket.brief.render import sanitize
 from docket.brief.result import Brief
+from docket.brief.turns import fence as fence_turn
+from docket.brief.turns import merge as merge_turns
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError, UnavailableError
@@ -342,7 +344,7 @@ def history_turns(history: Sequence[Mapping[str, Any]], counter: TokenCounter,
             raise InputError(f"must be 'user' or 'assistant', got {role!r}", where=where, field="role")
         if not isinstance(content, str):
             raise InputError(f"must be text, got {type(content).__name__}", where=where, field="content")
-        turns.append({"role": str(role), "content": sanitize(content)[0]})
+        turns.append({"role": str(role), "content": fence_turn(sanitize(content)[0])[0]})  # never read as evidence
     kept: list[dict[str, str]] = []
     used = 0
     for turn in reversed(turns):
@@ -379,8 +381,9 @@ def chat_messages(brief: Brief, history: Sequence[Mapping[str, str]], policy: Po
     if not brief.found:
         question = sanitize(brief.question)[0].strip()
         return [{"role": "system", "content": not_found_system(policy)}, {"role": "user", "content": f"Question: {question}"}]
-    return [{"role": "system", "content": brief.system}, *({"role": m["role"], "content": m["content"]} for m in history),
-            {"role": "user", "content": brief.user}]
+    # user and assistant alternate: a last user turn joins the final message under its frame (brief/turns.py)
+    return [{"role": "system", "content": brief.system},
+            *merge_turns([*((m["role"], m["content"], True) for m in history), ("user", brief.user, False)])]
 
 
 def check_reply(reply: str, brief: Any, *, judge: SupportJudge | None = None, allowed_domains: Sequence[str] = (),
