@@ -6,7 +6,11 @@ its own; a DOCX has pages only where Word recorded them (explicit page breaks an
 `lastRenderedPageBreak` marks Word writes on save): without those, `page` is None.
 
 Every failure is one `InputError` naming the file: an encrypted PDF, a file that is not a PDF or
-not a DOCX, a document with no text (a scanned PDF needs OCR first).
+not a DOCX, a document with no text (a scanned PDF needs OCR first), and a file over one of the
+`OfficeLimits`. Those are checked before the parsers do the expensive part: a DOCX's parts are
+unzipped once under a byte counter first (the sizes the archive declares are checked too, but a
+zip can lie about them), a PDF's pages are counted before any is read, and the text is counted
+page by page, so a small file that inflates to minutes of parsing is refused in milliseconds.
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
+
+
+@dataclass(frozen=True)
+class OfficeLimits:
+    """What one PDF or DOCX may cost (the `attach.*` policy keys of the same names)."""
+
+    max_unzipped_bytes: int = 20_000_000
+    max_pages: int = 500
+    max_chars: int = 1_000_000
+
+
+def _over(what: str, limit: str, value: int, where: str) -> InputError:
+    return InputError(f"{what}, more than attach.{limit} {value:,}; split the file or raise attach.{limit} "
+                      "in the policy", where=where)
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,7 @@ def _quiet(name: str) -> Iterator[None]:
         log.setLevel(level)
 
 
-def read_pdf(data: bytes, where: str) -> OfficeText:
+def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
     try:
         import pypdf
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -62,14 +80,14 @@ def read_pdf(data: bytes, where: str) -> OfficeText:
         raise InputError("is not a PDF (it does not start with %PDF); check the file or its extension", where=where)
     try:
         with _quiet("pypdf"):
-            return _read_pdf(pypdf, data, where)
+            return _read_pdf(pypdf, data, where, limits or OfficeLimits())
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged file can fail anywhere inside the parser
         raise InputError(f"is not a readable PDF ({type(e).__name__}: {e})", where=where) from None
 
 
-def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
+def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits) -> OfficeText:
     reader = pypdf.PdfReader(io.BytesIO(data))  # type: ignore[attr-defined]
     if reader.is_encrypted:
         try:
@@ -79,7 +97,17 @@ def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
         if not opened:
             raise InputError("is an encrypted PDF; decrypt it first (for example: qpdf --decrypt in.pdf out.pdf)",
                              where=where)
-    pages = [_clean(page.extract_text() or "") for page in reader.pages]
+    count = len(reader.pages)  # the page tree only: no page's content is read yet
+    if count > limits.max_pages:
+        raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where)
+    pages: list[str] = []
+    chars = 0
+    for page in reader.pages:
+        pages.append(_clean(page.extract_text() or ""))
+        chars += len(pages[-1])
+        if chars > limits.max_chars:
+            raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",
+                        "max_chars", limits.max_chars, where)
     meta = reader.metadata
     title = str(meta.title).strip() if meta is not None and meta.title else ""
     segments = [Segment(text, n) for n, text in enumerate(pages, 1) if text]
@@ -91,7 +119,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
 _HEADING_STYLE = re.compile(r"heading\s*(\d)", re.I)
 
 
-def read_docx(data: bytes, where: str) -> OfficeText:
+def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
     try:
         import docx
         from docx.opc.exceptions import PackageNotFoundError
@@ -99,6 +127,8 @@ def read_docx(data: bytes, where: str) -> OfficeText:
         raise UnavailableError("reading DOCX needs python-docx: pip install 'docket[files]'") from e
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise InputError("is not a DOCX (not a zip archive; an old .doc must be saved as .docx first)", where=where)
+    limits = limits or OfficeLimits()
+    check_unzipped(data, where, limits.max_unzipped_bytes)
     try:
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
@@ -109,6 +139,9 @@ def read_docx(data: bytes, where: str) -> OfficeText:
         raise InputError(f"is a zip archive but not a Word document (no {e})", where=where) from None
     except Exception as e:  # noqa: BLE001 - a damaged file can fail anywhere inside the parser
         raise InputError(f"is not a readable DOCX ({type(e).__name__}: {e})", where=where) from None
+    chars = sum(len(text) for _, text in blocks)
+    if chars > limits.max_chars:
+        raise _over(f"holds {chars:,} characters of text", "max_chars", limits.max_chars, where)
     paged = any(page > 1 for page, _ in blocks)
     segments: list[Segment] = []
     headings: dict[int, str] = {}  # level -> heading, carried onto the next page so a section keeps its path
@@ -133,6 +166,38 @@ def read_docx(data: bytes, where: str) -> OfficeText:
     if not segments:
         raise InputError("holds no text (an empty document, or only images)", where=where)
     return OfficeText(title, segments)
+
+
+#: more entries than any Word file has (a zip of many tiny entries costs per entry)
+MAX_ZIP_ENTRIES = 10_000
+
+
+def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
+    """Refuse a zip whose entries unzip to more than `max_bytes` in all: first by the sizes it
+    declares, then by inflating every entry under a counter that stops at the limit (a forged
+    header cannot make it read further; zipfile also stops at the declared size and checks the
+    CRC). Costs at most `max_bytes` of inflating, once."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_ZIP_ENTRIES:
+                raise InputError(f"is a zip of {len(infos):,} entries, more than a Word file has ({MAX_ZIP_ENTRIES:,})",
+                                 where=where)
+            declared = sum(i.file_size for i in infos)
+            if declared > max_bytes:
+                raise _over(f"unzips to {declared:,} bytes", "max_unzipped_bytes", max_bytes, where)
+            total = 0
+            for info in infos:
+                with zf.open(info) as fh:
+                    while block := fh.read(1 << 16):
+                        total += len(block)
+                        if total > max_bytes:
+                            raise _over(f"unzips to more than {max_bytes:,} bytes", "max_unzipped_bytes", max_bytes,
+                                        where)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged or encrypted zip fails in many ways
+        raise InputError(f"is not a readable DOCX ({type(e).__name__}: {e})", where=where) from None
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
