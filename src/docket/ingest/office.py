@@ -132,7 +132,10 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None) -> Of
     try:
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
+        _check_blocks(document, where, limits)
         blocks = list(_docx_blocks(document))
+    except InputError:
+        raise
     except PackageNotFoundError:
         raise InputError("is a zip archive but not a Word document", where=where) from None
     except KeyError as e:
@@ -201,6 +204,19 @@ def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+#: a DOCX has no fixed pages: its paragraphs and table rows are counted against attach.max_pages
+#: at this many per page (a dense page has about 50; reading one costs python-docx ~20 us)
+BLOCKS_PER_PAGE = 200
+
+
+def _check_blocks(document: object, where: str, limits: OfficeLimits) -> None:
+    """Refuse a body of more paragraphs and rows than `max_pages` allows, counted by lxml in C
+    (no python-docx object is made) before the per-paragraph walk."""
+    body = document.element.body  # type: ignore[attr-defined]
+    n = int(body.xpath("count(.//w:p | .//w:tr)"))  # python-docx's xpath knows the w: prefix
+    if n > limits.max_pages * BLOCKS_PER_PAGE:
+        raise _over(f"has {n:,} paragraphs and table rows (counted at {BLOCKS_PER_PAGE} a page)", "max_pages",
+                    limits.max_pages, where)
 
 
 class _Pages:
@@ -248,8 +264,10 @@ def _docx_blocks(document: object) -> list[tuple[int, str]]:
     body = document.element.body  # type: ignore[attr-defined]
     for child in body.iterchildren():
         if child.tag == f"{_W}p":
-            para = Paragraph(child, document)  # type: ignore[arg-type]
             page = _paragraph_page(child, pages)
+            if page is None and child.find(f".//{_W}noBreakHyphen") is None:
+                continue  # no text: skipped before python-docx's costly paragraph and style objects
+            para = Paragraph(child, document)  # type: ignore[arg-type]
             text = para.text.strip()
             if not text:
                 continue
