@@ -164,7 +164,8 @@ def test_any_surrogates_in_attachment_text_never_crash_and_are_all_counted(parts
     assert not re.search("[\ud800-\udfff]", joined)
     # a high surrogate followed by a low one is the character they encode; the rest are replaced
     assert removed["lone_surrogates"] <= lone
-    assert removed["lone_surrogates"] == joined.count("\ufffd") - text.count("\ufffd")
+    replaced = removed["lone_surrogates"] + removed["nul_chars"]  # NUL too: no store keeps it
+    assert replaced == joined.count("\ufffd") - text.count("\ufffd")
 
 
 # --- DOCX that inflate --------------------------------------------------------------------------------
@@ -355,3 +356,25 @@ def test_service_refuses_text_over_max_chars(client) -> None:
     body = {"question": "q?", "attachments": [{"name": "big.txt", "text": "many words here " * 70_000}]}
     r = client.post("/v1/ask", json=body)
     assert r.status_code in (413, 422) and "attach.max_chars" in r.json()["error"]["message"]
+
+
+def test_docx_style_names_read_once_are_python_docx_names() -> None:
+    import docx
+    from docx.text.paragraph import Paragraph
+
+    from docket.ingest.office import _W, _paragraph_styles, _style_name
+
+    d = docx.Document()
+    d.add_heading("Title text", level=0)
+    for level in (1, 2, 3):
+        d.add_heading(f"Heading {level}", level=level)
+    for style in ("Normal", "List Bullet", "Quote", "Intense Quote", None):
+        d.add_paragraph(f"Paragraph in {style}", style=style)
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = docx.Document(io.BytesIO(buf.getvalue()))
+    styles, default = _paragraph_styles(doc)
+    paras = [c for c in doc.element.body.iterchildren() if c.tag == f"{_W}p"]
+    assert len(paras) == 9
+    for p in paras:
+        assert _style_name(p, styles, default) == (Paragraph(p, doc).style.name or "")
