@@ -378,3 +378,16 @@ def test_docx_style_names_read_once_are_python_docx_names() -> None:
     assert len(paras) == 9
     for p in paras:
         assert _style_name(p, styles, default) == (Paragraph(p, doc).style.name or "")
+
+
+def test_an_attachment_searched_inside_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from docket.modes import attach
+
+    calls: list[str] = []
+    real = attach.read
+    monkeypatch.setattr(attach, "read", lambda att, *a, **k: calls.append(att.name) or real(att, *a, **k))
+    pdf = make_pdf([f"Section {i}. " + "The tenant pays the rent on the first day of the month. " * 8
+                    for i in range(6)])
+    b = brief([Attachment("lease.pdf", pdf)], Policy().updated(attach={"whole_max_tokens": 100}))
+    assert next(e for e in b.trace if e["move"] == "attach")["action"] == "search"
+    assert calls == ["lease.pdf"]  # not once for the whole block and again for the search

@@ -97,7 +97,8 @@ def whole_corpus_brief(ctx: Context, principal: Principal | None, *, explicit: b
 def attachment_brief(ctx: Context, items: Sequence[Any]) -> Brief:
     ctx.policy = attach.with_rule(ctx.policy)
     removed: Counter[str] = Counter()  # lone surrogates replaced, invisible characters removed: in the trace
-    whole = attach.load(items, ctx.policy, ctx.counter, whole=True, removed=removed)
+    items = attach.read_all(items, ctx.policy, removed)  # once: searching inside chunks the same texts again
+    whole = attach.load(items, ctx.policy, ctx.counter, whole=True)
     files = len({c.doc for c in whole})
     passages = corpus.passages_in_order(whole)
     from docket.brief.render import render_all

@@ -163,18 +163,39 @@ def chunks_of(att: Attachment, text: OfficeText, doc: str, size: ChunkSize, coun
     return out
 
 
+@dataclass(frozen=True)
+class ReadFile:
+    """An attachment already read (its text), so a request that chunks it twice (whole, then for
+    search) parses each file once."""
+
+    att: Attachment
+    text: OfficeText
+
+
+def read_all(items: Sequence[Any], policy: Policy, removed: Counter[str] | None = None) -> list[ReadFile]:
+    """Every attachment read once, in the order given (what cleaning removed counted in `removed`)."""
+    out = []
+    for item in items:
+        if isinstance(item, ReadFile):
+            out.append(item)
+            continue
+        att = as_attachment(item, policy.attach.max_bytes)
+        out.append(ReadFile(att, read(att, policy, removed)))
+    return out
+
+
 def load(items: Sequence[Any], policy: Policy, counter: TokenCounter, *, whole: bool,
          removed: Counter[str] | None = None) -> list[Chunk]:
     """Every attachment's chunks, in the order given; file names made unique as document ids.
-    What cleaning removed or replaced is counted in `removed` (the trace reports it)."""
+    What cleaning removed or replaced is counted in `removed` (the trace reports it); items
+    from `read_all` are not read again."""
     size = WHOLE if whole else ChunkSize(policy.attach.chunk_size, policy.attach.overlap)
     chunks: list[Chunk] = []
     seen: Counter[str] = Counter()
-    for item in items:
-        att = as_attachment(item, policy.attach.max_bytes)
-        seen[att.name] += 1
-        doc = att.name if seen[att.name] == 1 else f"{att.name} ({seen[att.name]})"
-        chunks.extend(chunks_of(att, read(att, policy, removed), doc, size, counter))
+    for f in read_all(items, policy, removed):
+        seen[f.att.name] += 1
+        doc = f.att.name if seen[f.att.name] == 1 else f"{f.att.name} ({seen[f.att.name]})"
+        chunks.extend(chunks_of(f.att, f.text, doc, size, counter))
     return chunks
 
 
