@@ -26,7 +26,6 @@ target, as the spec's `input_target - system - history - question`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from docket.brief.render import sanitize
 from docket.errors import InputError
 from docket.model import Trace
 from docket.policy import HistoryPolicy
+from docket.safeio import iter_json_lines, loads_json, read_text
 from docket.tokens import TokenCounter
 
 MOVE = "history"
@@ -99,42 +99,33 @@ def parse_history(items: Any, where: str = "history") -> list[ChatMessage]:
 
 
 def load_history(path: str | Path) -> list[ChatMessage]:
-    """A history file: a JSON list of messages (or `{"messages": [...]}`), or JSONL, one per line."""
+    """A history file: a JSON list of messages (or `{"messages": [...]}`), or JSONL, one per line.
+
+    Read through docket.safeio like every other file: a missing path, a pipe or device, bytes
+    that are not UTF-8, nesting deeper than safeio.MAX_DEPTH and unstorable numbers are one
+    InputError naming the file (and line), never a RecursionError or a read that blocks."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", where=str(p)) from None
-    except OSError as e:
-        raise InputError(f"cannot be read ({e.strerror})", where=str(p)) from None
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", where=str(p)) from None
+    text = read_text(p)
     stripped = text.strip()
     if not stripped:
         return []
     if stripped[0] in "[{" and not _looks_like_jsonl(stripped):
-        try:
-            return parse_history(json.loads(stripped), where=str(p))
-        except json.JSONDecodeError as e:
-            raise InputError(f"is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})", where=str(p)) from None
+        return parse_history(loads_json(stripped, str(p)), where=str(p))
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise InputError(f"is not valid JSON ({e.msg} at column {e.colno})", where=f"{p}:{n}") from None
+    for _, value in iter_json_lines(text, str(p)):
+        if isinstance(value, InputError):
+            raise value
+        items.append(value)
     return parse_history(items, where=str(p))
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in text.split("\n") if ln.strip()]
     if len(lines) < 2 or not lines[0].lstrip().startswith("{"):
         return False
     try:
-        json.loads(lines[0])
-    except json.JSONDecodeError:
+        loads_json(lines[0], "history")
+    except InputError:
         return False
     return True
 

@@ -290,6 +290,14 @@ class AttachPolicy(_Strict):
     overlap: int = Field(40, ge=0)
     #: files larger than this are refused (a 20 MB PDF is rarely the whole intent)
     max_bytes: int = Field(20_000_000, ge=1)
+    #: a DOCX whose parts unzip to more than this is refused before it is parsed (sizes read from
+    #: the archive and counted while inflating: a 154 KB file can inflate to 50 MB of XML)
+    max_unzipped_bytes: int = Field(20_000_000, ge=1)
+    #: a PDF with more pages than this is refused before any page is read
+    max_pages: int = Field(500, ge=1)
+    #: an attachment holding more characters of text than this is refused before it is chunked
+    #: (about 250,000 tokens, 500 pages of prose: index a larger file with `docket index`)
+    max_chars: int = Field(1_000_000, ge=1)
 
     @model_validator(mode="after")
     def _overlap_fits(self) -> AttachPolicy:

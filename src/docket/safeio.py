@@ -12,6 +12,9 @@ of bad input is handled once, with one line that names the file (and line, and k
   and PostgreSQL cannot store them) or too long to parse;
 - the text: lone surrogates (a `\\ud800` escape decodes to a code point that no encoder, tokenizer
   or database accepts) and NUL (PostgreSQL refuses it) become U+FFFD, the replacement character.
+- the kind of file: a pipe, socket, device or folder where a file is expected is refused before
+  it is opened for reading (reading a FIFO waits for a writer forever), and `read_bytes` never
+  reads past a size limit it is given, whatever the file's size said when it was checked.
 
 Output paths are checked before any work starts (`output_file_problem`, `output_dir_problem`)
 and written atomically (`atomic_write`), so a failed run never leaves half a file where a good
@@ -25,8 +28,10 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,9 +43,12 @@ from docket.errors import InputError
 MAX_DEPTH = 64
 #: integers must fit the stores' 64-bit columns
 MAX_INT = 2**63 - 1
+#: the one line for a path that is a pipe, socket or device (reading one can block forever)
+NOT_REGULAR = "is not a regular file (a pipe, socket or device); give a file"
 
 #: what no encoder, tokenizer or store takes: lone surrogates, and NUL (PostgreSQL text and jsonb refuse it)
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: terminal escape sequences (colour codes and the like): control sequences, not words
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 #: cheap pre-check: only text that might hold a bad number, a surrogate escape or deep nesting is walked
@@ -69,6 +77,8 @@ def input_problem(path: str | Path, kind: str = "file") -> str | None:
         return "file not found" if kind == "file" else "not found"
     if kind == "file" and p.is_dir():
         return "is a directory; give a file"
+    if not p.is_dir() and not p.is_file():
+        return NOT_REGULAR
     if kind == "dir" and not p.is_dir():
         return "is a file; give a folder"
     if not os.access(p, os.R_OK):
@@ -178,30 +188,69 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 # --- bytes and text ---------------------------------------------------------------------------------
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes; any path problem is an InputError naming the file."""
+def read_bytes(path: str | Path, max_bytes: int | None = None, limit: str = "the size limit") -> bytes:
+    """The file's bytes; any path problem is an InputError naming the file. A file that is not a
+    regular one is refused after opening without blocking (the check before opening could race),
+    and with `max_bytes` no more than that is ever read (a file may grow after its size is read):
+    over it is an InputError naming `limit` and the size."""
     p = check_input(path)
     try:
-        return p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise InputError(f"cannot be read ({e.strerror or e})", where=str(p)) from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(NOT_REGULAR, where=str(p))
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise InputError(f"is {st.st_size:,} bytes, more than {limit} {max_bytes:,}", where=str(p))
+        try:
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except OSError as e:
+            raise InputError(f"cannot be read ({e.strerror or e})", where=str(p)) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise InputError(f"is more than {limit} {max_bytes:,} bytes (it grew while being read)", where=str(p))
+    return data
 
 
-def decode(data: bytes, where: str, first_line: int = 1) -> str:
+def decode(data: bytes, where: str, first_line: int = 1, counts: Counter[str] | None = None) -> str:
     """Strict UTF-8 (a leading BOM is dropped); a bad byte is reported with its line and column
-    (`first_line`: the line number `data` starts at, when it is one line of a longer file)."""
+    (`first_line`: the line number `data` starts at, when it is one line of a longer file).
+
+    The one exception is a lone surrogate written as UTF-8 bytes (WTF-8 / CESU-8, what a
+    JavaScript or Windows string gives): like a `\\ud800` escape in JSON or a str handed over in
+    Python, it becomes U+FFFD, and each one is counted in `counts["lone_surrogates"]`."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + first_line
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputError(f"is not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}, column {col}); "
-                         "save it as UTF-8", where=where) from None
+        try:
+            text = data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            line = data.count(b"\n", 0, e.start) + first_line
+            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise InputError(f"is not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}, column {col}); "
+                             "save it as UTF-8", where=where) from None
+        # a pair written as two 3-byte halves (CESU-8) is the character it encodes; the rest are lone
+        text = scrub_counted(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass"), counts)
     return text.removeprefix("\ufeff") if first_line == 1 else text
 
 
-def read_text(path: str | Path) -> str:
-    return decode(read_bytes(path), str(path))
+def read_text(path: str | Path, counts: Counter[str] | None = None) -> str:
+    return decode(read_bytes(path), str(path), counts=counts)
+
+
+def scrub_counted(text: str, counts: Counter[str] | None = None) -> str:
+    """`scrub`, counting the lone surrogates replaced (`lone_surrogates`; NUL as `nul_chars`)."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    if counts is not None:
+        nul = text.count("\x00")
+        surrogates = len(_SURROGATE.findall(text))
+        if surrogates:
+            counts["lone_surrogates"] += surrogates
+        if nul:
+            counts["nul_chars"] += nul
+    return scrub(text)
 
 
 def scrub(text: str) -> str:
@@ -395,5 +444,6 @@ __all__ = [
     "MAX_DEPTH", "atomic_write", "check_input", "check_output_dir", "check_output_file", "check_tree", "decode",
     "has_words", "input_problem", "iter_json_lines", "iter_jsonl", "load_json", "load_toml", "loads_json",
     "loads_toml", "loads_yaml", "output_dir_problem", "output_file_problem", "read_bytes", "read_text", "scrub",
+    "scrub_counted", "NOT_REGULAR",
     "write_text_atomic",
 ]

@@ -616,7 +616,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
             if (a.text is None) == (a.data_base64 is None):
                 raise ApiError(422, "invalid", "give the file's content as text or as data_base64, exactly one", where)
             if a.text is not None:
-                data = a.text.encode("utf-8")
+                data = a.text.encode("utf-8", "surrogatepass")  # a lone surrogate: replaced and counted when read
             else:
                 try:
                     data = base64.b64decode(a.data_base64, validate=True)

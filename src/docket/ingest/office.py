@@ -6,7 +6,11 @@ its own; a DOCX has pages only where Word recorded them (explicit page breaks an
 `lastRenderedPageBreak` marks Word writes on save): without those, `page` is None.
 
 Every failure is one `InputError` naming the file: an encrypted PDF, a file that is not a PDF or
-not a DOCX, a document with no text (a scanned PDF needs OCR first).
+not a DOCX, a document with no text (a scanned PDF needs OCR first), and a file over one of the
+`OfficeLimits`. Those are checked before the parsers do the expensive part: a DOCX's parts are
+unzipped once under a byte counter first (the sizes the archive declares are checked too, but a
+zip can lie about them), a PDF's pages are counted before any is read, and the text is counted
+page by page, so a small file that inflates to minutes of parsing is refused in milliseconds.
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
+
+
+@dataclass(frozen=True)
+class OfficeLimits:
+    """What one PDF or DOCX may cost (the `attach.*` policy keys of the same names)."""
+
+    max_unzipped_bytes: int = 20_000_000
+    max_pages: int = 500
+    max_chars: int = 1_000_000
+
+
+def _over(what: str, limit: str, value: int, where: str) -> InputError:
+    return InputError(f"{what}, more than attach.{limit} {value:,}; split the file or raise attach.{limit} "
+                      "in the policy", where=where)
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,7 @@ def _quiet(name: str) -> Iterator[None]:
         log.setLevel(level)
 
 
-def read_pdf(data: bytes, where: str) -> OfficeText:
+def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
     try:
         import pypdf
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -62,14 +80,14 @@ def read_pdf(data: bytes, where: str) -> OfficeText:
         raise InputError("is not a PDF (it does not start with %PDF); check the file or its extension", where=where)
     try:
         with _quiet("pypdf"):
-            return _read_pdf(pypdf, data, where)
+            return _read_pdf(pypdf, data, where, limits or OfficeLimits())
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged file can fail anywhere inside the parser
         raise InputError(f"is not a readable PDF ({type(e).__name__}: {e})", where=where) from None
 
 
-def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
+def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits) -> OfficeText:
     reader = pypdf.PdfReader(io.BytesIO(data))  # type: ignore[attr-defined]
     if reader.is_encrypted:
         try:
@@ -79,7 +97,17 @@ def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
         if not opened:
             raise InputError("is an encrypted PDF; decrypt it first (for example: qpdf --decrypt in.pdf out.pdf)",
                              where=where)
-    pages = [_clean(page.extract_text() or "") for page in reader.pages]
+    count = len(reader.pages)  # the page tree only: no page's content is read yet
+    if count > limits.max_pages:
+        raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where)
+    pages: list[str] = []
+    chars = 0
+    for page in reader.pages:
+        pages.append(_clean(page.extract_text() or ""))
+        chars += len(pages[-1])
+        if chars > limits.max_chars:
+            raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",
+                        "max_chars", limits.max_chars, where)
     meta = reader.metadata
     title = str(meta.title).strip() if meta is not None and meta.title else ""
     segments = [Segment(text, n) for n, text in enumerate(pages, 1) if text]
@@ -91,7 +119,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str) -> OfficeText:
 _HEADING_STYLE = re.compile(r"heading\s*(\d)", re.I)
 
 
-def read_docx(data: bytes, where: str) -> OfficeText:
+def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
     try:
         import docx
         from docx.opc.exceptions import PackageNotFoundError
@@ -99,16 +127,24 @@ def read_docx(data: bytes, where: str) -> OfficeText:
         raise UnavailableError("reading DOCX needs python-docx: pip install 'docket[files]'") from e
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise InputError("is not a DOCX (not a zip archive; an old .doc must be saved as .docx first)", where=where)
+    limits = limits or OfficeLimits()
+    check_unzipped(data, where, limits.max_unzipped_bytes)
     try:
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
+        _check_blocks(document, where, limits)
         blocks = list(_docx_blocks(document))
+    except InputError:
+        raise
     except PackageNotFoundError:
         raise InputError("is a zip archive but not a Word document", where=where) from None
     except KeyError as e:
         raise InputError(f"is a zip archive but not a Word document (no {e})", where=where) from None
     except Exception as e:  # noqa: BLE001 - a damaged file can fail anywhere inside the parser
         raise InputError(f"is not a readable DOCX ({type(e).__name__}: {e})", where=where) from None
+    chars = sum(len(text) for _, text in blocks)
+    if chars > limits.max_chars:
+        raise _over(f"holds {chars:,} characters of text", "max_chars", limits.max_chars, where)
     paged = any(page > 1 for page, _ in blocks)
     segments: list[Segment] = []
     headings: dict[int, str] = {}  # level -> heading, carried onto the next page so a section keeps its path
@@ -135,7 +171,52 @@ def read_docx(data: bytes, where: str) -> OfficeText:
     return OfficeText(title, segments)
 
 
+#: more entries than any Word file has (a zip of many tiny entries costs per entry)
+MAX_ZIP_ENTRIES = 10_000
+
+
+def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
+    """Refuse a zip whose entries unzip to more than `max_bytes` in all: first by the sizes it
+    declares, then by inflating every entry under a counter that stops at the limit (a forged
+    header cannot make it read further; zipfile also stops at the declared size and checks the
+    CRC). Costs at most `max_bytes` of inflating, once."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_ZIP_ENTRIES:
+                raise InputError(f"is a zip of {len(infos):,} entries, more than a Word file has ({MAX_ZIP_ENTRIES:,})",
+                                 where=where)
+            declared = sum(i.file_size for i in infos)
+            if declared > max_bytes:
+                raise _over(f"unzips to {declared:,} bytes", "max_unzipped_bytes", max_bytes, where)
+            total = 0
+            for info in infos:
+                with zf.open(info) as fh:
+                    while block := fh.read(1 << 16):
+                        total += len(block)
+                        if total > max_bytes:
+                            raise _over(f"unzips to more than {max_bytes:,} bytes", "max_unzipped_bytes", max_bytes,
+                                        where)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged or encrypted zip fails in many ways
+        raise InputError(f"is not a readable DOCX ({type(e).__name__}: {e})", where=where) from None
+
+
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+#: a DOCX has no fixed pages: its paragraphs and table rows are counted against attach.max_pages
+#: at this many per page (a dense page has about 50; reading one costs python-docx ~20 us)
+BLOCKS_PER_PAGE = 200
+
+
+def _check_blocks(document: object, where: str, limits: OfficeLimits) -> None:
+    """Refuse a body of more paragraphs and rows than `max_pages` allows, counted by lxml in C
+    (no python-docx object is made) before the per-paragraph walk."""
+    body = document.element.body  # type: ignore[attr-defined]
+    n = int(body.xpath("count(.//w:p | .//w:tr)"))  # python-docx's xpath knows the w: prefix
+    if n > limits.max_pages * BLOCKS_PER_PAGE:
+        raise _over(f"has {n:,} paragraphs and table rows (counted at {BLOCKS_PER_PAGE} a page)", "max_pages",
+                    limits.max_pages, where)
 
 
 class _Pages:
@@ -173,6 +254,32 @@ def _paragraph_page(p: object, pages: _Pages) -> int | None:
     return first
 
 
+def _paragraph_styles(document: object) -> tuple[dict[str, str], str]:
+    """Paragraph style names by id, and the default one's name: read once per file.
+    (`Paragraph.style` searches every style of the file for each paragraph: 5 ms a paragraph.)"""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    names: dict[str, str] = {}
+    seen: set[str] = set()
+    default = ""
+    for st in document.styles:  # type: ignore[attr-defined]
+        paragraph = st.type == WD_STYLE_TYPE.PARAGRAPH
+        if st.style_id not in seen:  # python-docx takes the first style with an id, then checks its type
+            seen.add(st.style_id)
+            if paragraph:
+                names[st.style_id] = st.name or ""
+        if paragraph and st.element.get(f"{_W}default") in ("1", "true", "on"):
+            default = st.name or ""  # the last default one, as the spec (and python-docx) say
+    return names, default
+
+
+def _style_name(p: object, styles: dict[str, str], default: str) -> str:
+    """What `Paragraph.style.name` gives: the pStyle's paragraph style, else the default one."""
+    el = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
+    sid = el.get(f"{_W}val") if el is not None else None
+    return styles[sid] if sid in styles else default
+
+
 def _docx_blocks(document: object) -> list[tuple[int, str]]:
     """(page, text) for each paragraph and table row, in body order; headings as Markdown."""
     from docx.table import Table
@@ -180,15 +287,18 @@ def _docx_blocks(document: object) -> list[tuple[int, str]]:
 
     out: list[tuple[int, str]] = []
     pages = _Pages()
+    styles, default = _paragraph_styles(document)
     body = document.element.body  # type: ignore[attr-defined]
     for child in body.iterchildren():
         if child.tag == f"{_W}p":
-            para = Paragraph(child, document)  # type: ignore[arg-type]
             page = _paragraph_page(child, pages)
+            if page is None and child.find(f".//{_W}noBreakHyphen") is None:
+                continue  # no text: skipped before python-docx's costly paragraph and style objects
+            para = Paragraph(child, document)  # type: ignore[arg-type]
             text = para.text.strip()
             if not text:
                 continue
-            style = (para.style.name if para.style is not None else "") or ""
+            style = _style_name(child, styles, default)
             m = _HEADING_STYLE.search(style)
             if m:
                 text = "#" * min(int(m.group(1)), 6) + " " + " ".join(text.split())

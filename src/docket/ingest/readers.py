@@ -21,7 +21,7 @@ from docket.ingest.html import clean_html
 from docket.ingest.meta import is_sidecar, read_sidecar, resolve_meta, split_front_matter
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk, parse_chunk
-from docket.safeio import input_problem, iter_json_lines
+from docket.safeio import input_problem, iter_json_lines, scrub_counted
 from docket.safeio import read_text as _read_text
 from docket.store.protocol import DocumentVersion
 from docket.tokens import TokenCounter
@@ -115,9 +115,10 @@ def problem_of(e: InputError, fallback: str, suffix: str = "") -> Problem:
     return Problem(where, msg + suffix)
 
 
-def read_text(path: Path) -> str:
-    """The file as text (strict UTF-8); see docket.safeio for what is refused."""
-    return _read_text(path)
+def read_text(path: Path, removed: Counter[str] | None = None) -> str:
+    """The file as text (strict UTF-8; a lone surrogate's bytes become U+FFFD, counted in
+    `removed`); see docket.safeio for what is refused."""
+    return _read_text(path, removed)
 
 
 def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Counter[str],
@@ -125,7 +126,7 @@ def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Cou
     """The document versions in one file. Whole-file problems raise InputError; problems with
     single records of a JSONL file are appended to `problems` and the rest is kept."""
     kind = KINDS[found.path.suffix.lower()]
-    text = read_text(found.path)
+    text = read_text(found.path, removed)
     if kind == "jsonl":
         return read_jsonl(text, str(found.path), removed, problems)
     return [read_document(found, kind, text, size, counter, removed)]
@@ -144,10 +145,10 @@ def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: 
     if kind == "html":
         cleaned = clean_html(body, local)
         body, title = cleaned.text, title or cleaned.title
-    body = strip_invisible(body, local)
+    body = strip_invisible(scrub_counted(body, local), local)  # lone surrogates: U+FFFD, counted
     if not title and kind == "markdown":
         title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "")
-    title = strip_invisible(title or found.path.stem, local)
+    title = strip_invisible(scrub_counted(title or found.path.stem, local), local)
     removed.update(local)
     pieces = chunk_text(body, counter, size, title=title)
     if not pieces:

@@ -14,6 +14,7 @@ anything, and `retrieve.ask` before it retrieves, so a request that needs no ret
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +96,8 @@ def whole_corpus_brief(ctx: Context, principal: Principal | None, *, explicit: b
 
 def attachment_brief(ctx: Context, items: Sequence[Any]) -> Brief:
     ctx.policy = attach.with_rule(ctx.policy)
+    removed: Counter[str] = Counter()  # lone surrogates replaced, invisible characters removed: in the trace
+    items = attach.read_all(items, ctx.policy, removed)  # once: searching inside chunks the same texts again
     whole = attach.load(items, ctx.policy, ctx.counter, whole=True)
     files = len({c.doc for c in whole})
     passages = corpus.passages_in_order(whole)
@@ -102,7 +105,8 @@ def attachment_brief(ctx: Context, items: Sequence[Any]) -> Brief:
 
     documents, _, _ = render_all(passages, ctx.policy.render)
     size, limit = ctx.tokens(documents), attach.whole_limit(ctx)
-    numbers = {"attachment_tokens": size, "limit": limit, "files": files, "passages": len(passages)}
+    numbers: dict[str, Any] = {"attachment_tokens": size, "limit": limit, "files": files, "passages": len(passages),
+                               **({"removed": dict(sorted(removed.items()))} if removed else {})}
     if size <= limit:
         ctx.trace.add("attach", "whole", [], f"{files} attached file(s): block {size:,} tokens <= {limit:,}: sent whole, "
                       "no retrieval", **numbers)

@@ -25,10 +25,11 @@ from docket.errors import InputError
 from docket.ingest.chunking import ChunkSize, chunk_text
 from docket.ingest.html import clean_html
 from docket.ingest.meta import split_front_matter
-from docket.ingest.office import OfficeText, Segment, read_docx, read_pdf
+from docket.ingest.office import OfficeLimits, OfficeText, Segment, read_docx, read_pdf
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk
 from docket.policy import Policy
+from docket.safeio import decode, read_bytes, scrub_counted
 from docket.tokens import TokenCounter
 
 USER_PROVIDED = "user-provided"
@@ -52,18 +53,12 @@ class Attachment:
 
     @classmethod
     def from_path(cls, path: str | Path, max_bytes: int | None = None) -> Attachment:
+        """The file at `path`; a pipe, socket, device or folder is refused without blocking, and
+        no more than `max_bytes` is read (docket.safeio.read_bytes)."""
         p = Path(path)
-        try:
-            size = p.stat().st_size
-            if max_bytes is not None and size > max_bytes:
-                raise InputError(f"is {size:,} bytes, more than attach.max_bytes {max_bytes:,}", where=str(p))
-            return cls(name=p.name, data=p.read_bytes())
-        except FileNotFoundError:
-            raise InputError("file not found", where=str(p)) from None
-        except IsADirectoryError:
-            raise InputError("is a directory; attach files one by one", where=str(p)) from None
-        except OSError as e:
-            raise InputError(f"cannot be read ({e.strerror})", where=str(p)) from None
+        if p.is_dir():
+            raise InputError("is a directory; attach files one by one", where=str(p))
+        return cls(name=p.name, data=read_bytes(p, max_bytes, limit="attach.max_bytes"))
 
     def kind_of(self) -> str:
         if self.kind is not None:
@@ -85,46 +80,69 @@ def as_attachment(item: Any, max_bytes: int | None = None) -> Attachment:
     if isinstance(item, (str, Path)):
         return Attachment.from_path(item, max_bytes)
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], (bytes, str)):
-        data = item[1].encode("utf-8") if isinstance(item[1], str) else item[1]
-        return Attachment(name=item[0], data=data)
+        return Attachment(name=item[0], data=encoded(item[1]) if isinstance(item[1], str) else item[1])
     raise InputError(f"must be a path, a (name, bytes) pair or a docket Attachment, got {type(item).__name__}",
                      field="attachments")
 
 
-def _text_of(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"is not UTF-8 text (byte {e.start})", where=where) from None
+def encoded(text: str) -> bytes:
+    """Text handed over as a str, as bytes. A lone surrogate (a `\\ud800` escape in JSON, a bad
+    argument) is kept as its WTF-8 bytes here, so reading replaces and counts it like any other
+    (one rule for the CLI, the service and Python), instead of failing in the encoder."""
+    return text.encode("utf-8", "surrogatepass")
 
 
-def read(att: Attachment, policy: Policy) -> OfficeText:
-    """The attachment's text, in page segments (PDF, DOCX) or one segment (the others)."""
+def _text_of(data: bytes, where: str, removed: Counter[str]) -> str:
+    return decode(data, where, counts=removed)
+
+
+def limits_of(policy: Policy) -> OfficeLimits:
+    a = policy.attach
+    return OfficeLimits(max_unzipped_bytes=a.max_unzipped_bytes, max_pages=a.max_pages, max_chars=a.max_chars)
+
+
+def read(att: Attachment, policy: Policy, removed: Counter[str] | None = None) -> OfficeText:
+    """The attachment's text, in page segments (PDF, DOCX) or one segment (the others).
+
+    Bounded before the expensive step: bytes (`attach.max_bytes`), unzipped bytes and pages
+    (`attach.max_unzipped_bytes`, `attach.max_pages`, checked before the parser runs) and
+    characters of text (`attach.max_chars`, before chunking). What cleaning removed or replaced
+    (invisible characters, lone surrogates) is added to `removed`."""
     if len(att.data) > policy.attach.max_bytes:
         raise InputError(f"is {len(att.data):,} bytes, more than attach.max_bytes {policy.attach.max_bytes:,}",
                          where=att.name)
     if not att.data.strip():
         raise InputError("is empty", where=att.name)
     kind = att.kind_of()
-    removed: Counter[str] = Counter()
+    removed = removed if removed is not None else Counter()
+    limits = limits_of(policy)
     if kind == "pdf":
-        doc = read_pdf(att.data, att.name)
+        doc = read_pdf(att.data, att.name, limits)
     elif kind == "docx":
-        doc = read_docx(att.data, att.name)
+        doc = read_docx(att.data, att.name, limits)
     elif kind == "html":
-        cleaned = clean_html(_text_of(att.data, att.name), removed)
+        cleaned = clean_html(_text_of(att.data, att.name, removed), removed)
         doc = OfficeText(cleaned.title, [Segment(cleaned.text)])
     else:
-        text = _text_of(att.data, att.name)
+        text = _text_of(att.data, att.name, removed)
+        _check_chars(len(text), att.name, limits)
         if kind == "markdown":
             _, text = split_front_matter(text, att.name)
         title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
         doc = OfficeText(title, [Segment(text)])
-    segments = [Segment(strip_invisible(s.text, removed), s.page) for s in doc.segments]
+    _check_chars(sum(len(s.text) for s in doc.segments), att.name, limits)
+    segments = [Segment(strip_invisible(scrub_counted(s.text, removed), removed), s.page) for s in doc.segments]
     segments = [s for s in segments if s.text.strip()]
     if not segments:
         raise InputError("holds no text", where=att.name)
-    return OfficeText(strip_invisible(doc.title, removed), segments)
+    return OfficeText(strip_invisible(scrub_counted(doc.title, removed), removed), segments)
+
+
+def _check_chars(chars: int, where: str, limits: OfficeLimits) -> None:
+    if chars > limits.max_chars:
+        raise InputError(f"holds {chars:,} characters of text, more than attach.max_chars {limits.max_chars:,}; "
+                         "index a file this large with `docket index` and ask the store, or raise attach.max_chars",
+                         where=where)
 
 
 def chunks_of(att: Attachment, text: OfficeText, doc: str, size: ChunkSize, counter: TokenCounter) -> list[Chunk]:
@@ -145,16 +163,39 @@ def chunks_of(att: Attachment, text: OfficeText, doc: str, size: ChunkSize, coun
     return out
 
 
-def load(items: Sequence[Any], policy: Policy, counter: TokenCounter, *, whole: bool) -> list[Chunk]:
-    """Every attachment's chunks, in the order given; file names made unique as document ids."""
+@dataclass(frozen=True)
+class ReadFile:
+    """An attachment already read (its text), so a request that chunks it twice (whole, then for
+    search) parses each file once."""
+
+    att: Attachment
+    text: OfficeText
+
+
+def read_all(items: Sequence[Any], policy: Policy, removed: Counter[str] | None = None) -> list[ReadFile]:
+    """Every attachment read once, in the order given (what cleaning removed counted in `removed`)."""
+    out = []
+    for item in items:
+        if isinstance(item, ReadFile):
+            out.append(item)
+            continue
+        att = as_attachment(item, policy.attach.max_bytes)
+        out.append(ReadFile(att, read(att, policy, removed)))
+    return out
+
+
+def load(items: Sequence[Any], policy: Policy, counter: TokenCounter, *, whole: bool,
+         removed: Counter[str] | None = None) -> list[Chunk]:
+    """Every attachment's chunks, in the order given; file names made unique as document ids.
+    What cleaning removed or replaced is counted in `removed` (the trace reports it); items
+    from `read_all` are not read again."""
     size = WHOLE if whole else ChunkSize(policy.attach.chunk_size, policy.attach.overlap)
     chunks: list[Chunk] = []
     seen: Counter[str] = Counter()
-    for item in items:
-        att = as_attachment(item, policy.attach.max_bytes)
-        seen[att.name] += 1
-        doc = att.name if seen[att.name] == 1 else f"{att.name} ({seen[att.name]})"
-        chunks.extend(chunks_of(att, read(att, policy), doc, size, counter))
+    for f in read_all(items, policy, removed):
+        seen[f.att.name] += 1
+        doc = f.att.name if seen[f.att.name] == 1 else f"{f.att.name} ({seen[f.att.name]})"
+        chunks.extend(chunks_of(f.att, f.text, doc, size, counter))
     return chunks
 
 
