@@ -386,12 +386,14 @@ def _as_date(value: Any) -> Date | None:
     return Date.fromisoformat(str(value))
 
 
-def open_store(location: str, *, create: bool = True) -> Store:
-    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL."""
+def open_store(location: str, *, create: bool = True, read_only: bool = False, file_mode: int | None = None) -> Store:
+    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL.
+    `read_only` (SQLite): for commands that only read, nothing is created or changed;
+    `file_mode` (SQLite): the permission bits of the store's files (default 0600 for a new one)."""
     if location.startswith(("postgresql://", "postgres://")):
         from docket.store.postgres import PostgresStore
 
         return PostgresStore(location)
     from docket.store.sqlite import SQLiteStore
 
-    return SQLiteStore(location, create=create)
+    return SQLiteStore(location, create=create, read_only=read_only, file_mode=file_mode)
