@@ -147,7 +147,14 @@ def index_cmd(
         raise InputError(e.detail, field="--overlap" if e.field == "overlap" else "--chunk-size") from None
     if file_mode is not None and "://" in db:
         raise InputError("applies to a SQLite file; a PostgreSQL store's access is the database's", field="--file-mode")
-    store = open_store(db, file_mode=parse_mode(file_mode))
+    # the source first: a source that is not a store must not leave a new, empty target behind
+    src = open_store(source, create=False, read_only=True) if source else None
+    try:
+        store = open_store(db, file_mode=parse_mode(file_mode))
+    except BaseException:
+        if src is not None:
+            src.close()
+        raise
     try:
         embedder = _embedder(embedder_name, store)
         contextualizer = _contextualizer(store, contextualize, llm, model, context_tokens, context_window)
@@ -157,12 +164,14 @@ def index_cmd(
             options = IndexOptions(embedder=embedder, chunk=size, progress=shown.progress, reading=shown.reading,
                                    batch=batch, contextualizer=contextualizer)
             report = index_paths(store, list(paths or []), options) if paths else IndexReport()
-            if source:
-                report = _copy(source, store, options, report)
+            if src is not None:
+                report = _copy(src, store, options, report)
         if contextualizer is not None and report.contexts is not None:
             store.set_meta({"contextualized": contextualizer.identity})
     finally:
         store.close()
+        if src is not None:
+            src.close()
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
     else:
@@ -195,24 +204,21 @@ def _contextualizer(store: Store, wanted: bool | None, llm: str | None, model: s
     return Contextualizer(generator_from_url(llm, model=model), max_tokens=tokens, max_document_tokens=window)
 
 
-def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
-    """Every document version of `source` into `target`, vectors and token counts included."""
+def _copy(src: Store, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
+    """Every document version of `src` (opened for reading) into `target`, vectors and token counts included."""
     from docket.ingest import IndexOptions, index_versions
-    src = open_store(source, create=False, read_only=True)
-    try:
-        meta = src.meta()
-        if "embedder" in meta and meta["embedder"] != options.embedder.name:
-            options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
-                                   chunk=options.chunk, progress=options.progress,
-                                   contextualizer=options.contextualizer)
-        if not src.documents():
-            report.problem(source, "holds no documents; nothing copied")
-            return report
-        if meta.get("contextualized") and not target.meta().get("contextualized"):
-            target.set_meta({"contextualized": meta["contextualized"]})  # the copied chunks carry their contexts
-        return index_versions(target, src.export(), options, report)
-    finally:
-        src.close()
+
+    meta = src.meta()
+    if "embedder" in meta and meta["embedder"] != options.embedder.name:
+        options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
+                               chunk=options.chunk, progress=options.progress,
+                               contextualizer=options.contextualizer)
+    if not src.documents():
+        report.problem(src.location, "holds no documents; nothing copied")
+        return report
+    if meta.get("contextualized") and not target.meta().get("contextualized"):
+        target.set_meta({"contextualized": meta["contextualized"]})  # the copied chunks carry their contexts
+    return index_versions(target, src.export(), options, report)
 
 
 class _Named:

@@ -678,7 +678,7 @@ class SQLiteStore:
                 _sqlite_file.create_private(self.path, file_mode)
                 self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
             self._conn.row_factory = sqlite3.Row
-            _sqlite_file.check(self._conn, self.path, read_only=read_only, newest=SCHEMA_VERSION)
+            _sqlite_file.check(self._conn, self.path, may_create=create and not read_only, newest=SCHEMA_VERSION)
             if not read_only:
                 _set_wal(self._conn)
                 self._conn.execute("PRAGMA synchronous=NORMAL")

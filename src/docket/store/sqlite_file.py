@@ -107,14 +107,14 @@ def _int_meta(meta: dict[str, str], key: str, where: str, lo: int) -> int | None
     return value
 
 
-def check(conn: sqlite3.Connection, path: Path, *, read_only: bool, newest: int) -> bool:
-    """Raise InputError unless the file is a docket store (or, when writing, an empty file that
-    becomes one). True when the file is empty (the schema is still to be made)."""
+def check(conn: sqlite3.Connection, path: Path, *, may_create: bool, newest: int) -> bool:
+    """Raise InputError unless the file is a docket store (or, when `may_create`, an empty file
+    that becomes one). True when the file is empty (the schema is still to be made)."""
     where = str(path)
     tables = _tables(conn)
     if "meta" not in tables:
         if not tables:
-            if read_only:
+            if not may_create:
                 what = "an empty file" if _size(path) == 0 else "an empty SQLite database"
                 raise InputError(f"is not a docket store ({what}); build one with `docket index PATH --db {where}`",
                                  where=where)
