@@ -64,10 +64,16 @@ def test_the_totals_are_known_before_the_first_chunk_is_embedded(tmp_path: Path)
 
 
 def test_index_of_a_folder_without_a_terminal_says_how_far_it_is(tmp_path: Path) -> None:
-    out = run_cli(["index", str(_folder(tmp_path, 25)), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json"])
+    out = run_cli(["index", str(_folder(tmp_path, 25)), "--db", str(tmp_path / "s.db"), "--embedder", "hash"])
     assert out.rc == 0, out.text
     assert "docket index: reading 100% (25 of 25 files" in out.err and "docket index: embedding 100%" in out.err
-    assert out.out.lstrip().startswith("{")  # the JSON report on stdout stays clean
+    lines = [ln for ln in out.err.splitlines() if ln.startswith("docket index:")]
+    assert 10 <= len(lines) <= 22, lines  # a line per 10 % of each phase, not one per file
+
+
+def test_with_json_and_no_terminal_stderr_stays_quiet(tmp_path: Path) -> None:
+    out = run_cli(["index", str(_folder(tmp_path, 5)), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json"])
+    assert out.rc == 0 and out.err == "" and out.out.lstrip().startswith("{"), out.text
 
 
 def test_on_a_terminal_the_bars_take_the_same_calls() -> None:

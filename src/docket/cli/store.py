@@ -158,7 +158,9 @@ def index_cmd(
     try:
         embedder = _embedder(embedder_name, store)
         contextualizer = _contextualizer(store, contextualize, llm, model, context_tokens, context_window)
-        with IndexProgress() as shown:
+        # with --json and no terminal, stderr stays quiet: a program reads the report, and a
+        # caller that merges the streams (2>&1) gets JSON alone
+        with IndexProgress(quiet=as_json and not sys.stderr.isatty()) as shown:
             if contextualizer is not None:
                 contextualizer.progress = shown.contexts
             options = IndexOptions(embedder=embedder, chunk=size, progress=shown.progress, reading=shown.reading,
