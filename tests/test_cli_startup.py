@@ -31,7 +31,8 @@ print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h +
 
 
 def _imported(args: list[str]) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)], capture_output=True,
+    heavy = HEAVY + (("rich",) if "--help" in args or not args else ())  # help prints plain text
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(heavy)], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": SRC})
     return json.loads(proc.stderr.strip().splitlines()[-1])
 

@@ -9,15 +9,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
 from docket.safeio import decode, read_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console
 
 llm_app = typer.Typer(help="Language models: start/stop the local llama.cpp server, list what an endpoint serves.",
                       no_args_is_help=True)

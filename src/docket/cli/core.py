@@ -8,14 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from docket.brief.formats import get as get_format
 from docket.brief.formats import text_formats
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console, Table
 
 if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without numpy (tests/test_cli_startup.py)
     from docket.brief.result import Brief

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.markup import escape
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console, escape
 
 #: docket.eval.dataset.FORMATS, spelt out so `docket --help` need not import the evaluation (a test keeps them equal)
 SET_FORMATS = ("docket", "hotpotqa", "musique", "squad-v2", "bipia", "poisonedrag")
