@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from bad_input_kit import problems, run_cli
+from conftest_pg import pg_server, pg_url  # noqa: F401
 
 from docket.demo import nimbus_path
 from docket.errors import InputError
@@ -304,3 +305,17 @@ def test_a_bad_file_mode_is_a_usage_error(tmp_path: Path, value: str, words: str
 def test_parse_mode() -> None:
     assert sqlite_file.parse_mode("0600") == 0o600 and sqlite_file.parse_mode("0o640") == 0o640
     assert sqlite_file.parse_mode(None) is None and sqlite_file.parse_mode(0o660) == 0o660
+
+
+@pytest.mark.parametrize("key, value", [("schema", "v4"), ("generation", "zz"), ("dim", "abc"), ("dim", "0")])
+def test_a_postgres_store_with_damaged_meta_is_one_line_too(pg_url: str, key: str, value: str) -> None:  # noqa: F811
+    import psycopg
+
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                     (key, value))
+    with pytest.raises(InputError, match=f"{key}='{value}'"):
+        open_store(pg_url)
+    out = run_cli(["ask", "refund", "--db", pg_url])
+    assert not problems(out, "ask", must_fail=True) and f"{key}='{value}'" in out.err, out.text

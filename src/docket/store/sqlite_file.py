@@ -107,6 +107,15 @@ def _int_meta(meta: dict[str, str], key: str, where: str, lo: int) -> int | None
     return value
 
 
+def check_meta_values(meta: dict[str, str], where: str) -> int | None:
+    """The `meta` values every backend reads as numbers (schema, generation, dim) are whole
+    numbers, else one line naming the store and the value; the schema version (None: unset)."""
+    schema = _int_meta(meta, "schema", where, 1)
+    _int_meta(meta, "generation", where, 0)
+    _int_meta(meta, "dim", where, 1)
+    return schema
+
+
 def check(conn: sqlite3.Connection, path: Path, *, may_create: bool, newest: int) -> bool:
     """Raise InputError unless the file is a docket store (or, when `may_create`, an empty file
     that becomes one). True when the file is empty (the schema is still to be made)."""
@@ -126,9 +135,7 @@ def check(conn: sqlite3.Connection, path: Path, *, may_create: bool, newest: int
     if "schema" not in meta:
         raise InputError(f"is not a docket store, or a damaged one: its meta table has no schema version; {_REBUILD}",
                          where=where)
-    schema = _int_meta(meta, "schema", where, 1)
-    _int_meta(meta, "generation", where, 0)
-    _int_meta(meta, "dim", where, 1)
+    schema = check_meta_values(meta, where)
     assert schema is not None
     if schema > newest:
         return False  # the caller says "written by a newer docket"
