@@ -683,10 +683,15 @@ class SQLiteStore:
                 _set_wal(self._conn)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._open_schema()
-        except sqlite3.DatabaseError as e:
-            raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
-        except OSError as e:
-            raise InputError(f"cannot be opened ({e.strerror or e})", where=str(self.path)) from None
+        except BaseException as e:
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                conn.close()  # a refused file is not held open
+            if isinstance(e, sqlite3.DatabaseError):
+                raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
+            if isinstance(e, OSError):
+                raise InputError(f"cannot be opened ({e.strerror or e})", where=str(self.path)) from None
+            raise
         if file_mode is not None and not read_only:
             _sqlite_file.apply_mode(self.path, file_mode)
         self._lock = threading.RLock()
