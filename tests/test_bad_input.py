@@ -317,6 +317,7 @@ CASES = [
     ("eval/compare-empty", EVAL + ["--compare", ""], {}, 2, "holds no system name"),
     ("budget/cache-read-alone", ["budget", "--cache-read", "0.2"], {}, 2, "'--cache-read': is only used with --corpus-tokens"),
     ("budget/cache-write-alone", ["budget", "--cache-write", "2"], {}, 2, "is only used with --corpus-tokens"),
+    ("budget/cache-read-zero-alone", ["budget", "--cache-read", "0"], {}, 2, "is only used with --corpus-tokens"),
     ("budget/cache-ttl-alone", ["budget", "--cache-ttl", "60"], {}, 2, "is only used with --corpus-tokens"),
     ("budget/cache-read-free", ["budget", "--system", "500", "--corpus-tokens", "100000", "--cache-read", "0",
                                 "--cache-write", "0"], {}, 0, "no corpus size makes them cost the same"),

@@ -347,9 +347,19 @@ Structured = Annotated[bool, typer.Option("--structured", help="With --llm: answ
                                           "native citations are then off).")]
 
 
+def _given(value: object) -> bool:
+    """An option's value was given: not None/False/empty; a number is given even when 0 (0 == False
+    would make `--cache-read 0` look absent)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (str, list, tuple)):
+        return len(value) > 0
+    return True
+
+
 def requires(value: object, other: object, name: str, other_name: str) -> None:
     """An option that only means something with another one must not be ignored silently."""
-    if value not in (None, False, "", [], ()) and other in (None, False, "", [], ()):
+    if _given(value) and not _given(other):
         raise InputError(f"is only used with {other_name}; add {other_name} or leave {name} out", field=name)
 
 
