@@ -195,6 +195,8 @@ def _bytes_kind(kind: str, rng: Any, where: Path) -> str:
         p.write_bytes(b"\xff\xfe" + bytes(rng.randrange(256) for _ in range(200)))
     elif kind == "empty":
         p.write_bytes(b"")
+    elif kind in STORE_DAMAGE or kind == "other-sqlite":
+        _bad_store(p, kind)
     elif kind == "deep":
         d = rng.randrange(70, 6000)
         p.write_text('{"id": "a", "doc": "d", "text": "t", "metadata": {"x": ' + "[" * d + "]" * d + "}}\n")
@@ -203,6 +205,38 @@ def _bytes_kind(kind: str, rng: Any, where: Path) -> str:
     return str(p)
 
 
+#: a docket store damaged one way (the SQL run on a fresh store), for every command that opens one
+STORE_DAMAGE = {
+    "store-schema-text": "UPDATE meta SET value = 'v4' WHERE key = 'schema'",
+    "store-schema-newer": "UPDATE meta SET value = '99' WHERE key = 'schema'",
+    "store-schema-gone": "DELETE FROM meta WHERE key = 'schema'",
+    "store-generation-text": "UPDATE meta SET value = 'zz' WHERE key = 'generation'",
+    "store-dim-text": "INSERT OR REPLACE INTO meta VALUES ('dim', 'abc')",
+    "store-dim-zero": "INSERT OR REPLACE INTO meta VALUES ('dim', '0')",
+    "store-no-chunks": "DROP TABLE chunks",
+    "store-no-versions": "DROP TABLE versions",
+    "store-no-acl": "DROP TABLE chunk_acl",
+    "store-no-meta": "DROP TABLE meta",
+}
+
+
+def _bad_store(p: Path, kind: str) -> None:
+    import sqlite3
+
+    if kind == "other-sqlite":
+        conn = sqlite3.connect(p)
+        conn.execute("CREATE TABLE invoices(id INTEGER PRIMARY KEY)")
+    else:
+        from docket.store.sqlite import SQLiteStore
+
+        SQLiteStore(p).close()
+        conn = sqlite3.connect(p)
+        conn.executescript(STORE_DAMAGE[kind])
+    conn.commit()
+    conn.close()
+
+
+STORE_BAD = ("empty", "binary", "not-utf8", "other-sqlite", *STORE_DAMAGE)
 IN_BAD = ("folder", "loop", "dangling", "missing", "not-utf8", "binary", "deep")  # bad for every JSON(L) input
 OUT_FILE_BAD = ("folder", "loop", "missing-parent", "under-file")
 OUT_DIR_BAD = ("loop", "under-file", "not-utf8")  # an existing file is not a folder
@@ -219,13 +253,14 @@ OPTION_FUZZ: dict[str, tuple[list[str], list[tuple[str, Any]]]] = {
         ("--budget", ["0", "-3", "x"]), ("--floor", NUMBER_WORDS[:8]), ("--candidates", ["0", "-5", "x", "1000000000"]),
         ("--mode", ["x", "", "hybrid"]), ("--since", ["2026-13-01", "x", ""]), ("--until", ["2026-00-10", "y"]),
         ("--principal", BAD_NAMES), ("--policy", ("path", IN_BAD)), ("QUESTION", BAD_QUESTIONS),
-        ("--db", ("path", ("folder", "not-utf8", "binary", "missing"))), ("--llm", MALFORMED_URLS),
-        ("--groups", ["x"]), ("--doc", BAD_NAMES[1:])]),
+        ("--db", ("path", ("folder", "missing", *STORE_BAD))), ("--llm", MALFORMED_URLS),
+        ("--groups", ["x"]), ("--doc", BAD_NAMES[1:]), ("--model-preset", ["", " "]), ("--html", ("path", OUT_FILE_BAD)),
+        ("--allow-domain", ["", " ", "a b"])]),
     "eval": (["eval", "{set}", "--embedder", "hash", "--budgets", "200", "--json"], [
         ("--price", NUMBER_WORDS[:8] + ["-1", "-0.5"]), ("--limit", ["0", "-1", "x"]),
         ("--budgets", ["0", "", ",", "a", "-5", "1e3", "99999999999"]), ("--set-format", ["x", "", "squad"]),
         ("--embedder", ["x", ""]), ("--report", ("path", OUT_DIR_BAD)), ("--policy", ("path", IN_BAD)),
-        ("--compare", ["x", "langchain,x"]), ("--generation-budget", ["0", "-1"]), ("--llm", MALFORMED_URLS),
+        ("--compare", ["x", "langchain,x", "", ",", " , "]), ("--generation-budget", ["0", "-1"]), ("--llm", MALFORMED_URLS),
         ("PATH", ("path", IN_BAD + ("empty",)))]),
     "calibrate": (["calibrate", "{set}", "--embedder", "hash", "--json"], [
         ("--folds", ["0", "1", "-3", "x"]), ("--group-by", ["x", "", "author"]),
@@ -235,18 +270,25 @@ OPTION_FUZZ: dict[str, tuple[list[str], list[tuple[str, Any]]]] = {
     "budget": (["budget", "--system", "500"], [
         ("--price", NUMBER_WORDS[:8] + ["-1"]), ("--input-target", ["0", "-1", "x"]), ("--history", ["-1"]),
         ("--tags", ["-1"]), ("--chunk-tokens", ["0"]), ("--queries-per-day", ["-1"]), ("--system", ["-1"]),
-        ("--answer-reserve", ["-5"]), ("--question-tokens", ["-1"]), ("-q", ["refund?"])]),
+        ("--answer-reserve", ["-5"]), ("--question-tokens", ["-1"]), ("-q", ["refund?"]),
+        ("--cache-read", ["0.2", "0"]), ("--cache-write", ["2"]), ("--cache-ttl", ["60"])]),
     "index": (["index", "--db", "{db}", "--embedder", "hash", "--json", "{good}"], [
         ("--chunk-size", ["0", "3", "-1", "x"]), ("--overlap", ["-1", "1000", "x"]), ("--embedder", ["x", ""]),
-        ("PATH", ("path", ("loop", "dangling", "missing", "not-utf8", "binary", "deep", "folder")))]),
-    "export": (["export", "{o}", "--db", "{db}"], [("OUT", ("path", OUT_FILE_BAD)), ("--db", ("path", ("missing", "folder")))]),
+        ("PATH", ("path", ("loop", "dangling", "missing", "not-utf8", "binary", "deep", "folder"))),
+        ("--doc-prefix", ["", " ", "\t"]), ("--set", ["trust=", "status= ", "acl="]), ("--from", ["", "{db}"]),
+        ("--db", ("path", ("folder", "other-sqlite", "binary", *STORE_DAMAGE))), ("--file-mode", ["0400", "x", "", "8"])]),
+    "export": (["export", "{o}", "--db", "{db}"], [("OUT", ("path", OUT_FILE_BAD)),
+                                                  ("--db", ("path", ("missing", "folder", *STORE_BAD)))]),
     "delete": (["delete", "refund-policy", "--db", "{db}", "--version", "3"], [
-        ("DOC", BAD_NAMES + ["no-such-doc"]), ("--version", ["-1", "99", "x", "4"])]),
+        ("DOC", BAD_NAMES + ["no-such-doc"]), ("--version", ["-1", "99", "x", "4"]),
+        ("--db", ("path", ("folder", "missing", *STORE_BAD)))]),
     "principal": (["principal", "bob", "--db", "{db}", "--groups", "finance"], [
-        ("NAME", BAD_NAMES), ("--groups", ["\x00", "a,\x1b[0m", "x\ny"])]),
+        ("NAME", BAD_NAMES), ("--groups", ["\x00", "a,\x1b[0m", "x\ny", ",,,", " , ", ","]),
+        ("--db", ("path", ("folder", "binary", "other-sqlite", *STORE_DAMAGE)))]),
     "check": (["check", "--answer", "{answer}", "--brief", "{brief}", "--json"], [
         ("--answer", ("path", ("folder", "loop", "dangling", "missing", "not-utf8", "binary", "empty"))),
-        ("--brief", ("path", IN_BAD + ("empty",))), ("--judge", MALFORMED_URLS), ("--judge-model", ["m"])]),
+        ("--brief", ("path", IN_BAD + ("empty",))), ("--judge", MALFORMED_URLS), ("--judge-model", ["m"]),
+        ("--allow-domain", ["", " ", "a b", "com", "co.uk"])]),
 }
 #: positional arguments: where they sit in the valid command line
 POSITIONAL = {("ask", "QUESTION"): 1, ("eval", "PATH"): 1, ("calibrate", "PATH"): 1, ("export", "OUT"): 1,

@@ -11,7 +11,9 @@ detail that may move. Names load on first use, so `import docket` stays fast.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -110,9 +112,20 @@ __all__ = [
 ]
 
 
-# eager: `docket.assemble` must be the function, not the submodule of the same name (importing a
-# submodule binds its name on the package, once; this import makes that binding the function's)
-from docket.assemble import assemble  # noqa: E402
+# `docket.assemble` is the function, not the submodule of the same name, and it loads lazily like
+# every other name (the command line starts without numpy): importing a submodule binds its name
+# on the package, so the package's class keeps that one binding from replacing the function
+_EXPORTS["assemble"] = "docket.assemble"
+
+
+class _Package(ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "assemble" and isinstance(value, ModuleType):
+            return  # the submodule stays reachable as sys.modules["docket.assemble"]
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
@@ -130,7 +143,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from docket.api import AnswerEvent, AskResult, Session
-    from docket.assemble import rank_by_cosine
+    from docket.assemble import assemble, rank_by_cosine
     from docket.brief.result import Brief
     from docket.check import CheckReport, LLMJudge, check_answer
     from docket.embed import Embedder, default_embedder

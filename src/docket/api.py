@@ -98,9 +98,10 @@ class _Stores:
     """Store handles for many threads: SQLite shares one reader (and its in-memory vector matrix);
     PostgreSQL gives each thread its own connection. Writes go through one writer, one at a time."""
 
-    def __init__(self, location: str, create: bool) -> None:
+    def __init__(self, location: str, create: bool, read_only: bool = False) -> None:
         self.location = location
         self.create = create
+        self.read_only = read_only  # the shared SQLite reader opens with mode=ro (docket ask)
         self.shared = not location.startswith(("postgresql://", "postgres://"))
         self._local = threading.local()
         self._all: list[Store] = []
@@ -124,7 +125,8 @@ class _Stores:
             if self._reader is None:
                 with self._lock:
                     if self._reader is None:
-                        self._reader = open_store(self.location, create=self.create, records=feature_record)
+                        self._reader = open_store(self.location, create=self.create, read_only=self.read_only,
+                                                  records=feature_record)
                         self._all.append(self._reader)
             return self._reader
         st = getattr(self._local, "store", None)
@@ -195,10 +197,13 @@ class Session:
         self._pool_: ThreadPoolExecutor | None = None
 
     @classmethod
-    def open(cls, location: str | Path, *, create: bool = False, **options: Any) -> Session:
-        """A session that owns the store at `location` (SQLite file or postgresql:// URL)."""
+    def open(cls, location: str | Path, *, create: bool = False, read_only: bool = False, **options: Any) -> Session:
+        """A session that owns the store at `location` (SQLite file or postgresql:// URL).
+        `read_only`: searches and fetches read the SQLite file without ever writing it (no tables
+        made in a file that is not a store, nothing migrated); writing through the session still
+        opens a writer."""
         s = cls(None, **options)
-        s._stores = _Stores(str(location), create)
+        s._stores = _Stores(str(location), create, read_only=read_only and not create)
         return s
 
     @property

@@ -1,6 +1,6 @@
 """The plain data docket passes between its moves.
 
-`Chunk` is one record of the DESIGN.md contract. `Candidate` is a chunk with the score the
+`Chunk` is one record of the chunk contract (docs/store.md). `Candidate` is a chunk with the score the
 ranker gave it. `Passage` is what reaches the prompt: one chunk or a span of adjacent chunks of
 one document version. Everything here is immutable or copied, so a move never changes its input.
 """
@@ -162,7 +162,7 @@ class Chunk(BaseModel):
         return (self.doc, self.version)
 
     def to_record(self, with_vector: bool = False) -> dict[str, Any]:
-        """The JSON-ready record (the DESIGN.md contract)."""
+        """The JSON-ready record (the chunk contract, docs/store.md)."""
         out = self.model_dump(mode="json", exclude_none=True)
         if not with_vector:
             out.pop("vector", None)

@@ -42,7 +42,7 @@ class _LazyTrace:
 
 @dataclass
 class Brief:
-    """What `assemble` returns. `to_json()` is the `docket assemble --json` contract (DESIGN.md).
+    """What `assemble` returns. `to_json()` is the `docket assemble --json` contract (docs/contract.md).
 
     `sources`, `tokens`, `trace` and `conflicts` are typed (`Source`, `TokenCounts`,
     `TraceEvent`, `Conflict`) and still read like the JSON objects they write; plain dicts given

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +19,11 @@ from docket.cli.terminal import console as terminal_console
 from docket.cli.terminal import json_text, safe
 from docket.errors import InputError
 from docket.safeio import decode, read_text
+
+if TYPE_CHECKING:
+    pass
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    pass
 
 llm_app = typer.Typer(help="Language models: start/stop the local llama.cpp server, list what an endpoint serves.",
                       no_args_is_help=True)
@@ -69,7 +74,8 @@ def check_cmd(
     brief: Path = typer.Option(..., "--brief", "-b", help="What `docket assemble --json` printed for that question.",
                                callback=opt.input_file),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
-    allow_domain: list[str] = typer.Option([], "--allow-domain", help="A domain links may point to (subdomains too). Repeatable."),
+    allow_domain: list[str] = typer.Option([], "--allow-domain", help="A domain links may point to (subdomains too). Repeatable.",
+                                           callback=opt.domain),
     strip_links: bool = typer.Option(False, "--strip-links", help="Also print the answer with disallowed links removed."),
     judge_url: str | None = typer.Option(None, "--judge", help="Also ask this model (a --llm URL) whether each cited passage supports its sentence.",
                                          callback=opt.llm_url),

@@ -10,4 +10,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # help texts are plain text: rich markup would eat every "[history]" or "[default]" in them
+    # (tests/test_cli_help.py renders every --help), and the help needs no rich import to start
+    rich_markup_mode=None,
 )

@@ -4,28 +4,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from docket.assemble import assemble, rank_by_cosine
 from docket.brief.formats import get as get_format
 from docket.brief.formats import text_formats
-from docket.brief.result import Brief
 from docket.cli import options as opt
 from docket.cli.app import app
-from docket.cli.show import print_brief, print_ranking
 from docket.cli.terminal import console as terminal_console
 from docket.cli.terminal import json_text
-from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
-from docket.embed import default_embedder
 from docket.errors import InputError
-from docket.io import check_chunks, load_candidates, load_chunks
-from docket.policy import Policy, load_policy
-from docket.store.access import Principal
-from docket.store.base import MemoryStore
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console, Table
+
+if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without numpy (tests/test_cli_startup.py)
+    from docket.brief.result import Brief
+    from docket.policy import Policy
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
 
@@ -33,6 +32,8 @@ parse_date = opt.parse_date
 
 
 def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
+    from docket.policy import load_policy
+
     policy = load_policy(path)
     if fmt is not None:
         policy = policy.updated(render={"format": opt.check_choice(fmt, "--format", tuple(text_formats()))})
@@ -46,7 +47,7 @@ def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
 @app.command("assemble")
 def assemble_cmd(
     question: Annotated[str, typer.Option("--question", "-q", help="The user's question.", callback=opt.question)],
-    store: Annotated[Path | None, typer.Option("--store", help="Chunk records, JSONL (DESIGN.md contract).",
+    store: Annotated[Path | None, typer.Option("--store", help="Chunk records, JSONL (docs/store.md, chunk records).",
                                                callback=opt.input_file)] = None,
     candidates: Annotated[Path | None, typer.Option("--candidates", help='Ranked {"id","score"} JSONL, best first.',
                                                     callback=opt.input_file)] = None,
@@ -78,7 +79,11 @@ def assemble_cmd(
     """Assemble the brief for one question from a chunk file (and optional ranked candidates), or
     from files the user attached."""
     from docket.api import Session
+    from docket.cli.show import print_brief
     from docket.history import load_history
+    from docket.io import check_chunks, load_candidates, load_chunks
+    from docket.store.access import Principal
+    from docket.store.base import MemoryStore
 
     opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
@@ -86,8 +91,7 @@ def assemble_cmd(
     opt.requires(structured, llm, "--structured", "--llm")
     if groups and not principal:
         raise InputError("needs --principal (groups belong to someone)", field="--groups")
-    who = Principal(principal, frozenset(opt.check_name(g.strip(), "--groups") for item in groups or []
-                                         for g in item.split(",") if g.strip())) if principal is not None else None
+    who = Principal(principal, frozenset(opt.split_names(groups, "--groups"))) if principal is not None else None
     policy = opt.mode_policy(load_policy_with(policy_path, fmt), model_preset, route, route_llm)
     turns = load_history(history) if history else None
     if files and (store is not None or candidates is not None):
@@ -127,6 +131,13 @@ def demo_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print both briefs as JSON.")] = False,
 ) -> None:
     """The spec's Nimbus example: eight chunks, the refund question and the student-discount question."""
+    from docket.assemble import assemble, rank_by_cosine
+    from docket.cli.show import print_brief, print_ranking
+    from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
+    from docket.embed import default_embedder
+    from docket.policy import Policy
+    from docket.store.base import MemoryStore
+
     chunks = nimbus_chunks()
     store = MemoryStore(chunks)
     embedder = default_embedder()
@@ -173,20 +184,28 @@ def budget_cmd(
     corpus_tokens: Annotated[int | None, typer.Option(
         "--corpus-tokens", help="Compare sending a corpus of this many tokens in every prompt (uncached and "
         "cached) with retrieval at the input target.", callback=opt.positive)] = None,
-    cache_read: Annotated[float, typer.Option("--cache-read", help="Cached-read multiplier of the input price.",
-                                              callback=opt.finite(0.0))] = 0.1,
-    cache_write: Annotated[float, typer.Option("--cache-write", help="Cache-write multiplier of the input price.",
-                                               callback=opt.finite(0.0))] = 1.25,
-    cache_ttl: Annotated[float, typer.Option("--cache-ttl", help="Minutes a cached prefix lives without a hit.",
-                                             callback=opt.finite(0.0, lo_open=True))] = 5.0,
+    cache_read: Annotated[float | None, typer.Option(
+        "--cache-read", help="With --corpus-tokens: cached-read multiplier of the input price (default 0.1).",
+        callback=opt.finite(0.0))] = None,
+    cache_write: Annotated[float | None, typer.Option(
+        "--cache-write", help="With --corpus-tokens: cache-write multiplier of the input price (default 1.25).",
+        callback=opt.finite(0.0))] = None,
+    cache_ttl: Annotated[float | None, typer.Option(
+        "--cache-ttl", help="With --corpus-tokens: minutes a cached prefix lives without a hit (default 5).",
+        callback=opt.finite(0.0, lo_open=True))] = None,
     model_preset: opt.ModelPreset = None,
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
+    from docket.assemble import assemble
     from docket.brief import layout
     from docket.context import Context
+    from docket.io import load_chunks
+    from docket.store.base import MemoryStore
     from docket.tokens import default_counter
 
     opt.requires(ask, store, "--question", "--store")
+    for flag, given in (("--cache-read", cache_read), ("--cache-write", cache_write), ("--cache-ttl", cache_ttl)):
+        opt.requires(given, corpus_tokens, flag, "--corpus-tokens")
     for name, v in (("--input-target", input_target), ("--chunk-tokens", chunk_tokens)):
         if v <= 0:
             raise InputError(f"must be positive, got {v}", field=name)
@@ -238,7 +257,9 @@ def budget_cmd(
     console.print(f"+1,000 evidence tokens at USD {price}/M and {per_day:,} queries/day: USD {extra:,.0f}/day, "
                   f"USD {extra * 30:,.0f}/month", soft_wrap=True)
     if corpus_tokens is not None:
-        _print_corpus_comparison(console, corpus_tokens, input_target, price, cache_read, cache_write, per_day, cache_ttl)
+        _print_corpus_comparison(console, corpus_tokens, input_target, price, 0.1 if cache_read is None else cache_read,
+                                 1.25 if cache_write is None else cache_write, per_day,
+                                 5.0 if cache_ttl is None else cache_ttl)
     if store is not None:
         if not ask:
             raise InputError("is needed with --store", field="--question")
@@ -275,8 +296,10 @@ def _print_corpus_comparison(console: Console, corpus: int, rag: int, price: flo
     console.print(t)
     ratio = r["cached_over_retrieval"]
     if ratio is not None:
-        console.print(f"with a warm cache the whole corpus costs {ratio:,.2f} times as much per query as retrieval; "
-                      f"they cost the same at a corpus of {r['break_even_corpus_tokens']:,.0f} tokens", soft_wrap=True)
+        even = r["break_even_corpus_tokens"]
+        console.print(f"with a warm cache the whole corpus costs {ratio:,.2f} times as much per query as retrieval"
+                      + (f"; they cost the same at a corpus of {even:,.0f} tokens" if even is not None else
+                         " (a free cached read: no corpus size makes them cost the same)"), soft_wrap=True)
     be = r["break_even_queries_per_day"]
     if be is None:
         console.print("caching never pays at these multipliers (a cached read costs as much as an uncached one)")

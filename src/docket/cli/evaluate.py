@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
 from docket.errors import InputError
-from docket.eval.dataset import FORMATS as SET_FORMATS
-from docket.policy import load_policy
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.markup import escape
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console, escape
+
+#: docket.eval.dataset.FORMATS, spelt out so `docket --help` need not import the evaluation (a test keeps them equal)
+SET_FORMATS = ("docket", "hotpotqa", "musique", "squad-v2", "bipia", "poisonedrag")
 
 #: how `calibrate` groups questions for cross-validation
 GROUP_BY = ("paragraph", "article", "item")
@@ -35,9 +40,12 @@ def _parse_budgets(text: str) -> list[int]:
 def _parse_compare(text: str | None) -> list[str]:
     from docket.eval.runner import ALL_SYSTEMS
 
-    if not text:
+    if text is None:
         return []
     names = [x.strip().lower() for x in text.split(",") if x.strip()]
+    if not names:  # "" or ",,," (an unset variable) would silently compare nothing
+        raise InputError(f"holds no system name ({text!r}); give e.g. langchain,topk or all, or leave it out",
+                         field="--compare")
     if names == ["all"]:
         return list(ALL_SYSTEMS)
     bad = [n for n in names if n not in ALL_SYSTEMS]
@@ -126,6 +134,7 @@ def eval_cmd(
     from docket.eval.cache import eval_embedder
     from docket.eval.dataset import load_set
     from docket.eval.runner import EvalConfig, evaluate
+    from docket.policy import load_policy
     from docket.tokens import default_counter
 
     if limit is not None and limit < 1:
@@ -223,7 +232,7 @@ def calibrate_cmd(
         if dup["threshold"] is not None:
             updates["dedup"] = {"threshold": dup["threshold"]}
     prepared = prepare(lset, embedder) if lset is not None else []
-    from docket.policy import Policy
+    from docket.policy import Policy, load_policy
     from docket.tokens import default_counter
 
     pol = load_policy(policy_path) if policy_path is not None else Policy()

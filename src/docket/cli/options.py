@@ -22,14 +22,16 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import date as Date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from docket.errors import InputError
-from docket.llm.base import Generator
-from docket.policy import Policy
 from docket.safeio import clean_question, input_problem, output_dir_problem, output_file_problem, scrub, shown
+
+if TYPE_CHECKING:  # the command line starts without pydantic, numpy or a model client (tests/test_cli_startup.py)
+    from docket.llm.base import Generator
+    from docket.policy import Policy
 
 Callback = Callable[..., Any]
 
@@ -164,6 +166,8 @@ def _db_problem(value: str) -> str | None:
 
 
 def _check_db(value: str, name: str) -> str:
+    if not value.strip():
+        raise InputError("is empty (an unset variable?); give the store's file name or a postgresql:// URL", field=name)
     problem = _db_problem(value)  # the raw string: Path() would fold the "//" of a URL
     if problem:
         raise InputError(problem, where=value, field=name)
@@ -171,6 +175,31 @@ def _check_db(value: str, name: str) -> str:
 
 
 db_path = _checker(_check_db)
+
+
+def _check_file_mode(value: str, name: str) -> str:
+    from docket.store.sqlite_file import parse_mode
+
+    parse_mode(value, name)
+    return value
+
+
+#: `index --file-mode 0640`: octal permission bits the owner can read and write
+file_mode = _checker(_check_file_mode)
+
+
+def same_location(a: str | Path, b: str | Path) -> bool:
+    """Do two --db style values name the same store (one file however it is spelt, or the same URL)?"""
+    sa, sb = str(a), str(b)
+    if "://" in sa or "://" in sb:
+        return sa.rstrip("/") == sb.rstrip("/")
+    pa, pb = Path(sa), Path(sb)
+    try:
+        if pa.exists() and pb.exists():
+            return pa.samefile(pb)
+        return pa.resolve() == pb.resolve()
+    except OSError:
+        return False
 
 
 def check_not_same_file(a: Path, b: str | Path, name: str, what: str) -> None:
@@ -185,6 +214,52 @@ def check_not_same_file(a: Path, b: str | Path, name: str, what: str) -> None:
 
 
 # --- text ------------------------------------------------------------------------------------------------
+
+
+def check_text(value: str, name: str) -> str:
+    """A free-text option that must hold something: an empty value (often an unset shell variable,
+    `--doc-prefix "$PREFIX"`) would otherwise switch the option's effect off without a word."""
+    if not value.strip():
+        raise InputError("is empty (an unset variable?); give a value or leave the option out", field=name)
+    return value
+
+
+text = _checker(check_text)
+
+
+def split_names(values: Sequence[str] | None, name: str, *, clear: bool = False) -> tuple[str, ...]:
+    """A repeatable option that also takes comma-separated names (`--groups a,b --groups c`). Each
+    name is checked; a value with no name in it (`""`, `",,,"`, `" , "`) is refused, since it would
+    silently mean "none" - except, with `clear`, exactly `""`, the way to say "none" on purpose."""
+    out: list[str] = []
+    for item in values or []:
+        parts = [v.strip() for v in item.split(",") if v.strip()]
+        if not parts:
+            if clear and item == "":
+                continue
+            how = " (or exactly \"\" to clear them)" if clear else " (or leave the option out)"
+            raise InputError(f"is empty ({shown(item)} holds no name); give names separated by commas{how}", field=name)
+        out.extend(check_name(v, name) for v in parts)
+    return tuple(out)
+
+
+def check_domain(value: str, name: str) -> str:
+    """One `--allow-domain`: a host name; an empty value would be an allow-list entry that allows
+    nothing while looking like a setting, so it is refused, as is a public suffix (links.py)."""
+    if not value.strip():
+        raise InputError("is empty (an unset variable?); give a domain like example.com", field=name)
+    if any(ch.isspace() for ch in value.strip()):
+        raise InputError(f"must be one domain like example.com, got {shown(value)}", field=name)
+    from docket.checks.links import normalize_domains
+
+    try:
+        normalize_domains([value])
+    except InputError as e:
+        raise InputError(e.detail, field=name) from None
+    return value
+
+
+domain = _checker(check_domain)
 
 question = _checker(lambda v, n: clean_question(v, field=n))
 
@@ -232,8 +307,10 @@ llm_url = _checker(check_llm_url)
 
 Budget = Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.",
                                             callback=positive)]
-Floor = Annotated[float | None, typer.Option("--floor", help="Score floor (default 0.40, a MiniLM cosine).",
-                                             callback=finite())]
+Floor = Annotated[float | None, typer.Option(
+    "--floor", help="One floor for both decisions (MiniLM cosines): candidates below it are dropped, and a best "
+    "candidate below it means not found. Default: two floors, 0.40 to drop (pack.floor) and 0.48 for not found "
+    "(answerable.floor); see README, 'Two floors'.", callback=finite())]
 PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (every knob of every move).",
                                                  callback=input_file)]
 AsOf = Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).",
@@ -245,7 +322,8 @@ Llm = Annotated[str | None, typer.Option("--llm", help="Also answer with this mo
                                          callback=llm_url)]
 Model = Annotated[str | None, typer.Option("--model", help="Model name for --llm.", callback=name)]
 AllowDomain = Annotated[list[str] | None, typer.Option(
-    "--allow-domain", help="With --llm: a domain the answer's links and images may point to (subdomains too). Repeatable.")]
+    "--allow-domain", help="With --llm: a domain the answer's links and images may point to (subdomains too). Repeatable.",
+    callback=domain)]
 StripLinks = Annotated[bool, typer.Option(
     "--strip-links", help="With --llm: also give the answer with disallowed links and images removed.")]
 History = Annotated[Path | None, typer.Option("--history", help="Earlier chat turns: a JSON list (or JSONL) of "
@@ -256,21 +334,32 @@ WholeCorpus = Annotated[bool | None, typer.Option(
     "not fit corpus.max_tokens); --retrieve forces retrieval. Default: the policy's corpus.mode.")]
 ModelPreset = Annotated[str | None, typer.Option(
     "--model-preset", help="Budget preset for a model (gpt-4o, claude-sonnet, llama-3.1-8b, gemini-1.5-pro, ...; "
-    "`docket presets` lists them): input target, answer reserve, context window, token counter.")]
-Html = Annotated[Path | None, typer.Option("--html", help="Also write the trace as one self-contained HTML page.")]
+    "`docket presets` lists them): input target, answer reserve, context window, token counter.", callback=text)]
+Html = Annotated[Path | None, typer.Option("--html", help="Also write the trace as one self-contained HTML page.",
+                                           callback=output_file)]
 Route = Annotated[bool, typer.Option("--route", help="Decide first whether the request needs the documents at all "
                                      "(route.enabled); no_retrieve gives a brief without evidence.")]
 RouteLlm = Annotated[str | None, typer.Option("--route-llm", help="Let this model (a --llm URL) decide what the "
-                                              "routing rules are unsure of (implies --route).")]
+                                              "routing rules are unsure of (implies --route).", callback=llm_url)]
 Structured = Annotated[bool, typer.Option("--structured", help="With --llm: answer in JSON (sentences with their "
                                           "citations, or a typed refusal), held to a schema where the endpoint allows "
                                           "(response_format, llama.cpp grammar, Anthropic forced tool; Anthropic's "
                                           "native citations are then off).")]
 
 
+def _given(value: object) -> bool:
+    """An option's value was given: not None/False/empty; a number is given even when 0 (0 == False
+    would make `--cache-read 0` look absent)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (str, list, tuple)):
+        return len(value) > 0
+    return True
+
+
 def requires(value: object, other: object, name: str, other_name: str) -> None:
     """An option that only means something with another one must not be ignored silently."""
-    if value not in (None, False, "", [], ()) and other in (None, False, "", [], ()):
+    if _given(value) and not _given(other):
         raise InputError(f"is only used with {other_name}; add {other_name} or leave {name} out", field=name)
 
 

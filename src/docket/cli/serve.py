@@ -6,15 +6,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
 from docket.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Table
 
 keys_app = typer.Typer(help="API keys of `docket serve`: each binds a principal, its groups and admin scope.",
                        no_args_is_help=True)

@@ -12,32 +12,44 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
 from docket.cli.terminal import json_text
 from docket.cli.terminal import show as escape  # control characters visible, then markup escaped
-from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError
-from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
-from docket.ingest.batch import batch_meta
-from docket.ingest.chunking import ChunkSize
-from docket.ingest.contextualize import Contextualizer
-from docket.store.factory import open_store
-from docket.store.protocol import Filters, Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+else:  # rich loads when a command prints (docket.cli.richlazy)
+    from docket.cli.richlazy import Console, Table
+
+if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without numpy (tests/test_cli_startup.py)
+    from docket.embed import Embedder
+    from docket.ingest import IndexOptions, IndexReport
+    from docket.ingest.contextualize import Contextualizer
+    from docket.store.protocol import Store
 
 EMBEDDERS = ("minilm", "hash")
 
 
+def open_store(location: str, *, create: bool = True, read_only: bool = False, file_mode: int | None = None,
+               records: Any = None) -> Store:
+    """docket.store.factory.open_store, imported when a command runs (it brings numpy)."""
+    from docket.store.factory import open_store as _open
+
+    return _open(location, create=create, read_only=read_only, file_mode=file_mode, records=records)
+
+
 def _embedder(name: str | None, store: Store) -> Embedder:
     """`--embedder` if given, else the one the store was built with, else MiniLM."""
+    from docket.embed import HashEmbedder, default_embedder
+
     if name is None:
         recorded = store.meta().get("embedder")
         name = "hash" if recorded == HashEmbedder.name else "minilm"
@@ -49,13 +61,10 @@ def _embedder(name: str | None, store: Store) -> Embedder:
 
 
 def _split(values: list[str] | None, option: str = "--groups", allow_empty: bool = False) -> tuple[str, ...]:
-    """Repeatable options that also accept comma-separated lists; each name is checked, and an
-    option given with nothing in it is refused (it would silently filter nothing) unless
-    `allow_empty` (`principal --groups ""` clears the groups)."""
-    for item in values or []:
-        if not item.replace(",", " ").strip() and not allow_empty:
-            raise InputError("is empty; give a name (or leave the option out)", field=option)
-    return tuple(opt.check_name(v.strip(), option) for item in values or [] for v in item.split(",") if v.strip())
+    """Repeatable options that also accept comma-separated lists (opt.split_names): an option
+    given with no name in it is refused (it would silently filter nothing) unless `allow_empty`
+    (`principal --groups ""` clears the groups)."""
+    return opt.split_names(values, option, clear=allow_empty)
 
 
 def _print_report(console: Console, report: IndexReport) -> None:
@@ -92,7 +101,8 @@ def index_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt.")] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
                                        callback=opt.db_path)] = "docket.db",
-    source: Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).")] = None,
+    source: Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).",
+                                               callback=opt.db_path)] = None,
     chunk_size: Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).",
                                             callback=opt.int_range(16, opt.MAX_COUNT))] = 300,
     overlap: Annotated[int, typer.Option("--overlap", help="Tokens shared by consecutive chunks of a section.",
@@ -106,7 +116,7 @@ def index_cmd(
         "For files from people you would not let write those fields: --set trust=untrusted.")] = None,
     doc_prefix: Annotated[str | None, typer.Option(
         "--doc-prefix", help="Prefix every document and chunk id of this run (e.g. uploads/), so no file can "
-        "claim to be a version of a document outside the prefix.")] = None,
+        "claim to be a version of a document outside the prefix.", callback=opt.text)] = None,
     contextualize: Annotated[bool | None, typer.Option(
         "--contextualize/--no-contextualize",
         help="Have a model (--llm) write a short context per chunk that situates it in its document; the context is "
@@ -114,6 +124,10 @@ def index_cmd(
              "the store was built.")] = None,
     llm: opt.Llm = None,
     model: opt.Model = None,
+    file_mode: Annotated[str | None, typer.Option(
+        "--file-mode", "--mode", help="Permission bits of the store's files, octal (default 0600 for a new store, "
+        "whatever the umask: the chunks may be restricted). Given, they are set on an existing store too.",
+        callback=opt.file_mode)] = None,
     context_tokens: Annotated[int, typer.Option("--context-tokens", help="Longest context a model may write (tokens).",
                                                 callback=opt.int_range(1, 4000))] = 100,
     context_window: Annotated[int, typer.Option(
@@ -121,40 +135,54 @@ def index_cmd(
                                  "chunks (fit it to the model's context).", callback=opt.int_range(50, opt.MAX_COUNT))] = 3000,
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
+    from docket.cli.progress import IndexProgress
+    from docket.ingest import IndexOptions, IndexReport, index_paths
+    from docket.ingest.batch import batch_meta
+    from docket.ingest.chunking import ChunkSize
+    from docket.store.sqlite_file import parse_mode
+
     opt.requires(model, llm, "--model", "--llm")
     if not paths and not source:
         raise InputError("give files or directories to index, or --from STORE", field="PATH")
+    if source is not None and opt.same_location(source, db):
+        raise InputError("is the store being written (--db); copying a store into itself does nothing - give "
+                         "another store", where=source, field="--from")
     batch = batch_meta(sets or [], doc_prefix)
     try:
         size = ChunkSize(chunk_size, overlap)
     except InputError as e:
         raise InputError(e.detail, field="--overlap" if e.field == "overlap" else "--chunk-size") from None
+    if file_mode is not None and "://" in db:
+        raise InputError("applies to a SQLite file; a PostgreSQL store's access is the database's", field="--file-mode")
+    # the source first: a source that is not a store must not leave a new, empty target behind
+    src = open_store(source, create=False, read_only=True) if source else None
     from docket.brief.sizer import feature_record  # the rendered counts go with each row's features
 
-    store = open_store(db, records=feature_record)
+    try:
+        store = open_store(db, file_mode=parse_mode(file_mode), records=feature_record)
+    except BaseException:
+        if src is not None:
+            src.close()
+        raise
     try:
         embedder = _embedder(embedder_name, store)
-        err = terminal_console(stderr=True)
         contextualizer = _contextualizer(store, contextualize, llm, model, context_tokens, context_window)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-            task = bar.add_task("embedding", total=None)
+        # with --json and no terminal, stderr stays quiet: a program reads the report, and a
+        # caller that merges the streams (2>&1) gets JSON alone
+        with IndexProgress(quiet=as_json and not sys.stderr.isatty()) as shown:
             if contextualizer is not None:
-                ctx_task = bar.add_task("contexts", total=None)
-                contextualizer.progress = lambda n: bar.advance(ctx_task, n)
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            options = IndexOptions(embedder=embedder, chunk=size, progress=progress, batch=batch,
-                                   contextualizer=contextualizer)
+                contextualizer.progress = shown.contexts
+            options = IndexOptions(embedder=embedder, chunk=size, progress=shown.progress, reading=shown.reading,
+                                   batch=batch, contextualizer=contextualizer)
             report = index_paths(store, list(paths or []), options) if paths else IndexReport()
-            if source:
-                report = _copy(source, store, options, report)
+            if src is not None:
+                report = _copy(src, store, options, report)
         if contextualizer is not None and report.contexts is not None:
             store.set_meta({"contextualized": contextualizer.identity})
     finally:
         store.close()
+        if src is not None:
+            src.close()
     if as_json:
         sys.stdout.write(json_text(report.to_json()) + "\n")
     else:
@@ -173,6 +201,8 @@ def _contextualizer(store: Store, wanted: bool | None, llm: str | None, model: s
             raise InputError(f"this store's chunks carry contexts written by {recorded.split('|')[0]}: pass --llm URL "
                              "to write them for new and changed documents too, or --no-contextualize to index without "
                              "(changed documents then lose theirs)", field="--llm")
+    from docket.ingest.contextualize import Contextualizer
+
     if not wanted:
         if llm:
             raise InputError("is only used with --contextualize (the model that writes a context per chunk)", field="--llm")
@@ -185,23 +215,21 @@ def _contextualizer(store: Store, wanted: bool | None, llm: str | None, model: s
     return Contextualizer(generator_from_url(llm, model=model), max_tokens=tokens, max_document_tokens=window)
 
 
-def _copy(source: str, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
-    """Every document version of `source` into `target`, vectors and token counts included."""
-    src = open_store(source, create=False)
-    try:
-        meta = src.meta()
-        if "embedder" in meta and meta["embedder"] != options.embedder.name:
-            options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
-                                   chunk=options.chunk, progress=options.progress,
-                                   contextualizer=options.contextualizer)
-        if not src.documents():
-            report.problem(source, "holds no documents; nothing copied")
-            return report
-        if meta.get("contextualized") and not target.meta().get("contextualized"):
-            target.set_meta({"contextualized": meta["contextualized"]})  # the copied chunks carry their contexts
-        return index_versions(target, src.export(), options, report)
-    finally:
-        src.close()
+def _copy(src: Store, target: Store, options: IndexOptions, report: IndexReport) -> IndexReport:
+    """Every document version of `src` (opened for reading) into `target`, vectors and token counts included."""
+    from docket.ingest import IndexOptions, index_versions
+
+    meta = src.meta()
+    if "embedder" in meta and meta["embedder"] != options.embedder.name:
+        options = IndexOptions(embedder=_named(meta["embedder"], int(meta.get("dim", "0"))), counter=options.counter,
+                               chunk=options.chunk, progress=options.progress,
+                               contextualizer=options.contextualizer)
+    if not src.documents():
+        report.problem(src.location, "holds no documents; nothing copied")
+        return report
+    if meta.get("contextualized") and not target.meta().get("contextualized"):
+        target.set_meta({"contextualized": meta["contextualized"]})  # the copied chunks carry their contexts
+    return index_versions(target, src.export(), options, report)
 
 
 class _Named:
@@ -215,6 +243,8 @@ class _Named:
 
 
 def _named(name: str, dim: int) -> Embedder:
+    from docket.embed import HashEmbedder
+
     if name == HashEmbedder.name:
         return HashEmbedder(dim)
     return _Named(name, dim)  # type: ignore[return-value]
@@ -227,14 +257,14 @@ def export_cmd(
     db: Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.",
                                        callback=opt.db_path)] = "docket.db",
 ) -> None:
-    """Write every chunk of a store as JSONL records (DESIGN.md contract, `vector` included).
+    """Write every chunk of a store as JSONL records (the contract in docs/store.md, `vector` included).
 
     The file is written next to OUT and renamed over it at the end: a failed export leaves OUT as it was."""
     from docket.safeio import atomic_write
 
     if "://" not in db:
         opt.check_not_same_file(out, db, "OUT", "store")
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     n = 0
     try:
         with atomic_write(out) as fh:
@@ -282,7 +312,7 @@ def principal_cmd(
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Set the groups (comma-separated).")] = None,
 ) -> None:
     """Show or set a principal's groups (the `principals` table used by `docket ask --principal`)."""
-    store = open_store(db, create=groups is not None)
+    store = open_store(db, create=groups is not None, read_only=groups is None)
     try:
         if groups is not None:
             store.set_principal(name, _split(groups, allow_empty=True))
@@ -334,6 +364,7 @@ def ask_cmd(
     from docket.cli.core import emit_json, load_policy_with, parse_date
     from docket.cli.show import print_brief, print_ranking
     from docket.history import load_history
+    from docket.store.protocol import Filters
 
     opt.requires(model, llm or route_llm, "--model", "--llm")
     opt.requires(allow_domain, llm, "--allow-domain", "--llm")
@@ -352,7 +383,7 @@ def ask_cmd(
     turns = load_history(history) if history else None
     filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
                       date_from=date_from, date_to=date_to)
-    with Session.open(db, policy=policy) as session:
+    with Session.open(db, policy=policy, read_only=True) as session:
         res = session.ask(question, principal=principal, groups=_split(groups), filters=filters, k=candidates,
                           mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of),
                           whole_corpus=whole_corpus, router=router,

@@ -9,7 +9,7 @@ title). Every printer writes data through one of these:
   separators written as visible Python-style escapes (`\\x1b`, `\\u202e`), so an operator sees
   that they were there and nothing acts on them;
 * `show(value)`: `safe`, then Rich's markup escaped (what goes into a table cell or a line);
-* `SafeConsole`: a Rich console that applies `safe` to the text of everything it renders as
+* `console()`: a Rich console (SafeConsole) that applies `safe` to the text of everything it renders as
   well (Rich's own styling is not text and is untouched), the net under every printer;
 * `json_text(obj)`: JSON for stdout with the characters `json.dumps` leaves raw (C1, bidi,
   separators) written as \\u escapes: the same data, nothing a terminal acts on.
@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.markup import escape
-from rich.segment import Segment
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _JSON_RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -43,6 +43,8 @@ def safe(value: object) -> str:
 
 def show(value: object) -> str:
     """`safe(value)` with Rich markup escaped: for a table cell or a printed line."""
+    from rich.markup import escape
+
     return escape(safe(value))
 
 
@@ -52,17 +54,25 @@ def json_text(obj: Any, indent: int | None = 2) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(obj, ensure_ascii=False, indent=indent))
 
 
-class SafeConsole(Console):
-    """A Rich console whose rendered text never holds a control character from the data."""
+@lru_cache(maxsize=1)
+def _safe_console_class() -> type[Console]:
+    """SafeConsole, made when the CLI first prints (rich loads then: `docket --help` needs none of it)."""
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for seg in super().render(renderable, options):
-            if seg.control or not _CONTROL.search(seg.text):
-                yield seg
-            else:
-                yield Segment(safe(seg.text), seg.style, seg.control)
+    class SafeConsole(Console):
+        """A Rich console whose rendered text never holds a control character from the data."""
+
+        def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+            for seg in super().render(renderable, options):
+                if seg.control or not _CONTROL.search(seg.text):
+                    yield seg
+                else:
+                    yield Segment(safe(seg.text), seg.style, seg.control)
+
+    return SafeConsole
 
 
-def console(**kwargs: Any) -> SafeConsole:
-    """The CLI's console (`stderr=True` for messages about the run)."""
-    return SafeConsole(**kwargs)
+def console(**kwargs: Any) -> Console:
+    """The CLI's console (`stderr=True` for messages about the run): a SafeConsole."""
+    return _safe_console_class()(**kwargs)

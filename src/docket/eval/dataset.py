@@ -4,7 +4,7 @@ One JSON object per line (see docs/eval.md):
 
     {"id": "q1",
      "question": "Can I get a refund on my annual plan after 30 days?",
-     "candidates": [ {chunk record}, ... ],        # the pool: full DESIGN.md chunk records
+     "candidates": [ {chunk record}, ... ],        # the pool: full chunk records (docs/store.md)
      "scores": [0.71, 0.64, ...],                  # optional: your ranker's scores, parallel to candidates
      "gold": ["pol3-4", "pol3-5"],                 # chunk ids that must ALL reach the prompt
      "answers": ["15%", "fifteen percent"],        # reference answers (string match)

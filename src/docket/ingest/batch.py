@@ -81,6 +81,9 @@ def batch_meta(sets: Sequence[str] | Mapping[str, Any] = (), doc_prefix: str | N
             key, eq, value = str(s).partition("=")
             if not eq or not key.strip():
                 raise InputError(f"{s!r} is not KEY=VALUE (e.g. trust=untrusted)", field=field_name)
+            if not value.strip():  # `--set trust=$TRUST` with the variable unset must not clear the field
+                raise InputError(f"{s!r} gives {key.strip()} no value; give one, or {key.strip()}=none to clear it",
+                                 field=field_name)
             items.append((key.strip(), _cli_value(key.strip(), value.strip())))
     for key, value in items:
         if key not in SETTABLE:

@@ -28,8 +28,10 @@ from docket.ingest.report import IndexReport
 from docket.store.protocol import DocumentVersion, Store, StoredVersion, check_version
 from docket.tokens import TokenCounter, default_counter
 
-#: called with (chunks done, chunks total) after each embedded batch
+#: called with (chunks done, chunks total) once the work is planned and after each embedded batch
 ProgressFn = Callable[[int, int], None]
+#: called with (files read, files in all, chunks read so far) after each file
+ReadingFn = Callable[[int, int, int], None]
 
 
 @dataclass
@@ -39,6 +41,7 @@ class IndexOptions:
     chunk: ChunkSize = field(default_factory=ChunkSize)
     batch_chunks: int = 256
     progress: ProgressFn | None = None
+    reading: ReadingFn | None = None
     #: fields and a doc-id prefix imposed on every version the run writes (docket.ingest.batch)
     batch: BatchMeta = field(default_factory=BatchMeta)
     #: write a context per chunk with a model before embedding (docket.ingest.contextualize)
@@ -52,15 +55,21 @@ def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions
     versions: list[DocumentVersion] = []
     problems: list[Problem] = []
     own = Path(os.path.realpath(store.location)) if "://" not in store.location else None
-    for item in discover(paths):
+    items: list[Found | Problem] = []
+    for item in discover(paths):  # walked first, so progress can say "file 12 of 120"
         # realpath, not Path.resolve: it never raises, not even on a symlink loop
         where = Path(os.path.realpath(item.path if isinstance(item, Found) else item.where))
         if own is not None and where.parent == own.parent and where.name.startswith(own.name):
             continue  # the store's own file (and its -wal/-shm) when it lives among the documents
+        items.append(item)
+    files = sum(isinstance(item, Found) for item in items)
+    chunks = 0
+    for item in items:
         if isinstance(item, Problem):
             problems.append(item)
             continue
         report.files += 1
+        before = len(versions)
         try:
             versions.extend(read_file(item, options.chunk, options.counter, report.removed, problems))
         except InputError as e:
@@ -68,6 +77,9 @@ def index_paths(store: Store, paths: Sequence[str | Path], options: IndexOptions
         except Exception as e:  # noqa: BLE001 - one file must never cost the rest of the batch
             problems.append(Problem(str(item.path), f"could not be read ({type(e).__name__}: {e}); file skipped "
                                                     "(a docket bug: please report it with this file)"))
+        chunks += sum(len(dv.chunks) for dv in versions[before:])
+        if options.reading:
+            options.reading(report.files, files, chunks)
     for p in problems:
         report.problem(p.where, p.message)
     index_versions(store, versions, options, report)
@@ -113,6 +125,8 @@ def index_versions(store: Store, versions: Iterable[DocumentVersion], options: I
     pending = _plan(store, versions, report)
     total = sum(len(dv.chunks) for dv in pending if dv.vectors is None)
     done = 0
+    if options.progress:
+        options.progress(0, total)
     batch: list[DocumentVersion] = []
     bulk = getattr(store, "bulk", None)  # a backend may load an empty store faster (PostgreSQL: HNSW at the end)
     with bulk() if bulk is not None and len(pending) > 100 else nullcontext():

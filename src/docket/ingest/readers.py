@@ -1,6 +1,6 @@
 """Files to document versions: find the files, read each by its type, attach its metadata.
 
-Supported: `.jsonl` (chunk records, the DESIGN.md contract), `.md`/`.markdown`, `.html`/`.htm`
+Supported: `.jsonl` (chunk records, the contract in docs/store.md), `.md`/`.markdown`, `.html`/`.htm`
 and `.txt`/`.text`. Problems that concern one file (unreadable, not UTF-8, unsupported type,
 broken front matter, no text left after cleaning) raise `InputError` naming the file, so the
 caller can report it and go on with the rest of the batch.

@@ -4,7 +4,7 @@ Every framework keeps the same things under different names: LangChain's `Docume
 `page_content`, `metadata` and an optional `id`; LlamaIndex's `NodeWithScore` has the node's
 text, `metadata`, `node_id`, `ref_doc_id` and a score; Haystack's `Document` has `content`,
 `meta`, `id` and `score`. Each framework module turns its objects into `RawDoc`s; this module
-maps a `RawDoc` onto docket's chunk record (DESIGN.md) with `FieldMap`:
+maps a `RawDoc` onto docket's chunk record (docs/store.md) with `FieldMap`:
 
     docket field   read from (the first one present wins)
     id             the framework's id, then metadata "id", "chunk_id"

@@ -11,14 +11,17 @@ from typing import Any
 from docket.store.protocol import Store
 
 
-def open_store(location: str, *, create: bool = True, records: Any = None) -> Store:
-    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL. `records`
-    writes each chunk's feature record (docket.features.RecordWriter; the Session passes the
-    brief's, with rendered token counts)."""
+def open_store(location: str, *, create: bool = True, read_only: bool = False, file_mode: int | None = None,
+               records: Any = None) -> Store:
+    """SQLite for a file path, PostgreSQL for a `postgresql://` (or `postgres://`) URL.
+    `read_only` (SQLite): for commands that only read, nothing is created or changed;
+    `file_mode` (SQLite): the permission bits of the store's files (default 0600 for a new one);
+    `records` writes each chunk's feature record (docket.features.RecordWriter; the Session and
+    `docket index` pass the brief's, with rendered token counts)."""
     if location.startswith(("postgresql://", "postgres://")):
         from docket.store.postgres import PostgresStore
 
         return PostgresStore(location, records=records)
     from docket.store.sqlite import SQLiteStore
 
-    return SQLiteStore(location, create=create, records=records)
+    return SQLiteStore(location, create=create, read_only=read_only, file_mode=file_mode, records=records)

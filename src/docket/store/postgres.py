@@ -309,6 +309,10 @@ class PostgresStore:
         under docket's DDL lock, so two openers never migrate twice)."""
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            from docket.store.sqlite_file import check_meta_values  # the same damage, the same one line
+
+            check_meta_values({str(r["key"]): str(r["value"]) for r in self._conn.execute("SELECT key, value FROM meta")},
+                              _redact(self.location))
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 found = 1 if self._table_exists("chunks") else SCHEMA_VERSION  # schema 1 did not record itself

@@ -43,6 +43,7 @@ from docket.errors import DocketError, InputError
 from docket.features import RecordWriter, default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store import snapshot as _snapshot_file
+from docket.store import sqlite_file as _sqlite_file
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
 from docket.store.protocol import (
@@ -658,32 +659,75 @@ def _set_wal(conn: sqlite3.Connection, wait_s: float = 30.0) -> None:
 class SQLiteStore:
     """A docket store in one SQLite file (see the module docstring for the guarantees)."""
 
-    def __init__(self, path: str | Path, *, create: bool = True, records: RecordWriter | None = None) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, read_only: bool = False,
+                 file_mode: int | None = None, records: RecordWriter | None = None) -> None:
+        """`create`: make the file when there is none (mode 0600, or `file_mode`, whatever the
+        umask). `read_only`: open it with SQLite's mode=ro, for commands that only read: nothing is
+        created or migrated, and a file that is not a docket store is refused (sqlite_file).
+        `records`: writes each chunk's feature record (see below)."""
         self.path = Path(path)
         #: writes each chunk's feature record (docket.features); the wiring passes one that adds
         #: the rendered token counts (docket.brief.sizer.feature_record), which a store cannot know
         self.records: RecordWriter = records or record_of
         self.location = str(self.path)
-        if not create and not self.path.exists():
+        self.read_only = read_only
+        if (read_only or not create) and not self.path.exists():
             raise InputError("no store here; build one with `docket index PATH --db FILE`", where=str(self.path))
+        if self.path.exists() and not self.path.is_file():
+            raise InputError("is not a file; give the store's file name (e.g. docket.db)", where=str(self.path))
         try:
-            self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+            if read_only:
+                self._conn = _sqlite_file.connect_read_only(self.path)
+            else:
+                _sqlite_file.create_private(self.path, file_mode)
+                self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
             self._conn.row_factory = sqlite3.Row
-            _set_wal(self._conn)
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            _sqlite_file.check(self._conn, self.path, may_create=create and not read_only, newest=SCHEMA_VERSION)
+            if not read_only:
+                _set_wal(self._conn)
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             self._open_schema()
-        except sqlite3.DatabaseError as e:
-            raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
+        except BaseException as e:
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                conn.close()  # a refused file is not held open
+            if isinstance(e, sqlite3.DatabaseError):
+                raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
+            if isinstance(e, OSError):
+                raise InputError(f"cannot be opened ({e.strerror or e})", where=str(self.path)) from None
+            raise
+        if file_mode is not None and not read_only:
+            _sqlite_file.apply_mode(self.path, file_mode)
         self._lock = threading.RLock()
         self._index: _Index | None = None
         self._terms: dict[str, int] = {}
         self._snapshot_depth = 0
 
     def _open_schema(self) -> None:
+        if self.read_only:
+            self._open_read_only()
+            return
         self._open_schema_version()
         self._ensure_log()
         self._store_id = self._ensure_store_id()
         self._tokens = self._ensure_write_tokens()
+
+    def _open_read_only(self) -> None:
+        """What `_open_schema` learns, without writing: an older store is refused (a write
+        command upgrades it), and one without a store id or write tokens reads no snapshot."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        found = int(row[0])
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if found > SCHEMA_VERSION:
+            raise InputError(f"was written by a newer docket (schema {found}, this one reads {SCHEMA_VERSION}); "
+                             "upgrade docket", where=str(self.path))
+        if found < SCHEMA_VERSION or "chunk_log" not in tables:
+            raise InputError(f"was written by an older docket (schema {found}); a command that writes it "
+                             "(`docket index ... --db FILE`, `docket principal NAME --groups ... --db FILE`) upgrades it "
+                             "once, then reading works", where=str(self.path))
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        self._store_id = str(row[0]) if row is not None else None
+        self._tokens = "write_tokens" in tables
 
     def _ensure_write_tokens(self) -> bool:
         """The table of write tokens (one random token per generation, written by every write
@@ -777,6 +821,10 @@ class SQLiteStore:
             raise
 
     # --- settings and principals -----------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise DocketError(f"{self.path}: opened for reading only; open it without read_only to write")
+
     def meta(self) -> dict[str, str]:
         return {r["key"]: r["value"] for r in self._conn.execute("SELECT key, value FROM meta")}
 
@@ -795,6 +843,7 @@ class SQLiteStore:
     def set_principal(self, name: str, groups: Sequence[str]) -> None:
         p = Principal(name, frozenset(groups))  # validates and strips user:/group: prefixes
         with self._lock:
+            self._check_writable()
             self._conn.execute("INSERT OR REPLACE INTO principals VALUES (?, ?)", (p.name, json.dumps(sorted(p.groups))))
 
     def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
@@ -979,6 +1028,7 @@ class SQLiteStore:
         """One write: `BEGIN IMMEDIATE`, the caller's statements, the generation bump (readers
         reload their index when it changes), COMMIT; any error rolls all of it back."""
         with self._lock:
+            self._check_writable()
             if self._snapshot_depth:
                 raise DocketError("a store cannot be written inside its own snapshot() block")
             cur = self._conn.cursor()
