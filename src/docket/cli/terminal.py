@@ -76,3 +76,10 @@ def _safe_console_class() -> type[Console]:
 def console(**kwargs: Any) -> Console:
     """The CLI's console (`stderr=True` for messages about the run): a SafeConsole."""
     return _safe_console_class()(**kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    """`terminal.SafeConsole`, the class, for a caller that builds its own console."""
+    if name == "SafeConsole":
+        return _safe_console_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
