@@ -82,6 +82,8 @@ class _Rule:
 
 
 UNLAYERED = 1 << 20
+#: rule blocks (nested rules, @media, @layer, ...) nested deeper than this are not read
+MAX_NESTING = 32
 
 
 @dataclass
@@ -91,6 +93,8 @@ class Styles:
     declared: dict[int, dict[str, Decl]] = field(default_factory=dict)
     rules: int = 0
     skipped_selectors: int = 0
+    #: rule blocks nested past MAX_NESTING: the cascade is unknown, so the page fails closed
+    too_deep: int = 0
 
     def of(self, tag: Tag) -> dict[str, Decl]:
         return self.declared.get(id(tag), {})
@@ -351,6 +355,8 @@ class _Collector:
         self.layers: dict[str, int] = {}
         self.order = 0
         self.skipped = 0
+        self.depth = 0
+        self.too_deep = 0
 
     def layer_rank(self, name: str) -> int:
         return self.layers.setdefault(name, len(self.layers))
@@ -360,6 +366,16 @@ class _Collector:
         self.rules_of(rules, origin, UNLAYERED, [scope] if scope else [])
 
     def rules_of(self, rules: Iterable[Any], origin: int, layer: int, parents: list[str]) -> None:
+        if self.depth >= MAX_NESTING:
+            self.too_deep += 1
+            return
+        self.depth += 1
+        try:
+            self._rules_of(rules, origin, layer, parents)
+        finally:
+            self.depth -= 1
+
+    def _rules_of(self, rules: Iterable[Any], origin: int, layer: int, parents: list[str]) -> None:
         leading = True  # @import only counts before every other rule (@charset and @layer aside)
         for r in rules:
             if isinstance(r, ast.QualifiedRule):
@@ -519,10 +535,9 @@ def data_url_text(url: str) -> str | None:
 
 def page_stylesheets(soup: BeautifulSoup) -> Iterator[str]:
     """The text of every `<style>` (and `<link rel=stylesheet>` to a data: URL, the one kind that
-    needs no fetch) that applies on a screen, in document order; none inside <template>/<noscript>."""
+    needs no fetch) that applies on a screen, in document order. The tree is html5.parse_soup's:
+    template contents are not in it and `<noscript>` holds raw text, so neither adds a sheet."""
     for st in soup.find_all(["style", "link"]):
-        if any(p.name in ("template", "noscript") for p in st.parents):
-            continue
         media = st.get("media")
         if media and not media_matches(str(media)):
             continue
@@ -572,7 +587,7 @@ def resolve(soup: BeautifulSoup) -> Styles:
             lst = matched.setdefault(id(t), [])
             for name, value, important in r.decls:
                 lst.append(Decl(name, value, _cascade_key(important, r.origin, r.layer, False, r.specificity, r.order)))
-    styles = Styles(rules=len(c.rules), skipped_selectors=c.skipped)
+    styles = Styles(rules=len(c.rules), skipped_selectors=c.skipped, too_deep=c.too_deep)
     for t in tags:
         lst = matched.get(id(t), [])
         for name, value, important in _presentational(t):

@@ -92,6 +92,13 @@ def hide(soup: BeautifulSoup, styles: Styles | None = None) -> Counter[str]:
     styles = styles if styles is not None else resolve(soup)
     removed = Removed()
     root = soup.find("html") or soup
+    if styles.too_deep:  # part of the page's CSS could not be read: nothing on it is known to show
+        body = soup.find("body") or root
+        if isinstance(body, Tag) and _has_text(body):
+            removed.add("unresolved_css_nesting", id(body))
+        if isinstance(body, Tag):
+            body.clear()
+        return removed.counts
     _visit(root if isinstance(root, Tag) else soup, _State(), styles, removed, is_root=True)
     return removed.counts
 
@@ -100,21 +107,27 @@ def _has_text(tag: Tag) -> bool:
     return any(str(s).strip() for s in tag.find_all(string=True))
 
 
-def _visit(tag: Tag, parent: _State, styles: Styles, removed: Removed, is_root: bool = False) -> None:
-    decls = styles.of(tag) if not isinstance(tag, BeautifulSoup) else {}
-    state, box_reason = _compute(tag, decls, parent, is_root)
-    if box_reason is not None:
-        if _has_text(tag):
-            removed.add(box_reason, id(tag))
-        tag.decompose()
-        return
-    for child in list(tag.children):
-        if isinstance(child, Tag):
-            _visit(child, state, styles, removed)
-        elif isinstance(child, NavigableString) and type(child) is NavigableString and state.text_reason is not None:
-            if str(child).strip():
-                removed.add(*state.text_reason)
-            child.extract()
+def _visit(top: Tag, parent: _State, styles: Styles, removed: Removed, is_root: bool = False) -> None:
+    """Walk the tree from `top` with an explicit stack (deep nesting cannot exhaust Python's)."""
+    stack: list[tuple[Tag, _State, bool]] = [(top, parent, is_root)]
+    while stack:
+        tag, inherited, root = stack.pop()
+        decls = styles.of(tag) if not isinstance(tag, BeautifulSoup) else {}
+        state, box_reason = _compute(tag, decls, inherited, root)
+        if box_reason is not None:
+            if _has_text(tag):
+                removed.add(box_reason, id(tag))
+            tag.decompose()
+            continue
+        later: list[tuple[Tag, _State, bool]] = []
+        for child in list(tag.children):
+            if isinstance(child, Tag):
+                later.append((child, state, False))
+            elif isinstance(child, NavigableString) and type(child) is NavigableString and state.text_reason is not None:
+                if str(child).strip():
+                    removed.add(*state.text_reason)
+                child.extract()
+        stack.extend(reversed(later))
 
 
 def _aria_hidden(tag: Tag) -> bool:
