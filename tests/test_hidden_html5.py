@@ -63,6 +63,15 @@ HIDDEN = [
     ("letter-spacing -1em", "", '<p style="letter-spacing:-1em">SECRET</p>', "letter_spacing"),
     ("noscript with scripting on", "", "<noscript>SECRET</noscript>", "html_non_content_elements"),
     ("template content", "", "<template><p>SECRET</p></template>", "html_non_content_elements"),
+    ("unselected option", "", "<select><option>Standard</option><option>SECRET</option></select>",
+     "select_options"),
+    ("option before the selected one", "", "<select><option>SECRET</option><option selected>Standard</option></select>",
+     "select_options"),
+    ("light DOM under a shadow root", "", '<div><template shadowrootmode="open"><p>Terms</p></template>SECRET</div>',
+     "unresolved_shadow_dom"),
+    ("black text in a dark scheme", ":root{color-scheme:dark}", '<p style="color:#000">SECRET</p>', "color"),
+    ("dark scheme by meta", "</style><meta name=color-scheme content=dark><style>", '<p style="color:#050505">SECRET</p>',
+     "color"),
 ]
 VISIBLE = [
     ("text after --!>", "", "<!-- a --!><p>SHOWN</p>"),
@@ -86,6 +95,10 @@ VISIBLE = [
     ("clip-path inset(0)", "", '<p style="clip-path:inset(0)">SHOWN</p>'),
     ("mask none", "", '<p style="mask:none">SHOWN</p>'),
     ("blend normal", "", '<p style="mix-blend-mode:normal">SHOWN</p>'),
+    ("the selected option", "", "<select><option selected>SHOWN</option></select>"),
+    ("a multiple select shows all", "", "<select multiple><option>SHOWN</option><option>SHOWN</option></select>"),
+    ("light and dark schemes", ":root{color-scheme:light dark}", '<p style="color:#222">SHOWN</p>'),
+    ("white text in a dark scheme", ":root{color-scheme:dark}", "<p>SHOWN</p>"),
 ]
 
 

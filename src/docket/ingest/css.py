@@ -51,7 +51,7 @@ RELEVANT = frozenset(
     "content-visibility font background margin float text-shadow -webkit-text-stroke "
     # read to fail closed: they can hide text in ways docket does not compute
     "mask mask-image -webkit-mask -webkit-mask-image -webkit-mask-box-image mix-blend-mode -webkit-text-security "
-    "animation animation-name letter-spacing offset-path offset -webkit-box-reflect".split()
+    "animation animation-name letter-spacing offset-path offset color-scheme".split()
 )
 #: other names a browser reads as one of the properties above (prefixed aliases, logical
 #: properties in a left-to-right, horizontal page); a pair sets both sides
@@ -116,6 +116,8 @@ class Styles:
     #: @property initial values, and the @keyframes that animate what can hide text
     initial: dict[str, Tokens] = field(default_factory=dict)
     keyframes: frozenset[str] = frozenset()
+    #: `<meta name=color-scheme content=...>`, lower case ("" when the page has none)
+    meta_scheme: str = ""
 
     def of(self, tag: Tag) -> dict[str, Decl]:
         return self.declared.get(id(tag), {})
@@ -676,8 +678,10 @@ def resolve(soup: BeautifulSoup) -> Styles:
             lst = matched.setdefault(id(t), [])
             for name, value, important in r.decls:
                 lst.append(Decl(name, value, _cascade_key(important, r.origin, r.layer, False, r.specificity, r.order)))
+    scheme = next((str(m.get("content", "")).lower() for m in soup.find_all("meta")
+                   if str(m.get("name", "")).strip().lower() == "color-scheme"), "")
     styles = Styles(rules=len(c.rules), skipped_selectors=c.skipped, too_deep=c.too_deep, initial=c.initial,
-                    keyframes=frozenset(c.keyframes))
+                    keyframes=frozenset(c.keyframes), meta_scheme=scheme)
     for t in tags:
         lst = matched.get(id(t), [])
         for name, value, important in _presentational(t):

@@ -86,6 +86,33 @@ def _outermost(root: Tag, names: tuple[str, ...]) -> list[Tag]:
     return out
 
 
+def _closed_controls(soup: Tag, counts: Counter[str]) -> None:
+    """What a browser does not draw although it is in the tree: the options of a closed `<select>`
+    other than the one it shows, and the light-DOM children of an element whose declarative
+    shadow root (`<template shadowrootmode>`) decides what shows (docket does not render shadow
+    trees: fail closed, the children go)."""
+    for sel in soup.find_all("select"):
+        size = str(sel.get("size", "1")).strip()
+        if sel.has_attr("multiple") or (size.isdigit() and int(size) > 1):
+            continue
+        options = sel.find_all("option")
+        shown = next((o for o in options if o.has_attr("selected")), options[0] if options else None)
+        gone = [o for o in options if o is not shown]
+        if any(o.get_text().strip() for o in gone):
+            counts["html_hidden_select_options"] += 1
+        for o in gone:
+            o.decompose()
+    for tpl in soup.find_all("template"):
+        host = tpl.parent
+        if not tpl.has_attr("shadowrootmode") or not isinstance(host, Tag):
+            continue
+        rest = [c for c in host.children if c is not tpl]
+        if any(str(c).strip() for c in rest):
+            counts["html_hidden_unresolved_shadow_dom"] += 1
+        for c in rest:
+            c.extract()
+
+
 def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
     """Visible text of an HTML document; counts removed scripts, styles, comments and hidden text by kind."""
     counts = counts if counts is not None else Counter()
@@ -94,6 +121,7 @@ def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
     soup = parse_soup(source)
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text(" ")).strip() if isinstance(title_tag, Tag) else ""
+    _closed_controls(soup, counts)
     styles = resolve(soup)  # before the <style> elements go
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()

@@ -57,6 +57,7 @@ KINDS = ("display", "hidden_attribute", "aria_hidden", "visibility", "opacity", 
          # fail closed: what docket cannot compute is not known to be shown
          "unresolved_color", "unresolved_filter", "unresolved_clip", "unresolved_mask", "unresolved_blend",
          "unresolved_motion", "unresolved_animation", "unresolved_css_nesting")
+# (html.py counts two more: html_hidden_select_options, html_hidden_unresolved_shadow_dom)
 #: filter functions that leave text readable at any argument (the others are read, or fail closed)
 _SAFE_FILTERS = frozenset({"drop-shadow", "grayscale", "sepia", "saturate", "hue-rotate", "contrast"})
 _CLIP_SHAPES = frozenset({"inset", "circle", "ellipse", "polygon", "rect", "xywh"})
@@ -111,8 +112,25 @@ def hide(soup: BeautifulSoup, styles: Styles | None = None) -> Counter[str]:
             body.clear()
         return removed.counts
     start = _State(custom=dict(styles.initial), keyframes=styles.keyframes)
+    if _dark_scheme(soup, styles):  # the canvas and the default text colour follow a dark scheme
+        start.background, start.color = (0.07, 0.07, 0.07, 1.0), cv.WHITE
     _visit(root if isinstance(root, Tag) else soup, start, styles, removed, is_root=True)
     return removed.counts
+
+
+def _dark_scheme(soup: BeautifulSoup, styles: Styles) -> bool:
+    """Does the page ask for a dark colour scheme only (`color-scheme: dark` on the root, or
+    `<meta name=color-scheme content=dark>`)? The reader's browser is taken to prefer light, so
+    `light dark` stays light."""
+    words: list[str] = []
+    html = soup.find("html")
+    if isinstance(html, Tag):
+        d = styles.of(html).get("color-scheme")
+        if d is not None:
+            words = [t.lower_value for t in cv.significant(d.value) if isinstance(t, ast.IdentToken)]
+    if not words:
+        words = styles.meta_scheme.split()
+    return "dark" in words and "light" not in words
 
 
 def _has_text(tag: Tag) -> bool:
