@@ -53,3 +53,21 @@ def test_parse_soup_builds_the_browser_tree() -> None:
     soup = parse_soup("<head><p>in head</p><!-- a --!> after <b>x</b><template><i>never</i></template>")
     assert soup.body is not None and "in head" in soup.body.get_text() and "after" in soup.body.get_text()
     assert "never" not in soup.get_text()
+
+
+def test_a_deep_attachment_is_read_and_a_deeper_one_refused_by_name() -> None:
+    from docket.modes.attach import Attachment, read
+    from docket.policy import Policy
+
+    doc = read(Attachment("deep.html", ("<div>" * 5_000 + "deep text" + "</div>" * 5_000).encode()), Policy())
+    assert "deep text" in doc.segments[0].text
+    with pytest.raises(InputError, match=r"^deep\.html: .*10,000"):
+        read(Attachment("deep.html", ("<div>" * 20_000).encode()), Policy())
+
+
+def test_a_deep_answer_is_checked_without_recursion() -> None:
+    from docket.checks.links import flagged_links, strip_links
+
+    answer = "<div>" * 5_000 + '<img src="https://evil.example/p.png">' + "</div>" * 5_000
+    assert {lk.domain for lk in flagged_links(answer, ["trusted.com"])} == {"evil.example"}
+    assert flagged_links(strip_links(answer, ["trusted.com"]), ["trusted.com"]) == []

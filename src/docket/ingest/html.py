@@ -113,12 +113,12 @@ def _closed_controls(soup: Tag, counts: Counter[str]) -> None:
             c.extract()
 
 
-def clean_html(source: str, counts: Counter[str] | None = None) -> CleanHtml:
+def clean_html(source: str, counts: Counter[str] | None = None, *, where: str | None = None) -> CleanHtml:
     """Visible text of an HTML document; counts removed scripts, styles, comments and hidden text by kind."""
     counts = counts if counts is not None else Counter()
     # the browser's tree (a repeated attribute keeps its first value, `<p>` in `<head>` moves to the
     # body, a comment ends where a browser ends it); refused past html5.MAX_DEPTH
-    soup = parse_soup(source)
+    soup = parse_soup(source, where=where)
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text(" ")).strip() if isinstance(title_tag, Tag) else ""
     _closed_controls(soup, counts)

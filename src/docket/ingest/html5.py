@@ -57,18 +57,18 @@ def check_depth(source: str, where: str | None = None) -> None:
                          f"{MAX_DEPTH:,} deep (html5.MAX_DEPTH): flatten the document or split it", where=where)
 
 
-def lexbor(source: str, scripting: bool = True) -> LexborHTMLParser:
-    """The browser's tree of `source` (depth checked first). `scripting` as in a browser that runs
-    scripts: `<noscript>` is then raw text."""
-    check_depth(source)
+def lexbor(source: str, scripting: bool = True, where: str | None = None) -> LexborHTMLParser:
+    """The browser's tree of `source` (depth checked first; `where` names it in the refusal).
+    `scripting` as in a browser that runs scripts: `<noscript>` is then raw text."""
+    check_depth(source, where)
     return LexborHTMLParser(source, scripting=scripting)
 
 
-def parse_soup(source: str, scripting: bool = True) -> BeautifulSoup:
+def parse_soup(source: str, scripting: bool = True, where: str | None = None) -> BeautifulSoup:
     """`source` parsed by the HTML5 rules, as a BeautifulSoup tree (template contents left out:
     a browser never shows them). The tree is replayed into BeautifulSoup's own builder events in
     document order, which keeps building linear in the size of the document."""
-    doc = lexbor(source, scripting).root
+    doc = lexbor(source, scripting, where).root
     root = doc.parent if doc is not None and doc.parent is not None else doc
     soup = BeautifulSoup("", "html.parser")
     if root is None:

@@ -112,7 +112,7 @@ def read(att: Attachment, policy: Policy) -> OfficeText:
     elif kind == "docx":
         doc = read_docx(att.data, att.name)
     elif kind == "html":
-        cleaned = clean_html(_text_of(att.data, att.name), removed)
+        cleaned = clean_html(_text_of(att.data, att.name), removed, where=att.name)
         doc = OfficeText(cleaned.title, [Segment(cleaned.text)])
     else:
         text = _text_of(att.data, att.name)
