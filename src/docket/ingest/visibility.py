@@ -10,6 +10,11 @@ Two kinds of decision, as in a browser:
   `text-indent`) is removed text node by text node, because a child can undo it
   (`visibility:visible`, its own colour or size).
 
+What docket cannot compute but a browser could use to hide text (a colour function it cannot
+convert, url() filters and clips, masks, blend modes, motion paths, keyframe animations of what can
+hide text) fails closed: the text is treated as not shown and counted as `unresolved_<what>`.
+The walk is iterative, so nesting depth never exhausts the stack.
+
 `hide(soup)` removes both and returns what it removed, counted by kind at the element where the
 hiding starts, counting only removals that held text.
 """
