@@ -1,5 +1,5 @@
 """Hidden text against Chromium's pixels (issue 20 §5), on every page of the hidden-text tables
-(test_hidden_html and test_hidden_html5: 200 pages). Chromium decides, not the table: a word is
+(test_hidden_html and test_hidden_html5: 209 pages). Chromium decides, not the table: a word is
 hidden when swapping it for another of the same width changes no pixel noticeably. Escaped: a
 word Chromium hides that docket keeps. Lost: a word Chromium shows that docket removes, allowed
 only where docket fails closed on purpose (an `unresolved_*` reason) or by policy."""
