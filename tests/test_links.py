@@ -9,14 +9,13 @@ from __future__ import annotations
 import html
 import itertools
 import random
-import re
-from html.parser import HTMLParser
 
 import pytest
 from markdown_it import MarkdownIt
 from redteam_log import record
+from selectolax.lexbor import LexborHTMLParser
 
-from docket.checks.answer_links import URL_ATTRS, css_urls
+from docket.checks.html_loads import loads
 from docket.checks.links import REMOVED, find_links, flagged_links, strip_links
 from docket.checks.urls import bare_links, destination, host_allowed, normalise_char, registrable
 from docket.errors import InputError
@@ -148,53 +147,23 @@ CLEAN = [
 ]
 
 
-class _Rendered(HTMLParser):
-    """The URLs and text of HTML as a browser would read them."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.urls: list[str] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        for k, v in attrs:
-            if v is None:
-                continue
-            if k in URL_ATTRS:
-                self.urls.append(v)
-            elif k in ("srcset", "imagesrcset"):
-                self.urls.extend(p.split()[0] for p in v.split(",") if p.split())
-            elif k == "style":
-                self.urls.extend(css_urls(v))
-            elif k == "content" and tag == "meta":
-                m = re.search(r"url\s*=\s*['\"]?([^'\";]+)", v, re.I)
-                if m:
-                    self.urls.append(m.group(1))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
 _MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 _MD.validateLink = lambda url: True  # type: ignore[method-assign]
 
 
 def live_outside(answer: str, allow: list[str]) -> list[str]:
-    """What a renderer shows that leads outside the allow-list: hosts of rendered URLs (and of the
-    raw answer's HTML attributes), and host names in the rendered text."""
+    """What a renderer shows that leads outside the allow-list: hosts of what the HTML5 trees of
+    the rendered answer (and of the raw answer) load, and host names in the rendered text."""
     bad: list[str] = []
     for source in (_MD.render(answer), answer):
-        p = _Rendered()
-        p.feed(source)
-        for url in p.urls:
-            d = destination(url)
+        for ld in loads(source):
+            d = destination(ld.url)
             if d.relative:
                 continue
             if not d.host or not host_allowed(d.host, allow):
                 bad.append(d.domain)
-    p = _Rendered()
-    p.feed(_MD.render(answer))
-    seen = "".join(normalise_char(c) for c in "".join(p.text))
+    tree = LexborHTMLParser(_MD.render(answer))
+    seen = "".join(normalise_char(c) for c in (tree.body.text(deep=True) if tree.body is not None else ""))
     for f in bare_links(seen, in_code=True):
         d = destination(f.url if f.kind != "domain" else "//" + f.url)
         if not d.relative and (not d.host or not host_allowed(d.host, allow)):

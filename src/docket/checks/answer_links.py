@@ -33,12 +33,9 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from docket.checks.html_loads import css_urls, element_loads, loads
 from docket.checks.urls import Found, bare_links, normalise_char
 
-#: a stand-in for HTML attributes holding one URL (plus srcset, style and meta refresh, read apart)
-URL_ATTRS = frozenset({"href", "src", "poster", "action", "formaction", "data", "background", "ping", "cite",
-                       "longdesc", "lowsrc", "dynsrc", "manifest", "codebase", "archive", "xlink:href", "icon",
-                       "profile", "usemap", "itemtype", "src-set"})
 #: tags whose start tag goes when one of its URLs is disallowed (loading them is the harm)
 MEDIA_TAGS = frozenset({"img", "image", "iframe", "frame", "embed", "object", "source", "track", "video", "audio",
                         "link", "base", "meta", "script", "input", "picture", "portal", "applet", "bgsound"})
@@ -336,64 +333,16 @@ class _Tags(HTMLParser):
 
 
 def _attr_urls(tag: str, attrs: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
-    """(attribute, URL) pairs a browser would load or follow from one start tag."""
-    out: list[tuple[str, str]] = []
-    if tag == "script":
-        out.append(("script", "javascript:"))  # a script runs wherever the HTML is rendered
-    for name, value in attrs:
-        if value is None:
-            continue
-        if name.startswith("on"):
-            out.append((name, "javascript:" + value))  # an event handler: code, e.g. onerror=fetch(...)
-        elif name in URL_ATTRS:
-            if name == "ping":
-                out.extend((name, v) for v in value.split())
-            else:
-                out.append((name, value))
-        elif name in ("srcset", "imagesrcset"):
-            for part in value.split(","):
-                words = part.split()
-                if words:
-                    out.append((name, words[0]))
-        elif name == "style":
-            out.extend((name, u) for u in css_urls(value))
-        elif name == "content" and tag == "meta" and any(k == "http-equiv" and (v or "").lower() == "refresh" for k, v in attrs):
-            m = re.search(r"url\s*=\s*['\"]?([^'\";]+)", value, re.I)
-            if m:
-                out.append((name, m.group(1).strip()))
+    """(attribute, URL) pairs a browser would load or follow from one start tag (html_loads.py
+    decides; a repeated attribute keeps its first value, as in a browser)."""
+    first: dict[str, str | None] = {}
+    for k, v in attrs:
+        first.setdefault(k.lower(), v)
+    out = [(ld.attr, ld.url) for ld in element_loads(tag, first)]
+    doc = first.get("srcdoc")
+    if doc:
+        out.extend(("srcdoc", ld.url) for ld in loads(doc))
     return out
-
-
-def css_urls(style: str, sheet: bool = False) -> list[str]:
-    """The url(), image-set() and @import strings of a style attribute (or a whole `sheet`),
-    read by the CSS tokenizer."""
-    import tinycss2
-    from tinycss2 import ast
-
-    urls: list[str] = []
-
-    def walk(tokens: list[Any]) -> None:
-        for t in tokens:
-            if isinstance(t, ast.URLToken):
-                urls.append(t.value)
-            elif isinstance(t, ast.FunctionBlock):
-                if t.lower_name in ("url", "src") or t.lower_name.endswith("image-set") or t.lower_name == "image":
-                    urls.extend(a.value for a in t.arguments if isinstance(a, ast.StringToken))
-                walk(t.arguments)
-            elif hasattr(t, "content") and isinstance(getattr(t, "content", None), list):
-                walk(t.content)
-
-    if sheet:
-        for rule in tinycss2.parse_stylesheet(style, skip_comments=True, skip_whitespace=True):
-            walk(list(getattr(rule, "prelude", None) or []))
-            if rule.type == "at-rule" and rule.lower_at_keyword == "import":
-                urls.extend(t.value for t in rule.prelude if isinstance(t, ast.StringToken))
-            walk(list(getattr(rule, "content", None) or []))
-        return urls
-    for d in tinycss2.parse_declaration_list(style, skip_comments=True, skip_whitespace=True):
-        if isinstance(d, ast.Declaration):
-            walk(list(d.value))
-    return urls
 
 
 # -- the answer -------------------------------------------------------------------------------

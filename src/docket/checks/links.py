@@ -7,7 +7,8 @@ bounds the damage.
 
 `find_links` reads the answer as a Markdown renderer with HTML on reads it (answer_links.py:
 markdown-it-py, entities and escapes decoded, raw `<a href>`/`<img src>` and every other URL
-attribute) and judges each destination as a browser parses it (urls.py: WHATWG URL rules via
+attribute), and `flagged_links` also reads the rendered answer and the raw answer as a browser
+builds them (html_loads.py: the HTML5 tree, every attribute and CSS value that loads), and judges each destination as a browser parses it (urls.py: WHATWG URL rules via
 ada-url, registrable domains by the public suffix list). A link is allowed when every reading of
 its destination leads to an allowed host or a subdomain of one, or stays on the answer's own page
 (`#fees`, a relative path). `strip_links` cuts out what a renderer would render for each
@@ -19,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from docket.checks.answer_links import MEDIA_TAGS, Occurrence, occurrences
+from docket.checks.answer_links import MEDIA_TAGS, Occurrence, occurrences, parser
+from docket.checks.html_loads import Load, loads
 from docket.checks.urls import HOST_SCHEMES, Destination, destination, host_allowed, normalize_allowed, registrable
 
 REMOVED = "[link removed]"
@@ -99,14 +101,58 @@ def allowed(link: Link, domains: Iterable[str]) -> bool:
 
 def _flagged(text: str, doms: list[str]) -> list[Link]:
     out = []
+    seen: set[str] = set()
     for occ in occurrences(text):
         readings = _readings(occ)
+        seen.update(d.url for d in readings)
         parsed = [d for d in readings if d.parsed]
         bad = next((d for d in parsed if not _is_allowed(d, doms)), None)
         if bad is None and not parsed:
             bad = readings[0]
         if bad is not None:
             out.append(_link(occ, bad))
+    out.extend(_browser_loads(text, doms, seen))
+    return out
+
+
+def _rendered_loads(text: str) -> list[Load]:
+    """What a browser loads from the answer rendered by a Markdown renderer (HTML on) and from the
+    answer itself read as HTML: both trees built by the HTML5 rules."""
+    return loads(parser().render(text)) + loads(text)
+
+
+def _browser_loads(text: str, doms: list[str], seen: set[str]) -> list[Link]:
+    """Disallowed loads the HTML5 trees hold that the source reading did not place (markup that
+    Python's html.parser or markdown-it read differently from a browser): each is placed at the
+    smallest Markdown block that loads it alone, else the whole answer."""
+    extra: list[Destination] = []
+    for ld in _rendered_loads(text):
+        d = destination(ld.url)
+        if d.url in seen or _is_allowed(d, doms):
+            continue
+        seen.add(d.url)
+        extra.append(d)
+    if not extra:
+        return []
+    blocks = _blocks(text)
+    out = []
+    for d in extra:
+        where = next(((a, b) for a, b in blocks if any(destination(x.url).url == d.url
+                                                       for x in _rendered_loads(text[a:b]))), (0, len(text)))
+        occ = Occurrence("html", [d.url], None, where, tag="(html5)")
+        out.append(_link(occ, d))
+    return out
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """The [start, end) of each top-level Markdown block of `text`."""
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    out = []
+    for tok in parser().parse(text):
+        if tok.level == 0 and tok.map and tok.nesting >= 0:
+            a = starts[min(tok.map[0], len(starts) - 1)]
+            b = starts[tok.map[1]] if tok.map[1] < len(starts) else len(text)
+            out.append((a, b))
     return out
 
 

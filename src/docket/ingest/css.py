@@ -22,6 +22,8 @@ import tinycss2
 from bs4 import BeautifulSoup, Tag
 from tinycss2 import ast
 
+from docket.ingest import cssvalues as cv
+
 Tokens = list[Any]
 
 #: the viewport media queries are evaluated against: a desktop browser window, light scheme
@@ -46,13 +48,29 @@ RELEVANT = frozenset(
     "font-size line-height background-color background-image position top left right bottom inset "
     "margin-top margin-left margin-right text-indent width height max-width max-height min-width min-height "
     "overflow overflow-x overflow-y clip clip-path -webkit-clip-path transform scale translate rotate zoom filter "
-    "content-visibility font background margin float text-shadow -webkit-text-stroke".split()
+    "content-visibility font background margin float text-shadow -webkit-text-stroke "
+    # read to fail closed: they can hide text in ways docket does not compute
+    "mask mask-image -webkit-mask -webkit-mask-image -webkit-mask-box-image mix-blend-mode -webkit-text-security "
+    "animation animation-name letter-spacing offset-path offset color-scheme".split()
 )
+#: other names a browser reads as one of the properties above (prefixed aliases, logical
+#: properties in a left-to-right, horizontal page); a pair sets both sides
+ALIASES: dict[str, tuple[str, ...]] = {
+    "-webkit-transform": ("transform",), "-webkit-filter": ("filter",), "-webkit-opacity": ("opacity",),
+    "-webkit-animation": ("animation",), "-webkit-animation-name": ("animation-name",),
+    "inset-inline-start": ("left",), "inset-inline-end": ("right",), "inset-block-start": ("top",),
+    "inset-block-end": ("bottom",), "inset-inline": ("left", "right"), "inset-block": ("top", "bottom"),
+    "margin-inline-start": ("margin-left",), "margin-inline-end": ("margin-right",),
+    "margin-block-start": ("margin-top",), "margin-inline": ("margin-left", "margin-right"),
+    "margin-block": ("margin-top",), "inline-size": ("width",), "block-size": ("height",),
+    "max-inline-size": ("max-width",), "max-block-size": ("max-height",), "-webkit-text-fill": ("color",),
+}
 
 #: what a browser's own stylesheet hides or colours (a page's rules override it, as in a browser)
 UA_CSS = """
 [hidden]:not([hidden="until-found" i]) { display: none }
 [hidden="until-found" i] { content-visibility: hidden }
+[popover] { display: none }
 area, base, basefont, datalist, head, link, meta, noembed, noframes, param, rp, script, style, template, title,
   dialog:not([open]), input[type="hidden" i] { display: none }
 a:any-link { color: #0000ee }
@@ -82,6 +100,8 @@ class _Rule:
 
 
 UNLAYERED = 1 << 20
+#: rule blocks (nested rules, @media, @layer, ...) nested deeper than this are not read
+MAX_NESTING = 32
 
 
 @dataclass
@@ -91,6 +111,13 @@ class Styles:
     declared: dict[int, dict[str, Decl]] = field(default_factory=dict)
     rules: int = 0
     skipped_selectors: int = 0
+    #: rule blocks nested past MAX_NESTING: the cascade is unknown, so the page fails closed
+    too_deep: int = 0
+    #: @property initial values, and the @keyframes that animate what can hide text
+    initial: dict[str, Tokens] = field(default_factory=dict)
+    keyframes: frozenset[str] = frozenset()
+    #: `<meta name=color-scheme content=...>`, lower case ("" when the page has none)
+    meta_scheme: str = ""
 
     def of(self, tag: Tag) -> dict[str, Decl]:
         return self.declared.get(id(tag), {})
@@ -111,7 +138,27 @@ def parse_inline(style: str) -> list[tuple[str, Tokens, bool]]:
 
 
 def _keep(name: str) -> bool:
-    return name.startswith("--") or name in RELEVANT
+    return name.startswith("--") or name in RELEVANT or name in ALIASES
+
+
+def normalise(name: str, value: Tokens) -> list[tuple[str, Tokens]]:
+    """A declaration as the properties it sets, or [] when a browser would drop it as invalid
+    (`display:none; display:bogus` keeps `none`)."""
+    if name.startswith("--"):
+        return [(name, value)]
+    if name in ALIASES:
+        targets = ALIASES[name]
+        if len(targets) == 2:  # `inset-inline: a b` sets the start side to a and the end side to b
+            vals = [t for t in value if not isinstance(t, (ast.WhitespaceToken, ast.Comment))]
+            if len(vals) == 2 and not any(isinstance(t, ast.FunctionBlock) and t.lower_name == "var" for t in vals):
+                pairs = [(targets[0], [vals[0]]), (targets[1], [vals[1]])]
+            else:
+                pairs = [(t, value) for t in targets]
+        else:
+            pairs = [(targets[0], value)]
+    else:
+        pairs = [(name, value)]
+    return [(n, v) for n, v in pairs if cv.valid(n, v)]
 
 
 # -- selectors ---------------------------------------------------------------------------------
@@ -170,6 +217,37 @@ def _has_pseudo_element(tokens: Sequence[Any]) -> bool:
             return True
         prev = t
     return False
+
+
+#: pseudo-classes and pseudo-elements a browser accepts that soupsieve cannot compile: a rule
+#: naming them stays (that selector never matches); any other unreadable selector drops the rule
+BROWSER_PSEUDOS = frozenset(
+    "hover active focus focus-visible focus-within visited target target-within popover-open modal open closed "
+    "fullscreen picture-in-picture autofill -webkit-autofill user-invalid user-valid blank playing paused seeking "
+    "buffering stalled muted volume-locked state host host-context current past future local-link "
+    "before after first-line first-letter selection placeholder marker backdrop file-selector-button cue part "
+    "slotted highlight spelling-error grammar-error target-text view-transition view-transition-group "
+    "view-transition-image-pair view-transition-old view-transition-new details-content picker "
+    "picker-icon checkmark scroll-marker scroll-marker-group scroll-button column search-text".split())
+_PSEUDO = re.compile(r"::?([-\w]+)")
+
+
+def _browser_accepts(tokens: Sequence[Any]) -> bool:
+    """Would a browser accept this complex selector? soupsieve's parse decides, but what it
+    cannot read that a browser knows (BROWSER_PSEUDOS, `-webkit-` pseudo-elements) is accepted."""
+    text = tinycss2.serialize(tokens).strip()
+    if not text:
+        return False
+    try:
+        soupsieve.compile(text)
+    except Exception:  # noqa: BLE001 - soupsieve raises several types
+        names = [m.group(1).lower() for m in _PSEUDO.finditer(text)]
+        return bool(names) and all(n in BROWSER_PSEUDOS or n.startswith("-webkit-") for n in names)
+    for m in re.finditer(r"::([-\w]+)", text):
+        n = m.group(1).lower()
+        if n not in BROWSER_PSEUDOS and not n.startswith("-webkit-"):
+            return False
+    return True
 
 
 def _requirements(tokens: Sequence[Any]) -> frozenset[tuple[str, str]]:
@@ -351,6 +429,10 @@ class _Collector:
         self.layers: dict[str, int] = {}
         self.order = 0
         self.skipped = 0
+        self.depth = 0
+        self.too_deep = 0
+        self.initial: dict[str, Tokens] = {}  # @property initial values
+        self.keyframes: set[str] = set()  # @keyframes names whose frames set a property in RELEVANT
 
     def layer_rank(self, name: str) -> int:
         return self.layers.setdefault(name, len(self.layers))
@@ -360,6 +442,16 @@ class _Collector:
         self.rules_of(rules, origin, UNLAYERED, [scope] if scope else [])
 
     def rules_of(self, rules: Iterable[Any], origin: int, layer: int, parents: list[str]) -> None:
+        if self.depth >= MAX_NESTING:
+            self.too_deep += 1
+            return
+        self.depth += 1
+        try:
+            self._rules_of(rules, origin, layer, parents)
+        finally:
+            self.depth -= 1
+
+    def _rules_of(self, rules: Iterable[Any], origin: int, layer: int, parents: list[str]) -> None:
         leading = True  # @import only counts before every other rule (@charset and @layer aside)
         for r in rules:
             if isinstance(r, ast.QualifiedRule):
@@ -404,6 +496,18 @@ class _Collector:
             self.nested(inner, origin, layer, parents)
         elif kw == "import":
             pass
+        elif kw == "property":  # a registered custom property's initial value applies where none is set
+            name = tinycss2.serialize(r.prelude).strip()
+            for d in tinycss2.parse_declaration_list(r.content, skip_comments=True, skip_whitespace=True):
+                if isinstance(d, ast.Declaration) and d.lower_name == "initial-value" and name.startswith("--"):
+                    self.initial[name] = list(d.value)
+        elif kw in ("keyframes", "-webkit-keyframes"):  # an animation that touches what can hide text
+            name = tinycss2.serialize(r.prelude).strip().strip("'\"")
+            for frame in tinycss2.parse_rule_list(r.content, skip_comments=True, skip_whitespace=True):
+                for d in tinycss2.parse_blocks_contents(getattr(frame, "content", None) or [], skip_comments=True,
+                                                        skip_whitespace=True):
+                    if isinstance(d, ast.Declaration) and _keep(d.lower_name) and not d.lower_name.startswith("anim"):
+                        self.keyframes.add(name)
         elif kw == "layer":
             name = tinycss2.serialize(r.prelude).strip() or f"(anonymous {self.order})"
             self.nested(inner, origin, self.layer_rank(name), parents)
@@ -422,6 +526,9 @@ class _Collector:
         items = tinycss2.parse_blocks_contents(content, skip_comments=True, skip_whitespace=True)
         decls = [d for d in items if isinstance(d, ast.Declaration)]
         selectors = _split_commas(prelude)
+        if not all(_browser_accepts(sel) for sel in selectors):
+            self.skipped += len(selectors)  # one invalid selector drops the whole rule in a browser
+            return
         for sel in selectors:
             if _has_pseudo_element(sel):
                 continue
@@ -440,8 +547,8 @@ class _Collector:
 
     def add(self, selector: str, spec: tuple[int, int, int], origin: int, layer: int, decls: list[Any],
             nested: bool = False, parents: list[str] | None = None) -> None:
-        kept = [(d.name if d.name.startswith("--") else d.lower_name, list(d.value), bool(d.important))
-                for d in decls if _keep(d.name if d.name.startswith("--") else d.lower_name)]
+        kept = [(n, v, bool(d.important)) for d in decls if _keep(d.name if d.name.startswith("--") else d.lower_name)
+                for n, v in normalise(d.name if d.name.startswith("--") else d.lower_name, list(d.value))]
         if not kept:
             return
         if nested and parents:
@@ -519,10 +626,9 @@ def data_url_text(url: str) -> str | None:
 
 def page_stylesheets(soup: BeautifulSoup) -> Iterator[str]:
     """The text of every `<style>` (and `<link rel=stylesheet>` to a data: URL, the one kind that
-    needs no fetch) that applies on a screen, in document order; none inside <template>/<noscript>."""
+    needs no fetch) that applies on a screen, in document order. The tree is html5.parse_soup's:
+    template contents are not in it and `<noscript>` holds raw text, so neither adds a sheet."""
     for st in soup.find_all(["style", "link"]):
-        if any(p.name in ("template", "noscript") for p in st.parents):
-            continue
         media = st.get("media")
         if media and not media_matches(str(media)):
             continue
@@ -572,15 +678,20 @@ def resolve(soup: BeautifulSoup) -> Styles:
             lst = matched.setdefault(id(t), [])
             for name, value, important in r.decls:
                 lst.append(Decl(name, value, _cascade_key(important, r.origin, r.layer, False, r.specificity, r.order)))
-    styles = Styles(rules=len(c.rules), skipped_selectors=c.skipped)
+    scheme = next((str(m.get("content", "")).lower() for m in soup.find_all("meta")
+                   if str(m.get("name", "")).strip().lower() == "color-scheme"), "")
+    styles = Styles(rules=len(c.rules), skipped_selectors=c.skipped, too_deep=c.too_deep, initial=c.initial,
+                    keyframes=frozenset(c.keyframes), meta_scheme=scheme)
     for t in tags:
         lst = matched.get(id(t), [])
         for name, value, important in _presentational(t):
             lst.append(Decl(name, value, _cascade_key(important, 1, UNLAYERED, False, (0, 0, 0), 0)))
         style = t.get("style")
         if style:
-            for name, value, important in parse_inline(str(style)):
-                if _keep(name):
+            for raw_name, raw_value, important in parse_inline(str(style)):
+                if not _keep(raw_name):
+                    continue
+                for name, value in normalise(raw_name, raw_value):
                     lst.append(Decl(name, value, _cascade_key(important, 2, UNLAYERED, True, (0, 0, 0), 0)))
         if lst:
             won: dict[str, Decl] = {}

@@ -1,7 +1,8 @@
 """CSS values that decide visibility, read from tinycss2 tokens: lengths (with `calc()`,
 `min()`, `max()`, `clamp()`), numbers, colours (tinycss2's CSS Color 4 parser), transforms,
-clip shapes. Every reader returns None for what it cannot read, and callers treat None as
-"no effect": an unreadable value never hides text.
+clip shapes, and whether a browser would accept a declaration at all (`valid`). A reader returns
+None for what it cannot read; the visibility walk decides what None means for each property (for
+what can hide text, "not known to be shown": it fails closed).
 """
 
 from __future__ import annotations
@@ -236,6 +237,8 @@ def color(tokens: Sequence[Any] | Any, current: RGBA) -> RGBA | None:
     t = sig[0]
     if isinstance(t, ast.IdentToken) and t.lower_value in SYSTEM_COLORS:
         return SYSTEM_COLORS[t.lower_value]
+    if isinstance(t, ast.FunctionBlock) and t.lower_name in _MORE_COLOURS:
+        return _MORE_COLOURS[t.lower_name](t, current)
     try:
         c = _color.parse_color(t)
     except Exception:  # noqa: BLE001 - a colour function tinycss2 cannot read
@@ -254,6 +257,130 @@ def color(tokens: Sequence[Any] | Any, current: RGBA) -> RGBA | None:
         return (r, g, b, float(s.alpha))
     r, g, b, a = c  # color3's RGBA tuple
     return (float(r), float(g), float(b), float(a))
+
+
+#: colour functions a browser knows; one docket cannot compute makes the text's colour unknown
+COLOUR_FUNCTIONS = frozenset({"rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color",
+                              "color-mix", "light-dark", "device-cmyk", "contrast-color", "-webkit-gradient"})
+
+
+def _channels(t: Any) -> tuple[list[Any], float] | None:
+    """The channel tokens of a space-separated colour function and its alpha (`/ a`)."""
+    sig = significant(t.arguments)
+    if any(isinstance(x, ast.IdentToken) and x.lower_value == "from" for x in sig):
+        return None  # relative colour syntax: not computed here
+    alpha = 1.0
+    if any(isinstance(x, ast.LiteralToken) and x.value == "/" for x in sig):
+        at = next(i for i, x in enumerate(sig) if isinstance(x, ast.LiteralToken) and x.value == "/")
+        a = sig[at + 1:]
+        if len(a) != 1:
+            return None
+        if isinstance(a[0], ast.PercentageToken):
+            alpha = float(a[0].value) / 100
+        elif isinstance(a[0], ast.NumberToken):
+            alpha = float(a[0].value)
+        elif not (isinstance(a[0], ast.IdentToken) and a[0].lower_value == "none"):
+            return None
+        sig = sig[:at]
+    if len(sig) != 3:
+        return None
+    return sig, max(0.0, min(1.0, alpha))
+
+
+def _num(x: Any, hundred: float) -> float | None:
+    if isinstance(x, ast.NumberToken):
+        return float(x.value)
+    if isinstance(x, ast.PercentageToken):
+        return float(x.value) / 100 * hundred
+    if isinstance(x, ast.IdentToken) and x.lower_value == "none":
+        return 0.0
+    if isinstance(x, ast.DimensionToken):
+        return angle(x)
+    return None
+
+
+def _encode(lin: tuple[float, float, float], alpha: float) -> RGBA:
+    def ch(v: float) -> float:
+        v = max(0.0, min(1.0, v))
+        return 12.92 * v if v <= 0.0031308 else 1.055 * v ** (1 / 2.4) - 0.055
+
+    return (ch(lin[0]), ch(lin[1]), ch(lin[2]), alpha)
+
+
+def _oklab_rgb(L: float, a: float, b: float, alpha: float) -> RGBA:
+    l_ = (L + 0.3963377774 * a + 0.2158037573 * b) ** 3
+    m_ = (L - 0.1055613458 * a - 0.0638541728 * b) ** 3
+    s_ = (L - 0.0894841775 * a - 1.2914855480 * b) ** 3
+    return _encode((4.0767416621 * l_ - 3.3077115913 * m_ + 0.2309699292 * s_,
+                    -1.2684380046 * l_ + 2.6097574011 * m_ - 0.3413193965 * s_,
+                    -0.0041960863 * l_ - 0.7034186147 * m_ + 1.7076147010 * s_), alpha)
+
+
+def _lab_rgb(L: float, a: float, b: float, alpha: float) -> RGBA:
+    eps, kappa = 216 / 24389, 24389 / 27
+    fy = (L + 16) / 116
+    fx, fz = fy + a / 500, fy - b / 200
+
+    def inv(f: float) -> float:
+        return f ** 3 if f ** 3 > eps else (116 * f - 16) / kappa
+
+    x, y, z = inv(fx) * 0.96422, (fy ** 3 if L > kappa * eps else L / kappa), inv(fz) * 0.82521
+    return _encode((3.1341359569958707 * x - 1.6173863321612538 * y - 0.4906619460083532 * z,
+                    -0.978795502912089 * x + 1.916254567259524 * y + 0.03344273116131949 * z,
+                    0.07195537988411677 * x - 0.2289768264158322 * y + 1.405386058324125 * z), alpha)
+
+
+def _space_colour(t: Any, current: RGBA) -> RGBA | None:
+    """lab(), lch(), oklab(), oklch() to sRGB (CSS Color 4's conversions)."""
+    got = _channels(t)
+    if got is None:
+        return None
+    (x, y, z), alpha = got
+    name = t.lower_name
+    scale = {"lab": (100, 125, 125), "lch": (100, 150, 1), "oklab": (1, 0.4, 0.4), "oklch": (1, 0.4, 1)}[name]
+    L, c1, c2 = _num(x, scale[0]), _num(y, scale[1]), _num(z, scale[2])
+    if L is None or c1 is None or c2 is None:
+        return None
+    if name in ("lch", "oklch"):
+        c1, c2 = c1 * math.cos(math.radians(c2)), c1 * math.sin(math.radians(c2))
+    return _lab_rgb(L, c1, c2, alpha) if name in ("lab", "lch") else _oklab_rgb(L, c1, c2, alpha)
+
+
+def _light_dark(t: Any, current: RGBA) -> RGBA | None:
+    """`light-dark(a, b)`: the page is read in the light scheme."""
+    args = _split_args(t.arguments)
+    return color(args[0], current) if len(args) == 2 else None
+
+
+def _mix(t: Any, current: RGBA) -> RGBA | None:
+    """`color-mix(in <space>, a p%, b q%)`, mixed in sRGB (close enough to judge contrast)."""
+    args = _split_args(t.arguments)
+    if len(args) != 3:
+        return None
+    parts: list[tuple[RGBA, float | None]] = []
+    for arg in args[1:]:
+        sig = significant(arg)
+        pct = next((float(x.value) / 100 for x in sig if isinstance(x, ast.PercentageToken)), None)
+        rest = [x for x in sig if not isinstance(x, ast.PercentageToken)]
+        c = color(rest, current)
+        if c is None:
+            return None
+        parts.append((c, pct))
+    (a, p), (b, q) = parts
+    if p is None and q is None:
+        p, q = 0.5, 0.5
+    p = 1 - (q or 0.0) if p is None else p
+    q = 1 - p if q is None else q
+    total = p + q
+    if total <= 0:
+        return None
+    w = p / total
+    mixed = tuple(a[i] * w + b[i] * (1 - w) for i in range(4))
+    return (mixed[0], mixed[1], mixed[2], mixed[3] * min(1.0, total))
+
+
+_MORE_COLOURS = {"lab": _space_colour, "lch": _space_colour, "oklab": _space_colour, "oklch": _space_colour,
+                 "light-dark": _light_dark, "color-mix": _mix}
 
 
 def over(top: RGBA, below: RGBA) -> RGBA:
@@ -492,3 +619,77 @@ def clip_path_empty(tokens: Sequence[Any], ctx: Ctx) -> bool:
 
 def serialize(tokens: Sequence[Any]) -> str:
     return str(tinycss2.serialize(tokens)).strip()
+
+
+# -- what a browser accepts: an invalid declaration is dropped and the one before it applies --
+
+_DISPLAY_WORDS = frozenset(
+    "none block inline inline-block flex inline-flex grid inline-grid table inline-table table-row-group "
+    "table-header-group table-footer-group table-row table-cell table-column-group table-column table-caption "
+    "list-item contents flow flow-root run-in ruby ruby-base ruby-text ruby-base-container ruby-text-container "
+    "math -webkit-box -webkit-inline-box -webkit-flex -webkit-inline-flex masonry inline-masonry "
+    "grid-lanes inline-grid-lanes".split())
+_KEYWORDS = {
+    "visibility": frozenset({"visible", "hidden", "collapse"}),
+    "position": frozenset({"static", "relative", "absolute", "fixed", "sticky", "-webkit-sticky"}),
+    "content-visibility": frozenset({"visible", "hidden", "auto"}),
+    "float": frozenset({"left", "right", "none", "inline-start", "inline-end"}),
+    "-webkit-text-security": frozenset({"none", "disc", "circle", "square"}),
+    "mix-blend-mode": frozenset({"normal", "multiply", "screen", "overlay", "darken", "lighten", "color-dodge",
+                                 "color-burn", "hard-light", "soft-light", "difference", "exclusion", "hue",
+                                 "saturation", "color", "luminosity", "plus-darker", "plus-lighter"}),
+}
+_WIDE_WORDS = frozenset({"inherit", "initial", "unset", "revert", "revert-layer"})
+_MATH = frozenset({"calc", "min", "max", "clamp", "round", "mod", "rem", "abs", "sign", "sin", "cos", "tan", "asin",
+                   "acos", "atan", "atan2", "pow", "sqrt", "hypot", "log", "exp", "-webkit-calc", "env", "attr"})
+_LENGTHS = frozenset("top left right bottom width height max-width max-height min-width min-height text-indent "
+                     "margin-top margin-left margin-right margin-bottom font-size line-height letter-spacing".split())
+
+
+def _has_var(tokens: Sequence[Any]) -> bool:
+    stack = list(tokens)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.FunctionBlock):
+            if t.lower_name == "var":
+                return True
+            stack.extend(t.arguments)
+        elif isinstance(getattr(t, "content", None), list):
+            stack.extend(t.content)
+    return False
+
+
+def valid(name: str, tokens: Sequence[Any]) -> bool:
+    """Would a browser accept this declaration? Checked for the properties whose value docket
+    reads as keywords, numbers, lengths or colours; `var()` is resolved later, so it passes."""
+    sig = significant(tokens)
+    if not sig:
+        return False
+    if _has_var(sig) or (len(sig) == 1 and isinstance(sig[0], ast.IdentToken) and sig[0].lower_value in _WIDE_WORDS):
+        return True
+    if name == "display":
+        return all(isinstance(t, ast.IdentToken) and t.lower_value in _DISPLAY_WORDS for t in sig) and len(sig) <= 3
+    if name in _KEYWORDS:
+        return len(sig) == 1 and isinstance(sig[0], ast.IdentToken) and sig[0].lower_value in _KEYWORDS[name]
+    if name == "opacity":
+        t = sig[0]
+        return len(sig) == 1 and (isinstance(t, (ast.NumberToken, ast.PercentageToken)) or
+                                  (isinstance(t, ast.FunctionBlock) and t.lower_name in _MATH))
+    if name in ("color", "background-color", "-webkit-text-fill-color"):
+        t = sig[0]
+        if len(sig) != 1:
+            return False
+        if isinstance(t, ast.FunctionBlock):
+            return t.lower_name in COLOUR_FUNCTIONS
+        return color([t], BLACK) is not None or (isinstance(t, ast.IdentToken) and t.lower_value == "currentcolor")
+    if name in _LENGTHS:
+        for t in sig:
+            if isinstance(t, (ast.DimensionToken, ast.PercentageToken, ast.NumberToken)):
+                continue
+            if isinstance(t, ast.FunctionBlock) and t.lower_name in _MATH | {"fit-content"}:
+                continue
+            if isinstance(t, ast.IdentToken):
+                continue  # auto, none, normal, keywords of font-size, anchor()...: read by each reader
+            return False
+        return len(sig) <= (3 if name == "text-indent" else 1)
+    return True

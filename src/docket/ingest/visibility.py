@@ -10,6 +10,11 @@ Two kinds of decision, as in a browser:
   `text-indent`) is removed text node by text node, because a child can undo it
   (`visibility:visible`, its own colour or size).
 
+What docket cannot compute but a browser could use to hide text (a colour function it cannot
+convert, url() filters and clips, masks, blend modes, motion paths, keyframe animations of what can
+hide text) fails closed: the text is treated as not shown and counted as `unresolved_<what>`.
+The walk is iterative, so nesting depth never exhausts the stack.
+
 `hide(soup)` removes both and returns what it removed, counted by kind at the element where the
 hiding starts, counting only removals that held text.
 """
@@ -53,7 +58,15 @@ _WIDE = ("inherit", "initial", "unset", "revert", "revert-layer")
 
 #: kinds of removal (the index report counts `html_hidden_<kind>`)
 KINDS = ("display", "hidden_attribute", "aria_hidden", "visibility", "opacity", "font_size", "color", "offscreen",
-         "clip", "transform", "zero_size", "filter")
+         "clip", "transform", "zero_size", "filter", "text_security", "letter_spacing",
+         # fail closed: what docket cannot compute is not known to be shown
+         "unresolved_color", "unresolved_filter", "unresolved_clip", "unresolved_mask", "unresolved_blend",
+         "unresolved_motion", "unresolved_animation", "unresolved_css_nesting")
+# (html.py counts two more: html_hidden_select_options, html_hidden_unresolved_shadow_dom)
+#: filter functions that leave text readable at any argument (the others are read, or fail closed)
+_SAFE_FILTERS = frozenset({"drop-shadow", "grayscale", "sepia", "saturate", "hue-rotate", "contrast"})
+_CLIP_SHAPES = frozenset({"inset", "circle", "ellipse", "polygon", "rect", "xywh"})
+_MASKS = ("mask", "mask-image", "-webkit-mask", "-webkit-mask-image", "-webkit-mask-box-image")
 
 
 @dataclass
@@ -74,6 +87,10 @@ class _State:
     custom: dict[str, list[Any]] = field(default_factory=dict)
     display: str = "block"
     text_reason: tuple[str, int] | None = None  # (kind, origin element id) for text hidden by inherited style
+    security: bool = False  # -webkit-text-security draws every letter as a disc
+    spacing_em: float = 0.0  # letter-spacing, in ems of the font size where it was set
+    colour_unknown: bool = False  # a colour function docket cannot compute
+    keyframes: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -92,29 +109,60 @@ def hide(soup: BeautifulSoup, styles: Styles | None = None) -> Counter[str]:
     styles = styles if styles is not None else resolve(soup)
     removed = Removed()
     root = soup.find("html") or soup
-    _visit(root if isinstance(root, Tag) else soup, _State(), styles, removed, is_root=True)
+    if styles.too_deep:  # part of the page's CSS could not be read: nothing on it is known to show
+        body = soup.find("body") or root
+        if isinstance(body, Tag) and _has_text(body):
+            removed.add("unresolved_css_nesting", id(body))
+        if isinstance(body, Tag):
+            body.clear()
+        return removed.counts
+    start = _State(custom=dict(styles.initial), keyframes=styles.keyframes)
+    if _dark_scheme(soup, styles):  # the canvas and the default text colour follow a dark scheme
+        start.background, start.color = (0.07, 0.07, 0.07, 1.0), cv.WHITE
+    _visit(root if isinstance(root, Tag) else soup, start, styles, removed, is_root=True)
     return removed.counts
+
+
+def _dark_scheme(soup: BeautifulSoup, styles: Styles) -> bool:
+    """Does the page ask for a dark colour scheme only (`color-scheme: dark` on the root, or
+    `<meta name=color-scheme content=dark>`)? The reader's browser is taken to prefer light, so
+    `light dark` stays light."""
+    words: list[str] = []
+    html = soup.find("html")
+    if isinstance(html, Tag):
+        d = styles.of(html).get("color-scheme")
+        if d is not None:
+            words = [t.lower_value for t in cv.significant(d.value) if isinstance(t, ast.IdentToken)]
+    if not words:
+        words = styles.meta_scheme.split()
+    return "dark" in words and "light" not in words
 
 
 def _has_text(tag: Tag) -> bool:
     return any(str(s).strip() for s in tag.find_all(string=True))
 
 
-def _visit(tag: Tag, parent: _State, styles: Styles, removed: Removed, is_root: bool = False) -> None:
-    decls = styles.of(tag) if not isinstance(tag, BeautifulSoup) else {}
-    state, box_reason = _compute(tag, decls, parent, is_root)
-    if box_reason is not None:
-        if _has_text(tag):
-            removed.add(box_reason, id(tag))
-        tag.decompose()
-        return
-    for child in list(tag.children):
-        if isinstance(child, Tag):
-            _visit(child, state, styles, removed)
-        elif isinstance(child, NavigableString) and type(child) is NavigableString and state.text_reason is not None:
-            if str(child).strip():
-                removed.add(*state.text_reason)
-            child.extract()
+def _visit(top: Tag, parent: _State, styles: Styles, removed: Removed, is_root: bool = False) -> None:
+    """Walk the tree from `top` with an explicit stack (deep nesting cannot exhaust Python's)."""
+    stack: list[tuple[Tag, _State, bool]] = [(top, parent, is_root)]
+    while stack:
+        tag, inherited, root = stack.pop()
+        decls = styles.of(tag) if not isinstance(tag, BeautifulSoup) else {}
+        state, box_reason = _compute(tag, decls, inherited, root)
+        if box_reason is not None:
+            if _has_text(tag):
+                removed.add(box_reason, id(tag))
+            tag.decompose()
+            continue
+        later: list[tuple[Tag, _State, bool]] = []
+        for child in list(tag.children):
+            if isinstance(child, Tag):
+                later.append((child, state, False))
+            elif isinstance(child, NavigableString) and type(child) is NavigableString and state.text_reason is not None:
+                if str(child).strip():
+                    removed.add(*state.text_reason)
+                child.extract()
+        stack.extend(reversed(later))
 
 
 def _aria_hidden(tag: Tag) -> bool:
@@ -212,11 +260,23 @@ def _compute(tag: Tag, decls: dict[str, Decl], parent: _State, is_root: bool) ->
         else:
             c = cv.color(col, parent.color)
             if c is not None:
-                state.color = c
+                state.color, state.colour_unknown = c, False
+            else:  # a colour a browser accepted (css.normalise) that docket cannot compute
+                state.colour_unknown = True
     fill = _value(decls, "-webkit-text-fill-color", state)
     if fill is not None:
         k = cv.keyword(fill)
         state.fill = None if k in ("currentcolor", "initial") else cv.color(fill, state.color) if k not in _WIDE else parent.fill
+        if state.fill is None and k not in ("currentcolor", "initial", *_WIDE):
+            state.colour_unknown = True
+    sec = kw("-webkit-text-security")
+    if sec is not None and sec not in _WIDE:
+        state.security = sec != "none"
+    ls = _value(decls, "letter-spacing", state)
+    if ls is not None and cv.keyword(ls) not in _WIDE:
+        px = 0.0 if cv.keyword(ls) == "normal" else cv.length(ls, cv.Ctx(em=state.font_px))
+        if px is not None:
+            state.spacing_em = px / state.font_px if state.font_px > 0 else 0.0
     vis = kw("visibility")
     if vis in ("visible", "hidden", "collapse"):
         state.visibility = vis
@@ -421,6 +481,9 @@ def _box_reason(decls: dict[str, Decl], state: _State, parent: _State, display: 
         return "opacity"
     if blur >= BLUR_PX:
         return "filter"
+    unknown = _unresolved_box(decls, state, filt)
+    if unknown is not None:
+        return unknown
 
     # transforms: flattened to nothing, or moved off-screen
     m = cv.IDENTITY
@@ -507,6 +570,59 @@ def _box_reason(decls: dict[str, Decl], state: _State, parent: _State, display: 
     return None
 
 
+def _unresolved_box(decls: dict[str, Decl], state: _State, filt: list[Any] | None) -> str | None:
+    """Paint effects that can hide the box's text and that docket does not compute: filters
+    other than opacity/blur (invert, brightness and url() read or fail closed), masks, blend
+    modes, motion paths, clip paths other than basic shapes, animations of what can hide text."""
+    if filt is not None and cv.keyword(filt) not in ("none", *_WIDE):
+        for t in cv.significant(filt):
+            if isinstance(t, ast.URLToken) or (isinstance(t, ast.FunctionBlock) and t.lower_name == "url"):
+                return "unresolved_filter"
+            if not isinstance(t, ast.FunctionBlock):
+                continue
+            name = t.lower_name
+            n = cv.number(t.arguments) if cv.significant(t.arguments) else 1.0
+            if name == "invert" and (n is None or n >= 0.3):
+                return "filter"
+            if name == "brightness" and (n is None or n >= 2.0 or n <= 0.2):
+                return "filter"
+            if name not in _SAFE_FILTERS | {"opacity", "blur", "invert", "brightness"}:
+                return "unresolved_filter"
+    for name in _MASKS:
+        toks = _value(decls, name, state)
+        if toks is not None and cv.keyword(toks) not in ("none", *_WIDE):
+            return "unresolved_mask"
+    blend = kw_of(decls, "mix-blend-mode", state)
+    if blend is not None and blend not in ("normal", *_WIDE):
+        return "unresolved_blend"
+    for name in ("offset-path", "offset"):
+        toks = _value(decls, name, state)
+        if toks is not None and cv.keyword(toks) not in ("none", "auto", "normal", *_WIDE):
+            return "unresolved_motion"
+    for name in ("clip-path", "-webkit-clip-path"):
+        cp = _value(decls, name, state)
+        if cp is None:
+            continue
+        for t in cv.significant(cp):
+            if isinstance(t, ast.URLToken) or (isinstance(t, ast.FunctionBlock) and t.lower_name not in _CLIP_SHAPES):
+                return "unresolved_clip"
+    if state.keyframes:
+        for name in ("animation", "animation-name"):
+            toks = _value(decls, name, state)
+            if toks is None:
+                continue
+            words = {t.value for t in cv.significant(toks) if isinstance(t, (ast.IdentToken, ast.StringToken))}
+            words |= {t.value for p in cv._split_args(toks) for t in cv.significant(p) if isinstance(t, ast.IdentToken)}
+            if words & state.keyframes:
+                return "unresolved_animation"
+    return None
+
+
+def kw_of(decls: dict[str, Decl], name: str, state: _State) -> str | None:
+    toks = _value(decls, name, state)
+    return cv.keyword(toks) if toks is not None else None
+
+
 def _cos(deg: float) -> float:
     return math.cos(math.radians(deg))
 
@@ -542,6 +658,12 @@ def _background(decls: dict[str, Decl], state: _State, parent: _State) -> cv.RGB
 def _text_reason(state: _State) -> str | None:
     if state.visibility in ("hidden", "collapse"):
         return "visibility"
+    if state.security:
+        return "text_security"
+    if state.spacing_em <= -0.5:
+        return "letter_spacing"
+    if state.colour_unknown:
+        return "unresolved_color"
     if state.font_px * state.scale < MIN_FONT_PX:
         return "font_size"
     if state.text_indent <= -OFFSCREEN_PX:

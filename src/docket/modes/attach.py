@@ -121,7 +121,7 @@ def read(att: Attachment, policy: Policy, removed: Counter[str] | None = None) -
     elif kind == "docx":
         doc = read_docx(att.data, att.name, limits)
     elif kind == "html":
-        cleaned = clean_html(_text_of(att.data, att.name, removed), removed)
+        cleaned = clean_html(_text_of(att.data, att.name, removed), removed, where=att.name)
         doc = OfficeText(cleaned.title, [Segment(cleaned.text)])
     else:
         text = _text_of(att.data, att.name, removed)
