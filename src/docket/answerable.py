@@ -15,20 +15,35 @@ floor reaches 64%). This module reads a few more signals of the pool:
 A logistic model combines them: P(answerable) = sigmoid(bias + sum(w * signal)). `docket
 calibrate` fits the weights on labelled questions and writes them into the policy's
 [answerable] section; without weights the decision falls back to the floor on the top score.
+
+The floors belong to the embedder (`floors`): a cosine floor is a number on one embedder's
+scale, so the shipped floors (data/presets.toml, [embedders]) apply only to the embedder they
+were fitted for, and a floor `docket calibrate` fitted applies only to the embedder it names.
+Any other embedder (the hash embedder, a user's own `Embedder`) gets no "not found" gate and no
+noise floor until calibrated, and the brief says so once, with the command that fits it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from docket.context import Context
 from docket.embed import Embedder
 from docket.model import Candidate
+from docket.presets import embedder_preset
 from docket.text import content_words, loose_sentences, words
+
+if TYPE_CHECKING:
+    from docket.model import Chunk
+    from docket.policy import Policy
+
+#: what fits the floors for a store's embedder (said wherever the gate is off for want of it)
+CALIBRATE_COMMAND = "docket calibrate --db STORE --write policy.toml, then pass --policy policy.toml"
 
 SIGNALS = ("top", "gap", "mean3", "cov_best", "cov_top", "sent_cov", "sent_cos", "missing")
 
@@ -131,3 +146,83 @@ def judge(candidates: list[Candidate], ctx: Context) -> tuple[bool, dict[str, An
     p = probability(sig, pol.weights, pol.bias)
     return p >= pol.threshold, {"p_answerable": round(p, 4), "threshold": pol.threshold,
                                 **{k: round(v, 4) for k, v in sig.items()}}
+
+
+# --- the floors, per embedder ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Floors:
+    """The two floors one assembly uses. `not_found` None: no not-found gate (either `pack.floor`
+    decides alone, or no floor is known for the embedder: then `off` says why). `noise` None: no
+    candidate is dropped for its score (the budget and the margin decide)."""
+
+    not_found: float | None
+    noise: float | None
+    source: str
+    off: str | None = None
+
+
+def floors(policy: Policy, embedder_name: str | None) -> Floors:
+    """The floors for scores from the embedder named `embedder_name` (None: unknown)."""
+    pack_set = "floor" in policy.pack.model_fields_set
+    a = policy.answerable
+    preset = embedder_preset(embedder_name)
+    noise = policy.pack.floor if pack_set else (preset.noise_floor if preset is not None else None)
+    if a.floor is not None:
+        if a.embedder is None or a.embedder == embedder_name:
+            where = f"answerable.floor, fitted for {a.embedder}" if a.embedder else "answerable.floor"
+            return Floors(a.floor, noise, where)
+        return Floors(None, noise, "none", off=(
+            f"answerable.floor {a.floor} was fitted for embedder {a.embedder!r}, but these scores come from "
+            f"{_named(embedder_name)}: the \"not found\" gate is off until it is fitted for this embedder "
+            f"({CALIBRATE_COMMAND})"))
+    if pack_set:
+        return Floors(None, noise, "pack.floor")
+    if preset is not None and preset.not_found_floor is not None:
+        return Floors(preset.not_found_floor, noise, f"the shipped floor for {preset.name}, chosen on public data")
+    return Floors(None, noise, "none", off=(
+        f"no \"not found\" floor is known for {_named(embedder_name)} (the shipped floors fit only the embedders "
+        f"they were chosen for): the gate is off, every question goes to the model; fit one with {CALIBRATE_COMMAND}"))
+
+
+def _named(name: str | None) -> str:
+    return f"embedder {name!r}" if name else "an unnamed scorer (no embedder given)"
+
+
+def _embedder_name(ctx: Context) -> str | None:
+    return getattr(ctx.embedder, "name", None) if ctx.embedder is not None else None
+
+
+def _attachments_only(chunks: Sequence[Chunk]) -> bool:
+    """The pool is the user's own files: their relevance is not a retrieval score's to judge."""
+    return bool(chunks) and all(c.trust == "user-provided" for c in chunks)
+
+
+def noise_floor(ctx: Context, chunks: Sequence[Chunk] = ()) -> float:
+    """The floor below which a candidate is noise (-inf: none applies)."""
+    if _attachments_only(chunks):
+        return float("-inf")
+    f = floors(ctx.policy, _embedder_name(ctx)).noise
+    return float("-inf") if f is None else f
+
+
+def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float], ctx: Context) -> bool:
+    """The not-found gate on the pool that cleared the noise floor (`retriever_scores`: each
+    chunk's score as the ranker gave it, before re-scoring). Traced either way it decides."""
+    if _attachments_only(chunks):
+        ctx.trace.add("answerable", "skip", [], "the candidates are the user's attached files: they are not gated on "
+                      "a retrieval score")
+        return True
+    fl = floors(ctx.policy, _embedder_name(ctx))
+    if fl.not_found is None:
+        if fl.off is not None:
+            ctx.trace.add("answerable", "off", [], fl.off, embedder=_embedder_name(ctx), command=CALIBRATE_COMMAND)
+            ctx.warnings.append(fl.off)
+        return True
+    best = max(retriever_scores, default=float("-inf"))
+    if best >= fl.not_found:
+        return True
+    ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
+                  f"not-found floor {fl.not_found} ({fl.source}): answer 'not found' without an LLM call",
+                  best=round(best, 4), floor=fl.not_found)
+    return False

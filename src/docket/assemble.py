@@ -231,7 +231,7 @@ Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, sc
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
-    floor = ctx.policy.pack.floor
+    floor = answerable.noise_floor(ctx, [c[0] for c in candidates])  # the embedder's own (or none)
     above = [c for c in candidates if c[1] >= floor]
     below = [c for c in candidates if c[1] < floor]
     if below:
@@ -263,18 +263,9 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
 
 
 def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context) -> bool:
-    """The best candidate's ranker score (before re-scoring) must reach the not-found floor
-    (`Policy.not_found_floor`); traced when it does not, with the floor and where it comes from."""
-    floor, source = ctx.policy.not_found_floor()
-    if floor is None:
-        return True
-    best = max(retriever_scores.get(c[0].id, c[1]) for c in candidates)
-    if best >= floor:
-        return True
-    ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
-                  f"not-found floor {floor} ({source}): answer 'not found' without an LLM call",
-                  best=round(best, 4), floor=floor)
-    return False
+    """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores."""
+    return answerable.clears_not_found([c[0] for c in candidates],
+                                       [retriever_scores.get(c[0].id, c[1]) for c in candidates], ctx)
 
 
 def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:

@@ -215,6 +215,9 @@ class AnswerablePolicy(_Strict):
     """
 
     floor: float | None = None
+    #: the embedder `floor` was fitted for (`Embedder.name`; `docket calibrate` writes it): with
+    #: another embedder the floor does not apply (a cosine floor is one embedder's scale)
+    embedder: str | None = None
     enabled: bool = False
     weights: dict[str, float] = Field(default_factory=dict)
 

@@ -192,26 +192,46 @@ def calibrate_cmd(
                                                callback=opt.finite(0.0, 1.0, lo_open=True))] = 0.99,
     min_gain: Annotated[float, typer.Option("--min-gain", help="Held-out balanced accuracy the answerability model must "
                                             "add to the floor to be switched on.", callback=opt.finite(0.0, 0.5, hi_open=True))] = 0.01,
+    db: Annotated[str | None, typer.Option("--db", help="A store (SQLite file or postgresql:// URL): fit the not-found "
+                                           "floor for its embedder, on questions sampled from it (or on PATH's set).",
+                                           callback=opt.db_path)] = None,
+    probes: Annotated[int, typer.Option("--probes", help="With --db and no PATH: how many questions to sample.",
+                                        callback=opt.int_range(10, 100000))] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="With --db: the sampling seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy."""
+    """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy.
+
+    With --db, the floor is fitted for the store's own embedder (a floor is one embedder's scale):
+    on PATH's labelled set, or without one on questions sampled from the store's chunks."""
     from docket import answerable as A
     from docket.eval import calibrate as C
     from docket.eval.cache import eval_embedder
     from docket.eval.dataset import load_set
     from docket.eval.runner import prepare
 
-    if path is None and pairs is None:
-        raise InputError("give a labelled set (PATH) and/or --pairs", field="PATH")
+    if path is None and pairs is None and db is None:
+        raise InputError("give a labelled set (PATH), --pairs, or a store (--db) to sample questions from", field="PATH")
     if derive_pairs and path is None:
         raise InputError("needs a labelled set (PATH) to derive pairs from", field="--derive-pairs")
     if policy_out is not None and policy_out.exists():
         from docket.policy import load_policy as _check_existing
 
         _check_existing(policy_out)  # merging into a broken policy would fail after all the fitting
-    embedder = eval_embedder(embedder_name)
     out: dict[str, Any] = {}
     updates: dict[str, dict[str, Any]] = {}
+    if db is not None:
+        from docket.retrieve import embedder_for
+        from docket.store.protocol import open_store
+
+        store = open_store(db, create=False)
+        embedder: Any = embedder_for(store)
+        if path is None:
+            fl = C.fit_store_floor(store, embedder, n=probes, seed=seed, folds=folds)
+            out["floor"] = fl
+            updates["answerable"] = {"floor": fl["floor"], "embedder": embedder.name}
+    else:
+        embedder = eval_embedder(embedder_name)
     lset = load_set(path, fmt).limit(limit) if path is not None else None
     pair_list = C.load_pairs(pairs) if pairs else []
     if derive_pairs and lset is not None:
@@ -245,7 +265,7 @@ def calibrate_cmd(
         out["floor"] = fl
         # the "not found" floor (the best candidate must reach it), not pack.floor: as a cut on
         # every candidate a floor fitted on top scores would drop most of a good pool's evidence
-        updates.setdefault("answerable", {})["floor"] = fl["floor"]
+        updates.setdefault("answerable", {}).update({"floor": fl["floor"], "embedder": embedder.name})
         X = C.signal_matrix(lset, embedder)
         model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
         _, model_nf = C.cv_answerable(X, y, groups, folds)
@@ -295,6 +315,9 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
     if "floor" in out:
         f = out["floor"]
         ho = f.get("held_out", {})
+        if "probes" in f:
+            console.print(f"{f['probes']} questions sampled from the store, each with and without its own document; "
+                          f"embedder {f['embedder']}")
         console.print(f"[bold]not-found floor[/bold] (answerable.floor) {f['floor']}  (on the best candidate's ranker score: balanced accuracy "
                       f"{f['balanced_accuracy']:.3f} in-sample, {ho.get('balanced_accuracy') or 0:.3f} held out; accuracy "
                       f"{f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")
