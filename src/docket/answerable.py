@@ -26,6 +26,7 @@ noise floor until calibrated, and the brief says so once, with the command that 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -198,12 +199,79 @@ def _attachments_only(chunks: Sequence[Chunk]) -> bool:
     return bool(chunks) and all(c.trust == "user-provided" for c in chunks)
 
 
-def noise_floor(ctx: Context, chunks: Sequence[Chunk] = ()) -> float:
-    """The floor below which a candidate is noise (-inf: none applies)."""
+# --- the fused evidence: dense, exact identifiers, keywords, titles -----------------------------
+
+#: a question term that names one thing exactly: letters and digits mixed ("LDG-4477", "A320",
+#: "ISO-27001"), or a number of five digits or more (an order, a form); years stay ordinary words
+_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9](?![\w-])|(?<![\w-])\d{5,}(?![\w-])")
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]")
+#: the share of the question's content words (weighted by rarity in the pool) one candidate must
+#: hold for the keyword evidence to count; with it, the dense score need only reach the noise floor
+KEYWORD_COVER = 0.75
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the pool offers for a question, beyond the best cosine: the candidates whose text
+    holds one of the question's exact identifiers or quoted phrases, and the best keyword
+    coverage (rarity-weighted share of the question's content words in one candidate's title
+    and text) with that candidate's score."""
+
+    exact: tuple[str, ...]
+    exact_terms: tuple[str, ...]
+    keyword: float
+    keyword_chunk: str | None
+    keyword_score: float
+
+    def numbers(self) -> dict[str, Any]:
+        return {"exact_hits": list(self.exact), "exact_terms": list(self.exact_terms),
+                "keyword_cover": round(self.keyword, 4), "keyword_chunk": self.keyword_chunk,
+                "keyword_score": round(self.keyword_score, 4)}
+
+
+def exact_terms(question: str) -> list[str]:
+    """The question's identifiers and quoted phrases, as written (deduplicated, in order)."""
+    terms = [m.group(0) for m in _IDENT.finditer(question)] + [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    return list(dict.fromkeys(t for t in terms if t))
+
+
+def _holds(term: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, flags=re.IGNORECASE) is not None
+
+
+def evidence(question: str, chunks: Sequence[Chunk], scores: Sequence[float]) -> Evidence:
+    """The lexical evidence of the pool (`scores`: each chunk's ranker score)."""
+    terms = exact_terms(question)
+    texts = [f"{c.title or ''}\n{c.text}" for c in chunks]
+    exact = tuple(c.id for c, t in zip(chunks, texts) if terms and any(_holds(x, t) for x in terms))
+    q = list(dict.fromkeys(stem(w) for w in content_words(question)))
+    best, best_i = 0.0, -1
+    if q and chunks:
+        idf = _idf(texts)
+        for i, t in enumerate(texts):
+            cov = _coverage(q, _words(t), idf)
+            if cov > best or (cov == best and best_i >= 0 and scores[i] > scores[best_i]):
+                best, best_i = cov, i
+    return Evidence(exact, tuple(terms), best, chunks[best_i].id if best_i >= 0 else None,
+                    float(scores[best_i]) if best_i >= 0 else float("-inf"))
+
+
+def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -> float:
+    """The floor below which a candidate is noise (-inf: none applies). Lowered to the score of a
+    candidate that holds one of the question's exact identifiers, so the exact hit reaches the
+    gate however low its cosine."""
+    chunks = [r[0] for r in ranked]
     if _attachments_only(chunks):
         return float("-inf")
     f = floors(ctx.policy, _embedder_name(ctx)).noise
-    return float("-inf") if f is None else f
+    if f is None:
+        return float("-inf")
+    terms = exact_terms(ctx.question)
+    if terms:
+        hits = [s for c, s, _ in ranked if any(_holds(x, f"{c.title or ''}\n{c.text}") for x in terms)]
+        if hits:
+            return min(f, max(hits))
+    return f
 
 
 def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float], ctx: Context) -> bool:
@@ -222,7 +290,22 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
     best = max(retriever_scores, default=float("-inf"))
     if best >= fl.not_found:
         return True
+    ev = evidence(ctx.question, chunks, retriever_scores)
+    relaxed = fl.noise if fl.noise is not None else fl.not_found
+    numbers = {"best": round(best, 4), "floor": fl.not_found, "keyword_floor": relaxed, **ev.numbers()}
+    if ev.exact:
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the best cosine {best:.4f} is below the not-found floor "
+                      f"{fl.not_found}, but {len(ev.exact)} candidate(s) hold the question's exact term(s) "
+                      f"{', '.join(ev.exact_terms)}: found", **numbers)
+        return True
+    if ev.keyword >= KEYWORD_COVER and ev.keyword_score >= relaxed and ev.keyword_chunk is not None:
+        ctx.trace.add("answerable", "found", [ev.keyword_chunk], f"the best cosine {best:.4f} is below the not-found "
+                      f"floor {fl.not_found}, but one candidate holds {100 * ev.keyword:.0f}% of the question's "
+                      f"keywords (>= {100 * KEYWORD_COVER:.0f}%) at cosine {ev.keyword_score:.4f} (>= {relaxed}): found",
+                      **numbers)
+        return True
     ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
-                  f"not-found floor {fl.not_found} ({fl.source}): answer 'not found' without an LLM call",
-                  best=round(best, 4), floor=fl.not_found)
+                  f"not-found floor {fl.not_found} ({fl.source}), no candidate holds an exact term of the question, "
+                  f"and the best keyword cover is {100 * ev.keyword:.0f}% (< {100 * KEYWORD_COVER:.0f}%, or its cosine "
+                  f"below {relaxed}): answer 'not found' without an LLM call", **numbers)
     return False

@@ -231,7 +231,7 @@ Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, sc
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
-    floor = answerable.noise_floor(ctx, [c[0] for c in candidates])  # the embedder's own (or none)
+    floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
     above = [c for c in candidates if c[1] >= floor]
     below = [c for c in candidates if c[1] < floor]
     if below:
