@@ -281,6 +281,8 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
         ctx.trace.add("answerable", "skip", [], "the candidates are the user's attached files: they are not gated on "
                       "a retrieval score")
         return True
+    if not ctx.policy.answerable.gate:
+        return True
     fl = floors(ctx.policy, _embedder_name(ctx))
     if fl.not_found is None:
         if fl.off is not None:

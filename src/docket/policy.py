@@ -214,6 +214,9 @@ class AnswerablePolicy(_Strict):
     P(answerable) = sigmoid(bias + sum(weights[name] * signal[name])); "not found" below `threshold`.
     """
 
+    #: the not-found gate at all; false: every pool that clears the noise floor is found (what
+    #: `docket eval` measures the gate against)
+    gate: bool = True
     floor: float | None = None
     #: the embedder `floor` was fitted for (`Embedder.name`; `docket calibrate` writes it): with
     #: another embedder the floor does not apply (a cosine floor is one embedder's scale)

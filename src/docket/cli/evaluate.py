@@ -82,6 +82,7 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
                   f"{s['cost_per_1000_usd']:.2f}" if "cost_per_1000_usd" in s else "–",
                   f"{_pct(nf['precision'])}/{_pct(nf['recall'])}" if nf else "–")
     console.print(d)
+    _print_gate(console, result)
     if result.get("ablation"):
         a = Table(title="ablation: gold in prompt (Δ points) with one move off")
         a.add_column("move off")
@@ -95,6 +96,24 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
                 cells.append(f"{_pct(g)}{delta} · {by_b[b]['evidence_tokens_mean']:.0f}")
             a.add_row(move, *cells)
         console.print(a)
+
+
+def _print_gate(console: Console, result: dict[str, Any]) -> None:
+    """The not-found gate's cost next to its gain: answerable questions it refused, the gold that
+    reached the prompt with and without it, and the unanswerable ones it caught."""
+    from rich.table import Table
+
+    if not any("false_not_found" in s for s in result["budgets"].values()):
+        return
+    g = Table(title=f"{result['set']}: the not-found gate, cost and gain")
+    for c in ("budget", "false not found (answerable)", "gold in prompt, gate on", "gate off", "unanswerable caught"):
+        g.add_column(c, justify="right")
+    for b, s in result["budgets"].items():
+        on, off = s.get("gold_in_prompt"), s.get("gold_in_prompt_ungated")
+        delta = "" if on is None or off is None else f" ({100 * (on - off):+.1f})"
+        nf = s.get("not_found")
+        g.add_row(b, _pct(s.get("false_not_found")), f"{_pct(on)}{delta}", _pct(off), _pct(nf["recall"]) if nf else "–")
+    console.print(g)
 
 
 @app.command("eval")
