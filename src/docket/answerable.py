@@ -161,6 +161,8 @@ class Floors:
     noise: float | None
     source: str
     off: str | None = None
+    #: the shipped floor (not one the user set or fitted): the shipped reader may decide instead
+    shipped: bool = False
 
 
 def floors(policy: Policy, embedder_name: str | None) -> Floors:
@@ -180,7 +182,8 @@ def floors(policy: Policy, embedder_name: str | None) -> Floors:
     if pack_set:
         return Floors(None, noise, "pack.floor")
     if preset is not None and preset.not_found_floor is not None:
-        return Floors(preset.not_found_floor, noise, f"the shipped floor for {preset.name}, chosen on public data")
+        return Floors(preset.not_found_floor, noise, f"the shipped floor for {preset.name}, chosen on public data",
+                      shipped=True)
     return Floors(None, noise, "none", off=(
         f"no \"not found\" floor is known for {_named(embedder_name)} (the shipped floors fit only the embedders "
         f"they were chosen for): the gate is off, every question goes to the model; fit one with {CALIBRATE_COMMAND}"))
@@ -263,9 +266,15 @@ def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -
     chunks = [r[0] for r in ranked]
     if _attachments_only(chunks):
         return float("-inf")
-    f = floors(ctx.policy, _embedder_name(ctx)).noise
+    fl = floors(ctx.policy, _embedder_name(ctx))
+    f = fl.noise
     if f is None:
         return float("-inf")
+    if fl.shipped and ranked and ctx.policy.answerable.gate and ctx.policy.answerable.reader:
+        from docket.reader import reader_for
+
+        if reader_for(_embedder_name(ctx)) is not None:  # the reader decides "not found", not this floor:
+            return min(f, max(s for _, s, _ in ranked))  # the best candidate always reaches it
     terms = exact_terms(ctx.question)
     if terms:
         hits = [s for c, s, _ in ranked if any(_holds(x, f"{c.title or ''}\n{c.text}") for x in terms)]
@@ -274,9 +283,11 @@ def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -
     return f
 
 
-def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float], ctx: Context) -> bool:
+def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float], ctx: Context,
+                     pool: Sequence[Candidate] = ()) -> bool:
     """The not-found gate on the pool that cleared the noise floor (`retriever_scores`: each
-    chunk's score as the ranker gave it, before re-scoring). Traced either way it decides."""
+    chunk's score as the ranker gave it, before re-scoring; `pool`: every candidate, for the
+    reader). Traced when it decides "not found" or rescues a pool below the floor."""
     if _attachments_only(chunks):
         ctx.trace.add("answerable", "skip", [], "the candidates are the user's attached files: they are not gated on "
                       "a retrieval score")
@@ -290,6 +301,11 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
             ctx.warnings.append(fl.off)
         return True
     best = max(retriever_scores, default=float("-inf"))
+    from docket.reader import reader_for
+
+    reader = reader_for(_embedder_name(ctx)) if fl.shipped and pool and ctx.policy.answerable.reader else None
+    if reader is not None:
+        return _read(reader, chunks, retriever_scores, ctx, pool, best)
     if best >= fl.not_found:
         return True
     ev = evidence(ctx.question, chunks, retriever_scores)
@@ -310,4 +326,28 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
                   f"not-found floor {fl.not_found} ({fl.source}), no candidate holds an exact term of the question, "
                   f"and the best keyword cover is {100 * ev.keyword:.0f}% (< {100 * KEYWORD_COVER:.0f}%, or its cosine "
                   f"below {relaxed}): answer 'not found' without an LLM call", **numbers)
+    return False
+
+
+def _read(reader: Any, chunks: Sequence[Chunk], scores: Sequence[float], ctx: Context, pool: Sequence[Candidate],
+          best: float) -> bool:
+    """The shipped reader decides (docket.reader), an exact identifier overriding it."""
+    from docket.reader import FEATURES
+    from docket.reader import features as reader_features
+
+    ev = evidence(ctx.question, chunks, scores)
+    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool])
+    p = float(reader.probability(x)[0])
+    numbers = {"p_answerable": round(p, 4), "threshold": reader.threshold, "best": round(best, 4), **ev.numbers(),
+               **{f: round(float(v), 4) for f, v in zip(FEATURES, x)}}
+    if p >= reader.threshold:
+        return True
+    if ev.exact:
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {reader.threshold}), "
+                      f"but {len(ev.exact)} candidate(s) hold the question's exact term(s) {', '.join(ev.exact_terms)}: found",
+                      **numbers)
+        return True
+    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {reader.threshold}; "
+                  f"best cosine {best:.4f}) and no candidate holds an exact term of the question: answer 'not found' "
+                  "without an LLM call", **numbers)
     return False

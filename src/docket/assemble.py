@@ -193,7 +193,7 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
     else:
         pool = [(c.chunk, c.score, c.rank) for c in candidates]
     above = _screen_untrusted(_apply_floor(pool, ctx), ctx)
-    if not above or not _clears_not_found_floor(above, retriever_scores, ctx):
+    if not above or not _clears_not_found_floor(above, retriever_scores, ctx, candidates):
         return not_found_brief(ctx)
     if policy.answerable.enabled:
         judged = [Candidate(c, s, r) for c, s, r in pool] if policy.rescore.enabled and len(candidates) >= 2 else candidates
@@ -262,10 +262,12 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     return above
 
 
-def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context) -> bool:
-    """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores."""
+def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context,
+                            pool: Sequence[Candidate] = ()) -> bool:
+    """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores; the reader
+    reads the whole `pool` as the ranker gave it."""
     return answerable.clears_not_found([c[0] for c in candidates],
-                                       [retriever_scores.get(c[0].id, c[1]) for c in candidates], ctx)
+                                       [retriever_scores.get(c[0].id, c[1]) for c in candidates], ctx, pool=pool)
 
 
 def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
