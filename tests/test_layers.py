@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ingest", ("docket.ingest",)),
     ("policy", ("docket.policy", "docket.presets", "docket.sizing",
                 "docket.context", "docket.checks")),
-    ("moves", ("docket.moves", "docket.rescore", "docket.answerable")),
+    ("moves", ("docket.moves", "docket.rescore", "docket.answerable", "docket.reader")),
     ("brief", ("docket.brief", "docket.history")),
     ("assembly", ("docket.steps", "docket.assemble", "docket.modes", "docket.check")),
     ("session", ("docket.llm.answer", "docket.followup", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",

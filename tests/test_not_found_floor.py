@@ -48,7 +48,9 @@ def test_the_floor_reads_the_rankers_score_not_the_re_scored_one():
     """Re-scoring lifts the top of every pool (the pool's best BM25 match gets the full lexical
     bonus): a floor on re-scored scores would say "found" for nearly everything."""
     chunks = _pool()
-    ranked = cands(chunks, [NOT_FOUND_FLOOR - 0.05, 0.1])
+    # below the noise floor too, so the keyword evidence (the chunk holds every word of the
+    # question) does not rescue it: only re-scoring could lift it, and the gate ignores that
+    ranked = cands(chunks, [NOT_FOUND_FLOOR - 0.1, 0.1])
     b = assemble("Where does the Rhine flow?", ranked, store=MemoryStore(chunks), budget=500)
     assert not b.found
     assert any(e["action"] == "not_found" and "before re-scoring" in e["reason"] for e in b.trace)

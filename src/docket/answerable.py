@@ -15,13 +15,21 @@ floor reaches 64%). This module reads a few more signals of the pool:
 A logistic model combines them: P(answerable) = sigmoid(bias + sum(w * signal)). `docket
 calibrate` fits the weights on labelled questions and writes them into the policy's
 [answerable] section; without weights the decision falls back to the floor on the top score.
+
+The floors belong to the embedder (`floors`): a cosine floor is a number on one embedder's
+scale, so the shipped floors (data/presets.toml, [embedders]) apply only to the embedder they
+were fitted for, and a floor `docket calibrate` fitted applies only to the embedder it names.
+Any other embedder (the hash embedder, a user's own `Embedder`) gets no "not found" gate and no
+noise floor until calibrated, and the brief says so once, with the command that fits it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,7 +37,16 @@ from docket.context import Context
 from docket.embed import Embedder
 from docket.model import Candidate
 from docket.policy import SIGNALS  # the names the policy checks `answerable.weights` against
+from docket.presets import embedder_preset
 from docket.text import content_words, loose_sentences, words
+
+if TYPE_CHECKING:
+    from docket.model import Chunk
+    from docket.policy import Policy
+
+#: what fits the floors for a store's embedder (said wherever the gate is off for want of it)
+CALIBRATE_COMMAND = "docket calibrate --db STORE --write policy.toml, then pass --policy policy.toml"
+
 
 
 def stem(w: str) -> str:
@@ -130,3 +147,207 @@ def judge(candidates: list[Candidate], ctx: Context) -> tuple[bool, dict[str, An
     p = probability(sig, pol.weights, pol.bias)
     return p >= pol.threshold, {"p_answerable": round(p, 4), "threshold": pol.threshold,
                                 **{k: round(v, 4) for k, v in sig.items()}}
+
+
+# --- the floors, per embedder ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Floors:
+    """The two floors one assembly uses. `not_found` None: no not-found gate (either `pack.floor`
+    decides alone, or no floor is known for the embedder: then `off` says why). `noise` None: no
+    candidate is dropped for its score (the budget and the margin decide)."""
+
+    not_found: float | None
+    noise: float | None
+    source: str
+    off: str | None = None
+    #: the shipped floor (not one the user set or fitted): the shipped reader may decide instead
+    shipped: bool = False
+
+
+def floors(policy: Policy, embedder_name: str | None) -> Floors:
+    """The floors for scores from the embedder named `embedder_name` (None: unknown)."""
+    pack_set = "floor" in policy.pack.model_fields_set
+    a = policy.answerable
+    preset = embedder_preset(embedder_name)
+    noise = policy.pack.floor if pack_set else (preset.noise_floor if preset is not None else None)
+    if a.floor is not None:
+        if a.embedder is None or a.embedder == embedder_name:
+            where = f"answerable.floor, fitted for {a.embedder}" if a.embedder else "answerable.floor"
+            return Floors(a.floor, noise, where)
+        return Floors(None, noise, "none", off=(
+            f"answerable.floor {a.floor} was fitted for embedder {a.embedder!r}, but these scores come from "
+            f"{_named(embedder_name)}: the \"not found\" gate is off until it is fitted for this embedder "
+            f"({CALIBRATE_COMMAND})"))
+    if pack_set:
+        return Floors(None, noise, "pack.floor")
+    if preset is not None and preset.not_found_floor is not None:
+        return Floors(preset.not_found_floor, noise, f"the shipped floor for {preset.name}, chosen on public data",
+                      shipped=True)
+    return Floors(None, noise, "none", off=(
+        f"no \"not found\" floor is known for {_named(embedder_name)} (the shipped floors fit only the embedders "
+        f"they were chosen for): the gate is off, every question goes to the model; fit one with {CALIBRATE_COMMAND}"))
+
+
+def _named(name: str | None) -> str:
+    return f"embedder {name!r}" if name else "an unnamed scorer (no embedder given)"
+
+
+def _embedder_name(ctx: Context) -> str | None:
+    return getattr(ctx.embedder, "name", None) if ctx.embedder is not None else None
+
+
+def _attachments_only(chunks: Sequence[Chunk]) -> bool:
+    """The pool is the user's own files: their relevance is not a retrieval score's to judge."""
+    return bool(chunks) and all(c.trust == "user-provided" for c in chunks)
+
+
+# --- the fused evidence: dense, exact identifiers, keywords, titles -----------------------------
+
+#: a question term that names one thing exactly: letters and digits mixed ("LDG-4477", "A320",
+#: "ISO-27001"), or a number of five digits or more (an order, a form); years stay ordinary words
+_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9](?![\w-])|(?<![\w-])\d{5,}(?![\w-])")
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]")
+#: the share of the question's content words (weighted by rarity in the pool) one candidate must
+#: hold for the keyword evidence to count; with it, the dense score need only reach the noise floor
+KEYWORD_COVER = 0.75
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the pool offers for a question, beyond the best cosine: the candidates whose text
+    holds one of the question's exact identifiers or quoted phrases, and the best keyword
+    coverage (rarity-weighted share of the question's content words in one candidate's title
+    and text) with that candidate's score."""
+
+    exact: tuple[str, ...]
+    exact_terms: tuple[str, ...]
+    keyword: float
+    keyword_chunk: str | None
+    keyword_score: float
+
+    def numbers(self) -> dict[str, Any]:
+        return {"exact_hits": list(self.exact), "exact_terms": list(self.exact_terms),
+                "keyword_cover": round(self.keyword, 4), "keyword_chunk": self.keyword_chunk,
+                "keyword_score": round(self.keyword_score, 4)}
+
+
+def exact_terms(question: str) -> list[str]:
+    """The question's identifiers and quoted phrases, as written (deduplicated, in order)."""
+    terms = [m.group(0) for m in _IDENT.finditer(question)] + [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    return list(dict.fromkeys(t for t in terms if t))
+
+
+def _holds(term: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, flags=re.IGNORECASE) is not None
+
+
+def evidence(question: str, chunks: Sequence[Chunk], scores: Sequence[float]) -> Evidence:
+    """The lexical evidence of the pool (`scores`: each chunk's ranker score)."""
+    terms = exact_terms(question)
+    texts = [f"{c.title or ''}\n{c.text}" for c in chunks]
+    exact = tuple(c.id for c, t in zip(chunks, texts) if terms and any(_holds(x, t) for x in terms))
+    q = list(dict.fromkeys(stem(w) for w in content_words(question)))
+    best, best_i = 0.0, -1
+    if q and chunks:
+        idf = _idf(texts)
+        for i, t in enumerate(texts):
+            cov = _coverage(q, _words(t), idf)
+            if cov > best or (cov == best and best_i >= 0 and scores[i] > scores[best_i]):
+                best, best_i = cov, i
+    return Evidence(exact, tuple(terms), best, chunks[best_i].id if best_i >= 0 else None,
+                    float(scores[best_i]) if best_i >= 0 else float("-inf"))
+
+
+def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -> float:
+    """The floor below which a candidate is noise (-inf: none applies). Lowered to the score of a
+    candidate that holds one of the question's exact identifiers, so the exact hit reaches the
+    gate however low its cosine."""
+    chunks = [r[0] for r in ranked]
+    if _attachments_only(chunks):
+        return float("-inf")
+    fl = floors(ctx.policy, _embedder_name(ctx))
+    f = fl.noise
+    if f is None:
+        return float("-inf")
+    if fl.shipped and ranked and ctx.policy.answerable.gate and ctx.policy.answerable.reader:
+        from docket.reader import reader_for
+
+        if reader_for(_embedder_name(ctx)) is not None:  # the reader decides "not found", not this floor:
+            return min(f, max(s for _, s, _ in ranked))  # the best candidate always reaches it
+    terms = exact_terms(ctx.question)
+    if terms:
+        hits = [s for c, s, _ in ranked if any(_holds(x, f"{c.title or ''}\n{c.text}") for x in terms)]
+        if hits:
+            return min(f, max(hits))
+    return f
+
+
+def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float], ctx: Context,
+                     pool: Sequence[Candidate] = ()) -> bool:
+    """The not-found gate on the pool that cleared the noise floor (`retriever_scores`: each
+    chunk's score as the ranker gave it, before re-scoring; `pool`: every candidate, for the
+    reader). Traced when it decides "not found" or rescues a pool below the floor."""
+    if _attachments_only(chunks):
+        ctx.trace.add("answerable", "skip", [], "the candidates are the user's attached files: they are not gated on "
+                      "a retrieval score")
+        return True
+    if not ctx.policy.answerable.gate:
+        return True
+    fl = floors(ctx.policy, _embedder_name(ctx))
+    if fl.not_found is None:
+        if fl.off is not None:
+            ctx.trace.add("answerable", "off", [], fl.off, embedder=_embedder_name(ctx), command=CALIBRATE_COMMAND)
+            ctx.warnings.append(fl.off)
+        return True
+    best = max(retriever_scores, default=float("-inf"))
+    from docket.reader import reader_for
+
+    reader = reader_for(_embedder_name(ctx)) if fl.shipped and pool and ctx.policy.answerable.reader else None
+    if reader is not None:
+        return _read(reader, chunks, retriever_scores, ctx, pool, best)
+    if best >= fl.not_found:
+        return True
+    ev = evidence(ctx.question, chunks, retriever_scores)
+    relaxed = fl.noise if fl.noise is not None else fl.not_found
+    numbers = {"best": round(best, 4), "floor": fl.not_found, "keyword_floor": relaxed, **ev.numbers()}
+    if ev.exact:
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the best cosine {best:.4f} is below the not-found floor "
+                      f"{fl.not_found}, but {len(ev.exact)} candidate(s) hold the question's exact term(s) "
+                      f"{', '.join(ev.exact_terms)}: found", **numbers)
+        return True
+    if ev.keyword >= KEYWORD_COVER and ev.keyword_score >= relaxed and ev.keyword_chunk is not None:
+        ctx.trace.add("answerable", "found", [ev.keyword_chunk], f"the best cosine {best:.4f} is below the not-found "
+                      f"floor {fl.not_found}, but one candidate holds {100 * ev.keyword:.0f}% of the question's "
+                      f"keywords (>= {100 * KEYWORD_COVER:.0f}%) at cosine {ev.keyword_score:.4f} (>= {relaxed}): found",
+                      **numbers)
+        return True
+    ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
+                  f"not-found floor {fl.not_found} ({fl.source}), no candidate holds an exact term of the question, "
+                  f"and the best keyword cover is {100 * ev.keyword:.0f}% (< {100 * KEYWORD_COVER:.0f}%, or its cosine "
+                  f"below {relaxed}): answer 'not found' without an LLM call", **numbers)
+    return False
+
+
+def _read(reader: Any, chunks: Sequence[Chunk], scores: Sequence[float], ctx: Context, pool: Sequence[Candidate],
+          best: float) -> bool:
+    """The shipped reader decides (docket.reader), an exact identifier overriding it."""
+    from docket.reader import FEATURES
+    from docket.reader import features as reader_features
+
+    ev = evidence(ctx.question, chunks, scores)
+    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool])
+    p = float(reader.probability(x)[0])
+    numbers = {"p_answerable": round(p, 4), "threshold": reader.threshold, "best": round(best, 4), **ev.numbers(),
+               **{f: round(float(v), 4) for f, v in zip(FEATURES, x)}}
+    if p >= reader.threshold:
+        return True
+    if ev.exact:
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {reader.threshold}), "
+                      f"but {len(ev.exact)} candidate(s) hold the question's exact term(s) {', '.join(ev.exact_terms)}: found",
+                      **numbers)
+        return True
+    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {reader.threshold}; "
+                  f"best cosine {best:.4f}) and no candidate holds an exact term of the question: answer 'not found' "
+                  "without an LLM call", **numbers)
+    return False

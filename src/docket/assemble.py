@@ -211,7 +211,7 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
     else:
         pool = [(c.chunk, c.score, c.rank) for c in candidates]
     above = _screen_untrusted(_apply_floor(pool, ctx), ctx)
-    if not above or not _clears_not_found_floor(above, retriever_scores, ctx):
+    if not above or not _clears_not_found_floor(above, retriever_scores, ctx, candidates):
         return not_found_brief(ctx)
     if policy.answerable.enabled:
         judged = [Candidate(c, s, r) for c, s, r in pool] if policy.rescore.enabled and len(candidates) >= 2 else candidates
@@ -235,7 +235,7 @@ Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, sc
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
-    floor = ctx.policy.pack.floor
+    floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
     above = [c for c in candidates if c[1] >= floor]
     below = [c for c in candidates if c[1] < floor]
     if below:
@@ -266,19 +266,12 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     return above
 
 
-def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context) -> bool:
-    """The best candidate's ranker score (before re-scoring) must reach the not-found floor
-    (`Policy.not_found_floor`); traced when it does not, with the floor and where it comes from."""
-    floor, source = ctx.policy.not_found_floor()
-    if floor is None:
-        return True
-    best = max(retriever_scores.get(c[0].id, c[1]) for c in candidates)
-    if best >= floor:
-        return True
-    ctx.trace.add("floor", "not_found", [], f"the best candidate's score {best:.4f} (before re-scoring) is below the "
-                  f"not-found floor {floor} ({source}): answer 'not found' without an LLM call",
-                  best=round(best, 4), floor=floor)
-    return False
+def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str, float], ctx: Context,
+                            pool: Sequence[Candidate] = ()) -> bool:
+    """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores; the reader
+    reads the whole `pool` as the ranker gave it."""
+    return answerable.clears_not_found([c[0] for c in candidates],
+                                       [retriever_scores.get(c[0].id, c[1]) for c in candidates], ctx, pool=pool)
 
 
 def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:

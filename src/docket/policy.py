@@ -219,7 +219,17 @@ class AnswerablePolicy(_Strict):
     P(answerable) = sigmoid(bias + sum(weights[name] * signal[name])); "not found" below `threshold`.
     """
 
+    #: the not-found gate at all; false: every pool that clears the noise floor is found (what
+    #: `docket eval` measures the gate against)
+    gate: bool = True
+    #: the shipped answerability reader (docket.reader, MiniLM stores only) decides "not found"
+    #: instead of the floor and the keyword evidence; off by default: it halves false "not
+    #: found" on HotpotQA but catches fewer of SQuAD 2.0's unanswerable questions (docs/policy.md)
+    reader: bool = False
     floor: float | None = None
+    #: the embedder `floor` was fitted for (`Embedder.name`; `docket calibrate` writes it): with
+    #: another embedder the floor does not apply (a cosine floor is one embedder's scale)
+    embedder: str | None = None
     enabled: bool = False
     weights: dict[str, float] = Field(default_factory=dict)
 

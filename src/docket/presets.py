@@ -46,11 +46,18 @@ class Preset:
 
 
 @lru_cache(maxsize=1)
+def _raw() -> dict[str, Any]:
+    return tomllib.loads(resources.files("docket").joinpath("data/presets.toml").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def presets() -> dict[str, Preset]:
     """Every shipped preset by name (the data file is validated as it is read)."""
-    raw = tomllib.loads(resources.files("docket").joinpath("data/presets.toml").read_text(encoding="utf-8"))
+    raw = _raw()
     out: dict[str, Preset] = {}
     for name, rec in raw.items():
+        if name == "embedders":
+            continue  # the embedders' floors (embedder_presets), not a model
         missing = [f for f in _FIELDS if f not in rec]
         if missing or set(rec) - set(_FIELDS):
             raise ValueError(f"presets.toml [{name}]: missing {missing} or unknown {sorted(set(rec) - set(_FIELDS))}")
@@ -121,3 +128,45 @@ def tokenizer_report(policy: Policy, counter: TokenCounter) -> dict[str, Any]:
     if not exact:
         out["note"] = f"{counter.name} is a stand-in for {p.label}'s tokenizer, which does not ship offline"
     return out
+
+
+# --- embedders ------------------------------------------------------------------------------------
+
+_EMB_FIELDS = ("label", "not_found_floor", "noise_floor", "source", "checked")
+
+
+@dataclass(frozen=True)
+class EmbedderPreset:
+    """The floors fitted for one embedder's cosines. None: no floor carries for this embedder
+    (the gate is off until `docket calibrate` fits one on the user's own store)."""
+
+    name: str
+    label: str
+    not_found_floor: float | None
+    noise_floor: float | None
+    source: str
+    checked: str
+
+
+@lru_cache(maxsize=1)
+def embedder_presets() -> dict[str, EmbedderPreset]:
+    """The shipped embedders' floors by embedder name (`Embedder.name`, as the store records it)."""
+    out: dict[str, EmbedderPreset] = {}
+    for name, rec in _raw().get("embedders", {}).items():
+        unknown = set(rec) - set(_EMB_FIELDS)
+        missing = [f for f in ("label", "source", "checked") if f not in rec]
+        if unknown or missing:
+            raise ValueError(f"presets.toml [embedders.{name!r}]: missing {missing} or unknown {sorted(unknown)}")
+        floors = {f: rec.get(f) for f in ("not_found_floor", "noise_floor")}
+        for f, v in floors.items():
+            if v is not None and not isinstance(v, (int, float)):
+                raise ValueError(f"presets.toml [embedders.{name!r}]: {f} must be a number, got {v!r}")
+        out[name] = EmbedderPreset(name=name, label=rec["label"], source=rec["source"], checked=rec["checked"],
+                                   not_found_floor=None if floors["not_found_floor"] is None else float(floors["not_found_floor"]),
+                                   noise_floor=None if floors["noise_floor"] is None else float(floors["noise_floor"]))
+    return out
+
+
+def embedder_preset(name: str | None) -> EmbedderPreset | None:
+    """The shipped floors for the embedder named `name`; None for an embedder docket does not ship."""
+    return embedder_presets().get(name) if name is not None else None

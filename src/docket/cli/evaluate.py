@@ -91,6 +91,7 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
                   f"{s['cost_per_1000_usd']:.2f}" if "cost_per_1000_usd" in s else "–",
                   f"{_pct(nf['precision'])}/{_pct(nf['recall'])}" if nf else "–")
     console.print(d)
+    _print_gate(console, result)
     if result.get("ablation"):
         a = Table(title="ablation: gold in prompt (Δ points) with one move off")
         a.add_column("move off")
@@ -104,6 +105,24 @@ def _print_tables(console: Console, result: dict[str, Any]) -> None:
                 cells.append(f"{_pct(g)}{delta} · {by_b[b]['evidence_tokens_mean']:.0f}")
             a.add_row(move, *cells)
         console.print(a)
+
+
+def _print_gate(console: Console, result: dict[str, Any]) -> None:
+    """The not-found gate's cost next to its gain: answerable questions it refused, the gold that
+    reached the prompt with and without it, and the unanswerable ones it caught."""
+    from rich.table import Table
+
+    if not any("false_not_found" in s for s in result["budgets"].values()):
+        return
+    g = Table(title=f"{result['set']}: the not-found gate, cost and gain")
+    for c in ("budget", "false not found (answerable)", "gold in prompt, gate on", "gate off", "unanswerable caught"):
+        g.add_column(c, justify="right")
+    for b, s in result["budgets"].items():
+        on, off = s.get("gold_in_prompt"), s.get("gold_in_prompt_ungated")
+        delta = "" if on is None or off is None else f" ({100 * (on - off):+.1f})"
+        nf = s.get("not_found")
+        g.add_row(b, _pct(s.get("false_not_found")), f"{_pct(on)}{delta}", _pct(off), _pct(nf["recall"]) if nf else "–")
+    console.print(g)
 
 
 @app.command("eval")
@@ -202,26 +221,46 @@ def calibrate_cmd(
                                                callback=opt.finite(0.0, 1.0, lo_open=True))] = 0.99,
     min_gain: Annotated[float, typer.Option("--min-gain", help="Held-out balanced accuracy the answerability model must "
                                             "add to the floor to be switched on.", callback=opt.finite(0.0, 0.5, hi_open=True))] = 0.01,
+    db: Annotated[str | None, typer.Option("--db", help="A store (SQLite file or postgresql:// URL): fit the not-found "
+                                           "floor for its embedder, on questions sampled from it (or on PATH's set).",
+                                           callback=opt.db_path)] = None,
+    probes: Annotated[int, typer.Option("--probes", help="With --db and no PATH: how many questions to sample.",
+                                        callback=opt.int_range(10, 100000))] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="With --db: the sampling seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy."""
+    """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy.
+
+    With --db, the floor is fitted for the store's own embedder (a floor is one embedder's scale):
+    on PATH's labelled set, or without one on questions sampled from the store's chunks."""
     from docket import answerable as A
     from docket.eval import calibrate as C
     from docket.eval.cache import eval_embedder
     from docket.eval.dataset import load_set
     from docket.eval.runner import prepare
 
-    if path is None and pairs is None:
-        raise InputError("give a labelled set (PATH) and/or --pairs", field="PATH")
+    if path is None and pairs is None and db is None:
+        raise InputError("give a labelled set (PATH), --pairs, or a store (--db) to sample questions from", field="PATH")
     if derive_pairs and path is None:
         raise InputError("needs a labelled set (PATH) to derive pairs from", field="--derive-pairs")
     if policy_out is not None and policy_out.exists():
         from docket.policy import load_policy as _check_existing
 
         _check_existing(policy_out)  # merging into a broken policy would fail after all the fitting
-    embedder = eval_embedder(embedder_name)
     out: dict[str, Any] = {}
     updates: dict[str, dict[str, Any]] = {}
+    if db is not None:
+        from docket.retrieve import embedder_for
+        from docket.store.factory import open_store
+
+        store = open_store(db, create=False)
+        embedder: Any = embedder_for(store)
+        if path is None:
+            fl = C.fit_store_floor(store, embedder, n=probes, seed=seed, folds=folds)
+            out["floor"] = fl
+            updates["answerable"] = {"floor": fl["floor"], "embedder": embedder.name}
+    else:
+        embedder = eval_embedder(embedder_name)
     lset = load_set(path, fmt).limit(limit) if path is not None else None
     pair_list = C.load_pairs(pairs) if pairs else []
     if derive_pairs and lset is not None:
@@ -255,7 +294,7 @@ def calibrate_cmd(
         out["floor"] = fl
         # the "not found" floor (the best candidate must reach it), not pack.floor: as a cut on
         # every candidate a floor fitted on top scores would drop most of a good pool's evidence
-        updates.setdefault("answerable", {})["floor"] = fl["floor"]
+        updates.setdefault("answerable", {}).update({"floor": fl["floor"], "embedder": embedder.name})
         X = C.signal_matrix(lset, embedder)
         model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
         _, model_nf = C.cv_answerable(X, y, groups, folds)
@@ -305,6 +344,9 @@ def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "p
     if "floor" in out:
         f = out["floor"]
         ho = f.get("held_out", {})
+        if "probes" in f:
+            console.print(f"{f['probes']} questions sampled from the store, each with and without its own document; "
+                          f"embedder {f['embedder']}")
         console.print(f"[bold]not-found floor[/bold] (answerable.floor) {f['floor']}  (on the best candidate's ranker score: balanced accuracy "
                       f"{f['balanced_accuracy']:.3f} in-sample, {ho.get('balanced_accuracy') or 0:.3f} held out; accuracy "
                       f"{f['accuracy']:.3f}, AUC {f['auc']:.3f} of the top score alone)")

@@ -402,3 +402,97 @@ def write_policy_values(path: str | Path, updates: dict[str, dict[str, Any]]) ->
         data.setdefault(section, {}).update(values)
     load_policy_dict(data, where=str(p))  # refuse to write an invalid policy
     write_text_atomic(p, "# written by `docket calibrate`; edit freely\n" + dumps_toml(data))
+
+
+# --- a store without labels -> probe questions -> the not-found floor for its embedder ------------
+
+
+@dataclass
+class Probe:
+    """A question sampled from one chunk: with its document the pool answers it, without it
+    (every version of that document removed) only other documents remain."""
+
+    question: str
+    doc: str
+    chunk: str
+
+
+def make_probes(chunks: Sequence[Any], n: int = 200, seed: int = 0, words_max: int = 8) -> list[Probe]:
+    """Up to `n` probes, one per sampled chunk: every other content word of one of its sentences
+    (a keyword question, so the cosine to its own chunk is far from the 1.0 of a copied sentence)."""
+    from docket.text import content_words
+
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(chunks)).tolist()
+    out: list[Probe] = []
+    seen: set[str] = set()
+    for i in order:
+        c = chunks[i]
+        sents = [s for s in A.sentences(c.text) if len(content_words(s)) >= 6]
+        if not sents:
+            continue
+        cw = content_words(sents[int(rng.integers(len(sents)))])
+        q = " ".join(cw[::2][:words_max])
+        if q in seen:
+            continue
+        seen.add(q)
+        out.append(Probe(q, c.doc, c.id))
+        if len(out) >= n:
+            break
+    return out
+
+
+def probe_scores(store: Any, embedder: Embedder, probes: Sequence[Probe], depth: int = 50) -> tuple[list[float], list[bool]]:
+    """For each probe: the best cosine with its own document in the pool (answerable) and the
+    best without any version of it (unanswerable). Searches the whole store (an administrator's
+    calibration, not an answer: no principal)."""
+    from docket.store.protocol import Filters
+
+    tops: list[float] = []
+    labels: list[bool] = []
+    everything = Filters(unrestricted=True)
+    qvecs = embedder.embed([p.question for p in probes]) if probes else np.zeros((0, embedder.dim), np.float32)
+    for p, qv in zip(probes, qvecs):
+        hits = store.search_dense(qv, depth, everything)
+        if not hits:
+            continue
+        docs = {cid: c.doc for cid, c in store.get_many([cid for cid, _ in hits]).items()}
+        others = [s for cid, s in hits if docs.get(cid) not in (None, p.doc)]
+        if not others:
+            continue  # every hit is the probe's own document: no unanswerable copy to judge
+        tops += [float(hits[0][1]), float(others[0])]
+        labels += [True, False]
+    return tops, labels
+
+
+def store_chunks(store: Any, docs_max: int = 400, seed: int = 0) -> list[Any]:
+    """The chunks of up to `docs_max` documents sampled from the store (current versions first)."""
+    docs = sorted(store.documents())
+    rng = np.random.default_rng(seed)
+    pick = set(rng.permutation(docs).tolist()[:docs_max]) if docs else set()
+    out: list[Any] = []
+    done: set[str] = set()
+    for dv in store.export():
+        if dv.doc in pick and dv.doc not in done and dv.status != "superseded":
+            out.extend(dv.chunks)
+            done.add(dv.doc)
+            if len(done) == len(pick):
+                break
+    return out
+
+
+def fit_store_floor(store: Any, embedder: Embedder, n: int = 200, seed: int = 0, folds: int = 5) -> dict[str, Any]:
+    """The not-found floor for the store's embedder, fitted on probes sampled from the store."""
+    probes = make_probes(store_chunks(store, seed=seed), n=n, seed=seed)
+    tops, y = probe_scores(store, embedder, probes)
+    if len(tops) < 20:
+        raise InputError(f"gives only {len(tops) // 2} usable probe question(s) (at least 10 needed: documents "
+                         "with sentences of six or more content words, and at least two documents); "
+                         "calibrate on a labelled set instead (docket calibrate SET.jsonl)", where=str(store.location))
+    fl = fit_floor(tops, y)
+    fl["curve"] = floor_curve(tops, y)
+    groups = [str(i // 2) for i in range(len(tops))]  # a probe's two copies share a fold
+    fl["held_out"] = cv_floor(tops, y, groups, folds)
+    fl["probes"] = len(tops) // 2
+    fl["embedder"] = embedder.name
+    return fl

@@ -106,6 +106,24 @@ def not_found_table(result: dict[str, Any]) -> str:
                       "|---|---|---|---|---|", *rows])
 
 
+def gate_table(result: dict[str, Any]) -> str:
+    """docket's not-found gate per budget: its cost (answerable questions refused, gold lost) next
+    to its gain (unanswerable questions caught)."""
+    rows = []
+    for b, s in result.get("budgets", {}).items():
+        if "false_not_found" not in s:
+            continue
+        on, off = s.get("gold_in_prompt"), s.get("gold_in_prompt_ungated")
+        delta = "" if on is None or off is None else f" ({100 * (on - off):+.1f})"
+        nf = s.get("not_found")
+        rows.append(f"| {b} | {_pct(s['false_not_found'])} | {_pct(on)}{delta} | {_pct(off)} | "
+                    f"{_pct(nf['recall']) if nf else '–'} |")
+    if not rows:
+        return ""
+    return "\n".join(["| budget | false not found (answerable) | gold in prompt, gate on | gate off | "
+                      "unanswerable caught |", "|---|---|---|---|---|", *rows])
+
+
 def markdown(result: dict[str, Any], plot: str | None = None) -> str:
     st = result.get("settings", {})
     parts = [
@@ -132,6 +150,9 @@ def markdown(result: dict[str, Any], plot: str | None = None) -> str:
     nf = not_found_table(result)
     if nf:
         parts += ["", '## "Not found"', "", nf]
+    gt = gate_table(result)
+    if gt:
+        parts += ["", "## The not-found gate: cost and gain", "", gt]
     return "\n".join(parts) + "\n"
 
 

@@ -125,6 +125,9 @@ def summarize(rows: Sequence[Row], price: float | None = None) -> dict[str, Any]
     if price is not None:
         # prompts that are not sent (found false) cost nothing
         out["cost_per_1000_usd"] = M.cost_per_1000(sum(tot) / len(rows), price) if rows else 0.0
+    if ans:
+        # the gate's cost: answerable questions it sent to "not found" (docket.answerable)
+        out["false_not_found"] = float(np.mean([not r.found for r in ans]))
     if any(not r.answerable for r in rows):
         cm = M.confusion([not r.found for r in rows], [not r.answerable for r in rows])
         out["not_found"] = cm.to_json()
@@ -220,6 +223,11 @@ def evaluate(
                 rows.append(_row(p, run_docket(p, lset, policy, b, counter, embedder, config.generator), threshold))
                 tick(f"docket @ {b}")
             result["budgets"][str(b)] = summarize(rows, config.price)
+            # the same answerable questions with the not-found gate off: what the gate costs in gold
+            ungated = policy.updated(answerable={"gate": False})
+            gold = [_row(p, run_docket(p, lset, ungated, b, counter, embedder, config.generator), threshold).gold_in
+                    for p in prepared if p.item.answerable]
+            result["budgets"][str(b)]["gold_in_prompt_ungated"] = M.mean(gold)
         if moves:
             result["ablation"] = {}
             for m in moves:
