@@ -149,3 +149,19 @@ def test_the_follow_up_set_is_large_enough_and_well_formed() -> None:
     assert len(convs) >= 30
     for c in convs:
         assert c["history"] and c["question"] and all(g in ids for g in c["gold"])
+
+
+def test_assemble_over_a_store_ranks_a_follow_up_with_the_history() -> None:
+    """`docket assemble --store FILE --history ...` (assemble() ranking a whole store, no
+    candidates given) searches the follow-up with the conversation, as Session.ask does."""
+    from docket.assemble import assemble
+    from docket.model import parse_chunk
+    from docket.store.base import MemoryStore
+
+    store = MemoryStore([parse_chunk(r) for r in _corpus()])
+    brief = assemble("And in Paris?", store=store, history=hist("What is the per diem in Berlin?"), budget=400)
+    assert brief.found
+    assert "pd-paris" in {c for src in brief.sources.values() for c in src.chunks}
+    assert [e for e in brief.trace if e.move == "followup"]
+    given = assemble("And in Paris?", [], store=store, history=hist("What is the per diem in Berlin?"), budget=400)
+    assert not [e for e in given.trace if e.move == "followup"]  # the caller's own ranking is not re-searched

@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "docket.context", "docket.checks")),
     ("moves", ("docket.moves", "docket.rescore", "docket.answerable", "docket.reader")),
     ("brief", ("docket.brief", "docket.history")),
-    ("assembly", ("docket.steps", "docket.assemble", "docket.modes", "docket.check")),
-    ("session", ("docket.llm.answer", "docket.followup", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
+    ("assembly", ("docket.followup", "docket.steps", "docket.assemble", "docket.modes", "docket.check")),
+    ("session", ("docket.llm.answer", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
     ("surfaces", ("docket.server", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]

@@ -319,3 +319,23 @@ def test_a_postgres_store_with_damaged_meta_is_one_line_too(pg_url: str, key: st
         open_store(pg_url)
     out = run_cli(["ask", "refund", "--db", pg_url])
     assert not problems(out, "ask", must_fail=True) and f"{key}='{value}'" in out.err, out.text
+
+
+def test_a_postgres_read_creates_nothing_in_a_database_that_is_not_a_store(pg_url: str) -> None:  # noqa: F811
+    """`docket ask` / `export` on a PostgreSQL database without docket's tables: one line, and
+    the database (here an empty schema) is left without a table."""
+    import psycopg
+
+    def tables() -> list[str]:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            return [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = ANY(current_schemas(false))")]
+
+    assert tables() == []
+    with pytest.raises(InputError, match="not a docket store"):
+        open_store(pg_url, create=False, read_only=True)
+    for command in (["ask", "refund", "--db", pg_url], ["export", "out.jsonl", "--db", pg_url]):
+        out = run_cli(command)
+        assert out.rc == 2 and "not a docket store" in out.err, out.text
+    assert tables() == []
+    open_store(pg_url).close()  # a writer makes the store; a reader then opens it
+    open_store(pg_url, create=False, read_only=True).close()

@@ -113,7 +113,7 @@ class _Stores:
         self.reader()  # fail now, with the store's own message, if it cannot be opened
 
     def _open(self) -> Store:
-        st = open_store(self.location, create=self.create, records=feature_record)
+        st = open_store(self.location, create=self.create, read_only=self.read_only, records=feature_record)
         with self._lock:
             self._all.append(st)
         return st

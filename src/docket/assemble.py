@@ -25,6 +25,7 @@ from docket.context import Context, check_entries, stack
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
 from docket.features import default_cache
+from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
 from docket.model import Candidate, Chunk, Passage, Trace, check_scores
@@ -139,7 +140,9 @@ def assemble(
                               whole_corpus=whole_corpus)
         if decided is not None:
             return _with_history(decided, kept)
-    ranked, embedder = _ranked(question, candidates, retriever, principal, store, policy, embedder)
+    query = question if candidates is not None or retriever is not None else \
+        searched_query(question, history, generator, trace)  # ranking the store: a follow-up ranks with the history
+    ranked, embedder = _ranked(query, candidates, retriever, principal, store, policy, embedder)
     features = default_cache()
     check_entries([c.chunk for c in ranked], embedder, features)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,

@@ -21,7 +21,7 @@ def open_store(location: str, *, create: bool = True, read_only: bool = False, f
     if location.startswith(("postgresql://", "postgres://")):
         from docket.store.postgres import PostgresStore
 
-        return PostgresStore(location, records=records)
+        return PostgresStore(location, read_only=read_only, records=records)
     from docket.store.sqlite import SQLiteStore
 
     return SQLiteStore(location, create=create, read_only=read_only, file_mode=file_mode, records=records)

@@ -237,7 +237,9 @@ class _PipelineAbortNoise(logging.Filter):
 _PIPELINE_NOISE = _PipelineAbortNoise()
 
 
-def _connect(url: str) -> Any:
+def _connect(url: str, read_only: bool = False) -> Any:
+    """A connection with pgvector's types; docket's base tables made unless `read_only` (then a
+    database without them is refused: reading never creates or changes a store)."""
     try:
         import psycopg
         from pgvector.psycopg import register_vector
@@ -250,9 +252,15 @@ def _connect(url: str) -> Any:
     except psycopg.OperationalError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "connection failed"
         raise UnavailableError(f"cannot connect to PostgreSQL: {first}") from None
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-        conn.execute(_BASE_SCHEMA)
+    if read_only:
+        if not conn.execute(_TABLE_EXISTS, ("meta",)).fetchone()["t"]:
+            conn.close()
+            raise InputError("is not a docket store (it has no meta table; nothing was created): build one with "
+                             "`docket index PATH --db URL`", where=_redact(url))
+    else:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            conn.execute(_BASE_SCHEMA)
     register_vector(conn)
     return conn
 
@@ -260,11 +268,14 @@ def _connect(url: str) -> Any:
 class PostgresStore:
     """A docket store in a PostgreSQL database with the pgvector extension."""
 
-    def __init__(self, url: str, *, records: RecordWriter | None = None) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, records: RecordWriter | None = None) -> None:
+        """`read_only`: for commands that only read: no table is created, no schema row written or
+        migrated, and a database that is not a docket store is refused in one line."""
         self.location = url
+        self.read_only = read_only
         #: writes each chunk's feature record (see SQLiteStore.records)
         self.records: RecordWriter = records or record_of
-        self._conn = _connect(url)
+        self._conn = _connect(url, read_only)
         self._lock = threading.RLock()
         self._snapshot_depth = 0
         self._bulk = False
@@ -272,7 +283,7 @@ class PostgresStore:
         self.retried = 0
         self._has_chunks = self._table_exists("chunks")
         self._open_schema()
-        if self._has_chunks:
+        if self._has_chunks and not read_only:
             self._ensure_hnsw()
 
     def _table_exists(self, name: str) -> bool:
@@ -321,6 +332,11 @@ class PostgresStore:
             if found > SCHEMA_VERSION:
                 raise InputError(f"was written by a newer docket (schema {found}, this one reads {SCHEMA_VERSION}); "
                                  "upgrade docket", where=_redact(self.location))
+            if self.read_only:
+                if found < SCHEMA_VERSION or row is None:
+                    raise InputError(f"was written by an older docket (schema {found}, this one reads "
+                                     f"{SCHEMA_VERSION}); a write (`docket index`) upgrades it", where=_redact(self.location))
+                return
             while found < SCHEMA_VERSION:
                 _MIGRATIONS[found](self._conn)
                 found += 1
