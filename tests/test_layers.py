@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("assembly", ("docket.followup", "docket.steps", "docket.assemble", "docket.modes", "docket.check")),
     ("session", ("docket.llm.answer", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
-    ("surfaces", ("docket.server", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
+    ("surfaces", ("docket.server", "docket.service", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]
 
 #: (importer, imported) -> why the arrow is allowed for now (docs/architecture.md lists each)
