@@ -253,7 +253,8 @@ def _connect(url: str, read_only: bool = False) -> Any:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "connection failed"
         raise UnavailableError(f"cannot connect to PostgreSQL: {first}") from None
     if read_only:
-        if not conn.execute(_TABLE_EXISTS, ("meta",)).fetchone()["t"]:
+        found = conn.execute(_TABLE_EXISTS, ("meta",)).fetchone()
+        if not (found and found["t"]):
             conn.close()
             raise InputError("is not a docket store (it has no meta table; nothing was created): build one with "
                              "`docket index PATH --db URL`", where=_redact(url))
