@@ -62,15 +62,12 @@ class _Request(BaseModel):
     groups: list[str] | None = Field(None, description=IGNORED, json_schema_extra={"deprecated": True})
 
 
-class CandidateIn(BaseModel):
-    """One ranked candidate, best first: a full chunk record (`id`, `doc`, `text`, and any of the
-    contract's optional fields) with its `score`, or only `id` and `score` for a chunk already in
-    the server's store."""
+class _ChunkFields(BaseModel):
+    """The chunk contract's optional fields with their JSON types, checked strictly (a string is
+    not a number, a number not a boolean); shared by a candidate and an indexed record."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    id: str = Field(min_length=1)
-    score: float
     doc: str | None = None
     text: str | None = None
     version: int | None = None
@@ -85,6 +82,15 @@ class CandidateIn(BaseModel):
     acl: list[str] | None = None
     metadata: dict[str, Any] | None = None
     vector: list[float] | None = None
+
+
+class CandidateIn(_ChunkFields):
+    """One ranked candidate, best first: a full chunk record (`id`, `doc`, `text`, and any of the
+    contract's optional fields) with its `score`, or only `id` and `score` for a chunk already in
+    the server's store."""
+
+    id: str = Field(min_length=1)
+    score: float
 
 
 class AttachmentIn(BaseModel):
@@ -169,28 +175,12 @@ class DocumentIn(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict, description="What a metadata sidecar would hold.")
 
 
-class RecordTypes(BaseModel):
+class RecordTypes(_ChunkFields):
     """The JSON types of a chunk record's fields, checked strictly before `/v1/index` hands the
     record to the chunk contract (which, for JSONL files, reads `"version": "2"` as 2). Every
     field is optional here: a missing `id` or `text` stays a per-record problem of the report."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
-
     id: str | None = None
-    doc: str | None = None
-    text: str | None = None
-    version: int | None = None
-    status: str | None = None
-    date: Day | None = None
-    effective_to: Day | None = None
-    title: str | None = None
-    section: str | None = None
-    position: int | None = None
-    source_type: str | None = None
-    trust: str | None = None
-    acl: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    vector: list[float] | None = None
 
 
 class IndexRequest(_Request):
