@@ -86,17 +86,36 @@ def test_a_batch_larger_than_the_cache_still_embeds_every_text() -> None:
 
 @pytest.mark.slow
 def test_memory_stops_growing_over_10000_distinct_questions(db: str) -> None:
-    """A service's session over 10,000 distinct questions: after the caches fill, the traced
-    Python memory stays flat (within 8 MB between the 5,000th and the 10,000th question)."""
+    """A service's session over 10,000 distinct questions: once the caches have filled, the traced
+    Python memory stops growing. The caches are generational (a full generation is dropped at
+    once), so the memory saw-tooths by ~90 MB here; what must not grow is its peak: the peak over
+    questions 5,000-10,000 stays within 10 % (+8 MB) of the peak over 2,500-5,000. (Growth below
+    that margin, such as a cache of ~2 KB a question, is left to the bounds in
+    docs/architecture.md, each tested where it is kept.)"""
     import tracemalloc
 
     with Session.open(db, embedder=CachedEmbedder(HashEmbedder(), capacity=2_000)) as s:
         tracemalloc.start()
-        marks = []
+        samples: dict[int, int] = {}
         for i in range(10_000):
             s.ask(f"refund rule {i} for plan q{i * 7919 % 100_003} after {i % 90} days?", budget=300, floor=0.0)
-            if i in (4_999, 9_999):
-                marks.append(tracemalloc.get_traced_memory()[0])
+            if i % 250 == 249:
+                samples[i + 1] = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-    growth = marks[1] - marks[0]
-    assert growth < 8 * 2**20, f"memory grew {growth / 2**20:.1f} MB over the second 5,000 questions"
+    first = max(v for n, v in samples.items() if 2_500 < n <= 5_000)
+    second = max(v for n, v in samples.items() if n > 5_000)
+    shown = {n: round(v / 2**20, 1) for n, v in samples.items() if n % 1_000 == 0}
+    assert second <= first * 1.1 + 8 * 2**20, \
+        f"peak memory grew from {first / 2**20:.1f} MB to {second / 2**20:.1f} MB over the second 5,000 questions: {shown}"
+
+
+def test_the_token_count_cache_is_bounded_by_characters_too() -> None:
+    from docket.tokens import O200kCounter
+
+    c = O200kCounter()
+    c.CACHE_CHARS = 64_000  # type: ignore[misc]
+    for i in range(2_000):
+        assert c.count(f"question {i} " * 10) > 0
+    assert c._chars <= 64_000 and sum(map(len, c._cache)) == c._chars
+    big = "word " * 10_000  # more than CACHE_CHARS // 64: counted, not kept
+    assert c.count(big) > 9_000 and big not in c._cache

@@ -77,14 +77,21 @@ def _encoding(name: str):  # type: ignore[no-untyped-def]
 
 
 class O200kCounter:
-    """Exact o200k_base counts (GPT-4o family); a stand-in for your model's tokenizer."""
+    """Exact o200k_base counts (GPT-4o family); a stand-in for your model's tokenizer.
+
+    Counts are cached by text, bounded by entries and by characters held (whole user messages
+    are counted too: a service asked distinct questions must not keep them all)."""
 
     name = "o200k_base"
+    #: the cache starts afresh past either bound
+    CACHE_ENTRIES = 200_000
+    CACHE_CHARS = 8_000_000
 
     def __init__(self) -> None:
         self._enc = _encoding(self.name)
         self._lock = threading.Lock()
         self._cache: dict[str, int] = {}
+        self._chars = 0
 
     def count(self, text: str) -> int:
         n = self._cache.get(text)
@@ -93,10 +100,13 @@ class O200kCounter:
                 n = len(self._enc.encode(text, disallowed_special=()))
             except (TypeError, UnicodeEncodeError):  # lone surrogates: count them as U+FFFD
                 n = len(self._enc.encode(scrub(text), disallowed_special=()))
-            if len(self._cache) > 200_000:
+            if len(self._cache) > self.CACHE_ENTRIES or self._chars + len(text) > self.CACHE_CHARS:
                 with self._lock:
                     self._cache.clear()
-            self._cache[text] = n
+                    self._chars = 0
+            if len(text) <= self.CACHE_CHARS // 64:  # a text that would fill much of the cache is not kept
+                self._cache[text] = n
+                self._chars += len(text)
         return n
 
 
