@@ -18,7 +18,6 @@ from typing import Any
 from docket.context import Context
 from docket.model import Passage
 from docket.moves import dedup, expand, order, pack, versions
-from docket.sizing import label_for
 
 
 @dataclass
@@ -114,4 +113,4 @@ def run_steps(run: Run, ctx: Context) -> Run:
     return run
 
 
-__all__ = ["STEPS", "SCREENS", "Step", "Run", "run_steps", "fit", "label_for"]
+__all__ = ["STEPS", "SCREENS", "Step", "Run", "run_steps", "fit"]

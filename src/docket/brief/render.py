@@ -26,6 +26,7 @@ from docket.brief.formats import Fields
 from docket.features import _Generations, content_key
 from docket.model import Passage
 from docket.policy import RenderPolicy
+from docket.sizing import label_for
 from docket.text import phrase, title_variants  # titles are matched with the re-scorer's folding
 
 __all__ = ["MARK", "sanitize", "render_passage", "render_all", "header_fields", "label_for", "OPEN", "CLOSE", "SEP"]
@@ -255,10 +256,6 @@ SEP = "\n\n"
 
 def documents_block(blocks: list[str], fmt: str) -> str:
     return formats.text_format(fmt).documents(blocks)
-
-
-def label_for(n: int) -> str:
-    return f"S{n}"
 
 
 def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict[str, dict[str, Any]], int]:
