@@ -48,13 +48,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import DATA, OUT, cached_embed, paragraphs, variant  # noqa: E402
 
+from docket.api import Session  # noqa: E402
 from docket.embed import Embedder, HashEmbedder, default_embedder  # noqa: E402
 from docket.ingest import IndexOptions, index_versions  # noqa: E402
 from docket.model import Chunk  # noqa: E402
-from docket.retrieve import ask, retrieve  # noqa: E402
+from docket.retrieve import retrieve  # noqa: E402
 from docket.store.factory import open_store  # noqa: E402
 from docket.store.protocol import DocumentVersion, Filters, Store  # noqa: E402
 from docket.tokens import default_counter  # noqa: E402
+
+
+def ask(store: Store, question: str, *, filters: Filters, embedder: Embedder, **options: object) -> object:
+    """One `docket ask` as the library runs it: retrieve, then assemble (Session.ask)."""
+    return Session(store, embedder=embedder).ask(question, filters=filters, **options)  # type: ignore[arg-type]
+
 
 PER_DOC = 4
 

@@ -157,9 +157,9 @@ def test_contexts_are_indexed_but_never_shown(location: str, docs: Path) -> None
         dvs = list(store.export())
         assert all(dv.contexts == [CONTEXT] * len(dv.chunks) for dv in dvs)
         # asking: the prompt shows the chunk, not the context
-        from docket.retrieve import ask
+        from docket.api import Session
 
-        _, brief = ask(store, "zebrafee annual plans", floor=-1.0, embedder=HashEmbedder())
+        brief = Session(store, embedder=HashEmbedder()).ask("zebrafee annual plans", floor=-1.0).brief
         assert brief.found and "zebrafee" not in brief.documents and "Annual plans refund" in brief.documents
     finally:
         store.close()

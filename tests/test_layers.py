@@ -28,18 +28,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "docket.context", "docket.checks")),
     ("moves", ("docket.moves", "docket.rescore", "docket.answerable", "docket.reader")),
     ("brief", ("docket.brief", "docket.history")),
-    ("assembly", ("docket.followup", "docket.steps", "docket.assemble", "docket.modes", "docket.check")),
+    ("assembly", ("docket.followup", "docket.steps", "docket.ranking", "docket.request", "docket.assemble",
+                  "docket.modes", "docket.check")),
     ("session", ("docket.llm.answer", "docket.api", "docket.retrieve", "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
     ("surfaces", ("docket.server", "docket.service", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]
 
 #: (importer, imported) -> why the arrow is allowed for now (docs/architecture.md lists each)
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("docket.modes", "docket.assemble"): "attachments searched inside run the assembler again (the mode plan "
-                                         "moves into Session next)",
-    ("docket.retrieve", "docket.api"): "retrieve.ask is a thin wrapper over Session.ask kept for old callers",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -122,8 +122,8 @@ def test_nothing_readable_is_not_found_and_untrusted_never_leaves_strangers_out(
 
 
 def test_whole_corpus_through_ask_on_a_sqlite_store_skips_retrieval(tmp_path):
+    from docket.api import Session
     from docket.ingest import IndexOptions, index_paths
-    from docket.retrieve import ask
     from docket.store.factory import open_store
     from docket.store.protocol import Filters
 
@@ -132,17 +132,18 @@ def test_whole_corpus_through_ask_on_a_sqlite_store_skips_retrieval(tmp_path):
     st = open_store(str(tmp_path / "s.db"))
     try:
         index_paths(st, [tmp_path / "a.md", tmp_path / "b.md"], IndexOptions(embedder=EMB))
-        ranked, b = ask(st, "How much leave?", whole_corpus=True)
+        res = Session(st).ask("How much leave?", whole_corpus=True)
+        ranked, b = res.candidates, res.brief
         assert ranked == [] and b.mode == "whole_corpus"
         assert [s["doc"] for s in b.sources.values()] == ["a.md"]
         hr = st.principal("ann", ["group:hr"])
-        _, b2 = ask(st, "How much leave?", filters=Filters(principal=hr), whole_corpus=True)
+        b2 = Session(st).ask("How much leave?", filters=Filters(principal=hr), whole_corpus=True).brief
         assert [s["doc"] for s in b2.sources.values()] == ["a.md", "b.md"]
         assert b2.cache["prefix_key"] != b.cache["prefix_key"]
         # a write changes the store's generation: the remembered block is not reused
         (tmp_path / "c.md").write_text("# Travel\n\nTrains for trips under 500 km.\n", encoding="utf-8")
         index_paths(st, [tmp_path / "c.md"], IndexOptions(embedder=EMB))
-        _, b3 = ask(st, "How much leave?", whole_corpus=True)
+        b3 = Session(st).ask("How much leave?", whole_corpus=True).brief
         assert [s["doc"] for s in b3.sources.values()] == ["a.md", "c.md"]
     finally:
         st.close()

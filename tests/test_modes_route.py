@@ -132,8 +132,8 @@ def test_the_router_goes_through_assemble_and_ask(tmp_path):
     b = assemble("What is the capital of France?", store=STORE, policy=ON, embedder=EMB, router=gen)
     assert b.mode == "no_retrieve" and b.trace[0]["numbers"]["router"] == "scripted"
 
+    from docket.api import Session
     from docket.ingest import IndexOptions, index_paths
-    from docket.retrieve import ask
     from docket.store.factory import open_store
 
     (tmp_path / "a.md").write_text("# Refunds\n\nRefunds are paid within 10 days.\n", encoding="utf-8")
@@ -143,9 +143,11 @@ def test_the_router_goes_through_assemble_and_ask(tmp_path):
         calls: list[str] = []
         real = store.search_dense
         store.search_dense = lambda *a, **k: calls.append("dense") or real(*a, **k)  # type: ignore[method-assign]
-        ranked, b = ask(store, "Thanks, that was helpful!", policy=ON)
+        res = Session(store, policy=ON).ask("Thanks, that was helpful!")
+        ranked, b = res.candidates, res.brief
         assert ranked == [] and b.mode == "no_retrieve" and calls == []  # no search ran
-        ranked, b = ask(store, "How fast are refunds paid?", policy=ON, floor=-1.0)
+        res = Session(store, policy=ON).ask("How fast are refunds paid?", floor=-1.0)
+        ranked, b = res.candidates, res.brief
         assert ranked and calls == ["dense"] and b.trace[0]["move"] == "route"
     finally:
         store.close()

@@ -15,9 +15,9 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from redteam_log import record
 from store_cases import EMB, version
 
+from docket.api import Session
 from docket.assemble import assemble
 from docket.model import Candidate
-from docket.retrieve import ask
 from docket.store.access import Principal, may_read
 from docket.store.base import MemoryStore
 from docket.store.factory import open_store
@@ -103,8 +103,10 @@ def test_redteam_acl_random_principals_and_options(location: str) -> None:
         who = _principal(rng)
         q = " ".join(rng.sample(WORDS, 3))
         filters = Filters(principal=who, docs=tuple(rng.sample([f"d{i}" for i in range(60)], 10)) if rng.random() < 0.2 else ())
-        cands, brief = ask(s, q, filters=filters, embedder=EMB, mode=rng.choice(["fused", "dense", "bm25"]),
-                           k=rng.choice([5, 20, 50]), floor=rng.choice([0.0, 0.2]), budget=rng.choice([200, 800, 3000]))
+        res = Session(s, embedder=EMB).ask(q, filters=filters, mode=rng.choice(["fused", "dense", "bm25"]),
+                                           k=rng.choice([5, 20, 50]), floor=rng.choice([0.0, 0.2]),
+                                           budget=rng.choice([200, 800, 3000]))
+        cands, brief = res.candidates, res.brief
         out = json.dumps(brief.to_json()) + json.dumps([c.chunk.id for c in cands])
         tried += 1
         leaked += _leaks(out, stored, who)
@@ -188,8 +190,9 @@ def test_redteam_acl_concurrent_acl_changes(location: str) -> None:
         for _ in range(150):
             who = _principal(rng)
             try:
-                cands, brief = ask(s, " ".join(rng.sample(WORDS, 3)) + " flip", filters=Filters(principal=who),
-                                   embedder=EMB, floor=0.0, budget=1000)
+                res = Session(s, embedder=EMB).ask(" ".join(rng.sample(WORDS, 3)) + " flip",
+                                                   filters=Filters(principal=who), floor=0.0, budget=1000)
+                cands, brief = res.candidates, res.brief
             except Exception:  # noqa: BLE001
                 failed += 1
                 continue

@@ -9,8 +9,9 @@ import pytest
 from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, qvec, version
 
+from docket.api import Session
 from docket.errors import InputError
-from docket.retrieve import ask, embedder_for, retrieve, rrf
+from docket.retrieve import embedder_for, retrieve, rrf
 from docket.store.factory import open_store
 from docket.store.protocol import Filters, Principal, Store
 
@@ -80,7 +81,7 @@ def test_forbidden_chunks_never_reach_ranking_or_prompt(store: Store) -> None:
         ids = {c.chunk.id for c in retrieve(store, q, k=50, mode=mode)}
         assert "pol-v1-2" not in ids and "hr-v1-0" not in ids, mode
     q = "holiday carry over rules five days"  # ranks pol-v1-1 first: expansion would reach pol-v1-2
-    _, brief = ask(store, q, floor=0.0, budget=2000)
+    brief = Session(store).ask(q, floor=0.0, budget=2000).brief
     shown = {cid for s in brief.sources.values() for cid in s["chunks"]}
     prompt = " ".join(m["content"] for m in brief.messages)
     assert {"pol-v1-0", "pol-v1-1"} <= shown  # the public hit, expanded to its public neighbour...
@@ -100,5 +101,6 @@ def test_a_member_of_the_group_sees_the_restricted_chunks(store: Store) -> None:
     alice = Principal("alice", frozenset({"finance"}))
     ids = {c.chunk.id for c in retrieve(store, "holiday payout secret rate", k=50, filters=Filters(principal=alice))}
     assert {"pol-v1-2", "hr-v1-0"} <= ids
-    _, brief = ask(store, "holiday payout secret rate", filters=Filters(principal=alice), floor=0.0, budget=2000)
+    brief = Session(store).ask("holiday payout secret rate", filters=Filters(principal=alice), floor=0.0,
+                               budget=2000).brief
     assert "120 percent" in " ".join(m["content"] for m in brief.messages)

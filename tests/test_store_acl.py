@@ -14,9 +14,10 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, qvec, version
 from store_v1 import write_pg_v1, write_sqlite_v1
 
+from docket.api import Session
 from docket.errors import InputError
 from docket.ingest import IndexOptions, index_versions
-from docket.retrieve import ask, retrieve
+from docket.retrieve import retrieve
 from docket.store.factory import open_store
 from docket.store.protocol import Filters, Principal, ScopedView, Store
 
@@ -168,7 +169,8 @@ def test_ask_during_acl_changes_never_fails_or_leaks(location: str) -> None:
     r = open_store(location)
     try:
         for _ in range(15):
-            cands, brief = ask(r, "refund window", embedder=EMB, floor=0.0, budget=500)
+            res = Session(r, embedder=EMB).ask("refund window", floor=0.0, budget=500)
+            cands, brief = res.candidates, res.brief
             out = str(brief.to_json())
             for c in cands:
                 assert c.chunk.acl is None
@@ -182,7 +184,7 @@ def test_ask_during_acl_changes_never_fails_or_leaks(location: str) -> None:
 def test_ask_refuses_unrestricted_filters(store: Store) -> None:
     store.write_version(version("x", 1, ["text"]))
     with pytest.raises(InputError, match="administration"):
-        ask(store, "text", filters=Filters(unrestricted=True), embedder=EMB)
+        Session(store, embedder=EMB).ask("text", filters=Filters(unrestricted=True))
     assert retrieve(store, "text", filters=Filters(unrestricted=True), embedder=EMB)  # admin search still works
 
 

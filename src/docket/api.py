@@ -32,7 +32,9 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
 
+from docket.assemble import Planned, assemble_candidates
 from docket.assemble import assemble as assemble_brief
+from docket.assemble import plan as plan_request
 from docket.brief.result import Brief
 from docket.brief.sizer import feature_record
 from docket.check import CheckReport, SupportJudge, check_answer
@@ -45,9 +47,11 @@ from docket.ingest.chunking import ChunkSize
 from docket.llm.answer import AnswerReport, checked_reply, generate_answer, not_called
 from docket.llm.base import Answer, Citation, Generator
 from docket.llm.errors import EndpointTimeout, LLMError
-from docket.model import Candidate, Trace, parse_chunk
+from docket.model import Candidate, parse_chunk
 from docket.policy import Policy
 from docket.presets import counter_for
+from docket.request import Request
+from docket.retrieve import Hits, search, snapshot_of
 from docket.store.base import ChunkLookup, MemoryStore
 from docket.store.factory import open_store
 from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read
@@ -409,54 +413,59 @@ class Session:
         router: Generator | None = None,
         generator: Generator | None = None,
     ) -> AskResult:
-        """Retrieve from the store as `principal` (dense + BM25, access-controlled in the query),
-        then assemble through the principal-scoped view. `filters` narrow the search (their own
-        principal is replaced by the one given here).
+        """Plan the request, retrieve only when the plan says so, assemble, finish.
 
-        The search runs only when docket.modes decides to retrieve: `attachments`, routing
-        (`route.enabled`) and the whole corpus (`whole_corpus`, `corpus.mode`) can each make it
-        unnecessary; then `candidates` is empty and `timings["retrieve"]` is 0. `generator`
-        (default: the session's) writes `compress.summary`'s passage."""
-        from docket.retrieve import retrieve, snapshot_of
-
+        The request (question, principal, filters, history, attachments, options) is frozen first
+        (docket.request). docket.modes then plans its mode: `attachments`, routing (`route.enabled`)
+        and the whole corpus (`whole_corpus`, `corpus.mode`) can each make retrieval unnecessary;
+        then `candidates` is empty and `timings["retrieve"]` is 0. Otherwise the store is searched as
+        `principal` (dense + BM25, access-controlled in the query; `filters` narrow it, their own
+        principal replaced by the one given here), the question's vector is handed on, and the
+        assembler runs through the principal-scoped view. `generator` (default: the session's)
+        writes `compress.summary`'s passage."""
         store = self._full_store()
         self.generation()
+        f = self._filters(filters, principal, groups)
+        request = Request.of(question, principal=f.principal, filters=f, history=history, attachments=attachments,
+                             budget=budget, floor=floor, as_of=as_of, whole_corpus=whole_corpus, k=k, search=mode)
+        embedder = self.embedder()
+        pol = policy or self.policy
+        gen = generator or self.generator
+        t0 = time.perf_counter()
+        planned = plan_request(request, store=ScopedView(store, f.principal), policy=pol, counter=self._counter(pol),
+                               embedder=embedder, condenser=self._condenser(), router=router or self.router,
+                               generator=gen)
+        hits = self._retrieve(planned, store, embedder) if planned.plan.retrieves else None
+        t_retrieve = hits[1] if hits is not None else 0.0
+        found = hits[0].candidates if hits is not None else []
+        vector = (hits[0].query, hits[0].vector) if hits is not None else None
+        brief = assemble_candidates(planned, found, query_vector=vector)
+        return AskResult(brief=brief, candidates=found, principal=f.principal,
+                         timings={"retrieve": t_retrieve, "assemble": round(_ms(t0) - t_retrieve, 3)})
+
+    def _filters(self, filters: Filters | None, principal: str | Principal | None, groups: Sequence[str]) -> Filters:
+        """The request's filters with the principal who asks (never unrestricted: that is for export)."""
         f = filters or Filters()
         if f.unrestricted:
             raise InputError("unrestricted filters are for administration (export, copying a store), not for answering "
                              "a question; pass the principal who asks", field="filters")
         who = self.principal(principal, groups) if principal is not None or groups else f.principal
-        f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                    date_to=f.date_to, principal=who)
-        embedder = self.embedder()
-        pol = policy or self.policy
-        found: list[Candidate] = []
-        t_retrieve = 0.0
+        return Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
+                       date_to=f.date_to, principal=who)
 
-        trace = Trace()
-
-        def search() -> list[Candidate]:  # called by the assembler only when it decides to retrieve
-            nonlocal t_retrieve
-            t0 = time.perf_counter()
-            # a follow-up searches with the conversation (docket.followup); the search and the fetch
-            # of its rows see one state of the store, and the snapshot (which holds the shared
-            # reader) is released before assembly, attachments or generation run, so a slow request
-            # never makes another caller wait (Move 1 and 3's look-ups read live, each through the
-            # principal's scoped view)
-            query = searched_query(question, history, generator or self.generator, trace)
-            with snapshot_of(store):
-                found.extend(retrieve(store, query, k=k, mode=mode, filters=f, embedder=embedder))
-            t_retrieve = _ms(t0)
-            return list(found)
-
-        t1 = time.perf_counter()
-        brief = assemble_brief(question, None, store=ScopedView(store, who), policy=pol, counter=self._counter(pol),
-                               embedder=embedder, budget=budget, floor=floor, as_of=as_of, principal=who,
-                               history=history, condenser=self._condenser(), retriever=search, trace=trace,
-                               attachments=attachments, whole_corpus=whole_corpus, router=router or self.router,
-                               generator=generator or self.generator)
-        return AskResult(brief=brief, candidates=found, principal=who,
-                         timings={"retrieve": t_retrieve, "assemble": round(_ms(t1) - t_retrieve, 3)})
+    def _retrieve(self, planned: Planned, store: Store, embedder: Embedder) -> tuple[Hits, float]:
+        """The search the plan asked for, and its milliseconds. A follow-up searches with the
+        conversation (docket.followup). The search and the fetch of its rows see one state of the
+        store, and the snapshot (which holds the shared reader) is released before assembly, so a
+        slow request never makes another caller wait (Move 1 and 3's look-ups read live, each
+        through the principal's scoped view)."""
+        req = planned.request
+        t0 = time.perf_counter()
+        query = searched_query(req.question, req.history, planned.generator, planned.ctx.trace)
+        with snapshot_of(store):
+            hits = search(store, query, k=req.options.k, mode=req.options.search, filters=req.filters,
+                          embedder=embedder)
+        return hits, _ms(t0)
 
     # --- answer ------------------------------------------------------------------------------------
     def _need_generator(self) -> Generator:

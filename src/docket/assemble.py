@@ -11,7 +11,8 @@ The steps are a table (docket.steps); each is switchable in the policy (for abla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date as Date
 from typing import Any
 
@@ -21,7 +22,7 @@ from docket import answerable, rescore
 from docket.blas import BlasThreads, limited
 from docket.brief.layout import build_brief, not_found_brief
 from docket.brief.sizer import RenderSizer
-from docket.context import Context, check_entries, stack
+from docket.context import Context, check_entries
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
 from docket.features import default_cache
@@ -29,38 +30,18 @@ from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
 from docket.model import Candidate, Chunk, Passage, Trace, check_scores
+from docket.modes import Plan
+from docket.modes import finish as finish_mode
+from docket.modes import plan as plan_mode
 from docket.policy import Policy
+from docket.ranking import rank_by_cosine
+from docket.request import Request
 from docket.safeio import clean_question
 from docket.steps import Run, run_steps
 from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
 from docket.store.protocol import scoped
 from docket.tokens import TokenCounter
-
-
-def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder) -> list[Candidate]:
-    """Rank chunks by cosine to the question (the spec's default ranking). Ties break by id."""
-    if not chunks:
-        return []
-    ctx_vecs = _chunk_vectors(chunks, embedder)
-    q = embedder.embed([question])[0]
-    sims = ctx_vecs @ q
-    order_idx = sorted(range(len(chunks)), key=lambda i: (-float(sims[i]), chunks[i].id))
-    return [Candidate(chunk=chunks[i], score=round(float(sims[i]), 6), rank=r) for r, i in enumerate(order_idx, 1)]
-
-
-def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
-    features = default_cache()
-    check_entries(chunks, embedder, features)
-    entries = features.entries(chunks)
-    if all(e.vector is not None for e in entries):
-        return stack([e.vector for e in entries])  # type: ignore[misc]
-    out = embedder.embed([c.text for c in chunks])
-    for i, e in enumerate(entries):
-        if e.vector is not None:
-            out[i] = e.vector
-    return out
-
 
 #: BLAS threads while a brief is assembled (docket.blas: DOCKET_DENSE_THREADS, default 1). The
 #: pool's products are small; with BLAS's default threads, its workers spun after each one and
@@ -87,8 +68,6 @@ def assemble(
     whole_corpus: bool | None = None,
     router: Any | None = None,
     trace: Trace | None = None,
-    modes: bool = True,
-    retriever: Callable[[], Sequence[Candidate]] | None = None,
     generator: Any = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
@@ -106,50 +85,114 @@ def assemble(
     and the question, capped to `policy.history` (see docket.history); `condenser` summarises the
     turns that do not fit when `history.condense` is on.
 
-    Before anything is ranked, docket.modes decides whether the request needs retrieval at all:
-    `attachments` (paths, `(name, bytes)` pairs or `Attachment`s) are the context; with
-    `route.enabled`, a request that needs no documents gets a brief without evidence (`router`, a
-    `Generator`, decides what the rules are unsure of); with `whole_corpus` (or `corpus.mode`),
-    everything `principal` may read goes in when it fits. `retriever`, called without arguments,
-    gives the candidates when none are passed: it runs only when the decision is to retrieve, so a
-    request that needs no retrieval costs none (`Session.ask` passes its search). `trace` collects
-    decisions taken before this call; `modes=False` skips the decision.
+    Before anything is ranked, docket.modes plans the request: `attachments` (paths, `(name,
+    bytes)` pairs or `Attachment`s) are the context; with `route.enabled`, a request that needs no
+    documents gets a brief without evidence (`router`, a `Generator`, decides what the rules are
+    unsure of); with `whole_corpus` (or `corpus.mode`), everything `principal` may read goes in when
+    it fits. `trace` collects decisions taken before this call.
 
     `generator` (docket.llm) writes the summary of the passages that did not fit when the policy
     asks for one (`compress.summary`); its calls are cached on disk (docket.llm.cache).
     """
-    question = clean_question(question)
+    request = Request.of(question, principal=principal, history=history, attachments=attachments, budget=budget,
+                         floor=floor, as_of=as_of, whole_corpus=whole_corpus)
+    if candidates is None and embedder is None:
+        embedder = default_embedder()  # the store is ranked by cosine, and the moves read the same vectors
+    planned = plan(request, candidates, store=store, policy=policy, counter=counter, embedder=embedder,
+                   condenser=condenser, router=router, trace=trace, generator=generator)
+    ranked, vector = planned.candidates, None
+    if ranked is None and planned.plan.retrieves:  # no ranking given: a follow-up ranks the store with the history
+        query = searched_query(clean_question(question), history, generator, planned.ctx.trace)
+        emb = planned.ctx.embedder or default_embedder()
+        vector = (query, emb.embed([query])[0])
+        ranked = rank_by_cosine(query, planned.ctx.store.all(), emb, vector[1])  # type: ignore[attr-defined]  # a store with all()
+    return assemble_candidates(planned, ranked, query_vector=vector)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request made ready for the assembler: its context (the store scoped to the principal,
+    the policy with the request's overrides and the history's tokens, the counter, the trace),
+    the kept history, the caller's candidates (access-filtered) and the mode plan."""
+
+    request: Request
+    ctx: Context
+    plan: Plan
+    kept: KeptHistory | None
+    candidates: list[Candidate] | None
+    generator: Any = None
+
+    @property
+    def brief(self) -> Brief | None:
+        """The finished brief when the mode needs no assembly (no retrieval, the whole corpus,
+        attachments sent whole), else None."""
+        return None if self.plan.brief is None else _with_history(self.plan.brief, self.kept)
+
+
+def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, store: ChunkLookup,
+         policy: Policy | None = None, counter: TokenCounter | None = None, embedder: Embedder | None = None,
+         condenser: Condenser | None = None, router: Any | None = None, trace: Trace | None = None,
+         generator: Any = None, modes: bool = True) -> Planned:
+    """Check the request, scope the store to its principal, keep the capped history and plan the
+    mode (docket.modes), before anything is retrieved; nothing here calls a retriever."""
+    question = clean_question(request.question)
+    principal = request.principal
     if principal is not None and not isinstance(principal, Principal):
         raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
     store = scoped(store, principal)
     if candidates is not None:
         candidates = list(readable(candidates, principal))
         check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
-    policy = _with_overrides(policy, budget, floor, as_of)
+    opts = request.options
+    policy = _with_overrides(policy, opts.budget, opts.floor, opts.as_of)
     if policy.compress.summary and generator is None:
         raise InputError("= true needs a model to write the summary: pass --llm URL (or assemble(..., generator=...)), "
                          "or set it to false", field="compress.summary")
     counter = counter or counter_for(policy)
     trace = trace if trace is not None else Trace()
     warnings: list[str] = []
-    kept, policy = _kept_history(history, policy, counter, trace, condenser, warnings)
+    kept, policy = _kept_history(request.history, policy, counter, trace, condenser, warnings)
+    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
+                  trace=trace, warnings=warnings, sizer_factory=RenderSizer)
+    mode = Plan("retrieve")
     if modes:
-        early = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
+        early = Context(question=ctx.question, store=store, policy=policy, counter=counter, embedder=embedder,
                         trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
-        decided = decide_mode(early, principal=principal, attachments=attachments, router=router,
-                              whole_corpus=whole_corpus)
-        if decided is not None:
-            return _with_history(decided, kept)
-    query = question if candidates is not None or retriever is not None else \
-        searched_query(question, history, generator, trace)  # ranking the store: a follow-up ranks with the history
-    ranked, embedder = _ranked(query, candidates, retriever, principal, store, policy, embedder)
+        mode = plan_mode(early, principal=principal, attachments=request.attachments, router=router,
+                         whole_corpus=opts.whole_corpus)
+    return Planned(request, ctx, mode, kept, None if candidates is None else list(candidates), generator)
+
+
+@limited(_ASSEMBLY_BLAS)
+def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None = None, *,
+                        query_vector: tuple[str, np.ndarray] | None = None) -> Brief:
+    """Run the assembler over the ranked candidates (the plan's own when it holds them), then
+    finish the brief. `query_vector`: the text the retrieval embedded and its vector, reused when
+    that text is the question. A plan that built its brief returns it."""
+    done = planned.brief
+    if done is not None:
+        return done
+    p, ctx = planned.plan, planned.ctx
+    if p.candidates is not None:  # attachments searched inside: their own store, policy and embedder
+        candidates = p.candidates
+        ctx = Context(question=ctx.question, store=scoped(p.store or ctx.store, planned.request.principal), policy=p.policy or ctx.policy,
+                      counter=ctx.counter, embedder=p.embedder, trace=ctx.trace, warnings=ctx.warnings,
+                      sizer_factory=RenderSizer)
+    elif candidates is None:
+        raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
+    ranked = list(readable(candidates, planned.request.principal))
+    policy = ctx.policy
+    embedder = ctx.embedder
+    if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
+        embedder = default_embedder()
     features = default_cache()
     check_entries([c.chunk for c in ranked], embedder, features)
-    ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                  trace=trace, warnings=warnings, features=features, sizer_factory=RenderSizer)
-    brief = _assemble_ranked(ctx, ranked, generator)
-    brief.ranked = list(ranked)
-    return _with_history(finish_mode(brief, ctx), kept)
+    qvec = query_vector[1] if query_vector is not None and query_vector[0] == ctx.question else None
+    ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
+                  trace=ctx.trace, warnings=ctx.warnings, features=features, sizer_factory=RenderSizer, _qvec=qvec)
+    brief = _assemble_ranked(ctx, ranked, planned.generator)
+    brief.ranked = ranked
+    return _with_history(finish_mode(brief, ctx, mode=p.mode), planned.kept)
 
 
 def _kept_history(history: Sequence[ChatMessage | Mapping[str, Any]] | None, policy: Policy, counter: TokenCounter,
@@ -162,20 +205,6 @@ def _kept_history(history: Sequence[ChatMessage | Mapping[str, Any]] | None, pol
     if policy.pack.budget is None:
         policy = policy.updated(pack={"history_tokens": kept.tokens})
     return kept, policy
-
-
-def _ranked(question: str, candidates: Sequence[Candidate] | None, retriever: Callable[[], Sequence[Candidate]] | None,
-            principal: Principal | None, store: ChunkLookup, policy: Policy,
-            embedder: Embedder | None) -> tuple[list[Candidate], Embedder | None]:
-    """The candidates to assemble: the caller's, the retriever's (run only now, when the mode is
-    to retrieve), or the whole store ranked by cosine; and the embedder the moves will use."""
-    if candidates is None and retriever is not None:
-        candidates = readable(retriever(), principal)
-    if embedder is None and (candidates is None or policy.dedup.enabled or policy.versions.enabled):
-        embedder = default_embedder()
-    if candidates is None:
-        candidates = rank_by_cosine(question, store.all(), embedder)  # type: ignore[attr-defined, arg-type]  # a store with all(); embedder set above
-    return list(candidates), embedder
 
 
 def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
@@ -299,8 +328,6 @@ def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
 
 
 from docket.brief.result import Brief  # noqa: E402  (re-exported for type hints)
-from docket.modes import decide as decide_mode  # noqa: E402  (docket.modes builds briefs through the layout)
-from docket.modes import finish as finish_mode  # noqa: E402
 from docket.presets import counter_for  # noqa: E402
 
-__all__ = ["assemble", "rank_by_cosine", "Brief"]
+__all__ = ["Planned", "assemble", "assemble_candidates", "plan", "rank_by_cosine", "Brief"]

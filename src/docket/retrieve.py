@@ -6,25 +6,25 @@ MiniLM); a BM25 or RRF number on that scale would be meaningless. So: `rank` = t
 chosen method gives, `score` = the dense cosine.
 
 Filters, the access-control filter included, are applied by the store inside each search, so a
-chunk the principal may not read never gets a rank, is never fused, never assembled. `ask`
-additionally hands the assembler a principal-scoped view of the store, so neighbour expansion
-and version look-ups cannot reach a forbidden chunk either.
+chunk the principal may not read never gets a rank, is never fused, never assembled.
+`Session.ask` additionally hands the assembler a principal-scoped view of the store, so neighbour
+expansion and version look-ups cannot reach a forbidden chunk either; and it passes the question's
+vector computed here on to the assembler (`Hits.vector`), so it is embedded once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from datetime import date as Date
+from dataclasses import dataclass
 from typing import Literal
 
-from docket.brief.result import Brief
+import numpy as np
+
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError, UnavailableError
 from docket.features import default_cache
-from docket.llm.base import Generator
 from docket.model import Candidate
-from docket.policy import Policy
 from docket.safeio import clean_question
 from docket.store.protocol import Filters, Snapshots, Store, may_read
 
@@ -64,6 +64,15 @@ def embedder_for(store: Store) -> Embedder:
     raise UnavailableError(f"the store was indexed with embedder {name!r} (dim {dim}), which this docket cannot load")
 
 
+@dataclass(frozen=True)
+class Hits:
+    """What a search found: the candidates (best first), and the text it embedded with its vector."""
+
+    candidates: list[Candidate]
+    query: str
+    vector: np.ndarray
+
+
 def retrieve(
     store: Store,
     question: str,
@@ -80,6 +89,22 @@ def retrieve(
     `depth` is how many hits each method contributes before fusion (default max(2k, 100)).
     `filters` default to anonymous access: public chunks only.
     """
+    return search(store, question, k=k, mode=mode, filters=filters, embedder=embedder, depth=depth,
+                  rrf_k=rrf_k).candidates
+
+
+def search(
+    store: Store,
+    question: str,
+    *,
+    k: int = 50,
+    mode: str = "fused",
+    filters: Filters | None = None,
+    embedder: Embedder | None = None,
+    depth: int | None = None,
+    rrf_k: int = RRF_K,
+) -> Hits:
+    """`retrieve`, with the question's vector (`Session.ask` hands it on to the assembler)."""
     if mode not in MODES:
         raise InputError(f"must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if k < 1:
@@ -110,33 +135,5 @@ def retrieve(
             continue
         vec = vector_of(c) if c.vector is not None else embedder.embed([c.text])[0]
         out.append(Candidate(chunk=c, score=round(float(vec @ qvec), 6), rank=len(out) + 1))
-    return out
+    return Hits(out, question, qvec)
 
-
-def ask(
-    store: Store,
-    question: str,
-    *,
-    filters: Filters | None = None,
-    k: int = 50,
-    mode: str = "fused",
-    embedder: Embedder | None = None,
-    policy: Policy | None = None,
-    budget: int | None = None,
-    floor: float | None = None,
-    as_of: Date | None = None,
-    whole_corpus: bool | None = None,
-    router: Generator | None = None,
-    generator: Generator | None = None,
-) -> tuple[list[Candidate], Brief]:
-    """Retrieve, then assemble through the principal-scoped view. Returns (candidates, Brief).
-
-    A thin wrapper over `docket.api.Session.ask`, which holds the logic (kept for callers of
-    this function). First docket.modes decides whether to retrieve at all (routing, the whole
-    readable corpus); when it does not, no search runs and the candidates are empty."""
-    from docket.api import Session
-
-    session = Session(store, policy=policy, embedder=embedder or embedder_for(store))
-    res = session.ask(question, filters=filters, k=k, mode=mode, budget=budget, floor=floor, as_of=as_of,
-                      whole_corpus=whole_corpus, router=router, generator=generator)
-    return res.candidates, res.brief

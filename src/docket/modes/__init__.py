@@ -1,55 +1,87 @@
-"""When not to augment: the decisions taken before retrieval, and what every brief says about
+"""When not to augment: the mode plan, taken before retrieval, and what every brief says about
 its cache.
 
-    decide()  attachments  -> the attached files are the context (whole, or searched inside)
+    plan()    attachments  -> the attached files are the context: sent whole (the plan holds the
+                              brief), or chunked and ranked (the plan holds the candidates and
+                              their store; the caller runs the assembler over them)
               route        -> no_retrieve: a brief without evidence
               corpus       -> the whole readable corpus fits: one stable, cacheable block
-              otherwise None: retrieve and assemble as usual
+              otherwise    -> retrieve: the caller retrieves and assembles as usual
     finish()  every found brief: its mode, the Anthropic cache breakpoints, the cacheable
-              tokens and the cost with and without the cache, the token counter used
+              tokens and the cost with and without the cache, the token counter used (and the
+              pages of an attachment's sources)
 
-Each decision writes a trace entry with its numbers. `assemble` calls `decide` before it ranks
-anything, and `retrieve.ask` before it retrieves, so a request that needs no retrieval costs none.
+Each decision writes a trace entry with its numbers. `Session.ask` and `docket.assemble` take the
+plan before they retrieve or rank anything, so a request that needs no retrieval costs none. This
+package never runs the assembler: it hands its candidates back, and the request path descends.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from docket.brief.clean import sanitize
 from docket.brief.layout import build_brief, format_text, not_found_brief, question_text, system_text
 from docket.brief.result import Brief
 from docket.context import Context
+from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
+from docket.model import Candidate
 from docket.modes import attach, caching, corpus, route
+from docket.policy import Policy
 from docket.presets import tokenizer_report
+from docket.ranking import rank_by_cosine
 from docket.results import TokenCounts
 from docket.store.access import Principal
+from docket.store.base import ChunkLookup, MemoryStore
 
 RETRIEVE, WHOLE_CORPUS, ATTACHMENTS, NO_RETRIEVE = "retrieve", "whole_corpus", "attachments", "no_retrieve"
 
-__all__ = ["decide", "finish", "RETRIEVE", "WHOLE_CORPUS", "ATTACHMENTS", "NO_RETRIEVE"]
+__all__ = ["Plan", "plan", "finish", "RETRIEVE", "WHOLE_CORPUS", "ATTACHMENTS", "NO_RETRIEVE"]
 
 
-def decide(ctx: Context, *, principal: Principal | None = None, attachments: Sequence[Any] | None = None,
-           router: Any | None = None, whole_corpus: bool | None = None) -> Brief | None:
-    """The brief when the request needs no retrieval, else None (the trace records why either way).
+@dataclass(frozen=True)
+class Plan:
+    """What a request needs, decided before anything is retrieved.
 
-    `whole_corpus` True/False overrides `corpus.mode` ("whole"/"retrieve"); None keeps the policy's.
-    """
+    `brief`: the mode built the brief itself (no retrieval, the whole corpus, attachments sent
+    whole); nothing is retrieved or assembled. Otherwise the caller assembles: over `candidates`
+    read through `store` with `policy` and `embedder` when the plan holds them (attachments
+    searched inside), else over what it retrieves (`mode` RETRIEVE)."""
+
+    mode: str
+    brief: Brief | None = None
+    candidates: tuple[Candidate, ...] | None = None
+    store: ChunkLookup | None = None
+    policy: Policy | None = None
+    embedder: Embedder | None = None
+
+    @property
+    def retrieves(self) -> bool:
+        """The caller must retrieve (or rank) the candidates."""
+        return self.brief is None and self.candidates is None
+
+
+def plan(ctx: Context, *, principal: Principal | None = None, attachments: Sequence[Any] | None = None,
+         router: Any | None = None, whole_corpus: bool | None = None) -> Plan:
+    """The mode of the request (the trace records why). `whole_corpus` True/False overrides
+    `corpus.mode` ("whole"/"retrieve"); None keeps the policy's."""
     if attachments:
-        return attachment_brief(ctx, attachments)
+        return attachment_plan(ctx, attachments)
     if ctx.policy.route.enabled:
         r = route.decide(ctx.question, ctx.policy.route, router)
         ctx.trace.add("route", r.action, [], r.reason, rule=r.rule, sure=r.sure, **r.numbers)
         if r.action == route.NO_RETRIEVE:
-            return no_retrieve_brief(ctx)
+            return Plan(NO_RETRIEVE, brief=no_retrieve_brief(ctx))
     mode = ctx.policy.corpus.mode if whole_corpus is None else ("whole" if whole_corpus else "retrieve")
     if mode != "retrieve":
-        return whole_corpus_brief(ctx, principal, explicit=mode == "whole")
-    return None
+        brief = whole_corpus_brief(ctx, principal, explicit=mode == "whole")
+        if brief is not None:
+            return Plan(WHOLE_CORPUS, brief=brief)
+    return Plan(RETRIEVE)
 
 
 # --- the whole corpus ------------------------------------------------------------------------
@@ -94,7 +126,8 @@ def whole_corpus_brief(ctx: Context, principal: Principal | None, *, explicit: b
 
 # --- attachments -----------------------------------------------------------------------------
 
-def attachment_brief(ctx: Context, items: Sequence[Any]) -> Brief:
+def attachment_plan(ctx: Context, items: Sequence[Any]) -> Plan:
+    """Attachments sent whole when their block fits, else chunked and ranked for the assembler."""
     ctx.policy = attach.with_rule(ctx.policy)
     removed: Counter[str] = Counter()  # lone surrogates replaced, invisible characters removed: in the trace
     items = attach.read_all(items, ctx.policy, removed)  # once: searching inside chunks the same texts again
@@ -110,25 +143,19 @@ def attachment_brief(ctx: Context, items: Sequence[Any]) -> Brief:
     if size <= limit:
         ctx.trace.add("attach", "whole", [], f"{files} attached file(s): block {size:,} tokens <= {limit:,}: sent whole, "
                       "no retrieval", **numbers)
-        return _pages(finish(build_brief(passages, ctx, max(limit, size)), ctx, mode=ATTACHMENTS))
+        return Plan(ATTACHMENTS, brief=finish(build_brief(passages, ctx, max(limit, size)), ctx, mode=ATTACHMENTS))
     ctx.trace.add("attach", "search", [], f"{files} attached file(s): block {size:,} tokens > {limit:,}: chunked and "
                   "searched inside", **numbers)
-    return _pages(search_attachments(ctx, items))
+    return search_plan(ctx, items)
 
 
-def search_attachments(ctx: Context, items: Sequence[Any]) -> Brief:
-    """The attachments chunked like `docket index` does, ranked by cosine, and assembled."""
-    from docket.assemble import assemble, rank_by_cosine
-    from docket.embed import default_embedder
-    from docket.store.base import MemoryStore
-
+def search_plan(ctx: Context, items: Sequence[Any]) -> Plan:
+    """The attachments chunked like `docket index` does and ranked by cosine: the caller runs the
+    assembler over them, read through a store of their own."""
     chunks = attach.load(items, ctx.policy, ctx.counter, whole=False)
     embedder = ctx.embedder or default_embedder()
     ranked = rank_by_cosine(ctx.question, chunks, embedder)
-    brief = assemble(ctx.question, ranked, store=MemoryStore(chunks), policy=ctx.policy, counter=ctx.counter,
-                     embedder=embedder, trace=ctx.trace, modes=False)
-    brief.mode = ATTACHMENTS
-    return brief
+    return Plan(ATTACHMENTS, candidates=tuple(ranked), store=MemoryStore(chunks), policy=ctx.policy, embedder=embedder)
 
 
 def _pages(brief: Brief) -> Brief:
@@ -171,11 +198,14 @@ def no_retrieve_brief(ctx: Context) -> Brief:
 # --- every brief -----------------------------------------------------------------------------
 
 def finish(brief: Brief, ctx: Context, *, mode: str = RETRIEVE) -> Brief:
-    """Mode, cache breakpoints, the cache and cost report, and the counter, on a found brief."""
+    """Mode, cache breakpoints, the cache and cost report, and the counter, on a found brief; the
+    pages of every source of an attachment."""
     brief.mode = mode
     brief.tokenizer = tokenizer_report(ctx.policy, ctx.counter)
     if not brief.found:
         return brief
+    if mode == ATTACHMENTS:
+        _pages(brief)
     with_corpus = mode == WHOLE_CORPUS
     prefix_text = (brief.system, brief.documents) if with_corpus else (brief.system,)
     prefix_tokens = brief.tokens["system"] + (brief.tokens["documents"] if with_corpus else 0)
