@@ -16,7 +16,7 @@ from integration_cases import records
 
 from docket.errors import InputError, UnavailableError
 from docket.integrations import FieldMap
-from docket.integrations.common import Options, history_turns, run
+from docket.integrations.common import Options, run
 from docket.integrations.lookup import CallLookup, ScanSource
 from docket.integrations.mapping import RawDoc, map_documents, to_chunk
 from docket.tokens import WordCounter
@@ -244,24 +244,27 @@ def test_unmappable_store_documents_are_skipped_and_reported():
 
 
 def test_history_keeps_the_newest_turns_that_fit_and_never_starts_with_an_orphan_answer():
+    """The integrations cap the history through assemble's own path (docket.history)."""
     turns = [{"role": "user", "content": "one two three"}, {"role": "assistant", "content": "four five"},
              {"role": "user", "content": "six"}, {"role": "assistant", "content": "seven eight"}]
-    kept, used, ev = history_turns(turns, WordCounter(), 4)
-    assert kept == turns[2:] and used == 3 and ev[0]["numbers"]["dropped"] == 2
-    kept, used, ev = history_turns(turns, WordCounter(), 100)
-    assert kept == turns and not ev
+    out = run(Q, nimbus_raws(), Options(history_tokens=4, counter=WordCounter()), framework="Test", history=turns)
+    assert out.history == turns[2:] and out.brief.tokens["history"] == 3
+    drop = [e for e in out.brief.trace if e.move == "history" and e.action == "drop"]
+    assert len(drop) == 1 and drop[0].numbers["turns"] == [0, 1]
+    out = run(Q, nimbus_raws(), Options(history_tokens=100, counter=WordCounter()), framework="Test", history=turns)
+    assert out.history == turns and not any(e.action == "drop" for e in out.brief.trace if e.move == "history")
 
 
 @pytest.mark.parametrize("history, match", [
-    ("hi", "field 'history': must be a list"),
+    ("hi", "history: must be a list"),
     ([{"role": "system", "content": "x"}], r"history\[0\], field 'role': 'system' is not allowed"),
-    ([{"role": "tool", "content": "x"}], r"history\[0\], field 'role': must be 'user' or 'assistant'"),
-    ([{"role": "user", "content": ["x"]}], r"history\[0\], field 'content': must be text"),
-    (["hello"], r"history\[0\]: must be a message"),
+    ([{"role": "tool", "content": "x"}], r"history\[0\], field 'role': .*'user' or 'assistant'"),
+    ([{"role": "user", "content": ["x"]}], r"history\[0\], field 'content': must be a string"),
+    (["hello"], r"history\[0\]: must be an object with 'role' and 'content'"),
 ])
 def test_bad_history_is_one_clear_line(history, match):
     with pytest.raises(InputError, match=match):
-        history_turns(history, WordCounter(), 100)
+        run(Q, nimbus_raws(), Options(), framework="Test", history=history)
 
 
 def test_history_comes_off_the_derived_budget_but_not_an_explicit_one():

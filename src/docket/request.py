@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from docket.history import ChatMessage, parse_history
 from docket.store.access import Principal
 from docket.store.protocol import Filters
-
-if TYPE_CHECKING:
-    from docket.history import ChatMessage
 
 
 @dataclass(frozen=True)
@@ -36,14 +34,14 @@ class Options:
 
 @dataclass(frozen=True)
 class Request:
-    """A question and everything that shapes its brief. `history`: earlier `{"role", "content"}`
-    turns, oldest first (None: not a conversation); `attachments`: files the user handed over
+    """A question and everything that shapes its brief. `history`: earlier turns, oldest first
+    (None: not a conversation); `attachments`: files the user handed over
     (paths, `(name, bytes)` pairs or `Attachment`s); `filters` narrow a retrieval."""
 
     question: str
     principal: Principal | None = None
     filters: Filters | None = None
-    history: tuple[ChatMessage | Mapping[str, Any], ...] | None = None
+    history: tuple[ChatMessage, ...] | None = None
     attachments: tuple[Any, ...] | None = None
     options: Options = field(default_factory=Options)
 
@@ -51,9 +49,10 @@ class Request:
     def of(cls, question: str, *, principal: Principal | None = None, filters: Filters | None = None,
            history: Sequence[ChatMessage | Mapping[str, Any]] | None = None, attachments: Sequence[Any] | None = None,
            **options: Any) -> Request:
-        """A request from the arguments the public functions take (lists become tuples)."""
+        """A request from the arguments the public functions take: the history validated
+        (docket.history.parse_history: a bad turn names its index and field), lists as tuples."""
         return cls(question, principal=principal, filters=filters,
-                   history=None if history is None else tuple(history),
+                   history=None if history is None else tuple(parse_history(history)),
                    attachments=None if attachments is None else tuple(attachments), options=Options(**options))
 
 

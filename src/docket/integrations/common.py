@@ -25,10 +25,12 @@ warning or error names a document the principal may not read (the framework stor
 too); the trace says whose documents were read, never how many were left out. Like
 `assemble(principal=...)`, this trusts its caller: derive the principal from your session.
 
-History. Earlier turns go between the system message and the final user message, newest kept
-word for word within `history_tokens`, older ones dropped with a trace entry; a `system` turn
-is refused (docket's rules stay the only system message). With no explicit evidence budget the
-kept turns come off the input target, as in the spec's arithmetic.
+History. Earlier turns go to `assemble(history=...)`, the same path as `docket ask`
+(docket.history): between the system message and the final user message, newest kept word for
+word within `history_tokens` (the policy's `history.max_tokens`), older ones dropped with a trace
+entry, documents blocks and labels of earlier answers removed; a `system` turn is refused
+(docket's rules stay the only system message). With no explicit evidence budget the kept turns
+come off the input target, as in the spec's arithmetic.
 """
 
 from __future__ import annotations
@@ -43,8 +45,6 @@ from typing import Any, Literal
 from docket.assemble import assemble, rank_by_cosine
 from docket.brief.render import sanitize
 from docket.brief.result import Brief
-from docket.brief.turns import fence as fence_turn
-from docket.brief.turns import merge as merge_turns
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError, UnavailableError
@@ -234,22 +234,19 @@ def run(question: str, raws: Sequence[RawDoc], options: Options, *, framework: s
     candidates, event = _candidates(question, mapped, options, framework, lambda: embedder or default_embedder())
     events.append(event)
 
-    kept, history_tokens, history_events = history_turns(history or [], counter, options.history_tokens)
-    if kept and options.budget is None and policy.pack.budget is None:
-        policy = policy.updated(pack={"history_tokens": policy.pack.history_tokens + history_tokens})
+    # the history goes through assemble's own path (docket.history): capped to `history_tokens`,
+    # fenced, its tokens off a derived budget, its decisions in the trace (move "history")
+    policy = policy.updated(history={"max_tokens": options.history_tokens})
     brief = assemble(question, candidates, store=lookup, policy=policy, counter=counter, embedder=embedder,
                      budget=options.budget, floor=options.floor, as_of=options.as_of,  # type: ignore[arg-type]
-                     principal=asker)  # the store look-ups go through the asker's view too
+                     principal=asker,  # the store look-ups go through the asker's view too
+                     history=history or None)
     for note in lookup.notes():
         events.append(_event("lookup_problem", note))
     brief.trace[:0] = [TraceEvent.of(e) for e in events]
-    brief.trace.extend(TraceEvent.of(e) for e in history_events)
-    if brief.found and kept:
-        brief.tokens.history = history_tokens
-        brief.tokens.total += history_tokens
-    return Outcome(brief=brief, messages=chat_messages(brief, kept, policy), raws={c.id: r for c, r in
-                                                                                   zip(mapped.chunks, mapped.raws)},
-                   history=kept if brief.found else [])
+    return Outcome(brief=brief, messages=chat_messages(brief, policy), raws={c.id: r for c, r in
+                                                                             zip(mapped.chunks, mapped.raws)},
+                   history=[m.to_json() for m in brief.history])
 
 
 def _access_event(asker: Principal | None) -> dict[str, Any]:
@@ -323,48 +320,6 @@ def _candidates(question: str, mapped: Mapped, options: Options, framework: str,
     return cands, _event("scores", reason, source="cosine", documents=len(chunks), with_score=have)
 
 
-# -- history (a small stand-in until assemble(..., history=...) lands; then this goes) ---------
-
-
-def history_turns(history: Sequence[Mapping[str, Any]], counter: TokenCounter,
-                  max_tokens: int) -> tuple[list[dict[str, str]], int, list[dict[str, Any]]]:
-    """The newest turns that fit `max_tokens`, oldest first; their tokens; trace events."""
-    if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
-        raise InputError("must be a list of {role, content} messages", field="history")
-    turns: list[dict[str, str]] = []
-    for i, item in enumerate(history):
-        where = f"history[{i}]"
-        if not isinstance(item, Mapping):
-            raise InputError("must be a message with a role and content", where=where)
-        role, content = item.get("role"), item.get("content")
-        if role == "system":
-            raise InputError("'system' is not allowed in the history: docket writes the system message and the rules "
-                             "stay there; send only user and assistant turns", where=where, field="role")
-        if role not in ("user", "assistant"):
-            raise InputError(f"must be 'user' or 'assistant', got {role!r}", where=where, field="role")
-        if not isinstance(content, str):
-            raise InputError(f"must be text, got {type(content).__name__}", where=where, field="content")
-        turns.append({"role": str(role), "content": fence_turn(sanitize(content)[0])[0]})  # never read as evidence
-    kept: list[dict[str, str]] = []
-    used = 0
-    for turn in reversed(turns):
-        cost = counter.count(turn["content"])
-        if used + cost > max_tokens:
-            break
-        kept.insert(0, turn)
-        used += cost
-    while kept and kept[0]["role"] == "assistant" and len(kept) < len(turns):  # an answer without its question
-        used -= counter.count(kept.pop(0)["content"])
-    events = []
-    if len(kept) < len(turns):
-        events.append({"move": "history", "action": "drop", "chunks": [],
-                       "reason": f"{len(turns) - len(kept)} oldest turn(s) dropped: the {len(kept)} newest use {used} "
-                                 f"of the {max_tokens} history tokens", "numbers": {"kept": len(kept),
-                                                                                   "dropped": len(turns) - len(kept),
-                                                                                   "tokens": used}})
-    return kept, used, events
-
-
 # -- messages ------------------------------------------------------------------------------------
 
 
@@ -373,17 +328,17 @@ def not_found_system(policy: Policy) -> str:
             f'Reply exactly: "{policy.brief.refusal}"')
 
 
-def chat_messages(brief: Brief, history: Sequence[Mapping[str, str]], policy: Policy) -> list[dict[str, str]]:
-    """What the chat model receives: system, the kept history, the final user message.
+def chat_messages(brief: Brief, policy: Policy) -> list[dict[str, str]]:
+    """What the chat model receives: system, the kept history, the final user message (the
+    brief's own messages: user and assistant alternate, a last user turn joins the final message
+    under its frame, brief/turns.py).
 
     Nothing found: a prompt that asks for the refusal sentence (cheap, and the pipeline keeps its
     shape); integrations that can skip the model (LlamaIndex's synthesizer) do."""
     if not brief.found:
         question = sanitize(brief.question)[0].strip()
         return [{"role": "system", "content": not_found_system(policy)}, {"role": "user", "content": f"Question: {question}"}]
-    # user and assistant alternate: a last user turn joins the final message under its frame (brief/turns.py)
-    return [{"role": "system", "content": brief.system},
-            *merge_turns([*((m["role"], m["content"], True) for m in history), ("user", brief.user, False)])]
+    return brief.messages
 
 
 def check_reply(reply: str, brief: Any, *, judge: SupportJudge | None = None, allowed_domains: Sequence[str] = (),
