@@ -24,7 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -36,7 +36,6 @@ from docket.assemble import Planned, assemble_candidates
 from docket.assemble import assemble as assemble_brief
 from docket.assemble import plan as plan_request
 from docket.brief.result import Brief
-from docket.brief.sizer import feature_record
 from docket.check import CheckReport, SupportJudge, check_answer
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import DocketError, InputError, UnavailableError
@@ -52,9 +51,9 @@ from docket.policy import Policy
 from docket.presets import counter_for
 from docket.request import Request
 from docket.retrieve import Hits, search, snapshot_of
+from docket.session_stores import StoreHandles, nolock, redact
 from docket.store.base import ChunkLookup, MemoryStore
-from docket.store.factory import open_store
-from docket.store.protocol import Filters, Principal, ScopedView, Store, may_read
+from docket.store.protocol import DocumentVersion, Filters, Principal, ScopedView, Store, may_read
 from docket.tokens import TokenCounter, default_counter
 
 HistoryArg = Sequence[ChatMessage | Mapping[str, Any]] | None
@@ -98,66 +97,6 @@ def embedder_named(name: str, dim: int = 256) -> Embedder:
     raise InputError(f"must be one of {', '.join(EMBEDDERS)}, got {name!r}", field="embedder")
 
 
-class _Stores:
-    """Store handles for many threads: SQLite shares one reader (and its in-memory vector matrix);
-    PostgreSQL gives each thread its own connection. Writes go through one writer, one at a time."""
-
-    def __init__(self, location: str, create: bool, read_only: bool = False) -> None:
-        self.location = location
-        self.create = create
-        self.read_only = read_only  # the shared SQLite reader opens with mode=ro (docket ask)
-        self.shared = not location.startswith(("postgresql://", "postgres://"))
-        self._local = threading.local()
-        self._all: list[Store] = []
-        self._lock = threading.Lock()
-        self.write_lock = threading.Lock()
-        self._reader: Store | None = None
-        self._writer: Store | None = None
-        self.closed = False
-        self.reader()  # fail now, with the store's own message, if it cannot be opened
-
-    def _open(self) -> Store:
-        st = open_store(self.location, create=self.create, read_only=self.read_only, records=feature_record)
-        with self._lock:
-            self._all.append(st)
-        return st
-
-    def reader(self) -> Store:
-        if self.closed:
-            raise UnavailableError("the session is closed")
-        if self.shared:
-            if self._reader is None:
-                with self._lock:
-                    if self._reader is None:
-                        self._reader = open_store(self.location, create=self.create, read_only=self.read_only,
-                                                  records=feature_record)
-                        self._all.append(self._reader)
-            return self._reader
-        st = getattr(self._local, "store", None)
-        if st is None:
-            st = self._local.store = self._open()
-        return st
-
-    def writer(self) -> Store:
-        if self.closed:
-            raise UnavailableError("the session is closed")
-        if self._writer is None:
-            self._writer = self._open()
-        return self._writer
-
-    def close(self) -> None:
-        self.closed = True
-        with self._lock:
-            for st in self._all:
-                try:
-                    st.close()
-                except Exception:  # closing is best effort; the process may be shutting down
-                    pass
-            self._all.clear()
-        self._reader = self._writer = None
-        self._local = threading.local()
-
-
 class Session:
     """A store, a policy, a token counter, an embedder and optionally a generator (see the module
     docstring). Build it from objects, or with `Session.open(location)` to let it own the store.
@@ -192,7 +131,7 @@ class Session:
         self.generator_timeout = generator_timeout
         self.max_tokens = max_tokens
         self.new_store_embedder = new_store_embedder
-        self._stores: _Stores | None = None
+        self._stores: StoreHandles | None = None
         self._store = store
         self._generation: str | None = None
         self._store_embedder: Embedder | None = None
@@ -201,13 +140,14 @@ class Session:
         self._pool_: ThreadPoolExecutor | None = None
 
     @classmethod
-    def open(cls, location: str | Path, *, create: bool = False, read_only: bool = False, **options: Any) -> Session:
+    def open(cls, location: str | Path, *, create: bool = False, read_only: bool = False, file_mode: int | None = None,
+             **options: Any) -> Session:
         """A session that owns the store at `location` (SQLite file or postgresql:// URL).
         `read_only`: searches and fetches read the SQLite file without ever writing it (no tables
         made in a file that is not a store, nothing migrated); writing through the session still
-        opens a writer."""
+        opens a writer. `file_mode`: the SQLite files' permission bits (docket.store.factory)."""
         s = cls(None, **options)
-        s._stores = _Stores(str(location), create, read_only=read_only and not create)
+        s._stores = StoreHandles(str(location), create, read_only=read_only and not create, file_mode=file_mode)
         return s
 
     @property
@@ -613,68 +553,82 @@ class Session:
         *,
         records: Sequence[Mapping[str, Any]] | None = None,
         documents: Sequence[Mapping[str, Any]] | None = None,
+        versions: Iterable[DocumentVersion] | None = None,
         chunk_size: int = 300,
         overlap: int = 40,
         progress: Callable[[int, int], None] | None = None,
         set_fields: Mapping[str, Any] | None = None,
         doc_prefix: str | None = None,
+        options: IndexOptions | None = None,
+        meta: Mapping[str, str] | None = None,
+        report: IndexReport | None = None,
     ) -> IndexReport:
-        """Index files (`paths`), chunk `records` (the JSONL contract as dicts) or `documents`
-        (`{"name", "text", "kind": markdown|html|text, "meta": {...}}`) into the store.
-        `set_fields` and `doc_prefix` are imposed on every version written, over what the
-        documents say about themselves (docket.ingest.batch)."""
-        from docket.ingest.batch import batch_meta
+        """Index files (`paths`), chunk `records` (the JSONL contract as dicts), `documents`
+        (`{"name", "text", "kind": markdown|html|text, "meta": {...}}`) or whole document
+        `versions` (another store's export, vectors included) into the store. `set_fields` and
+        `doc_prefix` are imposed on every version written, over what the documents say about
+        themselves (docket.ingest.batch). `options` replaces the keywords that build the
+        IndexOptions (`docket index` passes its own: terminal progress, a contextualizer); `meta`
+        is recorded on the store first. A contextualizer that wrote contexts is recorded too.
+        `report`: an earlier call's report to add records, documents and versions to."""
+        if options is None:
+            from docket.ingest.batch import batch_meta
 
-        batch = batch_meta(dict(set_fields or {}), doc_prefix, field_name="set_fields")
-        store, lock = self._write_store()
-        options = IndexOptions(embedder=self.embedder(), counter=self.counter, chunk=ChunkSize(chunk_size, overlap),
-                               progress=progress, batch=batch)
-        with lock if lock is not None else _nolock():
-            report = index_paths(store, list(paths), options) if paths else IndexReport()
+            batch = batch_meta(dict(set_fields or {}), doc_prefix, field_name="set_fields")
+            store, lock = self._write_store()
+            options = IndexOptions(embedder=self.embedder(), counter=self.counter,
+                                   chunk=ChunkSize(chunk_size, overlap), progress=progress, batch=batch)
+        else:
+            store, lock = self._write_store()
+        with lock if lock is not None else nolock():
+            if meta:
+                store.set_meta(dict(meta))
+            if paths:
+                report = index_paths(store, list(paths), options)
+            report = report if report is not None else IndexReport()
             if records or documents:
                 from docket.ingest.inline import read_inline
 
-                versions = read_inline(records or [], documents or [], options, report)
-                index_versions(store, versions, options, report)
+                index_versions(store, read_inline(records or [], documents or [], options, report), options, report)
+            if versions is not None:
+                report = index_versions(store, versions, options, report)
+            c = options.contextualizer
+            if c is not None and report.contexts is not None:
+                store.set_meta({"contextualized": c.identity})
         self.generation()
         return report
 
+    def export(self) -> Iterator[DocumentVersion]:
+        """Every document version of the store, every chunk with its vector (administration: no
+        access filter; `docket export`, copying a store)."""
+        yield from self._full_store().export()
+
     def delete(self, doc: str, version: int | None = None) -> int:
-        """Remove a document (or one version); InputError when the store does not hold it."""
+        """Remove a document (or one version); InputError when the store does not hold it (naming
+        the versions it does hold)."""
         store, lock = self._write_store()
-        with lock if lock is not None else _nolock():
-            stored = store.stored_versions(doc)
-            if not stored or (version is not None and all(v.version != version for v in stored)):
-                what = f"document {doc!r}" + (f" v{version}" if version is not None else "")
-                raise InputError("is not in the store", where=what)
+        with lock if lock is not None else nolock():
+            stored = [v.version for v in store.stored_versions(doc)]
+            if not stored:
+                raise InputError("is not in the store; nothing deleted", where=f"document {doc!r}")
+            if version is not None and version not in stored:
+                raise InputError(f"has no version {version}; stored: {', '.join(f'v{v}' for v in stored)}. Nothing "
+                                 "deleted", where=f"document {doc!r}", field="version")
             n = store.delete(doc, version)
         self.generation()
         return n
+
+    def meta(self) -> dict[str, str]:
+        """The store's settings: the embedder (and dim) it was built with, whether its chunks carry
+        contexts (`contextualized`)."""
+        return self._full_store().meta()
 
     def stats(self) -> dict[str, Any]:
         """What /readyz reports: chunks, documents' embedder, generation."""
         st = self._full_store()
         meta = st.meta()
         return {"chunks": st.count(), "embedder": meta.get("embedder"), "generation": self.generation(),
-                "location": _redact(st.location)}
-
-
-class _nolock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _redact(location: str) -> str:
-    """A store location without the password of a connection URL."""
-    if "://" in location and "@" in location:
-        head, rest = location.split("://", 1)
-        cred, host = rest.rsplit("@", 1)
-        user = cred.split(":", 1)[0]
-        return f"{head}://{user}:***@{host}" if ":" in cred else location
-    return location
+                "location": redact(st.location)}
 
 
 __all__ = ["AnswerEvent", "AskResult", "Session", "embedder_named"]

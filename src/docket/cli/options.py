@@ -305,6 +305,7 @@ llm_url = _checker(check_llm_url)
 
 # --- the options several commands share ------------------------------------------------------------------
 
+Db = Annotated[str, typer.Option("--db", help="SQLite file, or a postgresql:// URL.", callback=db_path)]
 Budget = Annotated[int | None, typer.Option("--budget", help="Evidence budget: tokens of the documents block.",
                                             callback=positive)]
 Floor = Annotated[float | None, typer.Option(
