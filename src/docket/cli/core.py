@@ -10,6 +10,7 @@ import typer
 
 from docket.brief.formats import get as get_format
 from docket.brief.formats import text_formats
+from docket.cli import budgeting as bg
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
@@ -159,125 +160,30 @@ def demo_cmd(
 
 @app.command("budget")
 def budget_cmd(
-    input_target: Annotated[int, typer.Option("--input-target", help="Input tokens you choose per query.",
-                                              callback=opt.positive)] = 6000,
-    system: Annotated[int | None, typer.Option("--system", help="System prompt tokens (default: docket's own brief).",
-                                               callback=opt.non_negative)] = None,
-    history: Annotated[int, typer.Option("--history", help="Chat history tokens.", callback=opt.non_negative)] = 900,
-    question: Annotated[int, typer.Option("--question-tokens", help="Question tokens (capped).",
-                                          callback=opt.non_negative)] = 120,
-    answer_reserve: Annotated[int, typer.Option("--answer-reserve", help="Tokens reserved for the answer.",
-                                                callback=opt.non_negative)] = 0,
-    tags: Annotated[int, typer.Option("--tags", help="Tags + header tokens per passage.", callback=opt.non_negative)] = 35,
-    chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", help="Typical chunk tokens after cleaning.",
-                                              callback=opt.positive)] = 350,
-    price: Annotated[float, typer.Option("--price", help="USD per million input tokens.", callback=opt.finite(0.0))] = 3.0,
-    per_day: Annotated[int, typer.Option("--queries-per-day", help="Query volume.", callback=opt.non_negative)] = 50_000,
-    store: Annotated[Path | None, typer.Option("--store", help="Show which passages fit for a real question.",
-                                               callback=opt.input_file)] = None,
-    ask: Annotated[str | None, typer.Option("--question", "-q", help="The question to pack (with --store).",
-                                            callback=opt.question)] = None,
-    history_file: Annotated[Path | None, typer.Option("--history-file", help="Count a real chat history (JSON/JSONL "
-                                                      "turns), capped by the policy's history budget, instead of --history.",
-                                                      callback=opt.input_file)] = None,
+    input_target: bg.InputTarget = 6000,
+    system: bg.SystemTokens = None,
+    history: bg.HistoryTokens = 900,
+    question: bg.QuestionTokens = 120,
+    answer_reserve: bg.AnswerReserve = 0,
+    tags: bg.Tags = 35,
+    chunk_tokens: bg.ChunkTokens = 350,
+    price: bg.Price = 3.0,
+    per_day: bg.PerDay = 50_000,
+    store: bg.StoreFile = None,
+    ask: bg.Ask = None,
+    history_file: bg.HistoryFile = None,
     policy_path: opt.PolicyPath = None,
-    corpus_tokens: Annotated[int | None, typer.Option(
-        "--corpus-tokens", help="Compare sending a corpus of this many tokens in every prompt (uncached and "
-        "cached) with retrieval at the input target.", callback=opt.positive)] = None,
-    cache_read: Annotated[float | None, typer.Option(
-        "--cache-read", help="With --corpus-tokens: cached-read multiplier of the input price (default 0.1).",
-        callback=opt.finite(0.0))] = None,
-    cache_write: Annotated[float | None, typer.Option(
-        "--cache-write", help="With --corpus-tokens: cache-write multiplier of the input price (default 1.25).",
-        callback=opt.finite(0.0))] = None,
-    cache_ttl: Annotated[float | None, typer.Option(
-        "--cache-ttl", help="With --corpus-tokens: minutes a cached prefix lives without a hit (default 5).",
-        callback=opt.finite(0.0, lo_open=True))] = None,
+    corpus_tokens: bg.CorpusTokens = None,
+    cache_read: bg.CacheRead = None,
+    cache_write: bg.CacheWrite = None,
+    cache_ttl: bg.CacheTtl = None,
     model_preset: opt.ModelPreset = None,
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
-    from docket.assemble import assemble
-    from docket.brief import layout
-    from docket.context import Context
-    from docket.io import load_chunks
-    from docket.store.base import MemoryStore
-    from docket.tokens import default_counter
-
-    opt.requires(ask, store, "--question", "--store")
-    for flag, given in (("--cache-read", cache_read), ("--cache-write", cache_write), ("--cache-ttl", cache_ttl)):
-        opt.requires(given, corpus_tokens, flag, "--corpus-tokens")
-    for name, v in (("--input-target", input_target), ("--chunk-tokens", chunk_tokens)):
-        if v <= 0:
-            raise InputError(f"must be positive, got {v}", field=name)
-    for name, v in (("--history", history), ("--question-tokens", question), ("--answer-reserve", answer_reserve),
-                    ("--tags", tags), ("--queries-per-day", per_day)):
-        if v < 0:
-            raise InputError(f"must not be negative, got {v}", field=name)
-    pol = load_policy_with(policy_path)
-    turns = None
-    console = terminal_console()
-    if history_file is not None:
-        from docket.history import load_history, prepare
-        from docket.model import Trace
-
-        turns = load_history(history_file)
-        kept = prepare(turns, pol.history, default_counter(), Trace())
-        history = kept.tokens
-        console.print(f"history: {len(kept.messages)} of {kept.given} turn(s) kept, {kept.tokens} tokens "
-                      f"(history budget {pol.history.max_tokens}; newest kept word for word)", soft_wrap=True)
-    if model_preset is not None:
-        from docket.presets import get_preset
-
-        pre = get_preset(model_preset, field="--model-preset")
-        input_target, answer_reserve = pre.input_target, pre.answer_reserve
-        console.print(f"preset {model_preset} ({pre.label}): input target {pre.input_target:,}, answer reserve "
-                        f"{pre.answer_reserve:,}, window {pre.context_window:,}, counter {pre.tokenizer}"
-                        + ("" if pre.tokenizer_exact else " (a stand-in)") + f" · source: {pre.source} ({pre.checked})",
-                        soft_wrap=True, markup=False)
-    if system is None:
-        ctx = Context(question="", store=MemoryStore([]), policy=pol, counter=default_counter())
-        system = ctx.tokens(layout.system_text(ctx, pol.render.format)) + ctx.tokens(layout.format_text(ctx))
-    evidence = input_target - answer_reserve - system - history - question
-    t = Table(title="The prompt's contract", show_header=False)
-    t.add_column("item")
-    t.add_column("tokens", justify="right")
-    for k, v in (("input target", input_target), ("- answer reserve", answer_reserve), ("- system rules + format", system),
-                 ("- history", history), ("- question", question), ("= evidence budget", evidence)):
-        t.add_row(k, f"{v:,}")
-    console.print(t)
-    if evidence <= 0:
-        raise InputError(f"leaves {evidence} tokens for evidence; raise it or cut history", field="--input-target")
-    naive = evidence // chunk_tokens
-    real = evidence // (chunk_tokens + tags)
-    console.print(f"passages if you forget the tags: {naive}  (would overflow by {naive * (chunk_tokens + tags) - evidence:,} "
-                  f"tokens)" if naive * (chunk_tokens + tags) > evidence else f"passages if you forget the tags: {naive}",
-                  soft_wrap=True)
-    console.print(f"passages that really fit ({chunk_tokens} + {tags} tags): {real}", soft_wrap=True)
-    extra = 1_000 * per_day / 1e6 * price
-    console.print(f"+1,000 evidence tokens at USD {price}/M and {per_day:,} queries/day: USD {extra:,.0f}/day, "
-                  f"USD {extra * 30:,.0f}/month", soft_wrap=True)
-    if corpus_tokens is not None:
-        _print_corpus_comparison(console, corpus_tokens, input_target, price, 0.1 if cache_read is None else cache_read,
-                                 1.25 if cache_write is None else cache_write, per_day,
-                                 5.0 if cache_ttl is None else cache_ttl)
-    if store is not None:
-        if not ask:
-            raise InputError("is needed with --store", field="--question")
-        mem = MemoryStore(load_chunks(store))
-        brief = assemble(ask, store=mem, policy=pol, budget=evidence, history=turns)
-        fit = Table(title=f"Passages that fit {evidence:,} evidence tokens for: {ask}")
-        for col in ("label", "chunks", "section", "tokens"):
-            fit.add_column(col)
-        from docket.brief.render import render_passage
-
-        for p, (label, s) in zip(brief.passages, brief.sources.items()):
-            fit.add_row(label, ", ".join(s["chunks"]), s["section"] or "",
-                        str(default_counter().count(render_passage(p, label, pol.render).block)))
-        console.print(fit)
-        console.print(f"documents block: {brief.tokens['documents']} tokens, found: {brief.found}")
+    bg.run_budget(bg.BudgetArgs(**locals()))
 
 
-def _print_corpus_comparison(console: Console, corpus: int, rag: int, price: float, read: float, write: float,
+def print_corpus_comparison(console: Console, corpus: int, rag: int, price: float, read: float, write: float,
                              per_day: int, ttl: float) -> None:
     """The spec's arithmetic: the whole corpus in every prompt against retrieval."""
     from docket.modes.caching import whole_vs_retrieval
