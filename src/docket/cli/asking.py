@@ -74,18 +74,17 @@ class AskArgs:
 def run_ask(a: AskArgs) -> None:
     """Check the options, ask through a read-only Session, print (or answer with --llm)."""
     from docket.api import Session
-    from docket.cli.core import load_policy_with, parse_date
     from docket.history import load_history
 
     _check(a)
     filters = _filters(a)
-    policy = opt.mode_policy(load_policy_with(a.policy_path), a.model_preset, a.route, a.route_llm)
+    policy = opt.mode_policy(opt.load_policy_with(a.policy_path), a.model_preset, a.route, a.route_llm)
     router = opt.router_for(a.route_llm, a.model)
     turns = load_history(a.history) if a.history else None
     with Session.open(a.db, policy=policy, read_only=True) as session:
         res = session.ask(a.question, principal=a.principal, groups=opt.split_names(a.groups, "--groups"),
                           filters=filters, k=a.candidates, mode=a.mode, history=turns, budget=a.budget, floor=a.floor,
-                          as_of=parse_date(a.as_of), whole_corpus=a.whole_corpus, router=router,
+                          as_of=opt.parse_date(a.as_of), whole_corpus=a.whole_corpus, router=router,
                           generator=opt.summary_generator(policy, a.llm, a.model))
     _show(a, res, policy)
 
@@ -101,10 +100,9 @@ def _check(a: AskArgs) -> None:
 
 def _filters(a: AskArgs) -> Filters:
     """--doc, --source-type, --status, --since and --until as the search's filters."""
-    from docket.cli.core import parse_date
     from docket.store.protocol import Filters
 
-    date_from, date_to = parse_date(a.since, "--since"), parse_date(a.until, "--until")
+    date_from, date_to = opt.parse_date(a.since, "--since"), opt.parse_date(a.until, "--until")
     if date_from and date_to and date_from > date_to:
         raise InputError(f"{a.since} is after --until {a.until}: no chunk can match", field="--since")
     return Filters(docs=opt.split_names(a.doc, "--doc"), source_types=opt.split_names(a.source_type, "--source-type"),
@@ -115,7 +113,6 @@ def _filters(a: AskArgs) -> Filters:
 def _show(a: AskArgs, res: AskResult, policy: Policy) -> None:
     """The brief on the terminal or as JSON; with --llm, the answer and its check too (exit 0 clean
     answer, 1 check findings, 3 model failed: the brief is printed anyway)."""
-    from docket.cli.core import emit_json
     from docket.cli.show import print_brief, print_ranking
 
     ranked, brief = res.candidates, res.brief
@@ -133,7 +130,7 @@ def _show(a: AskArgs, res: AskResult, policy: Policy) -> None:
                                     allowed_domains=a.allow_domain or [], strip=a.strip_links,
                                     structured=a.structured))
     if a.as_json:
-        emit_json(brief.to_json())
+        opt.emit_json(brief.to_json())
         return
     show(terminal_console())
 

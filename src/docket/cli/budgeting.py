@@ -85,10 +85,8 @@ class BudgetArgs:
 
 def run_budget(a: BudgetArgs) -> None:
     """The contract table, the passages that fit, the cost of evidence, the corpus comparison."""
-    from docket.cli.core import load_policy_with
-
     _check(a)
-    pol = load_policy_with(a.policy_path)
+    pol = opt.load_policy_with(a.policy_path)
     console = terminal_console()
     a, turns = _with_history(a, pol, console)
     a = _with_preset(a, console)
@@ -106,9 +104,7 @@ def run_budget(a: BudgetArgs) -> None:
         raise InputError(f"leaves {evidence} tokens for evidence; raise it or cut history", field="--input-target")
     _print_costs(console, a, evidence)
     if a.corpus_tokens is not None:
-        from docket.cli.core import print_corpus_comparison
-
-        print_corpus_comparison(console, a.corpus_tokens, a.input_target, a.price,
+        _print_corpus_comparison(console, a.corpus_tokens, a.input_target, a.price,
                                 0.1 if a.cache_read is None else a.cache_read,
                                 1.25 if a.cache_write is None else a.cache_write, a.per_day,
                                 5.0 if a.cache_ttl is None else a.cache_ttl)
@@ -202,6 +198,38 @@ def _print_fit(console: Console, a: BudgetArgs, pol: Policy, evidence: int, turn
                     str(default_counter().count(render_passage(p, label, pol.render).block)))
     console.print(fit)
     console.print(f"documents block: {brief.tokens['documents']} tokens, found: {brief.found}")
+
+
+def _print_corpus_comparison(console: Console, corpus: int, rag: int, price: float, read: float, write: float,
+                             per_day: int, ttl: float) -> None:
+    """The spec's arithmetic: the whole corpus in every prompt against retrieval."""
+    from docket.modes.caching import whole_vs_retrieval
+
+    r = whole_vs_retrieval(corpus_tokens=corpus, rag_tokens=rag, price=price, read=read, write=write, per_day=per_day,
+                           ttl_minutes=ttl)
+    t = Table(title=f"Whole corpus ({corpus:,} tokens) in every prompt vs retrieval ({rag:,}-token prompt), "
+                    f"input at USD {price:g}/M")
+    for col in ("", "per 1,000 queries", f"per day at {per_day:,}"):
+        t.add_column(col, justify="right" if col else "left")
+    names = {"whole_uncached": "whole corpus, uncached", "whole_cached": f"whole corpus, cached (reads x{read:g})",
+             "whole_cached_with_writes": f"whole corpus, cached + writes (x{write:g})",
+             "retrieval": f"retrieval, {rag:,}-token prompt"}
+    for key, name in names.items():
+        t.add_row(name, f"USD {r['per_1000'][key]:,.2f}", f"USD {r['per_day'][key]:,.2f}")
+    console.print(t)
+    ratio = r["cached_over_retrieval"]
+    if ratio is not None:
+        even = r["break_even_corpus_tokens"]
+        console.print(f"with a warm cache the whole corpus costs {ratio:,.2f} times as much per query as retrieval"
+                      + (f"; they cost the same at a corpus of {even:,.0f} tokens" if even is not None else
+                         " (a free cached read: no corpus size makes them cost the same)"), soft_wrap=True)
+    be = r["break_even_queries_per_day"]
+    if be is None:
+        console.print("caching never pays at these multipliers (a cached read costs as much as an uncached one)")
+    else:
+        console.print(f"break-even traffic: caching the corpus costs less than not caching it from {be:,.0f} queries a "
+                      f"day (arrivals spread at random over the day, a {ttl:g}-minute cache); at {per_day:,} a day "
+                      f"{r['miss_rate']:.2%} of queries rewrite the cache", soft_wrap=True)
 
 
 __all__ = ["BudgetArgs", "run_budget"]

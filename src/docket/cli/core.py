@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,35 +13,23 @@ from docket.cli import budgeting as bg
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
-from docket.cli.terminal import json_text
 from docket.errors import InputError
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.table import Table
 else:  # rich loads when a command prints (docket.cli.richlazy)
-    from docket.cli.richlazy import Console, Table
+    from docket.cli.richlazy import Table
 
 if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without numpy (tests/test_cli_startup.py)
     from docket.brief.result import Brief
-    from docket.policy import Policy
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
 
 parse_date = opt.parse_date
 
 
-def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
-    from docket.policy import load_policy
-
-    policy = load_policy(path)
-    if fmt is not None:
-        policy = policy.updated(render={"format": opt.check_choice(fmt, "--format", tuple(text_formats()))})
-    return policy
-
-
-def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
-    sys.stdout.write(json_text(payload) + "\n")
+load_policy_with = opt.load_policy_with
+emit_json = opt.emit_json
 
 
 @app.command("assemble")
@@ -181,38 +168,6 @@ def budget_cmd(
 ) -> None:
     """The prompt's contract in tokens: the evidence budget derived backward, and what it costs."""
     bg.run_budget(bg.BudgetArgs(**locals()))
-
-
-def print_corpus_comparison(console: Console, corpus: int, rag: int, price: float, read: float, write: float,
-                             per_day: int, ttl: float) -> None:
-    """The spec's arithmetic: the whole corpus in every prompt against retrieval."""
-    from docket.modes.caching import whole_vs_retrieval
-
-    r = whole_vs_retrieval(corpus_tokens=corpus, rag_tokens=rag, price=price, read=read, write=write, per_day=per_day,
-                           ttl_minutes=ttl)
-    t = Table(title=f"Whole corpus ({corpus:,} tokens) in every prompt vs retrieval ({rag:,}-token prompt), "
-                    f"input at USD {price:g}/M")
-    for col in ("", "per 1,000 queries", f"per day at {per_day:,}"):
-        t.add_column(col, justify="right" if col else "left")
-    names = {"whole_uncached": "whole corpus, uncached", "whole_cached": f"whole corpus, cached (reads x{read:g})",
-             "whole_cached_with_writes": f"whole corpus, cached + writes (x{write:g})",
-             "retrieval": f"retrieval, {rag:,}-token prompt"}
-    for key, name in names.items():
-        t.add_row(name, f"USD {r['per_1000'][key]:,.2f}", f"USD {r['per_day'][key]:,.2f}")
-    console.print(t)
-    ratio = r["cached_over_retrieval"]
-    if ratio is not None:
-        even = r["break_even_corpus_tokens"]
-        console.print(f"with a warm cache the whole corpus costs {ratio:,.2f} times as much per query as retrieval"
-                      + (f"; they cost the same at a corpus of {even:,.0f} tokens" if even is not None else
-                         " (a free cached read: no corpus size makes them cost the same)"), soft_wrap=True)
-    be = r["break_even_queries_per_day"]
-    if be is None:
-        console.print("caching never pays at these multipliers (a cached read costs as much as an uncached one)")
-    else:
-        console.print(f"break-even traffic: caching the corpus costs less than not caching it from {be:,.0f} queries a "
-                      f"day (arrivals spread at random over the day, a {ttl:g}-minute cache); at {per_day:,} a day "
-                      f"{r['miss_rate']:.2%} of queries rewrite the cache", soft_wrap=True)
 
 
 @app.command("presets")

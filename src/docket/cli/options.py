@@ -348,6 +348,26 @@ Structured = Annotated[bool, typer.Option("--structured", help="With --llm: answ
                                           "native citations are then off).")]
 
 
+def load_policy_with(path: Path | None, fmt: str | None = None) -> Policy:
+    """The policy file (or the defaults), with `--format` over its render format."""
+    from docket.brief.formats import text_formats
+    from docket.policy import load_policy
+
+    policy = load_policy(path)
+    if fmt is not None:
+        policy = policy.updated(render={"format": check_choice(fmt, "--format", tuple(text_formats()))})
+    return policy
+
+
+def emit_json(payload: dict) -> None:  # type: ignore[type-arg]
+    """A JSON contract on stdout, one line."""
+    import sys
+
+    from docket.cli.terminal import json_text
+
+    sys.stdout.write(json_text(payload) + "\n")
+
+
 def _given(value: object) -> bool:
     """An option's value was given: not None/False/empty; a number is given even when 0 (0 == False
     would make `--cache-read 0` look absent)."""
