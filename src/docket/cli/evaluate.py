@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from docket.cli import calibrating as cal
 from docket.cli import options as opt
 from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
@@ -20,11 +21,8 @@ if TYPE_CHECKING:
 else:  # rich loads when a command prints (docket.cli.richlazy)
     from docket.cli.richlazy import Console, escape
 
-#: docket.eval.dataset.FORMATS, spelt out so `docket --help` need not import the evaluation (a test keeps them equal)
-SET_FORMATS = ("docket", "hotpotqa", "musique", "squad-v2", "bipia", "poisonedrag")
-
-#: how `calibrate` groups questions for cross-validation
-GROUP_BY = ("paragraph", "article", "item")
+SET_FORMATS = cal.SET_FORMATS
+GROUP_BY = cal.GROUP_BY
 
 
 def _parse_budgets(text: str) -> list[int]:
@@ -200,133 +198,32 @@ def eval_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    path: Annotated[Path | None, typer.Argument(help="A labelled set with unanswerable questions (floor, answerability).",
-                                                callback=opt.input_path)] = None,
-    pairs: Annotated[Path | None, typer.Option("--pairs", help='JSONL of {"a", "b", "same"} pairs for the duplicate threshold.',
-                                               callback=opt.input_file)] = None,
-    derive_pairs: Annotated[bool, typer.Option("--derive-pairs", help="Derive pairs from the set's pools (hardest different pairs, exact copies).")] = False,
-    policy_out: Annotated[Path | None, typer.Option("--write", help="Write the fitted values into this policy TOML (merged).",
-                                                    callback=opt.output_file)] = None,
-    fmt: Annotated[str | None, typer.Option("--set-format", help="Force the set's format.",
-                                            callback=opt.choice(*SET_FORMATS))] = None,
-    group_by: Annotated[str, typer.Option("--group-by", help="Cross-validation groups: paragraph, article (squad-v2 meta) or item.",
-                                          callback=opt.choice(*GROUP_BY))] = "paragraph",
-    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds.", callback=opt.int_range(2, 1000))] = 5,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.", callback=opt.positive)] = None,
-    embedder_name: Annotated[str, typer.Option("--embedder", help="minilm (default) or hash.",
-                                               callback=opt.choice("minilm", "hash"))] = "minilm",
-    policy_path: Annotated[Path | None, typer.Option("--policy", help="Policy whose re-scoring the margin is fitted under.",
-                                                     callback=opt.input_file)] = None,
-    margin_keep: Annotated[float, typer.Option("--margin-keep", help="Share of questions whose gold the margin must keep.",
-                                               callback=opt.finite(0.0, 1.0, lo_open=True))] = 0.99,
-    min_gain: Annotated[float, typer.Option("--min-gain", help="Held-out balanced accuracy the answerability model must "
-                                            "add to the floor to be switched on.", callback=opt.finite(0.0, 0.5, hi_open=True))] = 0.01,
-    db: Annotated[str | None, typer.Option("--db", help="A store (SQLite file or postgresql:// URL): fit the not-found "
-                                           "floor for its embedder, on questions sampled from it (or on PATH's set).",
-                                           callback=opt.db_path)] = None,
-    probes: Annotated[int, typer.Option("--probes", help="With --db and no PATH: how many questions to sample.",
-                                        callback=opt.int_range(10, 100000))] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="With --db: the sampling seed.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    path: cal.SetPath = None,
+    pairs: cal.Pairs = None,
+    derive_pairs: cal.DerivePairs = False,
+    policy_out: cal.PolicyOut = None,
+    fmt: cal.SetFormat = None,
+    group_by: cal.GroupBy = "paragraph",
+    folds: cal.Folds = 5,
+    limit: cal.Limit = None,
+    embedder_name: cal.EmbedderName = "minilm",
+    policy_path: cal.MarginPolicy = None,
+    margin_keep: cal.MarginKeep = 0.99,
+    min_gain: cal.MinGain = 0.01,
+    db: cal.StoreDb = None,
+    probes: cal.Probes = 200,
+    seed: cal.Seed = 0,
+    as_json: cal.ResultJson = False,
 ) -> None:
     """Fit the duplicate threshold, the score floor, the margin and the answerability model; write them into a policy.
 
     With --db, the floor is fitted for the store's own embedder (a floor is one embedder's scale):
     on PATH's labelled set, or without one on questions sampled from the store's chunks."""
-    from docket import answerable as A
-    from docket.eval import calibrate as C
-    from docket.eval.cache import eval_embedder
-    from docket.eval.dataset import load_set
-    from docket.eval.runner import prepare
-
-    if path is None and pairs is None and db is None:
-        raise InputError("give a labelled set (PATH), --pairs, or a store (--db) to sample questions from", field="PATH")
-    if derive_pairs and path is None:
-        raise InputError("needs a labelled set (PATH) to derive pairs from", field="--derive-pairs")
-    if policy_out is not None and policy_out.exists():
-        from docket.policy import load_policy as _check_existing
-
-        _check_existing(policy_out)  # merging into a broken policy would fail after all the fitting
-    out: dict[str, Any] = {}
-    updates: dict[str, dict[str, Any]] = {}
-    if db is not None:
-        from docket.retrieve import embedder_for
-        from docket.store.factory import open_store
-
-        store = open_store(db, create=False)
-        embedder: Any = embedder_for(store)
-        if path is None:
-            fl = C.fit_store_floor(store, embedder, n=probes, seed=seed, folds=folds)
-            out["floor"] = fl
-            updates["answerable"] = {"floor": fl["floor"], "embedder": embedder.name}
-    else:
-        embedder = eval_embedder(embedder_name)
-    lset = load_set(path, fmt).limit(limit) if path is not None else None
-    pair_list = C.load_pairs(pairs) if pairs else []
-    if derive_pairs and lset is not None:
-        pair_list += C.derive_pairs(lset, embedder)
-    if pair_list:
-        dup = C.fit_duplicate_threshold(pair_list, embedder)
-        out["duplicate_threshold"] = dup
-        if dup["threshold"] is not None:
-            updates["dedup"] = {"threshold": dup["threshold"]}
-    prepared = prepare(lset, embedder) if lset is not None else []
-    from docket.policy import Policy, load_policy
-    from docket.tokens import default_counter
-
-    pol = load_policy(policy_path) if policy_path is not None else Policy()
-    if lset is not None and any(it.answerable and it.gold for it in lset.items):
-        q_gaps, pools = C.margin_inputs(prepared, pol, default_counter(), embedder)
-        if q_gaps:
-            mg = C.fit_margin(q_gaps, pools, keep=margin_keep)
-            out["margin"] = mg
-            updates.setdefault("pack", {})["margin"] = mg["margin"]
-    if lset is not None and lset.has_unanswerable and any(it.answerable for it in lset.items):
-        tops = C.floor_scores(prepared)
-        y = [p.item.answerable for p in prepared]
-        fl = C.fit_floor(tops, y)
-        fl["curve"] = C.floor_curve(tops, y)
-        groups = [_group(p.item, group_by) for p in prepared]
-        if len(set(groups)) < 2:
-            groups = [p.item.id for p in prepared]
-        floor_nf = C.cv_floor_predictions(tops, y, groups, folds)
-        fl["held_out"] = C.cv_floor(tops, y, groups, folds)
-        out["floor"] = fl
-        # the "not found" floor (the best candidate must reach it), not pack.floor: as a cut on
-        # every candidate a floor fitted on top scores would drop most of a good pool's evidence
-        updates.setdefault("answerable", {}).update({"floor": fl["floor"], "embedder": embedder.name})
-        X = C.signal_matrix(lset, embedder)
-        model = C.fit_answerable(X, y, groups, A.SIGNALS, folds=folds)
-        _, model_nf = C.cv_answerable(X, y, groups, folds)
-        gate = C.gate_decision(y, floor_nf, model_nf, min_gain)
-        model["gate"] = gate
-        out["answerable"] = model
-        if gate["enabled"]:
-            updates["answerable"].update({"enabled": True, "weights": model["weights"], "bias": model["bias"],
-                                          "threshold": model["threshold"]})
-        else:
-            updates["answerable"]["enabled"] = False
-    elif lset is not None and not pair_list and "margin" not in out:
-        raise InputError("has no unanswerable questions to fit the floor on and no gold chunks to fit the margin on; "
-                         "add some or pass --pairs/--derive-pairs", where=str(path))
-    if policy_out is not None:
-        C.write_policy_values(policy_out, updates)
-        out["written"] = str(policy_out)
+    out = cal.run_calibrate(cal.CalibrateArgs(**locals()))
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
     _print_calibration(terminal_console(), out, group_by)
-
-
-def _group(item: Any, by: str) -> str:
-    """Questions on the same paragraph (or article) never straddle a training and a test fold."""
-    if by == "item":
-        return item.id
-    art = str(item.meta.get("article", ""))
-    if by == "article":
-        return art or item.id
-    para = item.meta.get("paragraph")
-    return f"{art}#{para}" if para is not None else (",".join(item.gold) or item.id)
 
 
 def _print_calibration(console: Console, out: dict[str, Any], group_by: str = "paragraph") -> None:

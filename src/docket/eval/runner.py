@@ -168,6 +168,31 @@ def _choose_k(outputs_by_k: dict[int, list[SystemOutput]], budget: int) -> int:
     return best
 
 
+@dataclass
+class _Sweep:
+    """One evaluation run's fixed inputs, and `tick` to advance its progress bar."""
+
+    lset: LabelledSet
+    prepared: list[Prepared]
+    config: EvalConfig
+    counter: TokenCounter
+    embedder: Embedder
+    tick: Callable[[str], None]
+
+    @property
+    def threshold(self) -> float:
+        return self.config.policy.dedup.threshold
+
+    def docket_rows(self, policy: Policy, budget: int, what: str) -> dict[str, Any]:
+        """docket under `policy` at `budget` over every question, summarised."""
+        rows = []
+        for p in self.prepared:
+            rows.append(_row(p, run_docket(p, self.lset, policy, budget, self.counter, self.embedder,
+                                           self.config.generator), self.threshold))
+            self.tick(f"{what} @ {budget}")
+        return summarize(rows, self.config.price)
+
+
 def evaluate(
     lset: LabelledSet,
     config: EvalConfig,
@@ -182,24 +207,13 @@ def evaluate(
     if unknown:
         raise ValueError(f"unknown system(s) {unknown}; choose from {', '.join(ALL_SYSTEMS)}")
     policy = config.policy
-    threshold = policy.dedup.threshold
-    floor = policy.pack.floor
-    budgets = list(config.budgets)
     moves = ablation_moves(policy) if config.ablate else []
     n = len(lset.items)
     max_pool = max((len(it.chunks) for it in lset.items), default=1)
-    steps = n * len(budgets) * (1 + len(moves))
+    steps = n * len(config.budgets) * (1 + len(moves))
     for s in config.compare:
-        steps += n * (max_pool if s in TOPK_SYSTEMS else len(budgets))
-
-    progress_cm: Any = nullcontext()
-    task = None
-    if config.show_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        progress_cm = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                               console=console, transient=True)
-    with progress_cm as prog:
+        steps += n * (max_pool if s in TOPK_SYSTEMS else len(config.budgets))
+    with _progress(config, console) as prog:
         if prog is not None:
             emb_task = prog.add_task("embedding", total=None)
             prepared = prepare(lset, embedder, lambda k: prog.advance(emb_task, k))
@@ -209,60 +223,62 @@ def evaluate(
             prepared = prepare(lset, embedder)
 
         def tick(desc: str) -> None:
-            if prog is not None and task is not None:
+            if prog is not None:
                 prog.update(task, advance=1, description=desc)
 
+        sweep = _Sweep(lset, prepared, config, counter, embedder, tick)
         result: dict[str, Any] = {"set": lset.name, "format": lset.format, "n": n, "budgets": {},
-                                  "settings": {"floor": floor, "duplicate_threshold": threshold,
+                                  "settings": {"floor": policy.pack.floor, "duplicate_threshold": sweep.threshold,
                                                "rescore": policy.rescore.enabled, "answerable": policy.answerable.enabled,
                                                "counter": getattr(counter, "name", "?"),
                                                "embedder": getattr(embedder, "name", "?")}}
-        for b in budgets:
-            rows = []
-            for p in prepared:
-                rows.append(_row(p, run_docket(p, lset, policy, b, counter, embedder, config.generator), threshold))
-                tick(f"docket @ {b}")
-            result["budgets"][str(b)] = summarize(rows, config.price)
+        for b in config.budgets:
+            result["budgets"][str(b)] = sweep.docket_rows(policy, b, "docket")
             # the same answerable questions with the not-found gate off: what the gate costs in gold
             ungated = policy.updated(answerable={"gate": False})
-            gold = [_row(p, run_docket(p, lset, ungated, b, counter, embedder, config.generator), threshold).gold_in
+            gold = [_row(p, run_docket(p, lset, ungated, b, counter, embedder, config.generator), sweep.threshold).gold_in
                     for p in prepared if p.item.answerable]
             result["budgets"][str(b)]["gold_in_prompt_ungated"] = M.mean(gold)
         if moves:
-            result["ablation"] = {}
-            for m in moves:
-                pol_off = policy.with_moves_off(m)
-                result["ablation"][m] = {}
-                for b in budgets:
-                    rows = []
-                    for p in prepared:
-                        rows.append(_row(p, run_docket(p, lset, pol_off, b, counter, embedder, config.generator),
-                                         threshold))
-                        tick(f"without {m} @ {b}")
-                    result["ablation"][m][str(b)] = summarize(rows, config.price)
+            result["ablation"] = {m: {str(b): sweep.docket_rows(policy.with_moves_off(m), b, f"without {m}")
+                                      for b in config.budgets} for m in moves}
         if config.compare:
-            result["compare"] = {}
-            for s in config.compare:
-                fn = runner_for(s, counter, floor if s in PEER_NAMES else None)
-                result["compare"][s] = {}
-                if s in TOPK_SYSTEMS:
-                    by_k: dict[int, list[SystemOutput]] = {}
-                    for k in range(1, max_pool + 1):
-                        by_k[k] = []
-                        for p in prepared:
-                            by_k[k].append(fn(p.query, k))
-                            tick(f"{s} k={k}")
-                    for b in budgets:
-                        k = _choose_k(by_k, b)
-                        rows = [_row(p, o, threshold) for p, o in zip(prepared, by_k[k])]
-                        summary = summarize(rows, config.price)
-                        summary["k"] = k
-                        result["compare"][s][str(b)] = summary
-                else:
-                    for b in budgets:
-                        rows = []
-                        for p in prepared:
-                            rows.append(_row(p, fn(p.query, b), threshold))
-                            tick(f"{s} @ {b}")
-                        result["compare"][s][str(b)] = summarize(rows, config.price)
+            result["compare"] = {s: _compare(sweep, s, max_pool) for s in config.compare}
     return result
+
+
+def _progress(config: EvalConfig, console: Any) -> Any:
+    """A transient progress bar (or nothing, without `show_progress`)."""
+    if not config.show_progress:
+        return nullcontext()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=console, transient=True)
+
+
+def _compare(sweep: _Sweep, system: str, max_pool: int) -> dict[str, Any]:
+    """A peer or baseline at every budget; a top-k system at the largest k whose mean evidence fits."""
+    config = sweep.config
+    fn = runner_for(system, sweep.counter, config.policy.pack.floor if system in PEER_NAMES else None)
+    out: dict[str, Any] = {}
+    if system in TOPK_SYSTEMS:
+        by_k: dict[int, list[SystemOutput]] = {}
+        for k in range(1, max_pool + 1):
+            by_k[k] = []
+            for p in sweep.prepared:
+                by_k[k].append(fn(p.query, k))
+                sweep.tick(f"{system} k={k}")
+        for b in config.budgets:
+            k = _choose_k(by_k, b)
+            summary = summarize([_row(p, o, sweep.threshold) for p, o in zip(sweep.prepared, by_k[k])], config.price)
+            summary["k"] = k
+            out[str(b)] = summary
+        return out
+    for b in config.budgets:
+        rows = []
+        for p in sweep.prepared:
+            rows.append(_row(p, fn(p.query, b), sweep.threshold))
+            sweep.tick(f"{system} @ {b}")
+        out[str(b)] = summarize(rows, config.price)
+    return out
