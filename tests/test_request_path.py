@@ -119,3 +119,14 @@ def test_attachments_searched_inside_come_back_as_candidates_for_the_caller() ->
     same = assemble("What is the notice period of clause 7?", store=MemoryStore([]), policy=pol, embedder=emb,
                     attachments=[("contract.md", text)])
     assert same.messages == brief.messages and [e.move for e in same.trace] == [e.move for e in brief.trace]
+
+
+def test_a_finished_plan_counts_its_history_once(db) -> None:
+    turns = [{"role": "user", "content": "I bought an annual plan."}, {"role": "assistant", "content": "Noted."}]
+    planned = plan(Request.of(QUESTION, history=turns, whole_corpus=True), store=db, embedder=HashEmbedder(64))
+    assert planned.plan.mode == "whole_corpus" and planned.brief is not None
+    first = assemble_candidates(planned).tokens.to_json()
+    assert assemble_candidates(planned).tokens.to_json() == first  # handing it out twice adds nothing twice
+    same = assemble(QUESTION, store=db, embedder=HashEmbedder(64), history=turns, whole_corpus=True)
+    assert same.tokens.to_json() == first and first["history"] > 0
+    assert same.messages == planned.brief.messages

@@ -121,18 +121,15 @@ class Planned:
     kept: KeptHistory | None
     candidates: list[Candidate] | None
     generator: Any = None
-
-    @property
-    def brief(self) -> Brief | None:
-        """The finished brief when the mode needs no assembly (no retrieval, the whole corpus,
-        attachments sent whole), else None."""
-        return None if self.plan.brief is None else _with_history(self.plan.brief, self.kept)
+    #: the finished brief (with its history) when the mode needs no assembly (no retrieval, the
+    #: whole corpus, attachments sent whole), else None
+    brief: Brief | None = None
 
 
 def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, store: ChunkLookup,
          policy: Policy | None = None, counter: TokenCounter | None = None, embedder: Embedder | None = None,
          condenser: Condenser | None = None, router: Any | None = None, trace: Trace | None = None,
-         generator: Any = None, modes: bool = True) -> Planned:
+         generator: Any = None) -> Planned:
     """Check the request, scope the store to its principal, keep the capped history and plan the
     mode (docket.modes), before anything is retrieved; nothing here calls a retriever."""
     question = clean_question(request.question)
@@ -154,13 +151,12 @@ def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, sto
     kept, policy = _kept_history(request.history, policy, counter, trace, condenser, warnings)
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
                   trace=trace, warnings=warnings, sizer_factory=RenderSizer)
-    mode = Plan("retrieve")
-    if modes:
-        early = Context(question=ctx.question, store=store, policy=policy, counter=counter, embedder=embedder,
-                        trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
-        mode = plan_mode(early, principal=principal, attachments=request.attachments, router=router,
-                         whole_corpus=opts.whole_corpus)
-    return Planned(request, ctx, mode, kept, None if candidates is None else list(candidates), generator)
+    early = Context(question=ctx.question, store=store, policy=policy, counter=counter, embedder=embedder,
+                    trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
+    mode = plan_mode(early, principal=principal, attachments=request.attachments, router=router,
+                     whole_corpus=opts.whole_corpus)
+    done = None if mode.brief is None else _with_history(mode.brief, kept)
+    return Planned(request, ctx, mode, kept, None if candidates is None else list(candidates), generator, done)
 
 
 @limited(_ASSEMBLY_BLAS)
