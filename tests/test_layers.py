@@ -30,7 +30,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("brief", ("docket.brief", "docket.history")),
     ("assembly", ("docket.followup", "docket.steps", "docket.ranking", "docket.request", "docket.assemble",
                   "docket.modes", "docket.check")),
-    ("session", ("docket.llm.answer", "docket.api", "docket.session_stores", "docket.retrieve", "docket.trace_store", "docket.trace_html",
+    ("session", ("docket.llm.answer", "docket.api", "docket.session_stores", "docket.timeouts", "docket.retrieve",
+                 "docket.trace_store", "docket.trace_html",
                  "docket.keys", "docket.schemas", "docket.integrations", "docket.eval", "docket.demo")),
     ("surfaces", ("docket.server", "docket.service", "docket.http_guard", "docket.cli", "docket", "docket.__main__")),
 ]

@@ -21,12 +21,10 @@ next, so any number of worker processes can serve one PostgreSQL store.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import date as Date
 from pathlib import Path
@@ -45,7 +43,6 @@ from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
 from docket.ingest.chunking import ChunkSize
 from docket.llm.answer import AnswerReport, checked_reply, generate_answer, not_called
 from docket.llm.base import Answer, Citation, Generator
-from docket.llm.errors import EndpointTimeout, LLMError
 from docket.model import Candidate, parse_chunk
 from docket.policy import Policy
 from docket.presets import counter_for
@@ -54,6 +51,7 @@ from docket.retrieve import Hits, search, snapshot_of
 from docket.session_stores import StoreHandles, nolock, redact
 from docket.store.base import ChunkLookup, MemoryStore
 from docket.store.protocol import DocumentVersion, Filters, Principal, ScopedView, Store, may_read
+from docket.timeouts import call_within, stream_within
 from docket.tokens import TokenCounter, default_counter
 
 HistoryArg = Sequence[ChatMessage | Mapping[str, Any]] | None
@@ -415,14 +413,8 @@ class Session:
 
     def _call(self, fn: Callable[[], Any], *, what: str) -> Any:
         """`fn()` within the generator time-out; a late answer is abandoned as a time-out."""
-        fut = self._pool.submit(fn)
-        try:
-            return fut.result(timeout=self.generator_timeout)
-        except FutureTimeout:
-            fut.cancel()
-            name = getattr(self.generator, "name", "the generator")
-            raise EndpointTimeout(f"{name}: no answer within {self.generator_timeout:g} s ({what}); raise the "
-                                  "generator time-out or use a smaller model or prompt") from None
+        return call_within(self._pool, fn, self.generator_timeout, getattr(self.generator, "name", "the generator"),
+                           what)
 
     def generate(self, brief: Brief, *, allowed_domains: Sequence[str] = (), strip: bool = False,
                  structured: bool = False) -> AnswerReport:
@@ -497,41 +489,9 @@ class Session:
         yield AnswerEvent("done")
 
     def _bounded_stream(self, start: Callable[[], Iterator[str]]) -> Iterator[str]:
-        """The generator's stream, read in a worker thread; the whole answer must arrive within the
-        generator time-out (a stalled stream raises EndpointTimeout instead of hanging)."""
-        q: queue.Queue[tuple[str, Any]] = queue.Queue()
-        stop = threading.Event()
-
-        def pump() -> None:
-            try:
-                for piece in start():
-                    if stop.is_set():
-                        return
-                    q.put(("piece", piece))
-                q.put(("end", None))
-            except BaseException as e:  # handed to the reader, re-raised there
-                q.put(("error", e))
-
-        self._pool.submit(pump)
-        deadline = time.monotonic() + self.generator_timeout
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                try:
-                    kind, value = q.get(timeout=max(0.0, left))
-                except queue.Empty:
-                    name = getattr(self.generator, "name", "the generator")
-                    raise EndpointTimeout(f"{name}: the answer did not finish within {self.generator_timeout:g} s "
-                                          "(stream); raise the generator time-out") from None
-                if kind == "end":
-                    return
-                if kind == "error":
-                    if isinstance(value, DocketError):
-                        raise value
-                    raise LLMError(f"the generator failed while streaming ({type(value).__name__}: {value})")
-                yield value
-        finally:
-            stop.set()
+        """The generator's stream, read in a worker thread, within the generator time-out."""
+        return stream_within(self._pool, start, self.generator_timeout,
+                             getattr(self.generator, "name", "the generator"))
 
     # --- check ---------------------------------------------------------------------------------------
     def check(self, answer: Any, brief: Any, *, allowed_domains: Sequence[str] = (), strip: bool = False,
