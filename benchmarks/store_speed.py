@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -62,6 +63,39 @@ PER_DOC = 4
 def corpus(n: int) -> list[tuple[str, str]]:
     base = paragraphs()
     return [(base[i % len(base)][0], variant(base[i % len(base)][1], i // len(base))) for i in range(n)]
+
+
+def real_texts() -> tuple[list[str], list[str]]:
+    """The distinct paragraphs (as `paragraphs()` gives them, in order) and their distinct
+    sentences of five words or more (split as `variant` splits them)."""
+    paras = [t for _, t in paragraphs()]
+    sents = list(dict.fromkeys(s for t in paras for s in re.split(r"(?<=[.!?])\s+", t) if len(s.split()) >= 5))
+    return paras, sents
+
+
+def real_vectors(n: int) -> np.ndarray:
+    """n unit vectors made from MiniLM vectors of real text, for `--vectors minilm`.
+
+    Row i stands for chunk i of `corpus(n)` (a rotation of paragraph i mod P): it is the
+    normalised sum of that paragraph's MiniLM vector and the MiniLM vector of one real sentence
+    of another paragraph, drawn with a fixed seed (a chunk holding the paragraph and a sentence
+    from elsewhere). So every vector lies where MiniLM puts real text (clusters by topic, the
+    anisotropy), no two rows are equal beyond the P x S pairs, and 1M rows need only the
+    4,413 paragraphs and 16,929 sentences embedded once (cached in benchmarks/out/)."""
+    from docket.embed import MiniLMEmbedder
+
+    paras, sents = real_texts()
+    model = MiniLMEmbedder()
+    vp = cached_embed(model, paras, "paragraphs")
+    vs = cached_embed(model, sents, "sentences")
+    rng = np.random.default_rng(22)
+    pick = rng.integers(0, len(sents), size=n)
+    out = np.empty((n, vp.shape[1]), dtype=np.float32)
+    for start in range(0, n, 100_000):
+        stop = min(n, start + 100_000)
+        rows = vp[np.arange(start, stop) % len(paras)] + vs[pick[start:stop]]
+        out[start:stop] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return out
 
 
 def versions(items: list[tuple[str, str]], vecs: np.ndarray, tokens: list[int]) -> list[DocumentVersion]:

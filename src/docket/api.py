@@ -427,7 +427,7 @@ class Session:
                              "a question; pass the principal who asks", field="filters")
         who = self.principal(principal, groups) if principal is not None or groups else f.principal
         f = Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                    date_to=f.date_to, principal=who)
+                    date_to=f.date_to, principal=who, exact=f.exact)
         embedder = self.embedder()
         pol = policy or self.policy
         found: list[Candidate] = []

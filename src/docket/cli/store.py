@@ -347,6 +347,7 @@ def ask_cmd(
                                               callback=opt.iso_date)] = None,
     as_json: opt.AsJson = False,
     explain: opt.Explain = False,
+    exact: opt.Exact = False,
     llm: opt.Llm = None,
     model: opt.Model = None,
     allow_domain: opt.AllowDomain = None,
@@ -382,7 +383,7 @@ def ask_cmd(
     router = opt.router_for(route_llm, model)
     turns = load_history(history) if history else None
     filters = Filters(docs=filter_docs, source_types=filter_types, statuses=filter_statuses,
-                      date_from=date_from, date_to=date_to)
+                      date_from=date_from, date_to=date_to, exact=exact)
     with Session.open(db, policy=policy, read_only=True) as session:
         res = session.ask(question, principal=principal, groups=_split(groups), filters=filters, k=candidates,
                           mode=mode, history=turns, budget=budget, floor=floor, as_of=parse_date(as_of),

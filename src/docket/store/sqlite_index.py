@@ -125,6 +125,8 @@ class _Index:
     #: (row count, mean length) of the rows each principal may read, by its acl names: BM25's
     #: statistics depend only on who asks, not on the question (bounded; see `readable_stats`)
     stats: dict[tuple[str, ...] | None, tuple[int, float]] = field(default_factory=dict)
+    #: rowid -> row of the live appended rows (made on first use by `positions`)
+    appended_at: dict[int, int] | None = None
 
     @classmethod
     def load(cls, rows: _Rows, acl_rows: Sequence[tuple[str, int]], generation: str, seq: int) -> _Index:
@@ -243,6 +245,38 @@ class _Index:
             post_terms=self.post_terms, post_rows=self.post_rows, post_tf=self.post_tf,
             new_terms=new_terms, new_rows=new_rows, new_tf=new_tf, matrix=self.matrix, base_rows=self.base_rows,
         )
+
+    def live_rows(self) -> int:
+        return len(self.ids) if self.alive is None else int(self.alive.sum())
+
+    def live_in_rowid_order(self) -> np.ndarray:
+        """The live rows, in rowid order (a full load holds its rows in rowid order)."""
+        if self.alive is None and self.base_rows == len(self.ids):
+            return np.arange(len(self.ids))
+        live = np.arange(len(self.ids)) if self.alive is None else np.flatnonzero(self.alive)
+        return live[np.argsort(self.rowids[live], kind="stable")]
+
+    def positions(self, rowids: np.ndarray) -> np.ndarray:
+        """The live row holding each rowid, -1 where none does. The loaded rows are in rowid order
+        (searched by bisection); rows appended by refreshes are looked up in a table."""
+        base = self.rowids[: self.base_rows]
+        out = np.full(rowids.shape[0], -1, dtype=np.int64)
+        if base.size:
+            at = np.minimum(np.searchsorted(base, rowids), base.size - 1)
+            hit = base[at] == rowids
+            if self.alive is not None:
+                hit &= self.alive[at]
+            out[hit] = at[hit]
+        if self.base_rows < len(self.ids) and (out < 0).any():
+            if self.appended_at is None:
+                tail = np.arange(self.base_rows, len(self.ids))
+                if self.alive is not None:
+                    tail = tail[self.alive[tail]]
+                self.appended_at = dict(zip(self.rowids[tail].tolist(), tail.tolist()))
+            got = self.appended_at.get
+            for i in np.flatnonzero(out < 0).tolist():
+                out[i] = got(int(rowids[i]), -1)
+        return out
 
     def readable(self, f: Filters) -> np.ndarray | None:
         """Rows the filter's principal may read, dead rows never (None: every row, as for an

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from docket.blas import BlasThreads as _BlasThreads
-from docket.errors import InputError
 from docket.store import snapshot as _snapshot_file
 from docket.store.protocol import Filters
 from docket.store.sqlite_index import _INDEX_COLS, _dense_top, _Index, _Rows
@@ -204,14 +203,8 @@ class _Search(_Writes):
             return None
         return m.refreshed(np.asarray(changed, dtype=np.int64), got, acl_rows, gen, int(hi))
 
-    def search_dense(self, qvec: np.ndarray, k: int, filters: Filters) -> list[tuple[str, float]]:
-        m = self._search_index()
-        if not m.ids or k <= 0:
-            return []
-        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
-        if q.shape[0] != m.mat.shape[1]:
-            raise InputError(f"query vector has {q.shape[0]} dimensions, the store holds {m.mat.shape[1]}", field="vector")
-        mask = m.mask(filters, m.readable(filters))
+    def _dense_exact(self, m: _Index, q: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[str, float]]:
+        """Exact cosine over the rows `mask` passes (every row: None), the k best, best first."""
         with _DENSE_BLAS():
             if mask is not None:
                 idx = np.flatnonzero(mask)
