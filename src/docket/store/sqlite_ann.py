@@ -81,6 +81,12 @@ def nlist_for(rows: int) -> int:
     return max(1, min(rows // 39, int(4 * math.sqrt(rows))))
 
 
+def probes(nprobe: int, share: float) -> int:
+    """Lists to probe when a filter passes `share` of the rows: each probed list then holds about
+    `share` as many passing rows, so probe more (at most 16x) to scan about as many of them."""
+    return nprobe if share >= 0.5 else math.ceil(nprobe * min(16.0, 0.5 / share))
+
+
 def available() -> bool:
     """Whether faiss can be imported (it is a core dependency; a broken install means exact search)."""
     try:

@@ -20,7 +20,6 @@ missing, stale, damaged or foreign file is rebuilt, never trusted (`_ann_from_fi
 
 from __future__ import annotations
 
-import math
 import stat
 from pathlib import Path
 
@@ -88,9 +87,7 @@ class _Dense(_Search):
             ann = self._ann_current(m, settings)
             if ann is None:
                 return None
-            # a filter passing a fraction of the rows leaves fewer of them in each probed list:
-            # probe more lists (at most 16x) so about as many passing rows are scanned
-            nprobe = settings.nprobe if share >= 0.5 else math.ceil(settings.nprobe * min(16.0, 0.5 / share))
+            nprobe = _ann.probes(settings.nprobe, share)
             bitmap = None if mask is None else _ann.bitmap_of(m.rowids[mask])
             found = ann.search(q, k + max(16, k), nprobe, bitmap)  # room for ties at the k-th
         pos = m.positions(found)
