@@ -153,7 +153,7 @@ Locate = Callable[[], str]  # a fresh, empty store location
 
 #: dense search through the approximate index whatever the store's size (issue 22: the ACL
 #: properties must hold on the ANN path too): every SQLite store opened meanwhile searches it
-APPROXIMATE = AnnSettings(min_rows=0, exact_below=0)
+APPROXIMATE = AnnSettings(min_rows=0, exact_below=0, cheaper_exact=False)
 
 
 @contextmanager

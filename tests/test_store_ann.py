@@ -24,9 +24,9 @@ from docket.store.sqlite import SQLiteStore
 from docket.store.sqlite_ann import AnnIndex, AnnSettings
 
 #: truly approximate on a small store: 8 lists, one probed
-LOOSE = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=1)
+LOOSE = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=1, cheaper_exact=False)
 #: every list probed: the index path answers exactly as exact search does
-THOROUGH = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8)
+THOROUGH = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
 
 
 def _open(path: Path, ann: AnnSettings | None = THOROUGH) -> SQLiteStore:
@@ -124,14 +124,19 @@ def test_exact_below_the_size_threshold_on_request_and_for_a_selective_filter(pa
     s = _open(path, AnnSettings(min_rows=181, exact_below=0))  # the store holds 180 rows
     s.search_dense(qvec("refund"), 5, Filters())
     assert s.last_dense == "exact" and not s.ann_path.exists()
-    s.ann = AnnSettings(min_rows=180, exact_below=0)
-    s.search_dense(qvec("refund"), 5, Filters())
+    s.ann = AnnSettings(min_rows=180, exact_below=0, nprobe=1)
+    s.search_dense(qvec("refund"), 5, Filters(unrestricted=True))
     assert s.last_dense == "approximate" and s.ann_path.exists()
-    s.search_dense(qvec("refund"), 5, Filters(exact=True))
+    s.search_dense(qvec("refund"), 5, Filters(unrestricted=True, exact=True))
     assert s.last_dense == "exact"
     s.ann = AnnSettings(min_rows=0, exact_below=20)  # d1 and d2 hold 6 rows: fewer than 20
     s.search_dense(qvec("refund"), 5, Filters(docs=("d1", "d2"), unrestricted=True))
     assert s.last_dense == "exact"
+    s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=2)  # 2 of 8 lists: ~45 rows scanned
+    s.search_dense(qvec("refund"), 5, Filters(docs=tuple(f"d{i}" for i in range(20)), unrestricted=True))
+    assert s.last_dense == "exact"  # 60 rows pass, probed x2.25 (share 1/3): the scan is cheaper
+    s.search_dense(qvec("refund"), 5, Filters(unrestricted=True))
+    assert s.last_dense == "approximate"
     s.close()
     monkeypatch.setenv("DOCKET_DENSE_SEARCH", "exact")
     monkeypatch.setenv("DOCKET_ANN_MIN_ROWS", "0")

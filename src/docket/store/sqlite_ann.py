@@ -46,13 +46,16 @@ class AnnSettings:
     approximate). `nprobe`: inverted lists scanned per search (docs/store.md: chosen by measured
     recall@k on MiniLM vectors). `exact_below`: a search whose filter leaves fewer rows than this
     is exact over those rows (a scan of them costs less than the probes would, and a very
-    selective filter is where IVF loses recall). `nlist` 0: `nlist_for(rows)`."""
+    selective filter is where IVF loses recall). `nlist` 0: `nlist_for(rows)`. `cheaper_exact`:
+    a search whose probes would scan more rows than its filter passes is exact instead (tests turn
+    it off to send every search through the index)."""
 
     mode: str = "auto"
     min_rows: int = 50_000
-    nprobe: int = 24
+    nprobe: int = 64
     exact_below: int = 20_000
     nlist: int = 0
+    cheaper_exact: bool = True
 
     @classmethod
     def from_env(cls) -> AnnSettings:
@@ -76,9 +79,10 @@ class AnnSettings:
 
 
 def nlist_for(rows: int) -> int:
-    """Inverted lists for `rows` vectors: 4·sqrt(rows) (faiss's guideline is 4-16·sqrt), at least
-    39 training points each, at most one per row."""
-    return max(1, min(rows // 39, int(4 * math.sqrt(rows))))
+    """Inverted lists for `rows` vectors: 2·sqrt(rows), at least 39 training points each. Measured
+    on MiniLM vectors (docs/store.md): at 100k rows 2·sqrt (632 lists) reached recall@100 0.993 at
+    nprobe 64 where 4·sqrt (1,264) reached 0.989, and trained in 8 s instead of 37 s."""
+    return max(1, min(rows // 39, int(2 * math.sqrt(rows))))
 
 
 def probes(nprobe: int, share: float) -> int:

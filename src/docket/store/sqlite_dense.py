@@ -70,31 +70,34 @@ class _Dense(_Search):
         if selected == 0:
             self.last_dense = "exact"  # nothing passes the filter: nothing to search
             return []
+        self.last_dense = "exact"
         if not filters.exact and settings.wanted(live) and selected >= settings.exact_below:
-            got = self._dense_approximate(m, q, k, mask, selected / live, settings)
+            got = self._dense_approximate(m, q, k, mask, selected, live, settings)
             if got is not None:
                 self.last_dense = "approximate"
                 return got
-            self.last_dense = "exact-fallback"
-        else:
-            self.last_dense = "exact"
         return self._dense_exact(m, q, k, mask)
 
-    def _dense_approximate(self, m: _Index, q: np.ndarray, k: int, mask: np.ndarray | None, share: float,
-                           settings: AnnSettings) -> list[tuple[str, float]] | None:
-        """The k best through the IVF index, or None (no index, or fewer than k came back)."""
+    def _dense_approximate(self, m: _Index, q: np.ndarray, k: int, mask: np.ndarray | None, selected: int,
+                           live: int, settings: AnnSettings) -> list[tuple[str, float]] | None:
+        """The k best through the IVF index, or None: no index, the probes would scan more rows
+        than the filter passes (an exact scan of those is cheaper), or fewer than k came back
+        ("exact-fallback")."""
         with self._lock:
             ann = self._ann_current(m, settings)
             if ann is None:
                 return None
-            nprobe = _ann.probes(settings.nprobe, share)
+            nprobe = _ann.probes(settings.nprobe, selected / live)
+            if settings.cheaper_exact and min(nprobe, ann.nlist) * ann.rows / ann.nlist >= selected:
+                return None
             bitmap = None if mask is None else _ann.bitmap_of(m.rowids[mask])
             found = ann.search(q, k + max(16, k), nprobe, bitmap)  # room for ties at the k-th
         pos = m.positions(found)
         pos = pos[pos >= 0]
         if mask is not None:
             pos = pos[mask[pos]]  # the index proposes; the store's own mask decides
-        if pos.shape[0] < min(k, int(mask.sum()) if mask is not None else m.live_rows()):
+        if pos.shape[0] < min(k, selected):
+            self.last_dense = "exact-fallback"
             return None
         scores = m.mat[pos] @ q
         top, exact = _dense_top(scores, pos, m.mat, q, m.rowids, k)
