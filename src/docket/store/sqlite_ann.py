@@ -182,16 +182,16 @@ def ids_digest(rowids: np.ndarray) -> list[int]:
     return [int(r.shape[0]), int(r.sum(dtype=np.uint64)), int((r * r).sum(dtype=np.uint64))]
 
 
-def self_check(ann: AnnIndex, mat: np.ndarray, rowids: np.ndarray) -> bool:
-    """A sample of rows (fixed by the rowids) each finds itself among its 10 nearest: the lists,
-    the centroids and the stored vectors agree with the store's own vectors."""
-    n = rowids.shape[0]
-    if n == 0:
-        return ann.rows == 0
-    take = np.unique(np.linspace(0, n - 1, num=min(n, _CHECK_ROWS)).astype(np.int64))
-    for i in take:
-        found = ann.search(mat[i], 10, 4, None)  # a row sits in its nearest list: the first probed
-        if int(rowids[i]) not in found.tolist():
+def check_rows(n: int) -> np.ndarray:
+    """Which of `n` rows (positions in rowid order) `self_check` searches for."""
+    return np.unique(np.linspace(0, n - 1, num=min(n, _CHECK_ROWS)).astype(np.int64)) if n else np.zeros(0, np.int64)
+
+
+def self_check(ann: AnnIndex, vectors: np.ndarray, rowids: np.ndarray) -> bool:
+    """Each of a sample of rows (`vectors`, `rowids`: see `check_rows`) finds itself among its 10
+    nearest: the lists, the centroids and the stored vectors agree with the store's own vectors."""
+    for vec, rowid in zip(vectors, rowids.tolist()):
+        if rowid not in ann.search(vec, 10, 4, None).tolist():  # a row sits in its nearest list
             return False
     return True
 
