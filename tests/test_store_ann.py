@@ -316,3 +316,19 @@ def test_docket_ask_exact_searches_exactly_and_answers_the_same(tmp_path: Path, 
         modes.append(seen[-1])  # the question's search (a session warms up with one of its own first)
     assert modes == ["approximate", "exact"]
     assert outs[0] == outs[1]  # 24 rows, one list: the index finds what exact search finds
+
+
+def test_a_store_of_many_copies_of_one_chunk_trusts_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve identical chunks crowd a row out of its own ten nearest: the file's self-check
+    accepts rows scoring as high as the row itself (issue 22: a 100k bench store rebuilt its
+    index in every new process)."""
+    path = tmp_path / "copies.db"
+    s = _open(path)
+    for d in range(12):
+        s.write_version(version(f"copy{d}", 1, ["the same boilerplate paragraph"] * 3))
+    for d in range(20):
+        s.write_version(version(f"d{d}", 1, _texts(d, 3)))
+    want = _answers(s)
+    built = _count_builds(monkeypatch)
+    again = _open(path)
+    assert _answers(again) == want and not built
