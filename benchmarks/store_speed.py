@@ -521,7 +521,7 @@ def main() -> None:
     ap.add_argument("--mix", default="own", choices=["own", "other"], help="how real_vectors mixes (its docstring)")
     ap.add_argument("--nlist-factors", default="4", help="nlist = factor x sqrt(chunks), comma-separated")
     ap.add_argument("--k", type=int, default=100, help="recall@k: k = the dense depth `ask` searches (100)")
-    ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask p50 against chunks")
+    ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask and dense-search p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = ap.parse_args()
     import signal
@@ -630,11 +630,15 @@ def main() -> None:
 
         fig, ax = plt.subplots(figsize=(6, 4))
         for b in dict.fromkeys(str(r["backend"]) for r in rows):
-            pts = sorted((int(r["chunks"]), float(r["ask_p50_ms"])) for r in rows if r["backend"] == b)  # type: ignore[arg-type]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{b} ask p50")
+            for key, style in (("ask_p50_ms", "-"), ("dense_p50_ms", "--")):
+                pts = sorted((int(r["chunks"]), float(r[key])) for r in rows  # type: ignore[arg-type]
+                             if r["backend"] == b and r.get(key) is not None)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o",
+                        label=f"{b} {key.removesuffix('_p50_ms')} p50")
         ax.set_xscale("log")
         ax.set_xlabel("chunks in the store")
-        ax.set_ylabel("warm ask p50 (ms)")
+        ax.set_ylabel("warm p50 (ms)")
+        ax.set_yscale("log")
         ax.legend()
         fig.tight_layout()
         fig.savefig(args.plot, dpi=120)
