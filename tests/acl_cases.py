@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from docket.api import Session
 from docket.store.access import Principal, may_read
 from docket.store.protocol import Filters
+from docket.store.sqlite_ann import AnnSettings
 
 DOCS = ("refund-policy", "refund-faq", "travel", "salary")
 #: sentences with a value slot: the same sentence with two values is a conflict, with one value a copy
@@ -148,6 +149,21 @@ def dump(value: Any) -> str:
 # -- the stores -----------------------------------------------------------------------------------
 
 Locate = Callable[[], str]  # a fresh, empty store location
+
+
+#: dense search through the approximate index whatever the store's size (issue 22: the ACL
+#: properties must hold on the ANN path too): every SQLite store opened meanwhile searches it
+APPROXIMATE = AnnSettings(min_rows=0, exact_below=0, cheaper_exact=False)
+
+
+@contextmanager
+def approximate_dense(settings: AnnSettings = APPROXIMATE) -> Iterator[None]:
+    """SQLite stores whose settings are read inside the block search through the IVF index."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(AnnSettings, "from_env", classmethod(lambda cls: settings))
+        yield
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import pytest
 from acl_cases import (
     INTEGRATIONS,
     Request,
+    approximate_dense,
     client,
     corpora,
     indexed,
@@ -35,6 +36,20 @@ FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChe
 def test_a_session_brief_is_the_brief_of_a_store_without_what_the_principal_cannot_read(
         records: list[dict[str, Any]], who: Principal | None, req: Request) -> None:
     with sqlite_locations() as new:
+        full, bare = indexed(new(), records), indexed(new(), readable(records, who))
+        try:
+            assert via_session(full, who, req) == via_session(bare, who, req)
+        finally:
+            full.close()
+            bare.close()
+
+
+@FAST
+@given(records=corpora(), who=principals, req=requests())
+def test_the_brief_is_the_brief_without_what_the_principal_cannot_read_under_approximate_search(
+        records: list[dict[str, Any]], who: Principal | None, req: Request) -> None:
+    """The same property with every SQLite dense search going through the IVF index (issue 22)."""
+    with approximate_dense(), sqlite_locations() as new:
         full, bare = indexed(new(), records), indexed(new(), readable(records, who))
         try:
             assert via_session(full, who, req) == via_session(bare, who, req)

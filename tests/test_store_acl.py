@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from acl_cases import APPROXIMATE
 from conftest_pg import pg_server, pg_url  # noqa: F401
 from store_cases import EMB, qvec, version
 from store_v1 import write_pg_v1, write_sqlite_v1
@@ -20,12 +21,21 @@ from docket.ingest import IndexOptions, index_versions
 from docket.retrieve import retrieve
 from docket.store.factory import open_store
 from docket.store.protocol import Filters, Principal, ScopedView, Store
+from docket.store.sqlite_ann import AnnSettings
 
-BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: "sqlite-ann": SQLite with every dense search through the approximate index (issue 22)
+BACKENDS = ["sqlite", "sqlite-ann", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def _sqlite(request: pytest.FixtureRequest) -> bool:
+    """Whether the backend is SQLite; for "sqlite-ann", dense search is made approximate for the test."""
+    if request.param == "sqlite-ann":
+        request.getfixturevalue("monkeypatch").setattr(AnnSettings, "from_env", classmethod(lambda cls: APPROXIMATE))
+    return str(request.param).startswith("sqlite")
 
 
 def _location(request: pytest.FixtureRequest, tmp_path, name: str = "s.db") -> str:  # noqa: ANN001
-    return str(tmp_path / name) if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    return str(tmp_path / name) if _sqlite(request) else request.getfixturevalue("pg_url")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -87,7 +97,7 @@ SECRET = ["refund refund annual merger secret", "annual refund bonus for executi
 def fresh(request: pytest.FixtureRequest, tmp_path):  # noqa: ANN001, ANN201
     """A factory of new empty store locations of one backend."""
     count = iter(range(100))
-    if request.param == "sqlite":
+    if _sqlite(request):
         return lambda: str(tmp_path / f"f{next(count)}.db")
     import psycopg
 
@@ -194,7 +204,7 @@ def test_ask_refuses_unrestricted_filters(store: Store) -> None:
 @pytest.fixture(params=BACKENDS)
 def v1_location(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN001
     loc = _location(request, tmp_path, "v1.db")
-    (write_sqlite_v1 if request.param == "sqlite" else write_pg_v1)(loc)
+    (write_sqlite_v1 if _sqlite(request) else write_pg_v1)(loc)
     return loc
 
 

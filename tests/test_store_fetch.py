@@ -233,7 +233,7 @@ def test_searches_equal_the_reference_after_writes_elsewhere(path: Path) -> None
 
 
 def test_searches_do_not_depend_on_the_blas_threads(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import docket.store.sqlite as sqlite_store
+    import docket.store.sqlite_search as sqlite_store
 
     for threads in (0, 2):
         monkeypatch.setattr(sqlite_store, "_DENSE_BLAS", sqlite_store._BlasThreads(threads))

@@ -128,7 +128,7 @@ def test_heavy_change_reloads_in_full(tmp_path: Path) -> None:
 
 
 def test_a_pruned_log_means_a_full_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import docket.store.sqlite as sq
+    import docket.store.sqlite_write as sq
 
     path = tmp_path / "s.db"
     _seed_store(path, docs=20)

@@ -251,7 +251,7 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(tmp_path: Path, monkeypatch
 
 
 def test_a_pruned_log_means_a_full_load_and_a_new_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import docket.store.sqlite as sq
+    import docket.store.sqlite_write as sq
 
     path = tmp_path / "s.db"
     _seed_store(path, docs=20)
@@ -275,7 +275,7 @@ def test_small_stores_and_the_setting_write_no_file(tmp_path: Path, monkeypatch:
     s.search_bm25("refund", 3, Filters())
     assert not s.snapshot_path.exists()
     monkeypatch.setenv("DOCKET_INDEX_SNAPSHOT", "0")
-    import docket.store.sqlite as sq
+    import docket.store.sqlite_search as sq
 
     monkeypatch.setattr(sq, "SNAPSHOT_MIN_ROWS", 1)
     t = _open(path)

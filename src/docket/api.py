@@ -389,7 +389,7 @@ class Session:
                              "a question; pass the principal who asks", field="filters")
         who = self.principal(principal, groups) if principal is not None or groups else f.principal
         return Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                       date_to=f.date_to, principal=who)
+                       date_to=f.date_to, principal=who, exact=f.exact)
 
     def _retrieve(self, planned: Planned, store: Store, embedder: Embedder) -> tuple[Hits, float]:
         """The search the plan asked for, and its milliseconds. A follow-up searches with the

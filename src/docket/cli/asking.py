@@ -58,6 +58,7 @@ class AskArgs:
     until: str | None = None
     as_json: bool = False
     explain: bool = False
+    exact: bool = False
     llm: str | None = None
     model: str | None = None
     allow_domain: list[str] | None = None
@@ -107,7 +108,7 @@ def _filters(a: AskArgs) -> Filters:
         raise InputError(f"{a.since} is after --until {a.until}: no chunk can match", field="--since")
     return Filters(docs=opt.split_names(a.doc, "--doc"), source_types=opt.split_names(a.source_type, "--source-type"),
                    statuses=tuple(s.lower() for s in opt.split_names(a.status, "--status")),
-                   date_from=date_from, date_to=date_to)
+                   date_from=date_from, date_to=date_to, exact=a.exact)
 
 
 def _show(a: AskArgs, res: AskResult, policy: Policy) -> None:

@@ -318,6 +318,8 @@ AsOf = Annotated[str | None, typer.Option("--as-of", help="Use the versions in f
                                           callback=iso_date)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract on stdout.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")]
+Exact = Annotated[bool, typer.Option("--exact", help="Exact dense search, whatever the store's size (a large "
+                                     "SQLite store otherwise searches an approximate index; docs/store.md).")]
 Llm = Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "
                                          "http://host:port/v1, openai, anthropic, ollama://host:port.",
                                          callback=llm_url)]

@@ -189,6 +189,7 @@ def ask_cmd(
     until: asking.Until = None,
     as_json: opt.AsJson = False,
     explain: opt.Explain = False,
+    exact: opt.Exact = False,
     llm: opt.Llm = None,
     model: opt.Model = None,
     allow_domain: opt.AllowDomain = None,

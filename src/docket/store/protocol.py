@@ -43,6 +43,9 @@ class Filters:
     date_to: Date | None = None
     principal: Principal | None = None
     unrestricted: bool = False
+    #: dense search exact whatever the store's size (`docket ask --exact`); without it a large
+    #: SQLite store searches approximately (docs/store.md, approximate dense search)
+    exact: bool = False
 
     @property
     def acl_names(self) -> list[str] | None:

@@ -66,8 +66,9 @@ def create_private(path: Path, mode: int | None) -> bool:
 
 
 def apply_mode(path: Path, mode: int) -> None:
-    """Set `mode` on the store file and the files that live beside it (WAL, SHM, index snapshot)."""
-    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", ".index"))):
+    """Set `mode` on the store file and the files that live beside it (WAL, SHM, index snapshot,
+    approximate index)."""
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", ".index", ".ann"))):
         if p.exists():
             os.chmod(p, mode)
 

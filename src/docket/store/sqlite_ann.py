@@ -1,0 +1,270 @@
+"""Approximate dense search for a large SQLite store: a faiss IVF-Flat index kept in `FILE.ann`.
+
+Why IVF-Flat (faiss-cpu `IndexIVFFlat`, inner product over the unit vectors): it deletes rows
+(`remove_ids`), so it follows the store's writes row by row; it searches under an `IDSelector`,
+so a filter (the principal's readable rows, metadata) is applied inside the scan; and it keeps
+the vectors themselves, so the scores it ranks by are exact inner products. faiss's HNSW cannot
+delete and usearch's Python API cannot filter (issue 22).
+
+The index only *proposes* candidates, keyed by chunk rowid. The caller (sqlite_search) maps them
+to its own rows, drops any the filter does not pass, re-scores them exactly from its own matrix
+and falls back to exact search when fewer than k come back; so a damaged or foreign file can cost
+recall, never a chunk the asker may not read and never a wrong score. A file is still checked
+before it is used (`read`): its trailer (magic, layout, length) must be whole, and the caller
+checks the stamp (store id, write token, change-log position), the row count and a digest of the
+rowids it holds, and that a sample of rows finds itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docket.errors import InputError
+
+#: what ends an index file: the stamp (JSON), its length (8 bytes, little endian), this magic
+MAGIC = b"DKTANN01"
+LAYOUT = "sqlite-ann-1"
+
+#: how many rows of its own a check searches for (`self_check`)
+_CHECK_ROWS = 16
+
+
+@dataclass(frozen=True)
+class AnnSettings:
+    """When dense search is approximate, and how hard it looks.
+
+    `mode`: "auto" (approximate from `min_rows` live rows up, exact below) or "exact" (never
+    approximate). `nprobe`: inverted lists scanned per search (docs/store.md: chosen by measured
+    recall@k on MiniLM vectors). `exact_below`: a search whose filter leaves fewer rows than this
+    is exact over those rows (a scan of them costs less than the probes would, and a very
+    selective filter is where IVF loses recall). `nlist` 0: `nlist_for(rows)`. `cheaper_exact`:
+    a search whose probes would scan more rows than its filter passes is exact instead (tests turn
+    it off to send every search through the index)."""
+
+    mode: str = "auto"
+    min_rows: int = 50_000
+    nprobe: int = 64
+    exact_below: int = 20_000
+    nlist: int = 0
+    cheaper_exact: bool = True
+
+    @classmethod
+    def from_env(cls) -> AnnSettings:
+        """The defaults, with DOCKET_DENSE_SEARCH (auto / exact) and DOCKET_ANN_MIN_ROWS applied."""
+        mode = os.environ.get("DOCKET_DENSE_SEARCH", "auto").strip().lower() or "auto"
+        if mode not in ("auto", "exact"):
+            raise InputError(f"must be auto or exact, got {mode!r}", field="DOCKET_DENSE_SEARCH")
+        raw = os.environ.get("DOCKET_ANN_MIN_ROWS", "").strip()
+        min_rows = cls.min_rows
+        if raw:
+            try:
+                min_rows = int(raw)
+            except ValueError:
+                min_rows = -1
+            if min_rows < 0:
+                raise InputError(f"must be a whole number of rows (0 or more), got {raw!r}", field="DOCKET_ANN_MIN_ROWS")
+        return cls(mode=mode, min_rows=min_rows)
+
+    def wanted(self, rows: int) -> bool:
+        return self.mode == "auto" and rows >= max(1, self.min_rows)
+
+
+def nlist_for(rows: int) -> int:
+    """Inverted lists for `rows` vectors: 2·sqrt(rows), at least 39 training points each. Measured
+    on MiniLM vectors (docs/store.md): at 100k rows 2·sqrt (632 lists) reached recall@100 0.993 at
+    nprobe 64 where 4·sqrt (1,264) reached 0.989, and trained in 8 s instead of 37 s."""
+    return max(1, min(rows // 39, int(2 * math.sqrt(rows))))
+
+
+def probes(nprobe: int, share: float) -> int:
+    """Lists to probe when a filter passes `share` of the rows: each probed list then holds about
+    `share` as many passing rows, so probe more (at most 16x) to scan about as many of them."""
+    return nprobe if share >= 0.5 else math.ceil(nprobe * min(16.0, 0.5 / share))
+
+
+def available() -> bool:
+    """Whether faiss can be imported (it is a core dependency; a broken install means exact search)."""
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class AnnIndex:
+    """A trained `IndexIVFFlat` over a store's live rows, ids = chunk rowids, at change-log position
+    `seq` (it holds the store's rows as of that entry)."""
+
+    def __init__(self, index: Any, seq: int, trained_rows: int) -> None:
+        self.index = index
+        self.seq = seq
+        self.trained_rows = trained_rows
+
+    @classmethod
+    def build(cls, mat: np.ndarray, rowids: np.ndarray, seq: int, nlist: int = 0) -> AnnIndex:
+        """Train on a fixed-seed sample of `mat` (rows in rowid order, so the same store trains the
+        same lists) and add every row."""
+        import faiss
+
+        n, dim = mat.shape
+        nlist = min(nlist or nlist_for(n), n)
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.cp.min_points_per_centroid = 1  # the sample below decides; no warning on stderr
+        index.cp.seed = 22
+        sample = min(n, 64 * nlist)
+        pick = np.sort(np.random.default_rng(22).choice(n, size=sample, replace=False)) if sample < n else slice(None)
+        index.train(np.ascontiguousarray(mat[pick], dtype=np.float32))
+        index.add_with_ids(np.ascontiguousarray(mat, dtype=np.float32), np.ascontiguousarray(rowids, dtype=np.int64))
+        return cls(index, seq, n)
+
+    @property
+    def rows(self) -> int:
+        return int(self.index.ntotal)
+
+    @property
+    def nlist(self) -> int:
+        return int(self.index.nlist)
+
+    def worn(self) -> bool:
+        """Whether the lists were trained on far fewer or far more rows than they now hold."""
+        return not self.trained_rows / 4 <= self.rows <= self.trained_rows * 4
+
+    def apply(self, removed: np.ndarray, vectors: np.ndarray, rowids: np.ndarray, seq: int) -> None:
+        """Rows `removed` (rowids) taken out, then `vectors` added under `rowids`: the index at `seq`."""
+        import faiss
+
+        if removed.size:
+            self.index.remove_ids(faiss.IDSelectorBatch(np.ascontiguousarray(removed, dtype=np.int64)))
+        if rowids.size:
+            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                                    np.ascontiguousarray(rowids, dtype=np.int64))
+        self.seq = seq
+
+    def search(self, q: np.ndarray, k: int, nprobe: int, bitmap: np.ndarray | None) -> np.ndarray:
+        """The rowids of up to `k` best rows for `q` (best first), only rows whose bit is set in
+        `bitmap` (bit i of byte i >> 3, little-endian bit order: rowid i) when one is given."""
+        import faiss
+
+        params = faiss.SearchParametersIVF()
+        params.nprobe = min(max(1, nprobe), self.nlist)
+        if bitmap is not None:
+            params.sel = faiss.IDSelectorBitmap(bitmap.shape[0], faiss.swig_ptr(bitmap))
+        _, ids = self.index.search(np.ascontiguousarray(q.reshape(1, -1), dtype=np.float32), k, params=params)
+        out: np.ndarray = ids[0]
+        return out[out >= 0]
+
+    def ids(self) -> np.ndarray:
+        """Every rowid the lists hold (any order)."""
+        import faiss
+
+        lists = self.index.invlists
+        parts = []
+        for i in range(self.nlist):
+            size = lists.list_size(i)
+            if size:
+                parts.append(faiss.rev_swig_ptr(lists.get_ids(i), size).copy())
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def ids_digest(rowids: np.ndarray) -> list[int]:
+    """Order-free summary of a set of rowids: count, sum and sum of squares (mod 2**64)."""
+    r = np.asarray(rowids, dtype=np.uint64)
+    return [int(r.shape[0]), int(r.sum(dtype=np.uint64)), int((r * r).sum(dtype=np.uint64))]
+
+
+def check_rows(n: int) -> np.ndarray:
+    """Which of `n` rows (positions in rowid order) `self_check` searches for."""
+    return np.unique(np.linspace(0, n - 1, num=min(n, _CHECK_ROWS)).astype(np.int64)) if n else np.zeros(0, np.int64)
+
+
+def self_check(ann: AnnIndex, vectors: np.ndarray, rowids: np.ndarray) -> bool:
+    """Each of a sample of rows (`vectors`, `rowids`: see `check_rows`) finds itself among its 10
+    nearest, or ten rows scoring as high (copies of it): the lists, the centroids and the stored
+    vectors agree with the store's own vectors."""
+    import faiss
+
+    params = faiss.SearchParametersIVF()
+    params.nprobe = min(4, ann.nlist)  # a row sits in its nearest list, the first probed
+    for vec, rowid in zip(vectors, rowids.tolist()):
+        q = np.ascontiguousarray(vec.reshape(1, -1), dtype=np.float32)
+        scores, ids = ann.index.search(q, 10, params=params)
+        found = rowid in ids[0].tolist()
+        crowded = bool((ids[0] >= 0).all() and (scores[0] >= float(q[0] @ q[0]) - 1e-4).all())  # ten copies
+        if not (found or crowded):
+            return False
+    return True
+
+
+def bitmap_of(rowids: np.ndarray) -> np.ndarray:
+    """The `IDSelectorBitmap` of a set of rowids (one bit per rowid up to the largest)."""
+    if rowids.size == 0:
+        return np.zeros(1, dtype=np.uint8)
+    bits = np.zeros(int(rowids.max()) + 1, dtype=bool)
+    bits[rowids] = True
+    return np.packbits(bits, bitorder="little")
+
+
+def write(path: Path, ann: AnnIndex, stamp: dict[str, Any], mode: int | None = None) -> None:
+    """The index, then the stamp, written to a temporary file renamed over `path` (a reader sees
+    the old file or the new one, never half of one). Raises OSError when it cannot be written."""
+    import faiss
+
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        faiss.write_index(ann.index, tmp)
+        size = os.path.getsize(tmp)
+        head = json.dumps({**stamp, "layout": LAYOUT, "index_bytes": size, "seq": ann.seq,
+                           "trained_rows": ann.trained_rows, "rows": ann.rows}, separators=(",", ":")).encode()
+        with open(tmp, "ab") as f:
+            f.write(head + len(head).to_bytes(8, "little") + MAGIC)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read(path: Path) -> tuple[AnnIndex, dict[str, Any]] | None:
+    """The index and its stamp, or None when `path` holds no whole index file of this layout
+    (missing, truncated, foreign, of another faiss index type or dimension than it says)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if size < 16:
+                return None
+            f.seek(size - 16)
+            tail = f.read(16)
+            if tail[8:] != MAGIC:
+                return None
+            n = int.from_bytes(tail[:8], "little")
+            if n > size - 16:
+                return None
+            f.seek(size - 16 - n)
+            stamp = json.loads(f.read(n))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("layout") != LAYOUT or stamp.get("index_bytes") != size - 16 - n:
+        return None
+    try:
+        import faiss
+
+        index = faiss.read_index(str(path))  # already of its own class (a downcast proxy would not own it)
+        if (not isinstance(index, faiss.IndexIVFFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT
+                or index.d != int(stamp["dim"]) or index.ntotal != int(stamp["rows"]) or not index.is_trained):
+            return None
+        return AnnIndex(index, int(stamp["seq"]), int(stamp["trained_rows"])), stamp
+    except (RuntimeError, KeyError, TypeError, ValueError, ImportError):
+        return None

@@ -1,0 +1,185 @@
+"""Reading a SQLite store: chunks by id and by document version, versions, principals, export.
+
+Every read that must agree with a search runs inside `snapshot()`, one WAL read transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import date as Date
+from typing import Any
+
+import numpy as np
+
+from docket.features import default_cache
+from docket.model import Chunk
+from docket.store.access import Principal
+from docket.store.base import VersionInfo
+from docket.store.protocol import DocumentVersion, Filters, StoredVersion, chunk_from_row
+from docket.store.sqlite_schema import _COLS, _FROM, _Opened
+
+
+class _Reads(_Opened):
+    """The read side of `SQLiteStore`."""
+
+    def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
+        p = Principal(name, frozenset(extra_groups))
+        row = self._conn.execute("SELECT groups FROM principals WHERE name = ?", (p.name,)).fetchone()
+        stored = json.loads(row["groups"]) if row else []
+        return Principal(name=p.name, groups=frozenset(stored) | p.groups)
+
+    # --- ChunkLookup ----------------------------------------------------------------------
+    def get(self, chunk_id: str) -> Chunk | None:
+        return self.get_many([chunk_id]).get(chunk_id)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        out: dict[str, Chunk] = {}
+        ids = list(dict.fromkeys(ids))
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.id IN ({','.join('?' * len(part))})"
+                for r in self._conn.execute(q, part):
+                    out[r["id"]] = self._chunk(r)
+        return out
+
+    def chunks_of(self, doc: str, version: int) -> list[Chunk]:
+        q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+        with self._lock:
+            return [self._chunk(r) for r in self._conn.execute(q, (doc, version))]
+
+    def versions(self, doc: str) -> list[VersionInfo]:
+        return [v.info() for v in self.stored_versions(doc)]
+
+    def stored_versions(self, doc: str) -> list[StoredVersion]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM versions WHERE doc = ? ORDER BY version", (doc,)).fetchall()
+        return [
+            StoredVersion(r["doc"], r["version"], r["status"], _date(r["date"]), _date(r["effective_to"]),
+                          r["content_hash"], r["n_chunks"], r["source"] or "")
+            for r in rows
+        ]
+
+    def stored_versions_of(self, docs: Sequence[str]) -> dict[str, list[StoredVersion]]:
+        out: dict[str, list[StoredVersion]] = {d: [] for d in docs}
+        docs = list(out)
+        with self._lock:
+            for start in range(0, len(docs), 500):
+                part = docs[start : start + 500]
+                q = f"SELECT * FROM versions WHERE doc IN ({','.join('?' * len(part))}) ORDER BY doc, version"
+                for r in self._conn.execute(q, part):
+                    out[r["doc"]].append(StoredVersion(r["doc"], r["version"], r["status"], _date(r["date"]),
+                                                       _date(r["effective_to"]), r["content_hash"], r["n_chunks"],
+                                                       r["source"] or ""))
+        return out
+
+    def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
+        """`versions` of each document, in one query per 500 documents."""
+        return {d: [v.info() for v in vs] for d, vs in self.stored_versions_of(docs).items()}
+
+    def readable_versions(self, docs: Sequence[str], principal: Principal | None) -> dict[str, set[int]]:
+        """The versions of `docs` holding at least one chunk `principal` may read (anonymous: a
+        public one), so a scoped view lists versions without reading their chunks."""
+        out: dict[str, set[int]] = {}
+        names = list(dict.fromkeys(docs))
+        acl, acl_args = _where_sql(Filters(principal=principal))
+        with self._lock:
+            for start in range(0, len(names), 500):
+                part = names[start : start + 500]
+                q = (f"SELECT DISTINCT c.doc, c.version FROM chunks c WHERE c.doc IN ({','.join('?' * len(part))})"
+                     f"{acl}")
+                for doc, version in self._conn.execute(q, [*part, *acl_args]):
+                    out.setdefault(doc, set()).add(int(version))
+        return out
+
+    def documents(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc")]
+
+    def count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    @staticmethod
+    def _chunk(r: sqlite3.Row) -> Chunk:
+        blob = r["vector"]
+        # struct gives the float32 values as Python floats at once (numpy's frombuffer + tolist, in one step)
+        c = chunk_from_row(r, struct.unpack(f"={len(blob) // 4}f", blob))
+        # the features record is parsed only if this content's features are not in memory; the
+        # blob's float32 array is the vector the assembler reads (the same values as the tuple)
+        default_cache().offer(c, r["features"], np.frombuffer(blob, dtype=np.float32))
+        return c
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction: every search and fetch inside sees the same state of the file
+        (WAL readers keep their snapshot while writers commit). Re-entrant."""
+        with self._lock:
+            if self._snapshot_depth:
+                self._snapshot_depth += 1
+                try:
+                    yield
+                finally:
+                    self._snapshot_depth -= 1
+                return
+            self._conn.execute("BEGIN")
+            self._snapshot_depth = 1
+            try:
+                yield
+            finally:
+                self._snapshot_depth = 0
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
+    # --- export -----------------------------------------------------------------------------
+    def export(self) -> Iterator[DocumentVersion]:
+        for (doc,) in self._conn.execute("SELECT DISTINCT doc FROM versions ORDER BY doc").fetchall():
+            for sv in self.stored_versions(doc):
+                q = f"SELECT {_COLS}, c.context FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+                rows = self._conn.execute(q, (doc, sv.version)).fetchall()
+                chunks = [chunk_from_row(dict(r), None) for r in rows]
+                vecs = np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows]) if rows else None
+                contexts = [r["context"] or "" for r in rows] if any(r["context"] for r in rows) else None
+                yield DocumentVersion(
+                    doc=doc, version=sv.version, status=sv.status, date=sv.date, effective_to=sv.effective_to,
+                    title=chunks[0].title if chunks else "", source=f"{self.location} (export)", chunks=chunks,
+                    supersedes=False, vectors=vecs, tokens=[int(r["tokens"]) for r in rows], contexts=contexts,
+                )
+
+
+
+def _where_sql(f: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (each starting with AND) on the chunks table `c`, ACL included."""
+    parts: list[str] = []
+    args: list[Any] = []
+    for col, values in (("c.doc", f.docs), ("c.status", f.statuses), ("c.source_type", f.source_types)):
+        if values:
+            parts.append(f"{col} IN ({','.join('?' * len(values))})")
+            args.extend(values)
+    if f.date_from is not None:
+        parts.append("c.date IS NOT NULL AND c.date >= ?")
+        args.append(f.date_from.isoformat())
+    if f.date_to is not None:
+        parts.append("c.date IS NOT NULL AND c.date <= ?")
+        args.append(f.date_to.isoformat())
+    names = f.acl_names
+    if names is not None:
+        if names:
+            marks = ",".join("?" * len(names))
+            parts.append(f"(c.public = 1 OR EXISTS (SELECT 1 FROM chunk_acl a WHERE a.chunk = c.rowid AND a.principal IN ({marks})))")
+            args.extend(names)
+        else:
+            parts.append("c.public = 1")
+    return "".join(f" AND {p}" for p in parts), args
+
+
+def _iso(d: Date | None) -> str | None:
+    return d.isoformat() if d is not None else None
+
+
+def _date(s: str | None) -> Date | None:
+    return Date.fromisoformat(s) if s else None
+
+
