@@ -205,7 +205,8 @@ class ChunkFeatures:
         self._statements: list[Any] | None = None
         #: the claims as a store persisted them, decoded on first use (most records never are)
         self._claims_record: list[Any] | None = None
-        #: token counts of the rendered passage, by ("cost", counter name, render key, label class)
+        #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
+        #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
 
     # --- re-scoring -------------------------------------------------------------------------

@@ -61,14 +61,19 @@ class RenderSizer:
         costing = self.costing(label)
         if not costing.cacheable:
             return 0
-        if len(passage.chunks) == 1 and passage.text_override is None:
-            c = costing.features(passage.first).costs.get(costing.key)
-            if c is not None:
-                return c
         sep = self._sep
         if sep is None:
             sep = self._sep = self.ctx.tokens(SEP)
-        return words_at_least(passage, self.ctx.policy.render) + sep
+        if len(passage.chunks) != 1 or passage.text_override is not None:
+            return words_at_least(passage, costing.policy) + sep
+        costs = costing.features(passage.first).costs
+        c = costs.get(costing.key)
+        if c is None:
+            c = costs.get(costing.words_key)  # the words bound is kept with the chunk too (any label)
+            if c is None:
+                c = costs[costing.words_key] = words_at_least(passage, costing.policy)
+            c += sep
+        return c
 
     def wrapper_tokens(self) -> int:
         ctx = self.ctx
@@ -97,13 +102,14 @@ class Costing:
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
-    __slots__ = ("counter", "policy", "features", "label", "key", "cacheable")
+    __slots__ = ("counter", "policy", "features", "label", "key", "words_key", "cacheable")
 
     def __init__(self, counter: Any, policy: RenderPolicy, render_key: str, features: FeatureCache, label: str) -> None:
         self.counter, self.policy, self.label = counter, policy, label
         self.features = features.features
         self.cacheable = type(counter) in CACHEABLE_COUNTERS
         self.key = ("cost", counter.name, render_key, counting.label_class(counter, label)) if self.cacheable else ()
+        self.words_key = ("words", render_key)
 
     def __call__(self, p: Passage) -> int:
         if not self.cacheable or len(p.chunks) != 1 or p.text_override is not None:
