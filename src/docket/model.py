@@ -410,15 +410,6 @@ def _event_json(move: str, action: str, chunks: list[str], reason: str, numbers:
     return out
 
 
-class Deferred:
-    """A trace event's reason and numbers, computed when the trace is read (Trace.add_deferred)."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: Callable[[], tuple[str, dict[str, Any]]]) -> None:
-        self.event = event
-
-
 class Trace:
     """The assembler's log: every drop, merge, expansion, skip, compression and reorder.
 
@@ -430,7 +421,7 @@ class Trace:
     __slots__ = ("_raw", "_events")
 
     def __init__(self, events: Iterable[TraceEvent] = ()) -> None:
-        self._raw: list[tuple[str, str, Any, Any, dict[str, Any]]] = [
+        self._raw: list[tuple[str, str, Any, Any, dict[str, Any] | None]] = [
             (e.move, e.action, e.chunks, e.reason, e.numbers) for e in events]
         self._events: list[TraceEvent] = []
 
@@ -449,15 +440,17 @@ class Trace:
         passage the packer ruled out on a lower bound). `event` must be a pure function of what
         it holds, so the trace reads the same whenever it is read; it should hold no more than
         that (a trace may be kept long after its assembly)."""
-        self._raw.append((move, action, chunks, Deferred(event), {}))
+        self._raw.append((move, action, chunks, event, None))  # numbers None: the reason is the event
 
     @staticmethod
-    def _event(r: tuple[str, str, Any, Any, dict[str, Any]]) -> tuple[str, str, list[str], str, dict[str, Any]]:
-        move, action, chunks, reason, numbers = r
-        if type(reason) is tuple:
-            reason = reason[0].format(*reason[1])
-        elif type(reason) is Deferred:
-            reason, numbers = reason.event()
+    def _event(r: tuple[str, str, Any, Any, dict[str, Any] | None]) -> tuple[str, str, list[str], str, dict[str, Any]]:
+        move, action, chunks, reason, maybe = r
+        if maybe is None:  # add_deferred: the event makes both now
+            reason, numbers = reason()
+        else:
+            numbers = maybe
+            if type(reason) is tuple:
+                reason = reason[0].format(*reason[1])
         return move, action, chunks if type(chunks) is list else list(chunks), reason, numbers
 
     def _settle(self) -> list[tuple[str, str, list[str], str, dict[str, Any]]]:

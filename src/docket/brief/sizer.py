@@ -9,6 +9,7 @@ the chunk's features); grown and compressed passages are rendered and counted ea
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,10 @@ class RenderSizer:
     __slots__ = ("ctx", "_costing", "_sep")
 
     def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+        # the context holds its sizer: a weak reference back keeps the pair out of a reference
+        # cycle, so an assembly's context, trace and passages are freed when the last reference
+        # goes, not at the next garbage collection (that was ~1 ms a query at 200 candidates)
+        self.ctx: Context = weakref.proxy(ctx)
         self._costing: dict[str, Costing] = {}
         self._sep: int | None = None
 
