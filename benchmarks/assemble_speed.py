@@ -199,15 +199,15 @@ def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np
 
 def forget_memos() -> None:
     """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
-    cleaned texts, title look-ups), for the cold figure."""
+    cleaned texts, title look-ups and title terms), for the cold figure."""
     from docket.brief import clean, render
-    from docket.features import default_cache
+    from docket.features import default_cache, title_terms
     from docket.moves import versions
 
     default_cache().clear()
     versions._PAIR_MEMO.clear()
     for memo in (versions._title_phrase, versions._names_title, versions._series, render.opens_with_title,
-                 clean.sanitize):
+                 clean.sanitize, title_terms):
         memo.cache_clear()
 
 
