@@ -104,7 +104,7 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     lazy = context([p.first for p in ps], policy=pol)
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
-    monkeypatch.setattr(RenderSizer, "at_least", lambda self, p, label: 0)  # no bound: every passage counted
+    monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
     eager = context([p.first for p in ps], policy=pol)
     chosen_eager, _ = pack(ps, eager)
     assert [p.ids for p in chosen] == [p.ids for p in chosen_eager]

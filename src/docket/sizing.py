@@ -43,6 +43,10 @@ class Sizer(Protocol):
         cannot rule out (docket.moves.pack)."""
         ...
 
+    def bound_function(self, label: str) -> Callable[[Passage], int]:
+        """`at_least(·, label)` for many passages."""
+        ...
+
     def cost_function(self, label: str) -> Callable[[Passage], int]:
         """`cost(·, label)` for many passages, as a function that holds only what counting needs
         (not the assembly context): a trace event may keep it to count a passage when read."""

@@ -33,7 +33,7 @@ CACHEABLE_COUNTERS = (O200kCounter, WordCounter)
 class RenderSizer:
     """`Sizer` over one assembly context: its policy's render settings, counter and feature cache."""
 
-    __slots__ = ("ctx", "_costing", "_sep")
+    __slots__ = ("ctx", "_costing")
 
     def __init__(self, ctx: Context) -> None:
         # the context holds its sizer: a weak reference back keeps the pair out of a reference
@@ -41,7 +41,6 @@ class RenderSizer:
         # goes, not at the next garbage collection (that was ~1 ms a query at 200 candidates)
         self.ctx: Context = weakref.proxy(ctx)
         self._costing: dict[str, Costing] = {}
-        self._sep: int | None = None
 
     def cost(self, passage: Passage, label: str) -> int:
         return self.costing(label)(passage)
@@ -60,24 +59,10 @@ class RenderSizer:
         return c
 
     def at_least(self, passage: Passage, label: str) -> int:
-        """A lower bound on `cost(passage, label)` that renders and counts nothing (the exact count
-        when one is cached): see `words_at_least`."""
-        costing = self.costing(label)
-        if not costing.cacheable:
-            return 0
-        sep = self._sep
-        if sep is None:
-            sep = self._sep = self.ctx.tokens(SEP)
-        if len(passage.chunks) != 1 or passage.text_override is not None:
-            return words_at_least(passage, costing.policy) + sep
-        costs = costing.features(passage.first).costs
-        c = costs.get(costing.key)
-        if c is None:
-            c = costs.get(costing.words_key)  # the words bound is kept with the chunk too (any label)
-            if c is None:
-                c = costs[costing.words_key] = words_at_least(passage, costing.policy)
-            c += sep
-        return c
+        return self.costing(label).at_least(passage)
+
+    def bound_function(self, label: str) -> Callable[[Passage], int]:
+        return self.costing(label).at_least
 
     def wrapper_tokens(self) -> int:
         ctx = self.ctx
@@ -106,7 +91,7 @@ class Costing:
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
-    __slots__ = ("counter", "policy", "features", "label", "key", "words_key", "cacheable")
+    __slots__ = ("counter", "policy", "features", "label", "key", "words_key", "cacheable", "sep")
 
     def __init__(self, counter: Any, policy: RenderPolicy, render_key: str, features: FeatureCache, label: str) -> None:
         self.counter, self.policy, self.label = counter, policy, label
@@ -114,6 +99,7 @@ class Costing:
         self.cacheable = type(counter) in CACHEABLE_COUNTERS
         self.key = ("cost", counter.name, render_key, counting.label_class(counter, label)) if self.cacheable else ()
         self.words_key = ("words", render_key)
+        self.sep = counting.count(counter, SEP)
 
     def __call__(self, p: Passage) -> int:
         if not self.cacheable or len(p.chunks) != 1 or p.text_override is not None:
@@ -126,8 +112,24 @@ class Costing:
 
     def count(self, p: Passage) -> int:
         """Tokens of the passage rendered under the label plus the separator, counted now."""
-        counter = self.counter
-        return counting.count(counter, render_passage(p, self.label, self.policy).block) + counting.count(counter, SEP)
+        return counting.count(self.counter, render_passage(p, self.label, self.policy).block) + self.sep
+
+    def at_least(self, p: Passage) -> int:
+        """A lower bound on `self(p)` that renders and counts nothing: the cached count when there
+        is one, else `words_at_least` (kept with the chunk, for any label) plus the separator; 0
+        with a counter it knows nothing of."""
+        if not self.cacheable:
+            return 0
+        if len(p.chunks) != 1 or p.text_override is not None:
+            return words_at_least(p, self.policy) + self.sep
+        costs = self.features(p.first).costs
+        c = costs.get(self.key)
+        if c is None:
+            c = costs.get(self.words_key)
+            if c is None:
+                c = costs[self.words_key] = words_at_least(p, self.policy)
+            c += self.sep
+        return c  # type: ignore[no-any-return]
 
 
 #: text formats whose body keeps every whitespace-separated word of the clean text whole (they

@@ -10,6 +10,7 @@ first passage that does not fit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -74,14 +75,14 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
     sizer = ctx.sizer
-    cost_of, at_least = sizer.cost_function(widest), sizer.at_least
+    cost_of, at_least = sizer.cost_function(widest), sizer.bound_function(widest)
     # a passage the compression move may shorten is counted exactly, as is the one that stops naive packing
     exact_first = ctx.policy.compress.needed_top if ctx.policy.compress.enabled else 0
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
     smallest: int | None = None
-    add = ctx.trace.add_format
+    add, defer = ctx.trace.add_format, ctx.trace.add_deferred
     for idx, p in enumerate(ordered):
         if p.score < pol.floor:
             rest = [q.first.id for q in ordered[idx:]]
@@ -90,9 +91,9 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         if pol.max_passages is not None and len(chosen) >= pol.max_passages:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {pol.max_passages} reached")
             break
-        if pol.enabled and idx >= exact_first and used + at_least(p, widest) > budget:
+        if pol.enabled and idx >= exact_first and used + at_least(p) > budget:
             unsized.append(p)
-            ctx.trace.add_deferred(MOVE, "skip", p.ids, _Skip(cost_of, p, used, budget))
+            defer(MOVE, "skip", p.ids, partial(_skip, cost_of, p, used, budget))
             continue
         cost = cost_of(p)
         smallest = cost if smallest is None or cost < smallest else smallest
@@ -124,16 +125,9 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     return chosen, budget
 
 
-class _Skip:
+def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:
     """The trace event of a passage skipped on its lower bound, with its exact count (made when
     the trace is read: the same reason and numbers as a counted skip)."""
-
-    __slots__ = ("cost", "passage", "used", "budget")
-
-    def __init__(self, cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> None:
-        self.cost, self.passage, self.used, self.budget = cost, passage, used, budget
-
-    def __call__(self) -> tuple[str, dict[str, Any]]:
-        cost = self.cost(self.passage)
-        reach = self.used + cost
-        return f"{cost} tokens: would reach {reach} > {self.budget}, skip", {"tokens": cost, "would_reach": reach}
+    n = cost(passage)
+    reach = used + n
+    return f"{n} tokens: would reach {reach} > {budget}, skip", {"tokens": n, "would_reach": reach}
