@@ -200,14 +200,16 @@ def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np
 def forget_memos() -> None:
     """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
     cleaned texts, title look-ups and title terms), for the cold figure."""
+    from docket import features
     from docket.brief import clean, render
-    from docket.features import default_cache, title_terms
     from docket.moves import versions
 
-    default_cache().clear()
+    features.default_cache().clear()
     versions._PAIR_MEMO.clear()
-    for memo in (versions._title_phrase, versions._names_title, versions._series, render.opens_with_title,
-                 clean.sanitize, title_terms):
+    memos = [versions._title_phrase, versions._names_title, versions._series, render.opens_with_title, clean.sanitize]
+    if hasattr(features, "title_terms"):  # absent before issue 21 (so the script can time an older tree)
+        memos.append(features.title_terms)
+    for memo in memos:
         memo.cache_clear()
 
 
