@@ -156,9 +156,10 @@ def _index(vocab: Vocabulary, tf: Mapping[str, int], length: int, phrases: tuple
            probes: tuple[str, ...], untrusted: bool) -> RescoreIndex:
     """The RescoreIndex of a text's word counts `tf` (see RescoreIndex for the layout). Only the
     few title words and probes get Python work of their own; the rest is C-level maps and numpy."""
-    special = tw.union(probes)
-    keys = [w for w in tf if w not in STOPWORDS]
-    keys.extend(w for w in special if w in STOPWORDS and w in tf)  # a probe may be a stop word
+    special = tw.union(probes)  # title words are content words; a probe may be a stop word
+    keys = [w for w in special if w in tf]  # first, so their rows are known without a search
+    n_special = len(keys)
+    keys.extend(w for w in tf if w not in STOPWORDS and w not in special)
     n_text = len(keys)
     keys.extend(w for w in special if w not in tf)
     got = list(map(vocab.ids.get, keys))
@@ -170,8 +171,8 @@ def _index(vocab: Vocabulary, tf: Mapping[str, int], length: int, phrases: tuple
     body[:, 0] = ids
     body[:n_text, 1] = list(map(tf.__getitem__, keys[:n_text]))
     body[:n_text, 1] *= 4
-    for w in special:
-        j = keys.index(w)
+    for j in [*range(n_special), *range(n_text, len(keys))]:
+        w = keys[j]
         body[j, 1] += (w in probes) * 2 + (w in tw)
     linkable = bool(phrases) and not untrusted
     head = (len(keys), length, int(untrusted), int(linkable))
