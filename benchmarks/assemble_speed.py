@@ -25,8 +25,8 @@ an embeddings adapter that hands back the precomputed vectors):
   packing by precomputed token counts, skipping any passage within 0.95 of one already kept.
 
 Prints median and p95 milliseconds (wall clock) per pool size, docket ÷ numpy and LangChain ÷
-docket, and the peak Python memory (tracemalloc, numpy included) of one call; writes
-benchmarks/out/assemble_speed.png (time against pool size, one line per system) and .json.
+docket (warm), docket-cold ÷ LangChain and ÷ numpy (first sight), and the peak Python memory
+(tracemalloc, numpy included) of one call; writes benchmarks/out/assemble_speed.png (time against pool size, one line per system) and .json.
 BLAS runs single-threaded (OPENBLAS_NUM_THREADS=1, the right setting for many small products
 in a server; --blas-threads to change). Medians over many calls; on a shared machine the
 figures move with the load (the script prints the load average before and after).
@@ -199,15 +199,17 @@ def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np
 
 def forget_memos() -> None:
     """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
-    cleaned texts, title look-ups), for the cold figure."""
+    cleaned texts, title look-ups and title terms), for the cold figure."""
+    from docket import features
     from docket.brief import clean, render
-    from docket.features import default_cache
     from docket.moves import versions
 
-    default_cache().clear()
+    features.default_cache().clear()
     versions._PAIR_MEMO.clear()
-    for memo in (versions._title_phrase, versions._names_title, versions._series, render.opens_with_title,
-                 clean.sanitize):
+    memos = [versions._title_phrase, versions._names_title, versions._series, render.opens_with_title, clean.sanitize]
+    if hasattr(features, "title_terms"):  # absent before issue 21 (so the script can time an older tree)
+        memos.append(features.title_terms)
+    for memo in memos:
         memo.cache_clear()
 
 
@@ -336,6 +338,14 @@ def main() -> int:
             parts.append(f"langchain / docket = {results['langchain'][n]['median_ms'] / d:.1f}x "
                          f"(cpu {results['langchain'][n]['cpu_median_ms'] / dc:.1f}x)")
         print("  ".join(parts))
+        cold = results.get("docket-cold", {}).get(n)
+        if cold:
+            parts = [f"pool {n}, first sight:"]
+            for peer in ("langchain", "numpy"):
+                if peer in results:
+                    parts.append(f"docket-cold / {peer} = {cold['median_ms'] / results[peer][n]['median_ms']:.1f}x "
+                                 f"(cpu {cold['cpu_median_ms'] / results[peer][n]['cpu_median_ms']:.1f}x)")
+            print("  ".join(parts))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "assemble_speed.json").write_text(json.dumps({"results": results, "load": [load0, load1],
                                                          "args": vars(args)}, indent=2), encoding="utf-8")

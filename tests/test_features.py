@@ -138,4 +138,5 @@ def test_rescore_and_pack_read_cached_features(nimbus) -> None:
     pool = cands(nimbus)
     assemble(REFUND_QUESTION, pool, store=MemoryStore(nimbus), embedder=HashEmbedder(), budget=300)
     f = cache.features(nimbus[0])
-    assert f._rescore is not None and f.costs  # filled by re-scoring and packing
+    # filled by re-scoring (its index, straight from the text) and packing (the best passage is counted)
+    assert f._rescore_index.vocab is not None and f.costs

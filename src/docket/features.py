@@ -25,7 +25,8 @@ import itertools
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -135,6 +136,49 @@ def _int32s(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=np.int32).tobytes()
 
 
+def _title_text_words(chunk: Chunk) -> list[str]:
+    title = chunk.title
+    return words(f"{title} {chunk.text}" if title else chunk.text)
+
+
+@lru_cache(maxsize=1 << 14)  # a pure function of the title; the chunks of one document share it
+def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """A title's variants as phrases, the content words of the last variant, and one probe word
+    per phrase (a phrase can only occur where its longest word does: a cheap set test before `in`)."""
+    variants = title_variants(title)
+    phrases = tuple(phrase(v) for v in variants)
+    probes = tuple(max(p.split(), key=len) for p in phrases)
+    tw = frozenset(content_words(variants[-1] if variants else title)) if title.strip() else frozenset()
+    return phrases, tw, probes
+
+
+def _index(vocab: Vocabulary, tf: Mapping[str, int], length: int, phrases: tuple[str, ...], tw: frozenset[str],
+           probes: tuple[str, ...], untrusted: bool) -> RescoreIndex:
+    """The RescoreIndex of a text's word counts `tf` (see RescoreIndex for the layout). Only the
+    few title words and probes get Python work of their own; the rest is C-level maps and numpy."""
+    special = tw.union(probes)  # title words are content words; a probe may be a stop word
+    keys = [w for w in special if w in tf]  # first, so their rows are known without a search
+    n_special = len(keys)
+    keys.extend(w for w in tf if w not in STOPWORDS and w not in special)
+    n_text = len(keys)
+    keys.extend(w for w in special if w not in tf)
+    got = list(map(vocab.ids.get, keys))
+    if None in got:
+        id_of = vocab.id_of
+        got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
+    ids: list[int] = got  # type: ignore[assignment]  # every None replaced
+    body = np.zeros((len(keys), 2), dtype=np.int32)
+    body[:, 0] = ids
+    body[:n_text, 1] = list(map(tf.__getitem__, keys[:n_text]))
+    body[:n_text, 1] *= 4
+    for j in [*range(n_special), *range(n_text, len(keys))]:
+        w = keys[j]
+        body[j, 1] += (w in probes) * 2 + (w in tw)
+    linkable = bool(phrases) and not untrusted
+    head = (len(keys), length, int(untrusted), int(linkable))
+    return RescoreIndex(vocab, _int32s(head), body.tobytes(), phrases, tw)
+
+
 class ChunkFeatures:
     """What the moves need to know about one chunk's content, computed at most once each.
 
@@ -162,47 +206,38 @@ class ChunkFeatures:
         self._statements: list[Any] | None = None
         #: the claims as a store persisted them, decoded on first use (most records never are)
         self._claims_record: list[Any] | None = None
-        #: token counts of the rendered passage, by ("cost", counter name, render key, label class)
+        #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
+        #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
 
     # --- re-scoring -------------------------------------------------------------------------
     def rescore_terms(self, chunk: Chunk) -> RescoreTerms:
         """What re-scoring reads: the words of "title text" (a set, plus the counts of the words
         that occur more than once), their number, the title variants as phrases, the content
-        words of the last variant, and one probe word per variant phrase."""
+        words of the last variant, and one probe word per variant phrase (a feature record keeps
+        them; re-scoring itself reads `rescore_index`)."""
         r = self._rescore
         if r is None:
-            title = chunk.title
-            toks = words(f"{title} {chunk.text}" if title else chunk.text)
+            toks = _title_text_words(chunk)
             tf = Counter(toks)
-            variants = title_variants(title)
-            phrases = tuple(phrase(v) for v in variants)
-            # a phrase can only occur where its longest word does: a cheap set test before `in`
-            probes = tuple(max(p.split(), key=len) for p in phrases)
-            tw = frozenset(content_words(variants[-1] if variants else title)) if title.strip() else frozenset()
+            phrases, tw, probes = title_terms(chunk.title)
             r = self._rescore = RescoreTerms(frozenset(tf), {w: n for w, n in tf.items() if n > 1}, len(toks), phrases,
                                              tw, probes)
         return r
 
     def rescore_index(self, chunk: Chunk, vocab: Vocabulary) -> RescoreIndex:
-        """`rescore_terms` with its words as ids of `vocab` (rebuilt when another vocabulary is in use)."""
+        """`rescore_terms` with its words as ids of `vocab` (rebuilt when another vocabulary is in
+        use): from the terms when a record gave them, else straight from the text."""
         r = self._rescore_index
         if r.vocab is not vocab:
-            t = self.rescore_terms(chunk)
-            tw, tws, probes = t.title_words, t.words, frozenset(t.probes)
-            cw = [w for w in tws if w not in STOPWORDS or w in probes]
-            cw.extend(w for w in tw | probes if w not in tws)
-            rep = t.repeats
-            known, id_of = vocab.ids.get, vocab.id_of
-            body: list[int] = []
-            add = body.append
-            for w in cw:  # a plain loop: this runs for every chunk a process sees for the first time
-                i = known(w)
-                add(id_of(w) if i is None else i)
-                add((rep.get(w, 1) if w in tws else 0) * 4 + (w in probes) * 2 + (w in tw))
-            linkable = bool(t.title_phrases) and not self.untrusted
-            head = (len(cw), t.length, int(self.untrusted), int(linkable))
-            r = self._rescore_index = RescoreIndex(vocab, _int32s(head), _int32s(body), t.title_phrases, tw)
+            t = self._rescore
+            if t is None:
+                toks = _title_text_words(chunk)
+                r = _index(vocab, Counter(toks), len(toks), *title_terms(chunk.title), self.untrusted)
+            else:
+                r = _index(vocab, dict.fromkeys(t.words, 1) | t.repeats, t.length, t.title_phrases, t.title_words,
+                           t.probes, self.untrusted)
+            self._rescore_index = r
         return r
 
     def text_word_ids(self, chunk: Chunk, vocab: Vocabulary) -> np.ndarray:
@@ -274,9 +309,10 @@ class _Entry:
                 # the store's float32 array: its float64 values are the tuple's, so the norm is the same
                 self.vector = vector
                 self.norm = float(np.linalg.norm(vector.astype(np.float64)))  # type: ignore[union-attr]
-            else:
-                self.vector = np.asarray(chunk.vector, dtype=np.float32)
-                self.norm = float(np.linalg.norm(np.asarray(chunk.vector, dtype=np.float64)))
+            else:  # the tuple read once: float64 -> float32 rounds each value as converting it directly does
+                v64 = np.asarray(chunk.vector, dtype=np.float64)
+                self.vector = v64.astype(np.float32)
+                self.norm = float(np.linalg.norm(v64))
 
 
 def _is_float32_of(vector: np.ndarray | None, chunk: Chunk) -> bool:

@@ -421,7 +421,7 @@ class Trace:
     __slots__ = ("_raw", "_events")
 
     def __init__(self, events: Iterable[TraceEvent] = ()) -> None:
-        self._raw: list[tuple[str, str, Any, Any, dict[str, Any]]] = [
+        self._raw: list[tuple[str, str, Any, Any, dict[str, Any] | None]] = [
             (e.move, e.action, e.chunks, e.reason, e.numbers) for e in events]
         self._events: list[TraceEvent] = []
 
@@ -433,17 +433,30 @@ class Trace:
         """`add(move, action, chunks, template.format(*args), **numbers)`, formatted when read."""
         self._raw.append((move, action, chunks, (template, args), numbers))
 
+    def add_deferred(self, move: str, action: str, chunks: Sequence[str],
+                     event: Callable[[], tuple[str, dict[str, Any]]]) -> None:
+        """An event whose reason and numbers `event()` computes when the trace is first read: for
+        numbers that cost real work and that no decision needs (the exact token count of a
+        passage the packer ruled out on a lower bound). `event` must be a pure function of what
+        it holds, so the trace reads the same whenever it is read; it should hold no more than
+        that (a trace may be kept long after its assembly)."""
+        self._raw.append((move, action, chunks, event, None))  # numbers None: the reason is the event
+
     @staticmethod
-    def _event(r: tuple[str, str, Any, Any, dict[str, Any]]) -> tuple[str, str, list[str], str, dict[str, Any]]:
-        move, action, chunks, reason, numbers = r
-        if type(reason) is tuple:
-            reason = reason[0].format(*reason[1])
+    def _event(r: tuple[str, str, Any, Any, dict[str, Any] | None]) -> tuple[str, str, list[str], str, dict[str, Any]]:
+        move, action, chunks, reason, maybe = r
+        if maybe is None:  # add_deferred: the event makes both now
+            reason, numbers = reason()
+        else:
+            numbers = maybe
+            if type(reason) is tuple:
+                reason = reason[0].format(*reason[1])
         return move, action, chunks if type(chunks) is list else list(chunks), reason, numbers
 
     def _settle(self) -> list[tuple[str, str, list[str], str, dict[str, Any]]]:
         raw = self._raw
         for i, r in enumerate(raw):
-            if type(r[3]) is tuple or type(r[2]) is not list:
+            if type(r[3]) is not str or type(r[2]) is not list:
                 raw[i] = self._event(r)
         return raw  # type: ignore[return-value]
 

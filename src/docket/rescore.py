@@ -256,7 +256,6 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
     pol = ctx.policy.rescore
     n = len(candidates)
     pool, title_a, lexical_a = _signals(candidates, ctx)
-    index = pool.index
     # untrusted text (forum posts, web pages) earns no bonus: its words are written by strangers,
     # and echoing the question's words is exactly what a planted passage does
     unt = pool.head[:, 2] == 1
@@ -284,35 +283,8 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
         first = [s + tw * t + lw * x for s, t, x in zip(scores, title, lexical)]  # type: ignore[assignment]
         new = list(first)
     order = _order(new, rk, fast)
-    # links: titles mentioned by the best passages. Each round re-reads the top after the last
-    # round's links, so a chain question (song -> band -> city) is followed one hop per round.
-    # A round that links nothing leaves the scores, so the next round's top, unchanged: stop.
     if kw > 0 and pol.link_top > 0 and pool.head[:, 3].any():
-        probe_ids, probe_rows = pool.probes()
-        entries, chunks, vocab = pool.entries, pool.chunks, pool.vocab
-        for _ in range(pol.link_rounds):
-            top = order[: pol.link_top]
-            if fast:
-                top = top.tolist()
-            linking = [j for j in top if not untrusted[j]]
-            if not linking:
-                break
-            hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], vocab) for j in linking]))
-            in_top = set(top)
-            probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
-            found = False
-            if probed:
-                # the top's phrases end to end: a phrase (single spaces between words) cannot match
-                # across the double space where two of them meet, so this finds what each finds
-                hay_text = "".join([entries[j].features.text_phrase(chunks[j]) for j in linking]).__contains__
-                for i in probed:
-                    if any(map(hay_text, index[i].title_phrases)):
-                        link[i] = 1.0
-                        found = True
-            if not found:
-                break
-            new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
-            order = _order(new, rk, fast)
+        new, order = _link_rounds(pool, pol, untrusted, link, first, rk, order, fast)
     add = ctx.trace.add_format
     if fast:
         order_ix = order
@@ -334,6 +306,42 @@ def rescore_order(candidates: Sequence[Candidate], ctx: Context) -> tuple[list[i
         s = scores[i]
         add(MOVE, "promote", [chunks[i].id], _PROMOTE, (ranks[i], r + 1, s, t, x, link[i]), score=s4, cosine=s)
     return order, out_scores
+
+
+def _link_rounds(pool: _Pool, pol: Any, untrusted: list[bool], link: list[float], first: Any, rk: Any, order: Any,
+                 fast: bool) -> tuple[Any, Any]:
+    """Links: titles mentioned by the best passages (`link` is set in place). Each round re-reads
+    the top after the last round's links, so a chain question (song -> band -> city) is followed
+    one hop per round. A round that links nothing leaves the scores, so the next round's top,
+    unchanged: stop. Returns the new scores and order."""
+    kw = pol.link_weight
+    new = first
+    probe_ids, probe_rows = pool.probes()
+    entries, chunks, vocab, index = pool.entries, pool.chunks, pool.vocab, pool.index
+    for _ in range(pol.link_rounds):
+        top = order[: pol.link_top]
+        if fast:
+            top = top.tolist()
+        linking = [j for j in top if not untrusted[j]]
+        if not linking:
+            break
+        hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], vocab) for j in linking]))
+        in_top = set(top)
+        probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
+        found = False
+        if probed:
+            # the top's phrases end to end: a phrase (single spaces between words) cannot match
+            # across the double space where two of them meet, so this finds what each finds
+            hay_text = "".join([entries[j].features.text_phrase(chunks[j]) for j in linking]).__contains__
+            for i in probed:
+                if any(map(hay_text, index[i].title_phrases)):
+                    link[i] = 1.0
+                    found = True
+        if not found:
+            break
+        new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
+        order = _order(new, rk, fast)
+    return new, order
 
 
 _SCORE = operator.attrgetter("score")

@@ -10,7 +10,7 @@ attachment mode compute the evidence budget the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from docket.errors import InputError
@@ -35,6 +35,21 @@ class Sizer(Protocol):
 
     def costs(self, passages: Sequence[Passage], label: str) -> list[int]:
         """`cost` of each passage (from the per-chunk cache where the counter allows it)."""
+        ...
+
+    def at_least(self, passage: Passage, label: str) -> int:
+        """A lower bound on `cost(passage, label)`, cheap to compute (nothing rendered or
+        tokenised; 0 when no bound is known): the packer counts exactly only the passages a bound
+        cannot rule out (docket.moves.pack)."""
+        ...
+
+    def bound_function(self, label: str) -> Callable[[Passage], int]:
+        """`at_least(·, label)` for many passages."""
+        ...
+
+    def cost_function(self, label: str) -> Callable[[Passage], int]:
+        """`cost(·, label)` for many passages, as a function that holds only what counting needs
+        (not the assembly context): a trace event may keep it to count a passage when read."""
         ...
 
     def wrapper_tokens(self) -> int:

@@ -9,7 +9,10 @@ first passage that does not fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from operator import attrgetter
+from typing import Any
 
 from docket import sizing
 from docket.context import Context
@@ -62,15 +65,24 @@ def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
 
 
 def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
+    """Whole passages best first into the budget, down to the floor. A passage is counted exactly
+    only when a lower bound on its cost (`Sizer.at_least`: its words, no rendering) cannot rule
+    it out, so a pool of hundreds is not rendered to fill a budget of ten; the skip of a passage
+    ruled out on its bound is logged with its exact count all the same, counted when the trace is
+    read. The decisions are those of counting every passage (the bound is never above the count)."""
     budget = evidence_budget(ctx)
     pol = ctx.policy.pack
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
-    costs = ctx.sizer.costs(ordered, widest)
+    sizer = ctx.sizer
+    cost_of, at_least = sizer.cost_function(widest), sizer.bound_function(widest)
+    # a passage the compression move may shorten is counted exactly, as is the one that stops naive packing
+    exact_first = ctx.policy.compress.needed_top if ctx.policy.compress.enabled else 0
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
+    unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
     smallest: int | None = None
-    add = ctx.trace.add_format
+    add, defer = ctx.trace.add_format, ctx.trace.add_deferred
     for idx, p in enumerate(ordered):
         if p.score < pol.floor:
             rest = [q.first.id for q in ordered[idx:]]
@@ -79,14 +91,18 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         if pol.max_passages is not None and len(chosen) >= pol.max_passages:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {pol.max_passages} reached")
             break
-        cost = costs[idx]
+        if pol.enabled and idx >= exact_first and used + at_least(p) > budget:
+            unsized.append(p)
+            defer(MOVE, "skip", p.ids, partial(_skip, cost_of, p, used, budget))
+            continue
+        cost = cost_of(p)
         smallest = cost if smallest is None or cost < smallest else smallest
         if used + cost <= budget:
             used += cost
             chosen.append(p)
             add(MOVE, "take", p.ids, "{} tokens: take, {} of {} used", (cost, used, budget), tokens=cost, used=used)
             continue
-        if ctx.policy.compress.enabled and idx < ctx.policy.compress.needed_top:
+        if idx < exact_first:
             small = compress_move.compress(p, budget - used, ctx, widest)
             if small is not None:
                 c2 = passage_cost(small, ctx, widest)
@@ -102,7 +118,16 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             break
         add(MOVE, "skip", p.ids, "{} tokens: would reach {} > {}, skip", (cost, used + cost, budget), tokens=cost,
             would_reach=used + cost)
-    if not chosen and smallest is not None:
+    if not chosen and (smallest is not None or unsized):
+        smallest = min([cost_of(p) for p in unsized] + ([smallest] if smallest is not None else []))
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
                             f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")
     return chosen, budget
+
+
+def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:
+    """The trace event of a passage skipped on its lower bound, with its exact count (made when
+    the trace is read: the same reason and numbers as a counted skip)."""
+    n = cost(passage)
+    reach = used + n
+    return f"{n} tokens: would reach {reach} > {budget}, skip", {"tokens": n, "would_reach": reach}

@@ -1,0 +1,152 @@
+"""The packer counts exactly only the passages a lower bound cannot rule out (docket.moves.pack,
+docket.brief.sizer.words_at_least): the bound is never above the exact count, and packing decides
+and traces exactly as when every passage is counted."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docket.brief import formats, sizer
+from docket.brief.clean import sanitize
+from docket.brief.render import SEP
+from docket.brief.sizer import RenderSizer, rendered_cost, words_at_least
+from docket.model import Passage, Trace
+from docket.moves.pack import pack, wrapper_cost
+from docket.policy import Policy
+from docket.tokens import WordCounter
+
+from helpers import context, mk, passages
+
+# letters, digits, every kind of space and break the tokenizer or str.split treats specially, the
+# characters the formats escape (and look-alikes), slashes, apostrophes, CJK and combining marks
+ALPHABET = list("ab Z09/'.,;:|=<>&\"-_") + ["\n", "\r", "\t", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u00a0",
+                                          "\u2003", "\u2028", "\u3000", "\u200b", "\u00ad", "\ufeff", "é", "\u0301",
+                                          "中", "文", "＜", "‹", "＝", "｜", "∶", "\u02c6", "🙂"]
+texts = st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=60).map("".join)
+
+
+#: Unicode's White_Space property (PropList.txt; unchanged since Unicode 6.3): the tokenizer's \s
+WHITE_SPACE = {*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F,
+               0x3000}
+
+
+def _policy(fmt: str, spotlight: str) -> Policy:
+    return Policy().updated(render={"format": fmt, "spotlight": spotlight})
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts, title=texts, fmt=st.sampled_from(["xml", "lines"]), status=st.sampled_from(["current", "user-generated"]),
+       spotlight=st.sampled_from(["datamark", "off"]), label=st.sampled_from(["S1", "S10", "S100", "S1000"]),
+       words=st.booleans())
+def test_the_bound_is_never_above_the_count(text: str, title: str, fmt: str, status: str, spotlight: str, label: str,
+                                            words: bool) -> None:
+    if not text.strip():
+        text = "x" + text
+    c = mk("c1", text=text, title=title, status=status)
+    pol = _policy(fmt, spotlight)
+    ctx = context([c], policy=pol)
+    if words:
+        ctx.counter = WordCounter()
+    p = Passage.of_chunk(c, 1.0, 1)
+    bound = words_at_least(p, pol.render) + ctx.tokens(SEP)
+    assert bound <= rendered_cost(p, ctx, label)
+
+
+def test_the_bound_is_zero_where_it_knows_nothing() -> None:
+    forum = mk("f", text="many words of an outsider's post here", status="user-generated")
+    p = Passage.of_chunk(forum, 1.0, 1)
+    assert words_at_least(p, _policy("xml", "datamark").render) == 0  # datamarking joins the words
+    assert words_at_least(p, _policy("xml", "off").render) > 0
+
+
+def test_escaping_never_touches_a_space() -> None:
+    """The bound counts the clean text's words: the formats escape inside words only."""
+    xml, lines = formats.text_format("xml"), formats.text_format("lines")
+    assert isinstance(xml, formats.XmlFormat) and isinstance(lines, formats.LinesFormat)
+    for cp, out in xml._TEXT.items():
+        assert not chr(cp).isspace() and not any(ch.isspace() for ch in out)
+    assert not any(ch.isspace() for ch in lines._EQ + "\ua78a")
+    assert set(sizer._FRAME_WORDS) == {formats.XmlFormat, formats.LinesFormat}
+
+
+def test_str_split_spaces_are_the_tokenizers_but_four_that_sanitize_removes() -> None:
+    """str.isspace is Unicode White_Space (the tokenizer's \\s) plus U+001C-U+001F."""
+    split_only = {cp for cp in range(0x110000) if chr(cp).isspace()} - WHITE_SPACE
+    assert split_only == {0x1C, 0x1D, 0x1E, 0x1F}
+    assert sanitize("a\x1cb\x1dc\x1ed\x1fe")[0] == "abcde"
+
+
+def _pool(n: int, seed: int = 7) -> list[Passage]:
+    rnd = random.Random(seed)
+    chunks = [mk(f"U{i}", doc=f"d{i}", title=f"Title {i}", text=" ".join(["word"] * rnd.randint(5, 120)) + ".")
+              for i in range(n)]
+    return passages(chunks, [1.0 - 0.001 * i for i in range(n)])
+
+
+@pytest.mark.parametrize("budget", [60, 400, 2000])
+@pytest.mark.parametrize("compress", [True, False])
+def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress: bool,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    ps = _pool(80)
+    pol = Policy().updated(pack={"budget": budget, "floor": 0.0}, compress={"enabled": compress})
+    counted: list[str] = []
+    count = sizer.Costing.count
+
+    def counting(self: sizer.Costing, p: Passage) -> int:
+        counted.append(p.first.id)
+        return count(self, p)
+
+    monkeypatch.setattr(sizer.Costing, "count", counting)
+    lazy = context([p.first for p in ps], policy=pol)
+    chosen, _ = pack(ps, lazy)
+    lazily_counted = len(counted)
+    monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
+    eager = context([p.first for p in ps], policy=pol)
+    chosen_eager, _ = pack(ps, eager)
+    assert [p.ids for p in chosen] == [p.ids for p in chosen_eager]
+    assert lazy.warnings == eager.warnings
+    assert lazily_counted < len(ps) or budget >= 2000
+    assert lazy.trace.to_json() == eager.trace.to_json()  # the skipped passages counted now, when read
+
+
+def test_nothing_fits_warns_with_the_smallest_exact_count() -> None:
+    ps = _pool(30)
+    ctx = context([p.first for p in ps], policy=Policy().updated(pack={"budget": 8, "floor": 0.0}))
+    chosen, _ = pack(ps, ctx)
+    smallest = min(RenderSizer(ctx).cost(p, "S30") for p in ps)
+    assert chosen == []
+    assert f"the smallest needs {smallest + wrapper_cost(ctx)} tokens" in ctx.warnings[0]
+
+
+def test_a_deferred_event_is_made_when_read() -> None:
+    made: list[int] = []
+
+    def event() -> tuple[str, dict[str, int]]:
+        made.append(1)
+        return "12 tokens", {"tokens": 12}
+
+    t = Trace()
+    t.add("pack", "take", ["a"], "3 tokens", tokens=3)
+    t.add_deferred("pack", "skip", ("b",), event)
+    assert made == [] and len(t) == 2
+    assert t.to_json()[1] == {"move": "pack", "action": "skip", "chunks": ["b"], "reason": "12 tokens",
+                              "numbers": {"tokens": 12}}
+    assert t.events[1].reason == "12 tokens" and made == [1]  # made once
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(min_size=0, max_size=40))
+def test_sanitize_drops_format_characters_as_a_per_character_test_does(text: str) -> None:
+    import unicodedata
+
+    from docket.brief import clean
+
+    got, removed = sanitize.__wrapped__(text)
+    t = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
+    t = clean._NONCHAR.sub("", clean._CONTROL.sub("", clean._INVISIBLE.sub("", t)))
+    ref = "".join(ch for ch in t if unicodedata.category(ch) != "Cf")
+    assert got == ref

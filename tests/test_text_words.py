@@ -1,0 +1,49 @@
+"""docket.text.words (str.translate and str.split) gives exactly the words of its definition: each
+`[\\w']+` run of the folded text, apostrophes stripped, one trailing "'s" dropped, empty ones out."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docket.text import fold, words
+
+_RUN = re.compile(r"[\w']+")
+
+
+def reference(text: str) -> list[str]:
+    out = []
+    for w in _RUN.findall(fold(text)):
+        w = w.strip("'")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w:
+            out.append(w)
+    return out
+
+
+TRICKY = list("ab's S'_-1 ") + ["''", "'s", "’", "\n", "\t", "\u00a0", "\u3000", "\x1c", "É", "ß", "ŉ", "İ", "Σ", "ﬁ",
+                                "\u0301", "中", "١", "²", "½", "Ⅻ", "\u200b", "🙂", "ǅ"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(TRICKY), max_size=40).map("".join))
+def test_words_as_defined_on_tricky_text(text: str) -> None:
+    assert words(text) == reference(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_words_as_defined_on_any_text(text: str) -> None:
+    assert words(text) == reference(text)
+
+
+def test_words_examples() -> None:
+    assert words("Akinoshū Kenji's 'rock''s' don't x's' '''") == ["akinoshu", "kenji", "rock'", "don't", "x"]
+
+
+def test_no_word_character_is_a_space() -> None:
+    """str.split may cut the translated text: no character `\\w` matches is whitespace."""
+    assert not [cp for cp in range(0x110000) if chr(cp).isspace() and (chr(cp).isalnum() or chr(cp) == "_")]
