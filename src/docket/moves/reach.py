@@ -197,6 +197,17 @@ def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) ->
     return Reach(chunks, members, rows)
 
 
+def _positions(values: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for k, v in enumerate(values):
+        got = out.get(v)
+        if got is None:
+            out[v] = [k]
+        else:
+            got.append(k)
+    return out
+
+
 class _Scan:
     """One pass over the pool in rank order, growing R (with its closure) and the witnesses."""
 
@@ -207,13 +218,15 @@ class _Scan:
         pol = ctx.policy
         self.cut = _at_least(min(pol.dedup.threshold, pol.versions.conflict_similarity), vecs.dtype)
         n = len(passages)
-        hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text)
-                  for p, f in zip(passages, ctx.features.of_passages(passages))]
-        self.groups: dict[tuple[str, str], list[int]] = {}
-        self.keys = [(("d", p.doc), ("i", p.first.id), ("h", h)) for p, h in zip(passages, hashes)]
-        for k, ks in enumerate(self.keys):
-            for key in ks:
-                self.groups.setdefault(key, []).append(k)
+        firsts = [p.first for p in passages]
+        hashes = [f.copy_hash(c) if f is not None else text_hash(p.text)
+                  for p, c, f in zip(passages, firsts, ctx.features.of_passages(passages))]
+        self.firsts = firsts
+        #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
+        self.by_doc = _positions([c.doc for c in firsts])
+        self.by_id = _positions([c.id for c in firsts])
+        self.by_hash = _positions(hashes)
+        self.hashes = hashes
         self.in_r = [False] * n
         self.rows: dict[int, np.ndarray] = {}
         self.pending: list[int] = []
@@ -250,7 +263,7 @@ class _Scan:
         counted already (any label up to S999 counts alike), else counted now (pack counts it too)."""
         p = self.passages[k]
         lo, room = self.lo, self.room
-        if lo + lower_bound(p.text) > room:
+        if lo + lower_bound(self.firsts[k].text) > room:  # one whole chunk: its text is the passage's
             return True
         costs = self.ctx.features.features(p.first).costs
         for key in self.cost_keys:
@@ -276,10 +289,12 @@ class _Scan:
                 if not in_r[j]:
                     self._join(j)
             for k in batch:
-                for key in self.keys[k]:
-                    for j in self.groups[key]:
-                        if not in_r[j]:
-                            self._join(j)
+                c = self.firsts[k]
+                for group in (self.by_doc[c.doc], self.by_id[c.id], self.by_hash[self.hashes[k]]):
+                    if len(group) > 1:
+                        for j in group:
+                            if not in_r[j]:
+                                self._join(j)
 
     def _witness(self, k: int) -> bool:
         """Count member k as certainly kept and as a witness where it is one; False when a top hit's
@@ -287,16 +302,17 @@ class _Scan:
         if self.certain < self.top_n and not self._grows_alike(k):
             return False
         row = self.rows[k]
-        earlier = bool((row[:k] >= self.cut).any()) or any(j < k for key in self.keys[k] for j in self.groups[key])
-        if earlier:
-            return True
+        c = self.firsts[k]
+        doc, same_id, same_text = self.by_doc[c.doc], self.by_id[c.id], self.by_hash[self.hashes[k]]
+        if bool((row[:k] >= self.cut).any()) or doc[0] < k or same_id[0] < k or same_text[0] < k:
+            return True  # related to an earlier candidate: Move 2 may fold it
         self.certain += 1
         p = self.passages[k]
-        if self.certain <= self.top_n or len(self.groups[("d", p.doc)]) > 1 or len(self.groups[("i", p.first.id)]) > 1:
+        if self.certain <= self.top_n or len(doc) > 1 or len(same_id) > 1:
             return True  # may grow (a top hit) or be absorbed or merged (a shared document)
-        c = self.ctx.sizer.costs([p], self.label)[0]
-        self.lo = min(self.lo + c, max(self.lo, self.room - c + 1))
-        self.anchored = self.anchored or (c <= self.room and p.score >= self.ctx.policy.pack.floor)
+        cost = self.ctx.sizer.costs([p], self.label)[0]
+        self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
+        self.anchored = self.anchored or (cost <= self.room and p.score >= self.ctx.policy.pack.floor)
         self.witnesses += 1
         return True
 
