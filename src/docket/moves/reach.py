@@ -80,22 +80,34 @@ class Reach:
         pos = self.position
         return all(id(c) in pos for c in chunks)
 
-    def similar_pairs(self, chunks: Sequence[Chunk], threshold: float) -> tuple[PairSims, list[int], list[int]]:
+    def similar_pairs(self, chunks: Sequence[Chunk], threshold: float) -> tuple[PairSims, list[int], list[int]] | None:
         """What `Context.similar_pairs` gives, over the members among `chunks`: pairs (i < j) in the
-        order of itertools.combinations, the cosine of row i at column j."""
-        idx = [k for k, c in enumerate(chunks) if id(c) in self.member]
-        sub = self.rows[np.ix_([self.member[id(chunks[k])] for k in idx], [self.position[id(chunks[k])] for k in idx])]
-        r, c = pairs_at_least(sub, threshold)
-        return PairSims(sub, {k: a for a, k in enumerate(idx)}), [idx[a] for a in r], [idx[b] for b in c]
+        order of itertools.combinations, the cosine of row i at column j. None when a chunk is not
+        of this pool (then the caller compares the whole list)."""
+        member, position = self.member, self.position
+        idx: list[int] = []
+        rows: list[int] = []
+        cols: list[int] = []
+        for k, c in enumerate(chunks):
+            key = id(c)
+            r = member.get(key)
+            if r is not None:
+                idx.append(k)
+                rows.append(r)
+                cols.append(position[key])
+            elif key not in position:
+                return None
+        sub = self.rows[np.ix_(rows, cols)]
+        a, b = pairs_at_least(sub, threshold)
+        return PairSims(sub, {k: n for n, k in enumerate(idx)}), [idx[x] for x in a], [idx[y] for y in b]
 
 
 def similar_pairs(passages: Sequence[Passage], ctx: Context, threshold: float) -> tuple[Any, list[int], list[int]]:
     """`ctx.similar_pairs` of the passages' first chunks, over the reachable set when there is one."""
     chunks = [p.first for p in passages]
     reach = ctx.reach
-    if isinstance(reach, Reach) and reach.covers(chunks):
-        return reach.similar_pairs(chunks, threshold)
-    return ctx.similar_pairs(chunks, threshold)
+    got = reach.similar_pairs(chunks, threshold) if isinstance(reach, Reach) else None
+    return got if got is not None else ctx.similar_pairs(chunks, threshold)
 
 
 #: each chunk's authority (docket.moves.versions.authorities, passed in: that module imports this one)
@@ -144,13 +156,13 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
     trust = {p.untrusted for p in passages}
     if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
         return False
-    prev: Passage | None = None
+    rank, score, cid = -(1 << 62), float("inf"), ""
     for p in passages:
-        if len(p.chunks) != 1 or p.text_override is not None:
-            return False
-        if prev is not None and ((p.rank, p.ids) <= (prev.rank, prev.ids) or p.score > prev.score):
-            return False
-        prev = p
+        c = p.chunks
+        if len(c) != 1 or p.text_override is not None or p.score > score or p.rank < rank or \
+                (p.rank == rank and c[0].id <= cid):
+            return False  # pack's order is (rank, ids): it must be this list's, with scores falling
+        rank, score, cid = p.rank, p.score, c[0].id
     return True
 
 
