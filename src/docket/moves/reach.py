@@ -209,15 +209,24 @@ def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) ->
     return Reach(chunks, members, rows)
 
 
-def _positions(values: list[str]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for k, v in enumerate(values):
-        got = out.get(v)
-        if got is None:
-            out[v] = [k]
-        else:
-            got.append(k)
-    return out
+class _Groups:
+    """Positions that share a value (document, chunk id, normalised text): the first of each value,
+    and the whole group only where there is more than one (no list per candidate)."""
+
+    __slots__ = ("first", "more")
+
+    def __init__(self, values: list[str]) -> None:
+        first: dict[str, int] = {}
+        more: dict[str, list[int]] = {}
+        for k, v in enumerate(values):
+            at = first.setdefault(v, k)
+            if at != k:
+                group = more.get(v)
+                if group is None:
+                    more[v] = [at, k]
+                else:
+                    group.append(k)
+        self.first, self.more = first, more
 
 
 class _Scan:
@@ -235,9 +244,7 @@ class _Scan:
                   for p, c, f in zip(passages, firsts, ctx.features.of_passages(passages))]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
-        self.by_doc = _positions([c.doc for c in firsts])
-        self.by_id = _positions([c.id for c in firsts])
-        self.by_hash = _positions(hashes)
+        self.groups = (_Groups([c.doc for c in firsts]), _Groups([c.id for c in firsts]), _Groups(hashes))
         self.hashes = hashes
         self.in_r = [False] * n
         self.rows: dict[int, np.ndarray] = {}
@@ -284,6 +291,10 @@ class _Scan:
                 return lo + cost > room
         return lo + self.ctx.sizer.costs([p], self.label)[0] > room
 
+    def _values(self, k: int) -> tuple[str, str, str]:
+        c = self.firsts[k]
+        return c.doc, c.id, self.hashes[k]
+
     def _join(self, k: int) -> None:
         if not self.in_r[k]:
             self.in_r[k] = True
@@ -301,12 +312,10 @@ class _Scan:
                 if not in_r[j]:
                     self._join(j)
             for k in batch:
-                c = self.firsts[k]
-                for group in (self.by_doc[c.doc], self.by_id[c.id], self.by_hash[self.hashes[k]]):
-                    if len(group) > 1:
-                        for j in group:
-                            if not in_r[j]:
-                                self._join(j)
+                for groups, value in zip(self.groups, self._values(k)):
+                    for j in groups.more.get(value, ()):
+                        if not in_r[j]:
+                            self._join(j)
 
     def _witness(self, k: int) -> bool:
         """Count member k as certainly kept and as a witness where it is one; False when a top hit's
@@ -314,13 +323,13 @@ class _Scan:
         if self.certain < self.top_n and not self._grows_alike(k):
             return False
         row = self.rows[k]
-        c = self.firsts[k]
-        doc, same_id, same_text = self.by_doc[c.doc], self.by_id[c.id], self.by_hash[self.hashes[k]]
-        if bool((row[:k] >= self.cut).any()) or doc[0] < k or same_id[0] < k or same_text[0] < k:
+        values = self._values(k)
+        if bool((row[:k] >= self.cut).any()) or any(g.first[v] < k for g, v in zip(self.groups, values)):
             return True  # related to an earlier candidate: Move 2 may fold it
         self.certain += 1
         p = self.passages[k]
-        if self.certain <= self.top_n or len(doc) > 1 or len(same_id) > 1:
+        doc, same_id = self.groups[0].more, self.groups[1].more
+        if self.certain <= self.top_n or values[0] in doc or values[1] in same_id:
             return True  # may grow (a top hit) or be absorbed or merged (a shared document)
         cost = self.ctx.sizer.costs([p], self.label)[0]
         self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
