@@ -3,6 +3,7 @@ R x n comparisons equals the brief with every pair compared (issue 21, decisions
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +20,16 @@ from docket.tokens import O200kCounter
 from helpers import cands, mk
 
 EMB = HashEmbedder(256)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_pools() -> Iterator[None]:
+    """The bound is sound at any size; the product skips pools under reach.MIN_POOL only because
+    there it does not pay. The tests use small pools, so they lower it (for this module only)."""
+    saved = reach.MIN_POOL
+    reach.MIN_POOL = 24
+    yield
+    reach.MIN_POOL = saved
 COUNTER = O200kCounter()
 TOPICS = ["parking", "meal", "hotel", "train", "taxi", "phone"]
 FILLER = ("the staff handbook says this applies to every office and each team member who travels for work "
@@ -54,7 +65,7 @@ def _reach_event(brief: Any) -> dict[str, Any] | None:
 
 @st.composite
 def pools(draw: Any) -> tuple[list[Any], int, bool]:
-    n = draw(st.integers(reach.MIN_POOL, 72))
+    n = draw(st.integers(24, 72))
     mixed = draw(st.booleans())  # a policy copy deep in the pool: two authority levels
     chunks: list[Any] = []
     texts: list[str] = []
@@ -75,7 +86,7 @@ def pools(draw: Any) -> tuple[list[Any], int, bool]:
         doc = f"d{i}" if draw(st.integers(0, 5)) else f"d{max(i - 1, 0)}"  # now and then two chunks share a document
         source = "policy" if mixed and i > n // 2 and draw(st.booleans()) else None
         chunks.append(mk(f"c{i:03d}", text=text, doc=doc, title=topic.title(), source_type=source, position=i))
-    budget = draw(st.integers(40, 300))
+    budget = draw(st.integers(40, 200))
     return chunks, budget, mixed
 
 
@@ -83,7 +94,8 @@ def pools(draw: Any) -> tuple[list[Any], int, bool]:
 SEEN = {"beyond": 0, "runs": 0}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(pools(), st.sampled_from(["default", "rescore", "loose", "section", "nodedup"]))
 def test_the_reachable_set_changes_no_brief(pool: tuple[list[Any], int, bool], variant: str) -> None:
     chunks, budget, _mixed = pool
@@ -105,7 +117,7 @@ def test_the_generated_pools_exercise_the_bound() -> None:
     """Run after the property (file order): some pools must have had candidates beyond reach."""
     if SEEN["runs"] == 0:
         pytest.skip("the property test did not run")
-    assert SEEN["beyond"] > 0, SEEN
+    assert SEEN["beyond"] >= 3, SEEN
 
 
 def _pool(n: int, deep: dict[int, dict[str, Any]]) -> list[Any]:

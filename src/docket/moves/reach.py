@@ -28,6 +28,7 @@ passages pack sees depends on duplicates beyond reach). Otherwise R is the whole
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -43,8 +44,9 @@ from docket.sizing import label_for, raw_budget
 from docket.text import copy_hash as text_hash
 from docket.tokens import O200kCounter
 
-#: pools smaller than this are compared whole (nothing worth saving)
-MIN_POOL = 24
+#: pools smaller than this are compared whole: at 50 candidates the scan cost more than the pairs it
+#: saved (benchmarks/assemble_speed.py: no first-sight gain, +0.6 ms warm); tests lower it
+MIN_POOL = 100
 #: when more than this share of the pool is reachable, the whole pool is compared
 MAX_SHARE = 0.6
 #: pack's labels: up to S999 every label counts alike under o200k_base (docket.counting)
@@ -67,12 +69,13 @@ class PairSims:
 class Reach:
     """R for one pool: each member's cosines with every candidate (|R| x n, linear in the pool)."""
 
-    __slots__ = ("position", "member", "rows", "beyond", "n")
+    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n")
 
     def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray) -> None:
+        self.chunks, self.members, self.rows = list(chunks), members, rows
+        self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
         self.position = {id(c): k for k, c in enumerate(chunks)}
         self.member = {id(chunks[k]): r for r, k in enumerate(members)}
-        self.rows = rows
         self.n = len(chunks)
         self.beyond = self.n - len(members)
 
@@ -84,8 +87,13 @@ class Reach:
         """What `Context.similar_pairs` gives, over the members among `chunks`: pairs (i < j) in the
         order of itertools.combinations, the cosine of row i at column j. None when a chunk is not
         of this pool (then the caller compares the whole list)."""
+        if len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks)):
+            idx = self.members  # the pool itself (the common case): its members, in order
+            sub = self.rows[:, idx]
+            a, b = pairs_at_least(sub, threshold)
+            return PairSims(sub, self.local), [idx[x] for x in a], [idx[y] for y in b]
         member, position = self.member, self.position
-        idx: list[int] = []
+        idx = []
         rows: list[int] = []
         cols: list[int] = []
         for k, c in enumerate(chunks):
