@@ -18,6 +18,8 @@ an embeddings adapter that hands back the precomputed vectors):
   expansion, packing to the budget, order, labels and fences, the brief with its trace), budget
   1000, floor 0. Per-chunk features are warm (computed once per chunk, the normal state of a
   process that has seen its corpus); "docket-cold" times the first query over unseen chunks.
+  "docket-allpairs" and "docket-cold-allpairs" are the same with the reachable set switched off
+  (docket.moves.reach: Moves 1-2 compare every pair, as before issue 21), the baseline in the same run.
 - LangChain: EmbeddingsRedundantFilter(0.95) -> EmbeddingsFilter(k=10) -> LongContextReorder.
 - LlamaIndex: SimilarityPostprocessor(0) -> LongContextReorder.
 - Haystack: LostInTheMiddleRanker(word_count_threshold=750).
@@ -60,7 +62,8 @@ DATA = Path(os.environ.get("DOCKET_SHARED_DATA", ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "out"
 BUDGET = 1000
 DEDUP = 0.95
-SYSTEMS = ("docket", "docket-cold", "langchain", "llamaindex", "haystack", "numpy")
+SYSTEMS = ("docket", "docket-cold", "docket-allpairs", "docket-cold-allpairs", "langchain", "llamaindex", "haystack",
+           "numpy")
 
 
 def load_pool_data(questions: int) -> tuple[list[dict[str, Any]], list[Any], np.ndarray]:
@@ -197,6 +200,21 @@ def prepare_numpy(q: dict[str, Any], rows: list[int], chunks: list[Any], mat: np
     return run
 
 
+def all_pairs(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn` with the reachable set switched off: Moves 1-2 compare every pair of the pool."""
+    from docket.moves import reach
+
+    def run() -> Any:
+        real = reach.applies
+        reach.applies = lambda *a: False  # type: ignore[assignment]
+        try:
+            return fn()
+        finally:
+            reach.applies = real  # type: ignore[assignment]
+
+    return run
+
+
 def forget_memos() -> None:
     """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
     cleaned texts, title look-ups and title terms), for the cold figure."""
@@ -228,6 +246,20 @@ def peak_kib(fn: Callable[[], Any]) -> float:
 def pct(xs: list[float], p: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def ratios(results: dict[str, dict[int, dict[str, Any]]], n: int) -> list[str]:
+    """The ratios the issue's targets are stated in, wall clock (and CPU), for pool size n."""
+    def ratio(a: str, b: str) -> str | None:
+        ra, rb = results.get(a, {}).get(n), results.get(b, {}).get(n)
+        if not ra or not rb:
+            return None
+        return (f"{a} / {b} = {ra['median_ms'] / rb['median_ms']:.2f}x "
+                f"(cpu {ra['cpu_median_ms'] / max(rb['cpu_median_ms'], 1e-9):.2f}x)")
+
+    pairs = [("docket", "numpy"), ("langchain", "docket"), ("docket-cold", "langchain"), ("docket-cold", "numpy"),
+             ("docket-cold-allpairs", "docket-cold"), ("docket-allpairs", "docket")]
+    return [r for r in (ratio(a, b) for a, b in pairs) if r]
 
 
 def main() -> int:
@@ -275,6 +307,8 @@ def main() -> int:
             for s in systems:
                 if s == "docket":
                     fns[s] = prepare_docket(q, rows, chunks, mat, counter, embedder)
+                elif s == "docket-allpairs":
+                    fns[s] = all_pairs(prepare_docket(q, rows, chunks, mat, counter, embedder))
                 elif s == "langchain":
                     fns[s] = prepare_langchain(q, rows, chunks, mat)
                 elif s == "llamaindex":
@@ -296,19 +330,26 @@ def main() -> int:
                     f()
                     times[s][n].append((time.perf_counter() - t) * 1000)
                     cpu[s][n].append((time.thread_time() - c) * 1000)
-        if "docket-cold" in systems:
-            for q in qs:  # first sight of the pool's chunks: features computed, counts not cached
+        for s, f in prepared[0].items():  # warm peaks before the first-sight runs clear the caches
+            memory[s][n] = peak_kib(f)
+        for cold in ("docket-cold", "docket-cold-allpairs"):
+            if cold not in systems:
+                continue
+            for k, q in enumerate(qs):  # first sight of the pool's chunks: features computed, counts not cached
                 rows = pool_of(q, chunks, mat, n)
-                cold_counter = O200kCounter()
-                fn = prepare_docket(q, rows, [c.model_copy() for c in chunks], mat, cold_counter, embedder)
+                fn = prepare_docket(q, rows, [c.model_copy() for c in chunks], mat, O200kCounter(), embedder)
+                fn = all_pairs(fn) if cold == "docket-cold-allpairs" else fn
                 forget_memos()
+                if k == 0:  # the peak memory of one first-sight call (then it is timed on a fresh copy)
+                    memory[cold][n] = peak_kib(fn)
+                    fn = prepare_docket(q, rows, [c.model_copy() for c in chunks], mat, O200kCounter(), embedder)
+                    fn = all_pairs(fn) if cold == "docket-cold-allpairs" else fn
+                    forget_memos()
                 c = time.thread_time()
                 t = time.perf_counter()
                 fn()
-                times["docket-cold"][n].append((time.perf_counter() - t) * 1000)
-                cpu["docket-cold"][n].append((time.thread_time() - c) * 1000)
-        for s, f in prepared[0].items():
-            memory[s][n] = peak_kib(f)
+                times[cold][n].append((time.perf_counter() - t) * 1000)
+                cpu[cold][n].append((time.thread_time() - c) * 1000)
     load1 = os.getloadavg()
 
     results = {s: {n: {"median_ms": statistics.median(v), "p95_ms": pct(v, 95), "calls": len(v),
@@ -328,24 +369,7 @@ def main() -> int:
         print(f"| {s} | " + " | ".join(cells) + " | " + " | ".join(mem) + " |")
     print()
     for n in sizes:
-        d = results.get("docket", {}).get(n, {}).get("median_ms")
-        parts = [f"pool {n}:"]
-        dc = results.get("docket", {}).get(n, {}).get("cpu_median_ms")
-        if d and "numpy" in results:
-            parts.append(f"docket / numpy = {d / results['numpy'][n]['median_ms']:.1f}x "
-                         f"(cpu {dc / results['numpy'][n]['cpu_median_ms']:.1f}x)")
-        if d and "langchain" in results:
-            parts.append(f"langchain / docket = {results['langchain'][n]['median_ms'] / d:.1f}x "
-                         f"(cpu {results['langchain'][n]['cpu_median_ms'] / dc:.1f}x)")
-        print("  ".join(parts))
-        cold = results.get("docket-cold", {}).get(n)
-        if cold:
-            parts = [f"pool {n}, first sight:"]
-            for peer in ("langchain", "numpy"):
-                if peer in results:
-                    parts.append(f"docket-cold / {peer} = {cold['median_ms'] / results[peer][n]['median_ms']:.1f}x "
-                                 f"(cpu {cold['cpu_median_ms'] / results[peer][n]['cpu_median_ms']:.1f}x)")
-            print("  ".join(parts))
+        print("  ".join([f"pool {n}:", *ratios(results, n)]))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "assemble_speed.json").write_text(json.dumps({"results": results, "load": [load0, load1],
                                                          "args": vars(args)}, indent=2), encoding="utf-8")

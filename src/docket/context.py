@@ -51,6 +51,9 @@ class Context:
     features: FeatureCache = field(default_factory=default_cache)
     #: the candidates that cleared the floor: pair similarities are computed once over them
     pool: list[Chunk] | None = None
+    #: the reachable set of the pool Moves 1-2 compare (docket.moves.reach), once found; a key when
+    #: it was found not to apply (the whole pool is compared)
+    reach: Any = None
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _qvec: np.ndarray | None = None
     _sims: np.ndarray | None = None

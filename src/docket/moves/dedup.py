@@ -16,7 +16,8 @@ import numpy as np
 from docket import deadline
 from docket.context import Context
 from docket.model import Passage
-from docket.moves.versions import authority
+from docket.moves import reach
+from docket.moves.versions import authorities, authority
 from docket.text import copy_hash as text_hash
 from docket.text import copy_key as normalize
 
@@ -41,40 +42,24 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     pol = ctx.policy.dedup
     if not passages:
         return passages
-    sims, near_rows, near_cols = (ctx.similar_pairs([p.first for p in passages], pol.threshold) if ctx.has_vectors()
-                                  else (None, [], []))
+    if ctx.has_vectors():
+        reach.ensure(passages, ctx, MOVE, authorities)  # what can reach the prompt: compared with the pool, not every pair
+    sims, near_rows, near_cols = reach.similar_pairs(passages, ctx, pol.threshold) if ctx.has_vectors() else (None, [], [])
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text)
               for p, f in zip(passages, ctx.features.of_passages(passages))]
-    # which earlier passages each one could duplicate: a cosine at the threshold or the same hash.
-    # A passage with none is kept as it is (the pair loop below would find nothing).
-    related: dict[int, set[int]] = {}
-    for j, i in zip(near_rows, near_cols):  # j < i: i may duplicate the earlier j
-        related.setdefault(i, set()).add(j)
     restated = _restated_pairs(passages, ctx)  # a pasted table of values: a copy below the cosine threshold
-    for j, i in restated:
-        related.setdefault(i, set()).add(j)
-    first_of: dict[str, list[int]] = {}
-    for i, h in enumerate(hashes):
-        earlier = first_of.setdefault(h, [])
-        if earlier:
-            related.setdefault(i, set()).update(earlier)
-        earlier.append(i)
-
-    kept: list[int] = []  # indexes into passages, in output order
-    slot_of: dict[int, int] = {}  # index into passages -> its slot, for the passages in `kept`
-    slots: list[Passage] = []
+    related = _related(near_rows, near_cols, restated, hashes)
+    slots = _Slots()
     for i, p in enumerate(passages):
         deadline.check()  # a request's budget (docket.deadline) bounds near-duplicate floods
         near_i = related.get(i)
         if near_i is None:
-            slot_of[i] = len(kept)
-            kept.append(i)
-            slots.append(p)
+            slots.keep(i, p)
             continue
         match, cos, exact = None, None, False
         # the kept passages it may duplicate, in slot order (not every slot: linear, not quadratic)
-        for slot, k in sorted((slot_of[k], k) for k in near_i if k in slot_of):
+        for slot, k in sorted((slots.slot_of[k], k) for k in near_i if k in slots.slot_of):
             if frozenset((p.first.id, passages[k].first.id)) in conflicts:
                 continue
             if hashes[i] == hashes[k]:
@@ -88,39 +73,77 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
                 if sim >= pol.threshold and (cos is None or sim > cos):
                     match, cos = slot, sim
         if match is None:
-            slot_of[i] = len(kept)
-            kept.append(i)
-            slots.append(p)
-            continue
-        holder = slots[match]
-        a_new, a_old = authority(p.first, ctx.policy.versions), authority(holder.first, ctx.policy.versions)
-        how = ("same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
-               if cos is not None and cos >= pol.threshold else "each of its values is stated there too: a copied table or list")
-        if a_new > a_old:
-            winner = p.with_(
-                score=max(p.score, holder.score), rank=min(p.rank, holder.rank),
-                also_in=p.also_in + (_provenance(holder, cos),) + holder.also_in,
-            )
-            slots[match] = winner
-            del slot_of[kept[match]]
-            slot_of[i] = match
-            kept[match] = i
-            ctx.trace.add(
-                MOVE, "drop", [holder.first.id],
-                f"duplicate of {p.first.id} ({how}); kept {p.first.id} for its higher authority "
-                f"({a_new} > {a_old}) at the group's best rank {winner.rank}",
-                cosine=round(cos or 1.0, 4), kept=p.first.id,
-            )
+            slots.keep(i, p)
         else:
-            slots[match] = holder.with_(also_in=holder.also_in + (_provenance(p, cos),) + p.also_in)
-            reason = f"duplicate of {holder.first.id} ({how})"
-            reason += f"; {holder.first.id} has higher authority ({a_old} > {a_new})" if a_old > a_new else "; kept the better-ranked copy"
-            ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
-
-    result = slots
+            _fold(slots, match, i, p, cos, exact, ctx)
+    result = slots.slots
     if pol.mmr:
         result = mmr(result, ctx)
     return result
+
+
+def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int, int]],
+             hashes: list[str]) -> dict[int, set[int]]:
+    """Which earlier passages each one could duplicate: a cosine at the threshold, a restated table
+    or the same hash. A passage with none is kept as it is (the pair loop would find nothing)."""
+    related: dict[int, set[int]] = {}
+    for j, i in zip(near_rows, near_cols):  # j < i: i may duplicate the earlier j
+        related.setdefault(i, set()).add(j)
+    for j, i in restated:
+        related.setdefault(i, set()).add(j)
+    first_of: dict[str, list[int]] = {}
+    for i, h in enumerate(hashes):
+        earlier = first_of.setdefault(h, [])
+        if earlier:
+            related.setdefault(i, set()).update(earlier)
+        earlier.append(i)
+    return related
+
+
+class _Slots:
+    """The kept passages in output order, and which input passage holds each slot."""
+
+    __slots__ = ("kept", "slot_of", "slots")
+
+    def __init__(self) -> None:
+        self.kept: list[int] = []  # indexes into passages, in output order
+        self.slot_of: dict[int, int] = {}  # index into passages -> its slot, for the passages in `kept`
+        self.slots: list[Passage] = []
+
+    def keep(self, i: int, p: Passage) -> None:
+        self.slot_of[i] = len(self.kept)
+        self.kept.append(i)
+        self.slots.append(p)
+
+
+def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exact: bool, ctx: Context) -> None:
+    """Passage `i` duplicates the one in slot `match`: the higher authority keeps the slot (at the
+    group's best rank), the other becomes its provenance; traced either way."""
+    pol = ctx.policy.dedup
+    holder = slots.slots[match]
+    a_new, a_old = authority(p.first, ctx.policy.versions), authority(holder.first, ctx.policy.versions)
+    how = ("same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
+           if cos is not None and cos >= pol.threshold else "each of its values is stated there too: a copied table or list")
+    if a_new > a_old:
+        winner = p.with_(
+            score=max(p.score, holder.score), rank=min(p.rank, holder.rank),
+            also_in=p.also_in + (_provenance(holder, cos),) + holder.also_in,
+        )
+        slots.slots[match] = winner
+        del slots.slot_of[slots.kept[match]]
+        slots.slot_of[i] = match
+        slots.kept[match] = i
+        ctx.trace.add(
+            MOVE, "drop", [holder.first.id],
+            f"duplicate of {p.first.id} ({how}); kept {p.first.id} for its higher authority "
+            f"({a_new} > {a_old}) at the group's best rank {winner.rank}",
+            cosine=round(cos or 1.0, 4), kept=p.first.id,
+        )
+    else:
+        slots.slots[match] = holder.with_(also_in=holder.also_in + (_provenance(p, cos),) + p.also_in)
+        reason = f"duplicate of {holder.first.id} ({how})"
+        reason += f"; {holder.first.id} has higher authority ({a_old} > {a_new})" if a_old > a_new else "; kept the better-ranked copy"
+        ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
 
 
 def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int]]:
@@ -131,7 +154,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
     from docket.claims import restates
     from docket.moves.versions import statements
 
-    _, rows, cols = ctx.similar_pairs([p.first for p in passages], ctx.policy.versions.conflict_similarity)
+    _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     feats = ctx.features.of_passages(passages)
     said: dict[int, list[Any]] = {}
 

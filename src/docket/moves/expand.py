@@ -144,8 +144,14 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
                               f"({'section' if pol.mode == 'section' else f'window ±{pol.window}'})",
                               tokens=_text_tokens(span, ctx))
         grown.append(p.with_(chunks=tuple(span)))
+    out = _absorb(_merge(grown, ctx), passages[pol.top_n :], ctx)
+    return _drop_repeats(out, ctx)
 
-    # merge grown spans of one document version that overlap or touch
+
+def _merge(grown: list[Passage], ctx: Context) -> list[Passage]:
+    """Grown spans of one document version that overlap or touch become one passage; when the
+    two together exceed the cap, the later one loses the chunks it shares."""
+    pol = ctx.policy.expand
     merged: list[Passage] = []
     for g in sorted(grown, key=lambda x: x.rank):
         target = next((m for m in merged if _joinable(m, g, ctx)), None)
@@ -165,15 +171,17 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
         merged[merged.index(target)] = joined
         ctx.trace.add(MOVE, "merge", list(joined.ids), f"spans of {', '.join(target.hits)} and {', '.join(g.hits)} "
                       "overlap or touch in the same document version: one passage, document order")
+    return merged
 
-    # every other hit: absorbed when a grown span already holds it, else it stays as it is.
-    # `holding` maps a chunk id to the passages (positions in `out`, in order) that contain it.
+
+def _absorb(merged: list[Passage], remaining: list[Passage], ctx: Context) -> list[Passage]:
+    """Every other hit: absorbed when a grown span already holds it, else it stays as it is.
+    `holding` maps a chunk id to the passages (positions in `out`, in order) that contain it."""
     out = list(merged)
     holding: dict[str, list[int]] = {}
     for pos, m in enumerate(out):
         for cid in m.ids:
             holding.setdefault(cid, []).append(pos)
-    remaining = passages[pol.top_n :]
     # an appended passage can hold a later hit only if chunk ids repeat: when every remaining
     # passage is one distinct chunk, only the grown spans need looking up
     ids = [p.ids[0] for p in remaining if len(p.chunks) == 1]
@@ -200,7 +208,12 @@ def restore(passages: list[Passage], ctx: Context) -> list[Passage]:
                 else:
                     held.append(n)
         out.append(p)
-    # a grown span may have swallowed a chunk that is also a later standalone passage: drop the repeat
+    return out
+
+
+def _drop_repeats(out: list[Passage], ctx: Context) -> list[Passage]:
+    """A grown span may have swallowed a chunk that is also a later standalone passage: drop the
+    repeat (or the chunks it shares with a better-ranked passage)."""
     seen: set[str] = set()
     final: list[Passage] = []
     for p in sorted(out, key=attrgetter("rank", "ids")):

@@ -19,6 +19,7 @@ from docket.context import Context
 from docket.dates import find_dates
 from docket.features import _Generations
 from docket.model import Chunk, Passage
+from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase, title_match_strict
 from docket.store.base import VersionInfo, section_of, version_in_force
@@ -198,6 +199,7 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
 
     if ctx.policy.versions.fetch_current and dropped:  # nothing dropped: nothing to fetch
         kept = _fetch_current(kept, dropped, ctx, as_of)
+    reach.ensure(kept, ctx, MOVE, authorities)  # what can reach the prompt: Moves 1-2 compare it with the pool, not every pair
     _find_conflicts(kept, ctx)
     return kept
 
@@ -353,7 +355,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         return
     # the pool's one matrix, shared with Move 2; only the pairs at the similarity threshold are
     # read, in the order of combinations(pool, 2), and only their passages are looked at
-    sims, rows, cols = ctx.similar_pairs([p.first for p in pool], pol.conflict_similarity)
+    sims, rows, cols = reach.similar_pairs(pool, ctx, pol.conflict_similarity)
     if not rows:
         return
     involved = sorted(set(rows).union(cols))

@@ -1,0 +1,357 @@
+"""The reachable set: Moves 1-2 compare each candidate that can still reach the prompt with the
+whole pool (R x n cosines), not every pair (issue 21, product decisions 1 and 2).
+
+A candidate is *beyond reach* when no run of the later moves can put it, or anything it touches,
+into the prompt. The bound is conservative: whatever is not proven beyond reach is in R, and R is
+closed, so every pair that could matter is still compared:
+
+- **closure**: a candidate related to a member of R (cosine at the lower of the duplicate and
+  conflict thresholds, the same normalised text, the same document or chunk id) is in R. So a
+  duplicate, a conflict or a restated table of a member is a member (a higher-authority copy deep
+  in the pool still meets the copy it replaces), and expansion, which grows and absorbs within a
+  document, only touches members. Pairs between candidates beyond reach are what is not compared.
+- **the budget**: pack takes passages best first and skips one that does not fit. A *witness* is a
+  member of R that is certainly a passage of its own when pack runs (certainly kept by Move 2,
+  alone in its document, not a grown top hit), with its exact cost c. Before a witness pack has
+  used at least `lo` tokens; after it, at least min(lo + c, max(lo, room - c + 1)): it was taken,
+  or it was skipped because more than room - c was used. Other members may cost anything, and
+  what is beyond reach is never taken (by induction in rank order), so neither lowers `lo`. x is
+  beyond reach when `lo` before it plus its cost (exact when counted already, else a lower bound)
+  exceeds the room pack has for passages; a lower bound that fails is replaced by the exact count.
+
+The bound needs pack's order to be rank order in every run: one authority level and one trust
+level in the pool (and in the documents the top hits grow into), scores falling with the rank,
+packing on, no compression, no summary, no MMR, an o200k_base counter (the lower bound is its) and
+fewer than 1,000 passages (the widest label S1000 counts one token more than S999, and how many
+passages pack sees depends on duplicates beyond reach). Otherwise R is the whole pool, as before.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from docket import counting
+from docket.context import Context, _at_least, pairs_at_least
+from docket.model import Chunk, Passage
+from docket.policy import VersionsPolicy
+from docket.sizing import label_for, raw_budget
+from docket.text import copy_hash as text_hash
+from docket.tokens import O200kCounter
+
+#: pools smaller than this are compared whole: at 50 candidates the scan cost more than the pairs it
+#: saved (benchmarks/assemble_speed.py: no first-sight gain, +0.6 ms warm); tests lower it
+MIN_POOL = 100
+#: when more than this share of the pool is reachable, the whole pool is compared
+MAX_SHARE = 0.6
+#: pack's labels: up to S999 every label counts alike under o200k_base (docket.counting)
+MAX_PASSAGES = 999
+
+
+class PairSims:
+    """Cosines of the members' pairs, read as `sims[i, j]` with indexes into the caller's list."""
+
+    __slots__ = ("matrix", "local")
+
+    def __init__(self, matrix: np.ndarray, local: dict[int, int]) -> None:
+        self.matrix, self.local = matrix, local
+
+    def __getitem__(self, ij: tuple[int, int]) -> Any:
+        i, j = ij
+        return self.matrix[self.local[i], self.local[j]]
+
+
+class Reach:
+    """R for one pool: each member's cosines with every candidate (|R| x n, linear in the pool)."""
+
+    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n")
+
+    def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray) -> None:
+        self.chunks, self.members, self.rows = list(chunks), members, rows
+        self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
+        self.position = {id(c): k for k, c in enumerate(chunks)}
+        self.member = {id(chunks[k]): r for r, k in enumerate(members)}
+        self.n = len(chunks)
+        self.beyond = self.n - len(members)
+
+    def covers(self, chunks: Sequence[Chunk]) -> bool:
+        pos = self.position
+        return all(id(c) in pos for c in chunks)
+
+    def similar_pairs(self, chunks: Sequence[Chunk], threshold: float) -> tuple[PairSims, list[int], list[int]] | None:
+        """What `Context.similar_pairs` gives, over the members among `chunks`: pairs (i < j) in the
+        order of itertools.combinations, the cosine of row i at column j. None when a chunk is not
+        of this pool (then the caller compares the whole list)."""
+        if len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks)):
+            idx = self.members  # the pool itself (the common case): its members, in order
+            sub = self.rows[:, idx]
+            a, b = pairs_at_least(sub, threshold)
+            return PairSims(sub, self.local), [idx[x] for x in a], [idx[y] for y in b]
+        member, position = self.member, self.position
+        idx = []
+        rows: list[int] = []
+        cols: list[int] = []
+        for k, c in enumerate(chunks):
+            key = id(c)
+            r = member.get(key)
+            if r is not None:
+                idx.append(k)
+                rows.append(r)
+                cols.append(position[key])
+            elif key not in position:
+                return None
+        sub = self.rows[np.ix_(rows, cols)]
+        a, b = pairs_at_least(sub, threshold)
+        return PairSims(sub, {k: n for n, k in enumerate(idx)}), [idx[x] for x in a], [idx[y] for y in b]
+
+
+def similar_pairs(passages: Sequence[Passage], ctx: Context, threshold: float) -> tuple[Any, list[int], list[int]]:
+    """`ctx.similar_pairs` of the passages' first chunks, over the reachable set when there is one."""
+    chunks = [p.first for p in passages]
+    reach = ctx.reach
+    got = reach.similar_pairs(chunks, threshold) if isinstance(reach, Reach) else None
+    return got if got is not None else ctx.similar_pairs(chunks, threshold)
+
+
+#: each chunk's authority (docket.moves.versions.authorities, passed in: that module imports this one)
+Authorities = Callable[[Iterable[Chunk], VersionsPolicy], list[int]]
+
+
+def ensure(passages: list[Passage], ctx: Context, move: str, authorities: Authorities) -> Reach | None:
+    """The reachable set of `passages` (the pool Moves 1-2 work on), computed once per assembly
+    and traced once; None when the whole pool is compared."""
+    got = ctx.reach
+    chunks = [p.first for p in passages]
+    if isinstance(got, Reach) and got.covers(chunks):
+        return got
+    if got is not None and got == _key(chunks):
+        return None  # already found not to apply to this pool
+    reach = _compute(passages, ctx, authorities)
+    ctx.reach = reach if reach is not None else _key(chunks)
+    if reach is not None and reach.beyond:
+        u, n = reach.beyond, reach.n
+        skipped = u * (u - 1) // 2
+        ctx.trace.add(move, "reach", [], f"{u} of {n} candidates can never reach the prompt (the budget is full before "
+                      f"them and none is near a reachable one): {skipped} pairs between them not compared",
+                      candidates=n, reachable=n - u, beyond=u, pairs_compared=n * (n - 1) // 2 - skipped,
+                      pairs_not_compared=skipped)
+    return reach
+
+
+def _key(chunks: Sequence[Chunk]) -> tuple[int, ...]:
+    return tuple(id(c) for c in chunks)
+
+
+def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities) -> bool:
+    """The conditions under which pack's order is rank order and the cost bound holds (module doc)."""
+    pol = ctx.policy
+    n = len(passages)
+    if n < MIN_POOL or n > MAX_PASSAGES or not ctx.has_vectors() or type(ctx.counter) is not O200kCounter:
+        return False
+    if not pol.pack.enabled or pol.compress.enabled or pol.compress.summary or (pol.dedup.enabled and pol.dedup.mmr):
+        return False
+    from docket.counting import _digits_are_single_tokens
+
+    if not _digits_are_single_tokens(O200kCounter):
+        return False
+    if len(set(authorities([p.first for p in passages], pol.versions))) != 1:
+        return False
+    trust = {p.untrusted for p in passages}
+    if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
+        return False
+    rank, score, cid = -(1 << 62), float("inf"), ""
+    for p in passages:
+        c = p.chunks
+        if len(c) != 1 or p.text_override is not None or p.score > score or p.rank < rank or \
+                (p.rank == rank and c[0].id <= cid):
+            return False  # pack's order is (rank, ids): it must be this list's, with scores falling
+        rank, score, cid = p.rank, p.score, c[0].id
+    return True
+
+
+def _room(ctx: Context) -> int:
+    """The evidence budget less the documents block's wrapper: what pack's passages may cost."""
+    pack = ctx.policy.pack
+    budget = raw_budget(pack, 0 if pack.budget is not None else ctx.sizer.fixed_tokens())
+    return budget - ctx.sizer.wrapper_tokens()
+
+
+_ASCII_SPACE = re.compile(r"[ \n]+")
+#: the printable characters docket.brief.clean removes (its _INVISIBLE class less what is not printable)
+_PRINTABLE_REMOVED = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                                "\U000e0100-\U000e01ef]")
+#: letters and digits that docket.brief.clean never removes and o200k_base never joins across a space
+_SURE = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u4e00-\u9fff]")
+
+
+@lru_cache(maxsize=1 << 15)
+def lower_bound(text: str) -> int:
+    """A lower bound of the o200k_base tokens of any rendering of `text`: its words. The
+    tokenizer's pre-tokens never hold two runs of text a space apart, and each is one token or
+    more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
+    between spaces and newlines holding a letter or digit that cleaning never removes."""
+    flat = text.replace("\n", " ")
+    if flat.isprintable() and (flat.isascii() or _PRINTABLE_REMOVED.search(flat) is None):
+        return len(flat.split())  # printable: " " is its only space, and cleaning removes nothing
+    return sum(1 for w in _ASCII_SPACE.split(text) if _SURE.search(w))
+
+
+def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) -> Reach | None:
+    if not applies(passages, ctx, authorities):
+        return None
+    room = _room(ctx)
+    if room <= 0:
+        return None
+    chunks = [p.first for p in passages]
+    vecs = ctx.vectors(chunks)
+    scan = _Scan(passages, ctx, vecs, room, authorities)
+    members = scan.run()
+    if members is None or len(members) > MAX_SHARE * len(passages):
+        return None
+    rows = np.stack([scan.rows[k] for k in members]) if members else np.zeros((0, len(chunks)), dtype=vecs.dtype)
+    return Reach(chunks, members, rows)
+
+
+class _Groups:
+    """Positions that share a value (document, chunk id, normalised text): the first of each value,
+    and the whole group only where there is more than one (no list per candidate)."""
+
+    __slots__ = ("first", "more")
+
+    def __init__(self, values: list[str]) -> None:
+        first: dict[str, int] = {}
+        more: dict[str, list[int]] = {}
+        for k, v in enumerate(values):
+            at = first.setdefault(v, k)
+            if at != k:
+                group = more.get(v)
+                if group is None:
+                    more[v] = [at, k]
+                else:
+                    group.append(k)
+        self.first, self.more = first, more
+
+
+class _Scan:
+    """One pass over the pool in rank order, growing R (with its closure) and the witnesses."""
+
+    def __init__(self, passages: list[Passage], ctx: Context, vecs: np.ndarray, room: int,
+                 authorities: Authorities) -> None:
+        self.passages, self.ctx, self.vecs, self.room = passages, ctx, vecs, room
+        self.authorities = authorities
+        pol = ctx.policy
+        self.cut = _at_least(min(pol.dedup.threshold, pol.versions.conflict_similarity), vecs.dtype)
+        n = len(passages)
+        firsts = [p.first for p in passages]
+        hashes = [f.copy_hash(c) if f is not None else text_hash(p.text)
+                  for p, c, f in zip(passages, firsts, ctx.features.of_passages(passages))]
+        self.firsts = firsts
+        #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
+        self.groups = (_Groups([c.doc for c in firsts]), _Groups([c.id for c in firsts]), _Groups(hashes))
+        self.hashes = hashes
+        self.in_r = [False] * n
+        self.rows: dict[int, np.ndarray] = {}
+        self.pending: list[int] = []
+        self.grows = pol.expand.enabled and pol.expand.top_n > 0
+        self.top_n = pol.expand.top_n if self.grows else 0
+        self.certain = 0  # members certainly kept by Move 2, in rank order so far
+        self.lo = 0  # tokens pack has certainly used before the position scanned
+        #: a witness that fits an empty budget above pack's floor has been met: pack takes something,
+        #: so its "nothing fits" warning (which names the smallest cost it saw) cannot depend on what is beyond
+        self.anchored = False
+        self.witnesses = 0
+        self.label = label_for(n)
+        self.cost_keys = [("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label_for(10**w)))
+                          for w in range(len(str(n)))]
+        self.authority: int | None = None
+
+    def run(self) -> list[int] | None:
+        n = len(self.passages)
+        t, block = 0, 16
+        while t < n:
+            end = min(n, t + block)
+            for k in range(t, end):
+                if not self.in_r[k] and (self.certain < self.top_n or not self.anchored or not self._beyond(k)):
+                    self._join(k)
+            self._flush()
+            for k in range(t, end):
+                if self.in_r[k] and not self._witness(k):
+                    return None
+            t, block = end, min(2 * block, 128)
+        return [k for k in range(n) if self.in_r[k]]
+
+    def _beyond(self, k: int) -> bool:
+        """`lo` plus x's cost exceeds the room: first with the lower bound, then with the cost
+        counted already (any label up to S999 counts alike), else counted now (pack counts it too)."""
+        p = self.passages[k]
+        lo, room = self.lo, self.room
+        if lo + lower_bound(self.firsts[k].text) > room:  # one whole chunk: its text is the passage's
+            return True
+        costs = self.ctx.features.features(p.first).costs
+        for key in self.cost_keys:
+            cost = costs.get(key)
+            if cost is not None:
+                return lo + cost > room
+        return lo + self.ctx.sizer.costs([p], self.label)[0] > room
+
+    def _values(self, k: int) -> tuple[str, str, str]:
+        c = self.firsts[k]
+        return c.doc, c.id, self.hashes[k]
+
+    def _join(self, k: int) -> None:
+        if not self.in_r[k]:
+            self.in_r[k] = True
+            self.pending.append(k)
+
+    def _flush(self) -> None:
+        """Each new member's cosines with the whole pool; what they relate to joins R (the closure)."""
+        in_r = self.in_r
+        while self.pending:
+            batch, self.pending = self.pending, []
+            sims = self.vecs[batch] @ self.vecs.T
+            for b, k in enumerate(batch):
+                self.rows[k] = sims[b]
+            for j in np.unique(np.nonzero(sims >= self.cut)[1]).tolist():
+                if not in_r[j]:
+                    self._join(j)
+            for k in batch:
+                for groups, value in zip(self.groups, self._values(k)):
+                    for j in groups.more.get(value, ()):
+                        if not in_r[j]:
+                            self._join(j)
+
+    def _witness(self, k: int) -> bool:
+        """Count member k as certainly kept and as a witness where it is one; False when a top hit's
+        document holds another authority level (its grown passage could move in pack's order)."""
+        if self.certain < self.top_n and not self._grows_alike(k):
+            return False
+        row = self.rows[k]
+        values = self._values(k)
+        if bool((row[:k] >= self.cut).any()) or any(g.first[v] < k for g, v in zip(self.groups, values)):
+            return True  # related to an earlier candidate: Move 2 may fold it
+        self.certain += 1
+        p = self.passages[k]
+        doc, same_id = self.groups[0].more, self.groups[1].more
+        if self.certain <= self.top_n or values[0] in doc or values[1] in same_id:
+            return True  # may grow (a top hit) or be absorbed or merged (a shared document)
+        cost = self.ctx.sizer.costs([p], self.label)[0]
+        self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
+        self.anchored = self.anchored or (cost <= self.room and p.score >= self.ctx.policy.pack.floor)
+        self.witnesses += 1
+        return True
+
+    def _grows_alike(self, k: int) -> bool:
+        """Every chunk of the document version a top hit may grow into has the pool's authority."""
+        p = self.passages[k]
+        pol = self.ctx.policy.versions
+        if self.authority is None:
+            self.authority = self.authorities([p.first], pol)[0]
+        chunks_of = getattr(self.ctx.store, "chunks_of", None)
+        if chunks_of is None:
+            return False
+        return set(self.authorities(chunks_of(p.doc, p.first.version), pol)) <= {self.authority}
