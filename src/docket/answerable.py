@@ -336,18 +336,20 @@ def _read(reader: Any, chunks: Sequence[Chunk], scores: Sequence[float], ctx: Co
     from docket.reader import features as reader_features
 
     ev = evidence(ctx.question, chunks, scores)
-    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool])
+    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool],
+                        [c.chunk.title or "" for c in pool])
     p = float(reader.probability(x)[0])
-    numbers = {"p_answerable": round(p, 4), "threshold": reader.threshold, "best": round(best, 4), **ev.numbers(),
+    t = reader.threshold if ctx.policy.answerable.reader_threshold is None else ctx.policy.answerable.reader_threshold
+    numbers = {"p_answerable": round(p, 4), "threshold": t, "best": round(best, 4), **ev.numbers(),
                **{f: round(float(v), 4) for f, v in zip(FEATURES, x)}}
-    if p >= reader.threshold:
+    if p >= t:
         return True
     if ev.exact:
-        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {reader.threshold}), "
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {t}), "
                       f"but {len(ev.exact)} candidate(s) hold the question's exact term(s) {', '.join(ev.exact_terms)}: found",
                       **numbers)
         return True
-    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {reader.threshold}; "
+    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {t}; "
                   f"best cosine {best:.4f}) and no candidate holds an exact term of the question: answer 'not found' "
                   "without an LLM call", **numbers)
     return False
