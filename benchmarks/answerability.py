@@ -116,8 +116,7 @@ def latency(prepared: list, reader, runs: int = 200) -> dict:  # noqa: ANN001
         ms = []
         for q, texts, cos, heads in pools:
             if kind == "cold":
-                R._bag.cache_clear()
-                R._sentences.cache_clear()
+                R.forget()
             t0 = time.perf_counter()
             reader.probability(R.features(q, texts, cos, heads))
             ms.append(1000 * (time.perf_counter() - t0))

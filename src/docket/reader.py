@@ -72,8 +72,19 @@ def _bag(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1 << 12)
+def _set(bag: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(bag)
+
+
+@lru_cache(maxsize=1 << 12)
 def _sentences(text: str) -> tuple[str, ...]:
     return tuple(s for s in loose_sentences(text) if len(s.split()) >= 3) or (text,)
+
+
+def forget() -> None:
+    """Empty the per-text caches (benchmarks measure a pool at first sight with it)."""
+    for cache in (_bag, _set, _sentences):
+        cache.cache_clear()
 
 
 def answer_type(question: str) -> str | None:
@@ -100,20 +111,22 @@ class _Pool:
 
     def __init__(self, question: str, bags: list[tuple[str, ...]]) -> None:
         n = len(bags)
-        self.sets = [frozenset(b) for b in bags]
-        df: dict[str, int] = {}
-        for s in self.sets:
-            for w in s:
-                df[w] = df.get(w, 0) + 1
+        self.sets = [_set(b) for b in bags]
         self.unseen = math.log(1 + (n + 1) / 0.5)
         self.tokens = _TOKEN.findall(question.lower())
         self.q = list(dict.fromkeys(_stem(w) for w in self.tokens if w not in STOPWORDS))
         self.asked = set(self.q) | set(self.tokens)
-        self.w = [math.log(1 + (n + 1) / (df[w] + 0.5)) if w in df else self.unseen for w in self.q]
+        # document frequencies of the question's words only: the rest of the pool's words weigh nothing
+        self.df = [sum(1 for s in self.sets if w in s) for w in self.q]
+        self.w = [math.log(1 + (n + 1) / (d + 0.5)) if d else self.unseen for d in self.df]
         self.total = sum(self.w) or 1.0
 
     def cover(self, words: Set[str]) -> float:
         return sum(x for w, x in zip(self.q, self.w) if w in words) / self.total
+
+    def pool_cover(self) -> float:
+        """The weighted share of the question's words found somewhere in the pool."""
+        return sum(x for d, x in zip(self.df, self.w) if d) / self.total
 
     def rarest_absent(self, words: Set[str]) -> float:
         """The rarest question word the words lack (a swapped name or term), over the ceiling."""
@@ -162,11 +175,11 @@ def features(question: str, texts: Sequence[str], cosines: Sequence[float],
     covs = np.array([P.cover(s) for s in P.sets])
     best = order[0]
     u2, u3 = P.sets[best].union(*(P.sets[i] for i in order[1:2])), P.sets[best].union(*(P.sets[i] for i in order[1:3]))
-    sents = sorted(((P.cover(frozenset(_bag(s))), s) for i in order[:3] for s in _sentences(texts[i])),
+    sents = sorted(((P.cover(_set(_bag(s))), s) for i in order[:3] for s in _sentences(texts[i])),
                    key=lambda t: -t[0])
     sent_cov, best_sent = sents[0]
-    in_sent = frozenset(_bag(best_sent))
-    sent_cov2 = P.cover(in_sent | frozenset(_bag(sents[1][1]))) if len(sents) > 1 else sent_cov
+    in_sent = _set(_bag(best_sent))
+    sent_cov2 = P.cover(in_sent | _set(_bag(sents[1][1]))) if len(sents) > 1 else sent_cov
     avg = sum(len(b) for b in bags) / n or 1.0
     # the question's word pairs (stemmed, not two stopwords) in the best sentence, in order
     pairs = [p for p in zip(map(_stem, P.tokens), map(_stem, P.tokens[1:])) if not (p[0] in STOPWORDS and p[1] in STOPWORDS)]
@@ -180,7 +193,7 @@ def features(question: str, texts: Sequence[str], cosines: Sequence[float],
         sc[0], sc[0] - (sc[1] if n > 1 else 0.0), float(sc[:3].mean()), sc[0] - float(sc.mean()),
         sc[0] - (float(rest.mean()) if len(rest) else 0.0),
         covs[best], P.cover(u2), P.cover(u3), float(covs.max()), sent_cov, sent_cov2,
-        1.0 - P.cover(frozenset().union(*P.sets)),
+        1.0 - P.pool_cover(),
         P.bm25(bags[best], avg), max(P.bm25(bags[i], avg) for i in order[:10]),
         ent_cov, ent_pool, title_hit, num_missing,
         float(imax == best), min(len(P.q), 20) / 10.0, P.rarest_absent(in_sent), P.rarest_absent(u3),
