@@ -165,6 +165,31 @@ def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noq
     return row
 
 
+def squad_by_article(data: dict, train_names: list[str]) -> dict:
+    """SQuAD 2.0 held out by article: each of the four articles with unanswerable questions
+    (train: Zelda, Spectre; dev: Normans, Rhine) judged by a model trained on the other three and
+    the other training sets, its thresholds chosen on them (out of fold)."""
+    sq = [data[n][0] for n in ("squad-train", "squad-dev")]
+    X, y = np.concatenate([e.X for e in sq]), np.concatenate([e.y for e in sq])
+    groups = [g for e in sq for g in e.groups]
+    arts = np.asarray([g.split("#")[0] for g in groups])
+    other = [data[n][0] for n in train_names if not n.startswith("squad")]
+    out = {}
+    for a in sorted(set(arts)):
+        m = arts == a
+        tr = [T.Examples("squad", X[~m], y[~m], [g for g, k in zip(groups, ~m) if k]), *other]
+        oof = T.out_of_fold(tr)
+        t, tb = T.choose_threshold(tr, oof, 0.03), T.choose_balanced_threshold(tr, oof)
+        arr = T.fit(np.concatenate([e.X for e in tr]), np.concatenate([e.y for e in tr]), T.sample_weights(tr))
+        p, ya = T.reader_of(arr, "").probability(X[m]), y[m]
+        out[a] = {"questions": int(m.sum()), "auc": round(_auc(p, ya), 4), "auc_top_cosine": round(_auc(X[m, 0], ya), 4),
+                  "default": {"threshold": t, "balanced": round(T.balanced(p, ya, t), 4),
+                              "false_nf": round(float(np.mean(p[ya] < t)), 4)},
+                  "balanced": {"threshold": tb, "balanced": round(T.balanced(p, ya, tb), 4),
+                               "false_nf": round(float(np.mean(p[ya] < tb)), 4)}}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="squad-dev,hotpotqa,musique")
@@ -184,7 +209,8 @@ def main() -> int:
     data = {n: T.examples(n) for n in names}
     rows = {n: judge(n, data, args.train.split(","), reader) for n in args.sets.split(",")}
     size = (T.OUT_FILE.stat().st_size if T.OUT_FILE.exists() else 0)
-    report = {"sets": rows, "reader_file_bytes": size, "reader_load_ms": round(load_ms, 2),
+    by_article = squad_by_article(data, args.train.split(",")) if {"squad-train", "squad-dev"} <= set(data) else {}
+    report = {"sets": rows, "squad_by_article": by_article, "reader_file_bytes": size, "reader_load_ms": round(load_ms, 2),
               "latency_50_candidates": latency(data[args.sets.split(",")[0]][1], reader)}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -201,6 +227,15 @@ def main() -> int:
               f"{100 * d['false_nf']:.1f}% / {d['auc']:.3f} | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% | "
               f"{r['best_floor_in_sample']['balanced']:.3f} ({r['best_floor_in_sample']['floor']}) | {r['held_out']}, "
               f"thresholds {r['thresholds']['default']} / {r['thresholds']['balanced']} |")
+    if by_article:
+        print("\nSQuAD 2.0 held out by article (trained on the other three articles and the other sets):\n")
+        print("| article | questions | AUC (best cosine alone) | default threshold: BA / false NF | balanced: BA / false NF |")
+        print("|---|---|---|---|---|")
+        for a, r in by_article.items():
+            d, b = r["default"], r["balanced"]
+            print(f"| {a} | {r['questions']} | {r['auc']:.3f} ({r['auc_top_cosine']:.3f}) | {d['balanced']:.3f} / "
+                  f"{100 * d['false_nf']:.1f}% ({d['threshold']}) | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% "
+                  f"({b['threshold']}) |")
     lat = report["latency_50_candidates"]
     print(f"\nreader: {size:,} bytes, loaded in {report['reader_load_ms']:.1f} ms; 50-candidate pool "
           f"({lat['pools']} pools): first sight p50 {lat['cold']['p50_ms']} ms / p95 {lat['cold']['p95_ms']} ms, warm "

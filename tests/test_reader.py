@@ -129,3 +129,23 @@ def test_title_hit_reads_the_question_names_against_the_best_titles():
     assert _f(features(q, texts, [0.6, 0.2], ["Arthur's Magazine", "Other"]), "title_hit") == 1.0
     assert _f(features(q, texts, [0.6, 0.2], ["First for Women", "Other"]), "title_hit") == 0.0
     assert _f(features(q, texts, [0.6, 0.2]), "title_hit") == 0.5  # no titles given: no evidence either way
+
+
+def test_a_date_in_the_question_is_not_a_missing_name():
+    """The versions move answers "in 2024"; the passage in force then need not write the year."""
+    texts = ["Refunds\nAnnual plans can be refunded within 14 days of purchase.", "Shipping\nParcels ship in two days."]
+    cos = [0.55, 0.2]
+    plain = features("What was the refund window for annual plans?", texts, cos, ["Refunds", "Shipping"])
+    for q in ("What was the refund window for annual plans in 2024?",
+              "What was the refund window for annual plans on 1 March 2025?"):
+        x = features(q, texts, cos, ["Refunds", "Shipping"])
+        for name in ("ent_pool", "ent_cov", "num_missing", "missing", "cov_best"):
+            assert _f(x, name) == _f(plain, name), (q, name)
+    # a number that is not a date still counts
+    assert _f(features("Are the 30 day refunds for annual plans?", texts, cos), "num_missing") == 1.0
+
+
+def test_the_demo_questions_about_the_past_are_found_by_default():
+    store = MemoryStore(nimbus_chunks())
+    for q in ("What was the refund window for annual plans in 2024?", "What was the annual plan refund window last year?"):
+        assert assemble(q, store=store, budget=1000).found, q

@@ -7,8 +7,10 @@ the best passage, the best two and three, any one passage, the best sentence and
 absent from the pool; BM25 of the best passage and the best of the top ten), the question's
 names found as phrases in the best passages, the pool and the best titles, the answer type (a
 "when" question needs a date in the best sentence, "how many" a quantity, "who"/"where" a name
-the question does not give), negation, the question's word pairs in the best sentence. The
-weights are built by benchmarks/train_reader.py from ../shared/data (SQuAD 2.0 train, HotpotQA
+the question does not give), negation, the question's word pairs in the best sentence. Words
+that name a date ("in 2024", "last year": docket.dates) are left out of the question's words,
+names and numbers: the versions move answers them, and the passages in force then need not
+write the year. The weights are built by benchmarks/train_reader.py from ../shared/data (SQuAD 2.0 train, HotpotQA
 and MuSiQue pools with and without their gold paragraphs, and off topic) and shipped in
 docket/data/answerable_reader.json with the embedder they were trained for: the dense features
 are that embedder's cosines, so another embedder does not get this reader.
@@ -21,12 +23,14 @@ import math
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from docket.dates import find_dates
 from docket.text import STOPWORDS, loose_sentences
 
 FEATURES = ("top", "gap", "mean3", "lift", "margin5", "cov_best", "cov_top2", "cov_top3", "cov_max", "sent_cov",
@@ -81,9 +85,21 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(s for s in loose_sentences(text) if len(s.split()) >= 3) or (text,)
 
 
+#: any fixed day: only which words of the question name a date matters here, not the period
+_SOME_DAY = date(2026, 1, 1)
+
+
+@lru_cache(maxsize=1 << 12)
+def _dated(question: str) -> frozenset[str]:
+    """The question's words that name a date ("in 2024", "on 1 March 2025", "last year"): the
+    versions move answers those, so a pool that never writes the year is not a pool without
+    the answer (the pool's passages are the versions in force then)."""
+    return frozenset(w for ref in find_dates(question, _SOME_DAY) for w in _TOKEN.findall(ref.text.lower()))
+
+
 def forget() -> None:
     """Empty the per-text caches (benchmarks measure a pool at first sight with it)."""
-    for cache in (_bag, _set, _sentences):
+    for cache in (_bag, _set, _sentences, _dated):
         cache.cache_clear()
 
 
@@ -113,7 +129,8 @@ class _Pool:
         n = len(bags)
         self.sets = [_set(b) for b in bags]
         self.unseen = math.log(1 + (n + 1) / 0.5)
-        self.tokens = _TOKEN.findall(question.lower())
+        dated = _dated(question)
+        self.tokens = [w for w in _TOKEN.findall(question.lower()) if w not in dated]
         self.q = list(dict.fromkeys(_stem(w) for w in self.tokens if w not in STOPWORDS))
         self.asked = set(self.q) | set(self.tokens)
         # document frequencies of the question's words only: the rest of the pool's words weigh nothing
@@ -146,10 +163,11 @@ def _names(question: str, texts: Sequence[str], top: list[int], titles: Sequence
     """The question's names (capitalised phrases after its first word) found as phrases: in the
     best three passages, anywhere in the pool, and in the titles of the best five (0.5 when the
     pool has no titles); and whether a number of the question is missing from the best three."""
+    dated = _dated(question)
     phrases = [m.group(0).lower() for m in _NAME_PHRASE.finditer(question) if m.start() > 0]
-    phrases = [p for p in phrases if p not in STOPWORDS]
+    phrases = [p for p in phrases if p not in STOPWORDS and not set(_TOKEN.findall(p)) <= dated]
     best = " ".join(texts[i] for i in top[:3]).lower()
-    num_missing = float(any(x not in best for x in _NUMBER.findall(question)))
+    num_missing = float(any(x not in best for x in _NUMBER.findall(question) if x.lower() not in dated))
     if not phrases:
         return 1.0, 1.0, 0.5, num_missing
     pool = " ".join(texts).lower()
