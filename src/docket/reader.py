@@ -43,6 +43,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 #: a name in the question: capitalised words or numbers in a row ("Arthur's Magazine", "Tour de France")
 _NAME_PHRASE = re.compile(r"(?:[A-Z][\w'.-]*|\d[\d,.]*)(?:\s+(?:(?:of|the|de|von|and|&)\s+)?(?:[A-Z][\w'.-]*|\d[\d,.]*))*")
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
+_RUNS = re.compile(r"\d+|[^\W\d_]+")
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _DATE_WORD = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                         r"December|century|centuries)\b", re.IGNORECASE)
@@ -94,7 +95,9 @@ def _dated(question: str) -> frozenset[str]:
     """The question's words that name a date ("in 2024", "on 1 March 2025", "last year"): the
     versions move answers those, so a pool that never writes the year is not a pool without
     the answer (the pool's passages are the versions in force then)."""
-    return frozenset(w for ref in find_dates(question, _SOME_DAY) for w in _TOKEN.findall(ref.text.lower()))
+    words = [w for ref in find_dates(question, _SOME_DAY) for w in _TOKEN.findall(ref.text.lower())]
+    # and their digit and letter runs: "1st" holds the "1" a name phrase reads, "2024年" the "2024"
+    return frozenset(words + [p for w in words for p in _RUNS.findall(w)])
 
 
 def forget() -> None:
