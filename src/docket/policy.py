@@ -223,8 +223,8 @@ class AnswerablePolicy(_Strict):
     #: `docket eval` measures the gate against)
     gate: bool = True
     #: the shipped answerability reader (docket.reader, MiniLM stores only) decides "not found"
-    #: instead of the floor and the keyword evidence: held out it refuses 1-3% of answerable
-    #: questions where the rule gate refused 8-15% (docs/policy.md, "Not found"); false: the rule
+    #: instead of the floor and the keyword evidence: held out it refuses 1-4% of answerable
+    #: questions where the rule gate refused 8-18% (docs/policy.md, "Not found"); false: the rule
     #: gate (the shipped floor, exact identifiers, keyword cover) decides, as before
     reader: bool = True
     #: the reader's threshold on P(answerable); None: the shipped default (chosen to refuse at most
