@@ -149,9 +149,13 @@ def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noq
         how = "never trained on (the shipped reader and thresholds)"
     exact = np.asarray([bool(evidence(pp.item.question, [c.chunk for c in pp.query.ranked],
                                       [c.score for c in pp.query.ranked]).exact) for pp in prepared])
-    found = {"floor": top >= NOT_FOUND_FLOOR, "rule": rule_gate(prepared), "strict_floor": (top >= strict) | exact,
-             # as the assembler decides: an exact identifier in a candidate overrides the reader
-             "reader": (p >= t_def) | exact, "reader_balanced": (p >= t_bal) | exact}
+    rule = rule_gate(prepared)
+    # as the assembler decides: an exact identifier in a candidate overrides the reader, and a
+    # pool smaller than the reader's training pools goes to the rule gate
+    small = np.asarray([len(pp.query.ranked) < reader.min_pool for pp in prepared], dtype=bool)
+    found = {"floor": top >= NOT_FOUND_FLOOR, "rule": rule, "strict_floor": (top >= strict) | exact,
+             "reader": np.where(small, rule, (p >= t_def) | exact),
+             "reader_balanced": np.where(small, rule, (p >= t_bal) | exact)}
     grid = np.arange(0.2, 0.8, 0.005)
     best_floor = max(grid, key=lambda f: T.balanced(top, y, f))
     row = {"questions": len(y), "unanswerable": int((~y).sum()), "held_out": how,

@@ -214,11 +214,13 @@ def main() -> int:
 
     from docket.embed import default_embedder
 
-    sets = []
+    sets, sizes = [], []
     for n in args.sets.split(","):
-        ex, _ = examples(n)
+        ex, prepared = examples(n)
         sets.append(ex)
+        sizes += [len(p.query.ranked) for p in prepared]
         print(f"{n}: {len(ex.y)} questions, {int((~ex.y).sum())} unanswerable", file=sys.stderr)
+    smallest = int(np.percentile(sizes, 2))  # 98% of the training pools are at least this large
     oof = out_of_fold(sets, hidden=args.hidden)
     t = choose_threshold(sets, oof, args.max_false_nf)
     tb = choose_balanced_threshold(sets, oof)
@@ -238,6 +240,10 @@ def main() -> int:
             "script": "benchmarks/train_reader.py", "hidden": args.hidden, "seed": SEED,
             "threshold_rule": f"out-of-fold false not-found <= {args.max_false_nf} on every training set",
             "balanced_threshold": tb,
+            # the pool size 98% of its training pools reach (a handful of HotpotQA pools hold 0-6):
+            # on a smaller pool its pool statistics (rarity, lift) are out of what it learned, and
+            # the rule gate decides instead (docket.answerable)
+            "min_pool": smallest,
             "balanced_threshold_rule": "the best mean out-of-fold balanced accuracy over the training sets"}
     reader = reader_of(arr, default_embedder().name, t, meta)
     if args.write:

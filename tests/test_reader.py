@@ -149,3 +149,15 @@ def test_the_demo_questions_about_the_past_are_found_by_default():
     store = MemoryStore(nimbus_chunks())
     for q in ("What was the refund window for annual plans in 2024?", "What was the annual plan refund window last year?"):
         assert assemble(q, store=store, budget=1000).found, q
+
+
+def test_a_pool_smaller_than_the_readers_training_pools_goes_to_the_rule_gate():
+    r = shipped()
+    assert r is not None and r.min_pool == 8
+    name = default_embedder().name
+    assert reader_for(name, 8) is r and reader_for(name, 7) is None and reader_for(name) is r
+    # one chunk: the pool statistics the reader reads mean nothing; the rule gate finds it on its cosine
+    chunks = nimbus_chunks()
+    refund = next(c for c in chunks if c.id == "pol3-4")
+    b = assemble(REFUND_QUESTION, store=MemoryStore([refund]), budget=250)
+    assert b.found

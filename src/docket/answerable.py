@@ -273,7 +273,7 @@ def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -
     if fl.shipped and ranked and ctx.policy.answerable.gate and ctx.policy.answerable.reader:
         from docket.reader import reader_for
 
-        if reader_for(_embedder_name(ctx)) is not None:  # the reader decides "not found", not this floor:
+        if reader_for(_embedder_name(ctx), len(ranked)) is not None:  # the reader decides "not found", not this floor:
             return min(f, max(s for _, s, _ in ranked))  # the best candidate always reaches it
     terms = exact_terms(ctx.question)
     if terms:
@@ -303,7 +303,7 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
     best = max(retriever_scores, default=float("-inf"))
     from docket.reader import reader_for
 
-    reader = reader_for(_embedder_name(ctx)) if fl.shipped and pool and ctx.policy.answerable.reader else None
+    reader = reader_for(_embedder_name(ctx), len(pool)) if fl.shipped and pool and ctx.policy.answerable.reader else None
     if reader is not None:
         return _read(reader, chunks, retriever_scores, ctx, pool, best)
     if best >= fl.not_found:

@@ -240,6 +240,11 @@ class Reader:
     threshold: float
     meta: dict[str, Any]
 
+    @property
+    def min_pool(self) -> int:
+        """The smallest pool it was trained on (smaller pools: the rule gate decides)."""
+        return int(self.meta.get("min_pool", 1))
+
     def probability(self, x: np.ndarray) -> np.ndarray:
         z = (np.atleast_2d(x) - self.mean) / self.scale
         h = np.maximum(z @ self.w1.T + self.b1, 0.0) if self.w1 is not None and self.b1 is not None else z
@@ -271,7 +276,10 @@ def shipped() -> Reader | None:
     return Reader.of(json.loads(f.read_text(encoding="utf-8")))
 
 
-def reader_for(embedder_name: str | None) -> Reader | None:
-    """The shipped reader when it was trained on this embedder's cosines, else None."""
+def reader_for(embedder_name: str | None, pool: int | None = None) -> Reader | None:
+    """The shipped reader when it was trained on this embedder's cosines (and, given `pool`, on
+    pools at least that small), else None."""
     r = shipped()
-    return r if r is not None and embedder_name is not None and r.embedder == embedder_name else None
+    if r is None or embedder_name is None or r.embedder != embedder_name:
+        return None
+    return r if pool is None or pool >= r.min_pool else None
