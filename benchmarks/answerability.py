@@ -1,17 +1,20 @@
 """Answerability on data the model never saw: the reader against the plain floor, in one run.
 
-    .venv/bin/python benchmarks/answerability.py [--sets squad-dev,hotpotqa,musique] [--json]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/answerability.py [--sets squad-dev,hotpotqa,musique] [--json]
 
-Per set, the balanced accuracy of "not found" (mean of answerable kept and unanswerable caught)
-for: the plain floor (the shipped 0.48 on the best MiniLM cosine); the best floor for that set
-(in-sample: an upper bound for any floor); docket's rule gate (the floor, plus exact identifiers
-and keyword cover above the noise floor: docket.answerable); and the reader (docket.reader), held
-out. Held out means: SQuAD 2.0 dev (Normans, Rhine) is never trained on, the model is the one
-benchmarks/train_reader.py builds; HotpotQA and MuSiQue are judged by 5-fold cross-validation
-grouped by question (a question's answerable and gold-removed copies share a fold), each fold's
-model trained on the other folds and the other training sets. Also: the false "not found" rate
-on answerable questions, the AUC, and the reader's size, load time and latency on a 50-candidate
-pool. Reads ../shared/data; embeddings are cached in .docket-cache/.
+Per set, the balanced accuracy (BA: mean of answerable kept and unanswerable caught), the false
+"not found" rate on answerable questions and the AUC of: the plain floor (the shipped 0.48 on the
+best MiniLM cosine); docket's rule gate (the floor, plus exact identifiers and keyword cover above
+the noise floor: docket.answerable, `answerable.reader = false`); and the reader (docket.reader,
+the default gate) at its default threshold and at its balanced one; plus the best floor for that
+set (in-sample: an upper bound for any floor). Held out means: SQuAD 2.0 dev (Normans, Rhine) is
+never trained on, the model and both thresholds are the shipped ones benchmarks/train_reader.py
+builds; HotpotQA and MuSiQue are judged by 5-fold cross-validation grouped by question (a
+question's answerable, gold-removed and off-topic copies share a fold), each fold's model trained
+on the other folds and the other training sets, its thresholds chosen on those training folds
+only (their out-of-fold predictions), never on the judged fold. Also the reader's size, load time
+and latency on a 50-candidate pool, first sight and warm. Reads ../shared/data; embeddings are
+cached in .docket-cache/.
 """
 
 from __future__ import annotations
@@ -57,55 +60,147 @@ def rule_gate(prepared: list) -> np.ndarray:  # noqa: ANN001
     return np.asarray(out, dtype=bool)
 
 
-def held_out_reader(test: T.Examples, train: list[T.Examples], k: int = 5) -> np.ndarray:
-    """P(answerable) for every question of `test`, from models that never saw its group."""
+def strict_floor(sets: list[T.Examples], max_false_nf: float = 0.03) -> float:
+    """The highest floor on the best cosine whose false "not found" rate is at most `max_false_nf`
+    on every set's answerable questions: the rule gate made strict enough for the default's budget."""
+    grid = np.round(np.arange(0.05, 0.8, 0.005), 3)
+    ok = [f for f in grid if all(np.mean(s.X[s.y, 0] < f) <= max_false_nf for s in sets if s.y.any())]
+    return float(max(ok)) if ok else float(grid[0])
+
+
+def held_out_reader(test: T.Examples, train: list[T.Examples],
+                    k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """P(answerable) for every question of `test` from models that never saw its group, and per
+    question the default and the balanced threshold, each chosen on that model's training folds
+    only (out-of-fold predictions there), and the strict floor chosen on them. `train` holds the
+    other sets; the test set's off-topic copy (same questions, another pool) is cut to the
+    training folds' questions too."""
     fid = T.folds_of(test.groups, k)
-    out = np.zeros(len(test.y))
+    p, t_def, t_bal, strict = (np.zeros(len(test.y)) for _ in range(4))
     for f in range(k):
-        tr = [T.Examples(test.name, test.X[fid != f], test.y[fid != f], []), *train]
+        held = {g for g, m in zip(test.groups, fid == f) if m}
+        tr = [T.Examples(test.name, test.X[fid != f], test.y[fid != f], [g for g, m in zip(test.groups, fid != f) if m])]
+        for s in train:
+            keep = np.asarray([g not in held for g in s.groups], dtype=bool) if s.name.startswith(test.name) else \
+                np.ones(len(s.y), dtype=bool)
+            tr.append(T.Examples(s.name, s.X[keep], s.y[keep], [g for g, m in zip(s.groups, keep) if m]))
+        oof = T.out_of_fold(tr)
         arr = T.fit(np.concatenate([s.X for s in tr]), np.concatenate([s.y for s in tr]), T.sample_weights(tr))
-        out[fid == f] = T.reader_of(arr, "").probability(test.X[fid == f])
-    return out
+        p[fid == f] = T.reader_of(arr, "").probability(test.X[fid == f])
+        t_def[fid == f] = T.choose_threshold(tr, oof, 0.03)
+        t_bal[fid == f] = T.choose_balanced_threshold(tr, oof)
+        strict[fid == f] = strict_floor(tr)
+    return p, t_def, t_bal, strict
 
 
 def latency(prepared: list, reader, runs: int = 200) -> dict:  # noqa: ANN001
-    """features + probability on 50-candidate pools (SQuAD articles' paragraphs, topped up)."""
-    from docket.reader import features
+    """features + probability on 50-candidate pools (the set's pools, topped up to 50 with the
+    first pool's passages at a low cosine)."""
+    from docket import reader as R
 
     pools = []
-    texts_all = [f"{c.chunk.title or ''}\n{c.chunk.text}" for p in prepared[:1] for c in p.query.ranked]
+    fill = [(c.chunk.title or "", c.chunk.text) for p in prepared[:1] for c in p.query.ranked]
     for p in prepared[:runs]:
         ranked = list(p.query.ranked)
+        heads = [c.chunk.title or "" for c in ranked]
         texts = [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in ranked]
         cos = [c.score for c in ranked]
         while len(texts) < 50:
-            texts.append(texts_all[len(texts) % len(texts_all)])
+            h, t = fill[len(texts) % len(fill)]
+            heads.append(h)
+            texts.append(f"{h}\n{t}")
             cos.append(0.1)
-        pools.append((p.item.question, texts[:50], cos[:50]))
-    from docket import reader as R
-
+        pools.append((p.item.question, texts[:50], cos[:50], heads[:50]))
     out: dict = {"pools": len(pools)}
     for kind in ("cold", "warm"):  # cold: no passage read before; warm: the pool's chunks seen by an earlier question
         ms = []
-        for q, texts, cos in pools:
+        for q, texts, cos, heads in pools:
             if kind == "cold":
-                R._bag.cache_clear()
+                R.forget()
             t0 = time.perf_counter()
-            reader.probability(features(q, texts, cos))
+            reader.probability(R.features(q, texts, cos, heads))
             ms.append(1000 * (time.perf_counter() - t0))
         out[kind] = {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}
     return out
 
 
+def _ba(found: np.ndarray, y: np.ndarray) -> float:
+    return (float(np.mean(found[y])) + float(np.mean(~found[~y]))) / 2
+
+
+def _fnf(found: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(~found[y]))
+
+
+def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noqa: ANN001
+    """One set's row: the plain floor, the rule gate and the reader (default and balanced threshold)."""
+    from docket.answerable import evidence
+    from docket.policy import NOT_FOUND_FLOOR
+
+    ex, prepared = data[name]
+    y, top = ex.y, ex.X[:, 0]
+    if name in train_names:  # cross-validated by question, the other training sets always in
+        p, t_def, t_bal, strict = held_out_reader(ex, [data[m][0] for m in train_names if m != name])
+        how = "5-fold by question; thresholds chosen on the training folds"
+    else:
+        p = reader.probability(ex.X)
+        t_def, t_bal = np.full(len(y), reader.threshold), np.full(len(y), reader.meta["balanced_threshold"])
+        strict = np.full(len(y), strict_floor([data[m][0] for m in train_names]))
+        how = "never trained on (the shipped reader and thresholds)"
+    exact = np.asarray([bool(evidence(pp.item.question, [c.chunk for c in pp.query.ranked],
+                                      [c.score for c in pp.query.ranked]).exact) for pp in prepared])
+    rule = rule_gate(prepared)
+    # as the assembler decides: an exact identifier in a candidate overrides the reader, and a
+    # pool smaller than the reader's training pools goes to the rule gate
+    small = np.asarray([len(pp.query.ranked) < reader.min_pool for pp in prepared], dtype=bool)
+    found = {"floor": top >= NOT_FOUND_FLOOR, "rule": rule, "strict_floor": (top >= strict) | exact,
+             "reader": np.where(small, rule, (p >= t_def) | exact),
+             "reader_balanced": np.where(small, rule, (p >= t_bal) | exact)}
+    grid = np.arange(0.2, 0.8, 0.005)
+    best_floor = max(grid, key=lambda f: T.balanced(top, y, f))
+    row = {"questions": len(y), "unanswerable": int((~y).sum()), "held_out": how,
+           "best_floor_in_sample": {"floor": round(float(best_floor), 3), "balanced": round(T.balanced(top, y, best_floor), 4)},
+           "thresholds": {"default": sorted(set(np.round(t_def, 2).tolist())), "balanced": sorted(set(np.round(t_bal, 2).tolist())),
+                          "strict_floor": sorted(set(np.round(strict, 3).tolist()))}}
+    for k, f in found.items():
+        row[k] = {"balanced": round(_ba(f, y), 4), "false_nf": round(_fnf(f, y), 4)}
+    row["floor"]["auc"] = round(_auc(top, y), 4)
+    row["reader"]["auc"] = round(_auc(p, y), 4)
+    return row
+
+
+def squad_by_article(data: dict, train_names: list[str]) -> dict:
+    """SQuAD 2.0 held out by article: each of the four articles with unanswerable questions
+    (train: Zelda, Spectre; dev: Normans, Rhine) judged by a model trained on the other three and
+    the other training sets, its thresholds chosen on them (out of fold)."""
+    sq = [data[n][0] for n in ("squad-train", "squad-dev")]
+    X, y = np.concatenate([e.X for e in sq]), np.concatenate([e.y for e in sq])
+    groups = [g for e in sq for g in e.groups]
+    arts = np.asarray([g.split("#")[0] for g in groups])
+    other = [data[n][0] for n in train_names if not n.startswith("squad")]
+    out = {}
+    for a in sorted(set(arts)):
+        m = arts == a
+        tr = [T.Examples("squad", X[~m], y[~m], [g for g, k in zip(groups, ~m) if k]), *other]
+        oof = T.out_of_fold(tr)
+        t, tb = T.choose_threshold(tr, oof, 0.03), T.choose_balanced_threshold(tr, oof)
+        arr = T.fit(np.concatenate([e.X for e in tr]), np.concatenate([e.y for e in tr]), T.sample_weights(tr))
+        p, ya = T.reader_of(arr, "").probability(X[m]), y[m]
+        out[a] = {"questions": int(m.sum()), "auc": round(_auc(p, ya), 4), "auc_top_cosine": round(_auc(X[m, 0], ya), 4),
+                  "default": {"threshold": t, "balanced": round(T.balanced(p, ya, t), 4),
+                              "false_nf": round(float(np.mean(p[ya] < t)), 4)},
+                  "balanced": {"threshold": tb, "balanced": round(T.balanced(p, ya, tb), 4),
+                               "false_nf": round(float(np.mean(p[ya] < tb)), 4)}}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="squad-dev,hotpotqa")
-    ap.add_argument("--train", default="squad-train,hotpotqa,hotpotqa-offtopic")
+    ap.add_argument("--sets", default="squad-dev,hotpotqa,musique")
+    ap.add_argument("--train", default=T.DEFAULT_SETS)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from docket.answerable import evidence
-    from docket.policy import NOT_FOUND_FLOOR
     from docket.reader import shipped
 
     t0 = time.perf_counter()
@@ -116,66 +211,40 @@ def main() -> int:
         raise SystemExit("no shipped reader: run benchmarks/train_reader.py --write first")
     names = list(dict.fromkeys(args.sets.split(",") + args.train.split(",")))
     data = {n: T.examples(n) for n in names}
-    train_names = args.train.split(",")
-    rows = {}
-    for n in args.sets.split(","):
-        ex, prepared = data[n]
-        y = ex.y
-        top = ex.X[:, 0]
-        if n in train_names:  # cross-validated, the other training sets always in
-            p = held_out_reader(ex, [data[m][0] for m in train_names if m != n])
-            how = "5-fold by question, other sets in training"
-        else:
-            p = reader.probability(ex.X)
-            how = "never trained on (the shipped reader)"
-        exact = np.asarray([bool(evidence(pp.item.question, [c.chunk for c in pp.query.ranked],
-                                          [c.score for c in pp.query.ranked]).exact) for pp in prepared])
-        # as the assembler decides: with the reader in charge the best candidate always reaches it
-        reader_found = (p >= reader.threshold) | exact
-        floor_found = top >= NOT_FOUND_FLOOR
-        rule_found = rule_gate(prepared)
-        either = rule_found | reader_found  # the reader only rescuing what the rule gate refuses
-        grid = np.arange(0.2, 0.8, 0.005)
-        best_floor = max(grid, key=lambda f: T.balanced(top, y, f))
-
-        def ba(found: np.ndarray, y: np.ndarray = y) -> float:
-            return (float(np.mean(found[y])) + float(np.mean(~found[~y]))) / 2
-
-        def fnf(found: np.ndarray, y: np.ndarray = y) -> float:
-            return float(np.mean(~found[y]))
-
-        rows[n] = {"questions": len(y), "unanswerable": int((~y).sum()), "held_out": how,
-                   "floor_0.48": {"balanced": round(ba(floor_found), 4), "false_nf": round(fnf(floor_found), 4)},
-                   "best_floor_in_sample": {"floor": round(float(best_floor), 3),
-                                            "balanced": round(T.balanced(top, y, best_floor), 4)},
-                   "rule_gate": {"balanced": round(ba(rule_found), 4), "false_nf": round(fnf(rule_found), 4)},
-                   "reader": {"balanced": round(ba(reader_found), 4), "false_nf": round(fnf(reader_found), 4),
-                              "auc": round(_auc(p, y), 4), "threshold": reader.threshold,
-                              "best_threshold_balanced": round(max(T.balanced(p, y, t) for t in np.arange(0.05, 0.95, 0.01)), 4)},
-                   "rule_or_reader": {"balanced": round(ba(either), 4), "false_nf": round(fnf(either), 4)},
-                   "auc_top_cosine": round(_auc(top, y), 4)}
+    rows = {n: judge(n, data, args.train.split(","), reader) for n in args.sets.split(",")}
     size = (T.OUT_FILE.stat().st_size if T.OUT_FILE.exists() else 0)
-    report = {"sets": rows, "reader_file_bytes": size, "reader_load_ms": round(load_ms, 2),
+    by_article = squad_by_article(data, args.train.split(",")) if {"squad-train", "squad-dev"} <= set(data) else {}
+    report = {"sets": rows, "squad_by_article": by_article, "reader_file_bytes": size, "reader_load_ms": round(load_ms, 2),
               "latency_50_candidates": latency(data[args.sets.split(",")[0]][1], reader)}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print("| set | questions (unanswerable) | floor 0.48: balanced acc. / false NF | best floor, in-sample | "
-          "rule gate: balanced / false NF | reader, held out: balanced / false NF (AUC) | reader at its best threshold | "
-          "rule or reader |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| set | questions (unanswerable) | plain floor 0.48: BA / false NF / AUC | rule gate (old default): BA / "
+          "false NF | strict floor (false NF <= 3% on the training sets): BA / false NF | reader, default threshold: BA / false NF / AUC | reader, balanced threshold: BA / false NF | "
+          "best floor, in-sample | held out |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for n, r in rows.items():
-        print(f"| {n} | {r['questions']} ({r['unanswerable']}) | {r['floor_0.48']['balanced']:.3f} / "
-              f"{100 * r['floor_0.48']['false_nf']:.1f}% | {r['best_floor_in_sample']['balanced']:.3f} "
-              f"({r['best_floor_in_sample']['floor']}) | {r['rule_gate']['balanced']:.3f} / "
-              f"{100 * r['rule_gate']['false_nf']:.1f}% | {r['reader']['balanced']:.3f} / "
-              f"{100 * r['reader']['false_nf']:.1f}% ({r['reader']['auc']:.3f}) | "
-              f"{r['reader']['best_threshold_balanced']:.3f} | {r['rule_or_reader']['balanced']:.3f} / "
-              f"{100 * r['rule_or_reader']['false_nf']:.1f}% |")
+        f, g, d, b, sf = r["floor"], r["rule"], r["reader"], r["reader_balanced"], r["strict_floor"]
+        print(f"| {n} | {r['questions']} ({r['unanswerable']}) | {f['balanced']:.3f} / {100 * f['false_nf']:.1f}% / "
+              f"{f['auc']:.3f} | {g['balanced']:.3f} / {100 * g['false_nf']:.1f}% | {sf['balanced']:.3f} / "
+              f"{100 * sf['false_nf']:.1f}% ({r['thresholds']['strict_floor']}) | {d['balanced']:.3f} / "
+              f"{100 * d['false_nf']:.1f}% / {d['auc']:.3f} | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% | "
+              f"{r['best_floor_in_sample']['balanced']:.3f} ({r['best_floor_in_sample']['floor']}) | {r['held_out']}, "
+              f"thresholds {r['thresholds']['default']} / {r['thresholds']['balanced']} |")
+    if by_article:
+        print("\nSQuAD 2.0 held out by article (trained on the other three articles and the other sets):\n")
+        print("| article | questions | AUC (best cosine alone) | default threshold: BA / false NF | balanced: BA / false NF |")
+        print("|---|---|---|---|---|")
+        for a, r in by_article.items():
+            d, b = r["default"], r["balanced"]
+            print(f"| {a} | {r['questions']} | {r['auc']:.3f} ({r['auc_top_cosine']:.3f}) | {d['balanced']:.3f} / "
+                  f"{100 * d['false_nf']:.1f}% ({d['threshold']}) | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% "
+                  f"({b['threshold']}) |")
     lat = report["latency_50_candidates"]
     print(f"\nreader: {size:,} bytes, loaded in {report['reader_load_ms']:.1f} ms; 50-candidate pool "
-          f"({lat['pools']} pools): cold p50 {lat['cold']['p50_ms']} ms / p95 {lat['cold']['p95_ms']} ms, warm p50 "
-          f"{lat['warm']['p50_ms']} ms / p95 {lat['warm']['p95_ms']} ms; threshold {reader.threshold}")
+          f"({lat['pools']} pools): first sight p50 {lat['cold']['p50_ms']} ms / p95 {lat['cold']['p95_ms']} ms, warm "
+          f"p50 {lat['warm']['p50_ms']} ms / p95 {lat['warm']['p95_ms']} ms; thresholds {reader.threshold} (default), "
+          f"{reader.meta['balanced_threshold']} (balanced)")
     return 0
 
 

@@ -12,6 +12,8 @@ from docket.store.base import MemoryStore
 
 from helpers import cands, mk
 
+RULE = Policy().updated(answerable={"reader": False})  # the rule gate (the reader is tested in test_reader.py)
+
 
 def test_default_nimbus_refund_found_discount_not_found():
     store = MemoryStore(nimbus_chunks())
@@ -22,7 +24,7 @@ def test_default_nimbus_refund_found_discount_not_found():
     # a question whose best match clears the noise floor (0.40) but not the not-found floor
     chunks = nimbus_chunks()
     ranked = cands(chunks, [0.45] + [0.2] * (len(chunks) - 1))
-    b = assemble("Is there a loyalty programme?", ranked, store=MemoryStore(chunks), budget=250)
+    b = assemble("Is there a loyalty programme?", ranked, store=MemoryStore(chunks), budget=250, policy=RULE)
     assert not b.found
     ev = next(e for e in b.trace if e["move"] == "floor" and e["action"] == "not_found")
     assert f"not-found floor {NOT_FOUND_FLOOR}" in ev["reason"] and "chosen on public data" in ev["reason"]
@@ -51,11 +53,11 @@ def test_the_floor_reads_the_rankers_score_not_the_re_scored_one():
     # below the noise floor too, so the keyword evidence (the chunk holds every word of the
     # question) does not rescue it: only re-scoring could lift it, and the gate ignores that
     ranked = cands(chunks, [NOT_FOUND_FLOOR - 0.1, 0.1])
-    b = assemble("Where does the Rhine flow?", ranked, store=MemoryStore(chunks), budget=500)
+    b = assemble("Where does the Rhine flow?", ranked, store=MemoryStore(chunks), budget=500, policy=RULE)
     assert not b.found
     assert any(e["action"] == "not_found" and "before re-scoring" in e["reason"] for e in b.trace)
     ranked = cands(chunks, [NOT_FOUND_FLOOR + 0.01, 0.1])
-    assert assemble("Where does the Rhine flow?", ranked, store=MemoryStore(chunks), budget=500).found
+    assert assemble("Where does the Rhine flow?", ranked, store=MemoryStore(chunks), budget=500, policy=RULE).found
 
 
 @pytest.mark.parametrize("floor,found", [(0.0, True), (1.5, False)])

@@ -1,7 +1,8 @@
 """The "not found" gate decides on the fused evidence, not the best cosine alone: an exact
 identifier, the question's keywords in one passage, never a retrieval score on the user's own
 attached file; the deciding numbers are in the trace. The corpus is written for these tests;
-the cosines quoted are MiniLM's (docket's default embedder)."""
+the cosines quoted are MiniLM's (docket's default embedder). These pin the rule gate
+(`answerable.reader = false`); the shipped reader, the default, is tested in test_reader.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from docket.answerable import KEYWORD_COVER, evidence, exact_terms
 from docket.assemble import assemble
+from docket.policy import Policy
 from docket.store.base import MemoryStore
 
 from helpers import cands, mk
@@ -23,10 +25,11 @@ TRAVEL = mk("travel-1", doc="travel", title="Travel expenses",
 LEAVE = mk("leave-1", doc="leave", title="Parental leave", text="Employees receive sixteen weeks of paid parental leave.")
 LAPTOPS = mk("it-1", doc="it", title="Laptops", text="Laptops are replaced every four years by the IT desk.")
 CORPUS = [LEDGER, TRAVEL, LEAVE, LAPTOPS]
+RULE = Policy().updated(answerable={"reader": False})  # the rule gate, one policy line away
 
 
 def _ask(q: str):  # noqa: ANN202
-    return assemble(q, store=MemoryStore(CORPUS), budget=400)
+    return assemble(q, store=MemoryStore(CORPUS), budget=400, policy=RULE)
 
 
 def _event(b, move, action):  # noqa: ANN001, ANN202
@@ -74,7 +77,8 @@ def test_an_off_topic_question_is_still_not_found():
 
 def test_keywords_alone_do_not_rescue_a_pool_below_the_noise_floor():
     chunks = [LEAVE, LAPTOPS]
-    b = assemble("How many weeks of parental leave?", cands(chunks, [0.30, 0.1]), store=MemoryStore(chunks), budget=400)
+    b = assemble("How many weeks of parental leave?", cands(chunks, [0.30, 0.1]), store=MemoryStore(chunks), budget=400,
+                 policy=RULE)
     assert not b.found
 
 

@@ -1,19 +1,24 @@
-"""The shipped answerability reader: small, numpy-only, tied to its embedder, opt-in in the gate."""
+"""The shipped answerability reader: small, numpy-only, tied to its embedder, the default gate (the
+rule gate one policy line away)."""
 
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from docket.assemble import assemble
 from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
 from docket.embed import HashEmbedder, default_embedder
-from docket.policy import Policy
-from docket.reader import FEATURES, Reader, features, reader_for, shipped
+from docket.errors import InputError
+from docket.policy import Policy, load_policy_dict
+from docket.reader import FEATURES, Reader, answer_type, features, reader_for, shipped
 from docket.store.base import MemoryStore
+
+from helpers import cands
 
 READER = Policy().updated(answerable={"reader": True})
 
@@ -63,3 +68,96 @@ def test_the_reader_never_reaches_another_embedder():
     store = MemoryStore(nimbus_chunks())
     b = assemble(REFUND_QUESTION, store=store, policy=READER, embedder=HashEmbedder(64), budget=250)
     assert b.found and any(e["move"] == "answerable" and e["action"] == "off" for e in b.trace)
+
+
+def test_the_reader_is_the_default_gate_and_the_rule_gate_is_one_policy_line_away():
+    store = MemoryStore(nimbus_chunks())
+    assert Policy().answerable.reader is True
+    b = assemble(DISCOUNT_QUESTION, store=store, budget=250)
+    ev = next(e for e in b.trace if e["action"] == "not_found")
+    assert not b.found and "reader" in ev["reason"] and ev["numbers"]["threshold"] == shipped().threshold
+    b = assemble(DISCOUNT_QUESTION, store=store, budget=250, policy=Policy().updated(answerable={"reader": False}))
+    ev = next(e for e in b.trace if e["action"] == "not_found")
+    assert not b.found and "reader" not in ev["reason"] and "floor" in ev["reason"]
+    assert assemble(REFUND_QUESTION, store=store, budget=250).found
+
+
+def test_the_reader_threshold_is_a_policy_setting_checked_on_load():
+    store = MemoryStore(nimbus_chunks())
+    r = shipped()
+    assert r is not None and 0.0 < r.threshold < r.meta["balanced_threshold"] < 1.0
+    chunks = nimbus_chunks()  # the best candidate clears the noise floor (0.40), so the reader alone decides
+    ranked = cands(chunks, [0.45] + [0.2] * (len(chunks) - 1))
+    everything = Policy().updated(answerable={"reader_threshold": 0.0})
+    assert assemble("Is there a loyalty programme?", ranked, store=MemoryStore(chunks), policy=everything, budget=250).found
+    nothing = Policy().updated(answerable={"reader_threshold": 1.0})
+    b = assemble(REFUND_QUESTION, store=store, policy=nothing, budget=250)
+    assert not b.found and next(e for e in b.trace if e["action"] == "not_found")["numbers"]["threshold"] == 1.0
+    with pytest.raises((InputError, ValueError), match="reader_threshold"):
+        load_policy_dict({"answerable": {"reader_threshold": 1.5}})
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("When did the Normans conquer England?", "when"), ("In what year was the dam built?", "when"),
+    ("How many tributaries does the Rhine have?", "num"), ("What percentage of the river is navigable?", "num"),
+    ("Who founded the abbey?", "who"), ("Where does the Rhine flow?", "where"),
+    ("What is the refund policy?", None), ("", None),
+])
+def test_answer_type_reads_the_question_wording(question: str, kind: str | None) -> None:
+    assert answer_type(question) == kind
+
+
+def _f(x: np.ndarray, name: str) -> float:
+    return float(x[FEATURES.index(name)])
+
+
+def test_answer_type_match_needs_the_asked_kind_in_the_best_sentence():
+    texts = ["Rhine\nThe bridge over the Rhine was built in 1875 by the city.", "Apples\nApples grow on trees."]
+    cos = [0.7, 0.1]
+    assert _f(features("When was the bridge over the Rhine built?", texts, cos), "type_hit") == 1.0
+    texts = ["Rhine\nThe bridge over the Rhine was built of stone by the city.", "Apples\nApples grow on trees."]
+    x = features("When was the bridge over the Rhine built?", texts, cos)
+    assert _f(x, "type_known") == 1.0 and _f(x, "type_hit") == 0.0
+    # a number the question already names is not an answer to "how many"
+    x = features("How many of the 12 bridges are old?", ["Bridges\nOf the 12 bridges most are old ones."], [0.6])
+    assert _f(x, "type_hit") == 0.0
+
+
+def test_title_hit_reads_the_question_names_against_the_best_titles():
+    texts = ["Arthur's Magazine\nArthur's Magazine was a literary periodical.", "Other\nSomething else entirely here."]
+    q = "When was Arthur's Magazine first published?"
+    assert _f(features(q, texts, [0.6, 0.2], ["Arthur's Magazine", "Other"]), "title_hit") == 1.0
+    assert _f(features(q, texts, [0.6, 0.2], ["First for Women", "Other"]), "title_hit") == 0.0
+    assert _f(features(q, texts, [0.6, 0.2]), "title_hit") == 0.5  # no titles given: no evidence either way
+
+
+def test_a_date_in_the_question_is_not_a_missing_name():
+    """The versions move answers "in 2024"; the passage in force then need not write the year."""
+    texts = ["Refunds\nAnnual plans can be refunded within 14 days of purchase.", "Shipping\nParcels ship in two days."]
+    cos = [0.55, 0.2]
+    plain = features("What was the refund window for annual plans?", texts, cos, ["Refunds", "Shipping"])
+    for q in ("What was the refund window for annual plans in 2024?",
+              "What was the refund window for annual plans on 1 March 2025?"):
+        x = features(q, texts, cos, ["Refunds", "Shipping"])
+        for name in ("ent_pool", "ent_cov", "num_missing", "missing", "cov_best"):
+            assert _f(x, name) == _f(plain, name), (q, name)
+    # a number that is not a date still counts
+    assert _f(features("Are the 30 day refunds for annual plans?", texts, cos), "num_missing") == 1.0
+
+
+def test_the_demo_questions_about_the_past_are_found_by_default():
+    store = MemoryStore(nimbus_chunks())
+    for q in ("What was the refund window for annual plans in 2024?", "What was the annual plan refund window last year?"):
+        assert assemble(q, store=store, budget=1000).found, q
+
+
+def test_a_pool_smaller_than_the_readers_training_pools_goes_to_the_rule_gate():
+    r = shipped()
+    assert r is not None and r.min_pool == 8
+    name = default_embedder().name
+    assert reader_for(name, 8) is r and reader_for(name, 7) is None and reader_for(name) is r
+    # one chunk: the pool statistics the reader reads mean nothing; the rule gate finds it on its cosine
+    chunks = nimbus_chunks()
+    refund = next(c for c in chunks if c.id == "pol3-4")
+    b = assemble(REFUND_QUESTION, store=MemoryStore([refund]), budget=250)
+    assert b.found

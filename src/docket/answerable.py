@@ -273,7 +273,7 @@ def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -
     if fl.shipped and ranked and ctx.policy.answerable.gate and ctx.policy.answerable.reader:
         from docket.reader import reader_for
 
-        if reader_for(_embedder_name(ctx)) is not None:  # the reader decides "not found", not this floor:
+        if reader_for(_embedder_name(ctx), len(ranked)) is not None:  # the reader decides "not found", not this floor:
             return min(f, max(s for _, s, _ in ranked))  # the best candidate always reaches it
     terms = exact_terms(ctx.question)
     if terms:
@@ -303,7 +303,7 @@ def clears_not_found(chunks: Sequence[Chunk], retriever_scores: Sequence[float],
     best = max(retriever_scores, default=float("-inf"))
     from docket.reader import reader_for
 
-    reader = reader_for(_embedder_name(ctx)) if fl.shipped and pool and ctx.policy.answerable.reader else None
+    reader = reader_for(_embedder_name(ctx), len(pool)) if fl.shipped and pool and ctx.policy.answerable.reader else None
     if reader is not None:
         return _read(reader, chunks, retriever_scores, ctx, pool, best)
     if best >= fl.not_found:
@@ -336,18 +336,20 @@ def _read(reader: Any, chunks: Sequence[Chunk], scores: Sequence[float], ctx: Co
     from docket.reader import features as reader_features
 
     ev = evidence(ctx.question, chunks, scores)
-    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool])
+    x = reader_features(ctx.question, [f"{c.chunk.title or ''}\n{c.chunk.text}" for c in pool], [c.score for c in pool],
+                        [c.chunk.title or "" for c in pool])
     p = float(reader.probability(x)[0])
-    numbers = {"p_answerable": round(p, 4), "threshold": reader.threshold, "best": round(best, 4), **ev.numbers(),
+    t = reader.threshold if ctx.policy.answerable.reader_threshold is None else ctx.policy.answerable.reader_threshold
+    numbers = {"p_answerable": round(p, 4), "threshold": t, "best": round(best, 4), **ev.numbers(),
                **{f: round(float(v), 4) for f, v in zip(FEATURES, x)}}
-    if p >= reader.threshold:
+    if p >= t:
         return True
     if ev.exact:
-        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {reader.threshold}), "
+        ctx.trace.add("answerable", "found", list(ev.exact), f"the reader gives P(answerable) {p:.3f} (< {t}), "
                       f"but {len(ev.exact)} candidate(s) hold the question's exact term(s) {', '.join(ev.exact_terms)}: found",
                       **numbers)
         return True
-    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {reader.threshold}; "
+    ctx.trace.add("floor", "not_found", [], f"the answerability reader gives P(answerable) {p:.3f} (< {t}; "
                   f"best cosine {best:.4f}) and no candidate holds an exact term of the question: answer 'not found' "
                   "without an LLM call", **numbers)
     return False

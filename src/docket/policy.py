@@ -223,9 +223,14 @@ class AnswerablePolicy(_Strict):
     #: `docket eval` measures the gate against)
     gate: bool = True
     #: the shipped answerability reader (docket.reader, MiniLM stores only) decides "not found"
-    #: instead of the floor and the keyword evidence; off by default: it halves false "not
-    #: found" on HotpotQA but catches fewer of SQuAD 2.0's unanswerable questions (docs/policy.md)
-    reader: bool = False
+    #: instead of the floor and the keyword evidence: held out it refuses 1-4% of answerable
+    #: questions where the rule gate refused 8-18% (docs/policy.md, "Not found"); false: the rule
+    #: gate (the shipped floor, exact identifiers, keyword cover) decides, as before
+    reader: bool = True
+    #: the reader's threshold on P(answerable); None: the shipped default (chosen to refuse at most
+    #: 3% of answerable training questions); the reader's `meta.balanced_threshold` says more "not
+    #: found" at a cost in answerable questions
+    reader_threshold: float | None = Field(None, ge=0.0, le=1.0)
     floor: float | None = None
     #: the embedder `floor` was fitted for (`Embedder.name`; `docket calibrate` writes it): with
     #: another embedder the floor does not apply (a cosine floor is one embedder's scale)

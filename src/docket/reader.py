@@ -1,15 +1,19 @@
 """A reader for answerability without an LLM call: does this pool answer this question?
 
-A small model over features of the question and its ranked pool (no text generation, numpy
-only): the dense scores (best cosine, its lead, the mean of the best three, the best against the
-pool's mean), keyword evidence (the rarity-weighted share of the question's words in the best
-passage, in the best three, in any one passage, in one sentence, and absent from the whole
-pool; a BM25 of the best passage normalised by its ceiling), the question's names and numbers
-found in the best passages, whether the dense and the keyword best agree, and the question's
-length. The weights are built by benchmarks/train_reader.py from ../shared/data (SQuAD 2.0
-train, HotpotQA and MuSiQue pools with and without their gold paragraphs) and shipped in
-docket/data/answerable_reader.json with the embedder they were trained for: the dense
-features are that embedder's cosines, so another embedder does not get this reader.
+A logistic regression over features of the question and its ranked pool (no text generation,
+numpy only; FEATURES): the dense scores (best cosine, its lead over the next and the next five,
+over the pool's mean), keyword evidence (the rarity-weighted share of the question's words in
+the best passage, the best two and three, any one passage, the best sentence and two sentences,
+absent from the pool; BM25 of the best passage and the best of the top ten), the question's
+names found as phrases in the best passages, the pool and the best titles, the answer type (a
+"when" question needs a date in the best sentence, "how many" a quantity, "who"/"where" a name
+the question does not give), negation, the question's word pairs in the best sentence. Words
+that name a date ("in 2024", "last year": docket.dates) are left out of the question's words,
+names and numbers: the versions move answers them, and the passages in force then need not
+write the year. The weights are built by benchmarks/train_reader.py from ../shared/data (SQuAD 2.0 train, HotpotQA
+and MuSiQue pools with and without their gold paragraphs, and off topic) and shipped in
+docket/data/answerable_reader.json with the embedder they were trained for: the dense features
+are that embedder's cosines, so another embedder does not get this reader.
 """
 
 from __future__ import annotations
@@ -17,26 +21,44 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from docket.dates import find_dates
 from docket.text import STOPWORDS, loose_sentences
 
-FEATURES = ("top", "gap", "mean3", "lift", "cov_best", "cov_top3", "cov_max", "sent_cov", "missing", "bm25_best",
-            "ent_cov", "num_missing", "agree", "q_len", "rare_absent", "neg_diff")
+FEATURES = ("top", "gap", "mean3", "lift", "margin5", "cov_best", "cov_top2", "cov_top3", "cov_max", "sent_cov",
+            "sent_cov2", "missing", "bm25_best", "bm25_max", "ent_cov", "ent_pool", "title_hit", "num_missing",
+            "agree", "q_len", "rare_absent", "rare_absent_top", "neg_diff", "bigram", "type_known", "type_hit",
+            "type_hit_top3", "cos_of_cov_max")
 
 _SUFFIXES = ("ing", "ed", "es", "s")
-_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w'-]+")
-_NUMBER = re.compile(r"\b\d[\d,.]*\b")
-_NEGATION = re.compile(r"\b(?:not|never|no|none|nor|without|n't|cannot)\b|n't\b", re.IGNORECASE)
-
-
 _TOKEN = re.compile(r"[^\W_]+")
+#: a name in the question: capitalised words or numbers in a row ("Arthur's Magazine", "Tour de France")
+_NAME_PHRASE = re.compile(r"(?:[A-Z][\w'.-]*|\d[\d,.]*)(?:\s+(?:(?:of|the|de|von|and|&)\s+)?(?:[A-Z][\w'.-]*|\d[\d,.]*))*")
+_NUMBER = re.compile(r"\b\d[\d,.]*\b")
+_RUNS = re.compile(r"\d+|[^\W\d_]+")
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
+_DATE_WORD = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+                        r"December|century|centuries)\b", re.IGNORECASE)
+_QUANTITY = re.compile(r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+                       r"forty|fifty|hundred|thousand|million|billion|dozen|half|several)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z][\w'-]*")
+_NEGATION = re.compile(r"\b(?:not|never|no|none|nor|without|cannot)\b|n't\b", re.IGNORECASE)
+#: the answer a question asks for, by its wording (first match wins): a quantity, a date, a person, a place
+_ANSWER_TYPES = (
+    ("num", re.compile(r"\b(?:how (?:many|much|long|old|far|large|big|tall|high|often)|what (?:percentage|percent|"
+                       r"number|amount|proportion))\b")),
+    ("when", re.compile(r"\b(?:when|what year|which year|what century|what decade|what date|what time|what period)\b")),
+    ("who", re.compile(r"\b(?:who|whom|whose)\b")),
+    ("where", re.compile(r"\b(?:where|what (?:city|country|place|state|region|river|town))\b")),
+)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -54,86 +76,152 @@ def _bag(text: str) -> tuple[str, ...]:
     return tuple(map(_stem, _TOKEN.findall(text.lower())))
 
 
-def _question_words(question: str) -> list[str]:
-    return list(dict.fromkeys(_stem(w) for w in _TOKEN.findall(question.lower()) if w not in STOPWORDS))
+@lru_cache(maxsize=1 << 12)
+def _set(bag: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(bag)
 
 
-def features(question: str, texts: Sequence[str], cosines: Sequence[float]) -> np.ndarray:
+@lru_cache(maxsize=1 << 12)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(s for s in loose_sentences(text) if len(s.split()) >= 3) or (text,)
+
+
+#: any fixed day: only which words of the question name a date matters here, not the period
+_SOME_DAY = date(2026, 1, 1)
+
+
+@lru_cache(maxsize=1 << 12)
+def _dated(question: str) -> frozenset[str]:
+    """The question's words that name a date ("in 2024", "on 1 March 2025", "last year"): the
+    versions move answers those, so a pool that never writes the year is not a pool without
+    the answer (the pool's passages are the versions in force then)."""
+    words = [w for ref in find_dates(question, _SOME_DAY) for w in _TOKEN.findall(ref.text.lower())]
+    # and their digit and letter runs: "1st" holds the "1" a name phrase reads, "2024年" the "2024"
+    return frozenset(words + [p for w in words for p in _RUNS.findall(w)])
+
+
+def forget() -> None:
+    """Empty the per-text caches (benchmarks measure a pool at first sight with it)."""
+    for cache in (_bag, _set, _sentences, _dated):
+        cache.cache_clear()
+
+
+def answer_type(question: str) -> str | None:
+    """What the question asks for: "num", "when", "who", "where", or None (no type to check)."""
+    low = question.lower()
+    return next((name for name, rx in _ANSWER_TYPES if rx.search(low)), None)
+
+
+def _type_hit(kind: str | None, sentence: str, asked: set[str]) -> float:
+    """1 when the sentence holds something of the asked type that the question does not already
+    name (a year for "when", a quantity for "how many", a name for "who"/"where")."""
+    if kind == "when":
+        return float(bool(_YEAR.search(sentence) or _DATE_WORD.search(sentence)))
+    if kind == "num":
+        return float(any(m.group(0).lower() not in asked for m in _QUANTITY.finditer(sentence)))
+    if kind in ("who", "where"):
+        return float(any(_stem(m.group(0).lower()) not in asked for m in _CAPITALISED.finditer(sentence)))
+    return 1.0
+
+
+class _Pool:
+    """One question against one pool: the rarity weights (idf over the pool) of the question's
+    content words, and the weighted share of them a set of words covers."""
+
+    def __init__(self, question: str, bags: list[tuple[str, ...]]) -> None:
+        n = len(bags)
+        self.sets = [_set(b) for b in bags]
+        self.unseen = math.log(1 + (n + 1) / 0.5)
+        dated = _dated(question)
+        self.tokens = [w for w in _TOKEN.findall(question.lower()) if w not in dated]
+        self.q = list(dict.fromkeys(_stem(w) for w in self.tokens if w not in STOPWORDS))
+        self.asked = set(self.q) | set(self.tokens)
+        # document frequencies of the question's words only: the rest of the pool's words weigh nothing
+        self.df = [sum(1 for s in self.sets if w in s) for w in self.q]
+        self.w = [math.log(1 + (n + 1) / (d + 0.5)) if d else self.unseen for d in self.df]
+        self.total = sum(self.w) or 1.0
+
+    def cover(self, words: Set[str]) -> float:
+        return sum(x for w, x in zip(self.q, self.w) if w in words) / self.total
+
+    def pool_cover(self) -> float:
+        """The weighted share of the question's words found somewhere in the pool."""
+        return sum(x for d, x in zip(self.df, self.w) if d) / self.total
+
+    def rarest_absent(self, words: Set[str]) -> float:
+        """The rarest question word the words lack (a swapped name or term), over the ceiling."""
+        return max((x for w, x in zip(self.q, self.w) if w not in words), default=0.0) / self.unseen
+
+    def bm25(self, bag: tuple[str, ...], avg_len: float, k1: float = 1.2, b: float = 0.75) -> float:
+        """BM25 of one passage over its ceiling (every question word present, once)."""
+        tf: dict[str, int] = {}
+        for w in bag:
+            tf[w] = tf.get(w, 0) + 1
+        norm = k1 * (1 - b + b * len(bag) / avg_len)
+        s = sum(x * tf[w] * (k1 + 1) / (tf[w] + norm) for w, x in zip(self.q, self.w) if w in tf)
+        return s / (self.total * (k1 + 1)) if self.q else 0.0
+
+
+def _names(question: str, texts: Sequence[str], top: list[int], titles: Sequence[str] | None) -> tuple[float, ...]:
+    """The question's names (capitalised phrases after its first word) found as phrases: in the
+    best three passages, anywhere in the pool, and in the titles of the best five (0.5 when the
+    pool has no titles); and whether a number of the question is missing from the best three."""
+    dated = _dated(question)
+    phrases = [m.group(0).lower() for m in _NAME_PHRASE.finditer(question) if m.start() > 0]
+    phrases = [p for p in phrases if p not in STOPWORDS and not set(_TOKEN.findall(p)) <= dated]
+    best = " ".join(texts[i] for i in top[:3]).lower()
+    num_missing = float(any(x not in best for x in _NUMBER.findall(question) if x.lower() not in dated))
+    if not phrases:
+        return 1.0, 1.0, 0.5, num_missing
+    pool = " ".join(texts).lower()
+    heads = [titles[i].lower() for i in top[:5] if titles[i]] if titles is not None else []
+    title_hit = sum(1 for p in phrases if any(p in t or t in p for t in heads)) / len(phrases) if heads else 0.5
+    return (sum(1 for p in phrases if p in best) / len(phrases), sum(1 for p in phrases if p in pool) / len(phrases),
+            title_hit, num_missing)
+
+
+def features(question: str, texts: Sequence[str], cosines: Sequence[float],
+             titles: Sequence[str] | None = None) -> np.ndarray:
     """The feature vector (FEATURES order) of one question and its pool: `texts` are the
-    candidates' title + text, `cosines` their dense scores from the reader's embedder."""
+    candidates' title + text, `cosines` their dense scores from the reader's embedder, `titles`
+    their titles alone (None: no titles)."""
     n = len(texts)
     if n == 0:
         return np.zeros(len(FEATURES))
     cos = np.asarray(cosines, dtype=float)
-    order = np.argsort(-cos, kind="stable")
+    order = [int(i) for i in np.argsort(-cos, kind="stable")]
     sc = cos[order]
     bags = [_bag(t) for t in texts]
-    sets = [set(b) for b in bags]
-    df: dict[str, int] = {}
-    for s in sets:
-        for w in s:
-            df[w] = df.get(w, 0) + 1
-    unseen = math.log(1 + (n + 1) / 0.5)
-
-    def idf(w: str) -> float:
-        d = df.get(w)
-        return unseen if d is None else math.log(1 + (n + 1) / (d + 0.5))
-
-    q = _question_words(question)
-    wq = np.array([idf(w) for w in q]) if q else np.zeros(0)
-    total = float(wq.sum()) or 1.0
-
-    def cover(s: set[str]) -> float:
-        return float(sum(x for w, x in zip(q, wq) if w in s)) / total if q else 0.0
-
-    covs = np.array([cover(s) for s in sets])
-    best = int(order[0])
-    top3 = [int(i) for i in order[:3]]
-    union: set[str] = set().union(*(sets[i] for i in top3))
-    pool: set[str] = set().union(*sets)
-    sent_cov, best_sent = 0.0, texts[best]
-    for i in top3:
-        for sent in loose_sentences(texts[i]):
-            if len(sent.split()) >= 3:
-                c = cover(set(_bag(sent)))
-                if c > sent_cov:
-                    sent_cov, best_sent = c, sent
-    # the rarest question word the best sentence lacks (a swapped name or term), over the ceiling
-    in_sent = set(_bag(best_sent))
-    rare_absent = max((x for w, x in zip(q, wq) if w not in in_sent), default=0.0) / unseen
-    neg_diff = float(bool(_NEGATION.search(question)) != bool(_NEGATION.search(best_sent)))
-    # BM25 of the best passage (k1 1.2, b 0.75 over the pool's lengths), over its ceiling
-    lens = np.array([len(b) for b in bags], dtype=float)
-    avg = float(lens.mean()) or 1.0
-    tf: dict[str, int] = {}
-    for w in bags[best]:
-        tf[w] = tf.get(w, 0) + 1
-    k1, b = 1.2, 0.75
-    norm = k1 * (1 - b + b * lens[best] / avg)
-    bm = sum(x * tf[w] * (k1 + 1) / (tf[w] + norm) for w, x in zip(q, wq) if w in tf)
-    bm25_best = bm / (total * (k1 + 1)) if q else 0.0
-    names = {_stem(w) for m in _NAME.findall(question) for w in _TOKEN.findall(m.lower())}
-    nums = set(_NUMBER.findall(question))
-    top_text = " ".join(texts[i] for i in top3)
-    ent_cov = (sum(1 for w in names if w in union) / len(names)) if names else 1.0
-    num_missing = float(any(x not in top_text for x in nums))
+    P = _Pool(question, bags)
+    covs = np.array([P.cover(s) for s in P.sets])
+    best = order[0]
+    u2, u3 = P.sets[best].union(*(P.sets[i] for i in order[1:2])), P.sets[best].union(*(P.sets[i] for i in order[1:3]))
+    sents = sorted(((P.cover(_set(_bag(s))), s) for i in order[:3] for s in _sentences(texts[i])),
+                   key=lambda t: -t[0])
+    sent_cov, best_sent = sents[0]
+    in_sent = _set(_bag(best_sent))
+    sent_cov2 = P.cover(in_sent | _set(_bag(sents[1][1]))) if len(sents) > 1 else sent_cov
+    avg = sum(len(b) for b in bags) / n or 1.0
+    # the question's word pairs (stemmed, not two stopwords) in the best sentence, in order
+    pairs = [p for p in zip(map(_stem, P.tokens), map(_stem, P.tokens[1:])) if not (p[0] in STOPWORDS and p[1] in STOPWORDS)]
+    sb = _bag(best_sent)
+    in_pairs = set(zip(sb, sb[1:]))
+    kind = answer_type(question)
+    ent_cov, ent_pool, title_hit, num_missing = _names(question, texts, order, titles)
+    imax = int(np.argmax(covs))
+    rest = sc[1:6]
     return np.array([
-        sc[0],
-        sc[0] - (sc[1] if n > 1 else 0.0),
-        float(sc[:3].mean()),
-        sc[0] - float(sc.mean()),
-        covs[best],
-        cover(union),
-        float(covs.max()),
-        sent_cov,
-        1.0 - cover(pool),
-        bm25_best,
-        ent_cov,
-        num_missing,
-        float(int(np.argmax(covs)) == best),
-        min(len(q), 20) / 10.0,
-        rare_absent,
-        neg_diff,
+        sc[0], sc[0] - (sc[1] if n > 1 else 0.0), float(sc[:3].mean()), sc[0] - float(sc.mean()),
+        sc[0] - (float(rest.mean()) if len(rest) else 0.0),
+        covs[best], P.cover(u2), P.cover(u3), float(covs.max()), sent_cov, sent_cov2,
+        1.0 - P.pool_cover(),
+        P.bm25(bags[best], avg), max(P.bm25(bags[i], avg) for i in order[:10]),
+        ent_cov, ent_pool, title_hit, num_missing,
+        float(imax == best), min(len(P.q), 20) / 10.0, P.rarest_absent(in_sent), P.rarest_absent(u3),
+        float(bool(_NEGATION.search(question)) != bool(_NEGATION.search(best_sent))),
+        sum(1 for p in pairs if p in in_pairs) / len(pairs) if pairs else 0.0,
+        float(kind is not None), _type_hit(kind, best_sent, P.asked),
+        max(_type_hit(kind, s, P.asked) for _, s in sents[:3]), float(cos[imax]),
     ])
 
 
@@ -151,6 +239,11 @@ class Reader:
     b2: float
     threshold: float
     meta: dict[str, Any]
+
+    @property
+    def min_pool(self) -> int:
+        """The smallest pool it was trained on (smaller pools: the rule gate decides)."""
+        return int(self.meta.get("min_pool", 1))
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         z = (np.atleast_2d(x) - self.mean) / self.scale
@@ -183,7 +276,10 @@ def shipped() -> Reader | None:
     return Reader.of(json.loads(f.read_text(encoding="utf-8")))
 
 
-def reader_for(embedder_name: str | None) -> Reader | None:
-    """The shipped reader when it was trained on this embedder's cosines, else None."""
+def reader_for(embedder_name: str | None, pool: int | None = None) -> Reader | None:
+    """The shipped reader when it was trained on this embedder's cosines (and, given `pool`, on
+    pools at least that small), else None."""
     r = shipped()
-    return r if r is not None and embedder_name is not None and r.embedder == embedder_name else None
+    if r is None or embedder_name is None or r.embedder != embedder_name:
+        return None
+    return r if pool is None or pool >= r.min_pool else None
