@@ -18,7 +18,9 @@ build leaves a store whose next opener builds it (PostgresStore._ensure_hnsw).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,8 +57,18 @@ FROM docket_import s JOIN docket_import_tv t USING (n) ORDER BY s.n
 """
 
 
-def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolution) -> int:
-    """Write every batch and the versions they make, all or nothing; returns the chunks written."""
+@contextmanager
+def _stage(stages: dict[str, float] | None, name: str) -> Iterator[None]:
+    t = time.perf_counter()
+    yield
+    if stages is not None:
+        stages[name] = stages.get(name, 0.0) + time.perf_counter() - t
+
+
+def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolution,
+         stages: dict[str, float] | None = None) -> int:
+    """Write every batch and the versions they make, all or nothing; returns the chunks written.
+    `stages` (benchmarks) gets the seconds each stage took."""
     from docket.store import postgres as pg
 
     store._ensure_chunks(checker.dim)
@@ -72,28 +84,36 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
             conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, value))
         registry = Registry.of((r["name"], r["groups"]) for r in conn.execute("SELECT name, groups FROM principals"))
         conn.execute(_STAGE.format(dim=int(checker.dim)))
-        n = _copy(conn, batches, registry, note)
+        with _stage(stages, "read+check+copy"):
+            n = _copy(conn, batches, registry, note)
+            conn.execute("ANALYZE docket_import")
         conn.execute(_DROP)
-        conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, tv, coalesce((SELECT "
+        with _stage(stages, "tsvector"):
+            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, tv, coalesce((SELECT "
                      f"sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, {pg._TSV} "
                      "AS tv FROM docket_import s) x")
-        conn.execute(_CHUNKS)
+            conn.execute("ANALYZE docket_import_tv")
+        with _stage(stages, "chunks"):
+            conn.execute(_CHUNKS)
         a0 = float(conn.execute("SELECT greatest(1.0, coalesce(avg(len), 1))::float8 AS a FROM chunks").fetchone()["a"])
         conn.execute("INSERT INTO meta VALUES ('bm25_avgdl', %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                      (repr(a0),))
         impact = pg.IMPACT_SQL.format(tf="cardinality(u.positions)", len="t.len", a0="%s::float8")
-        conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, c.rowid, "
-                     f"cardinality(u.positions), t.len, c.cls, {impact} FROM docket_import s JOIN docket_import_tv t "
-                     "USING (n) JOIN chunks c ON c.id = s.id, unnest(t.tv) u", (a0,))
+        with _stage(stages, "postings"):
+            conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, c.rowid, "
+                         f"cardinality(u.positions), t.len, c.cls, {impact} FROM docket_import s JOIN docket_import_tv t "
+                         "USING (n) JOIN chunks c ON c.id = s.id, unnest(t.tv) u", (a0,))
         conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-        conn.execute(_REBUILD)
+        with _stage(stages, "keyword indexes"):
+            conn.execute(_REBUILD)
         conn.execute("INSERT INTO acl_classes(id, entries, n, total_len) SELECT cls, min(acl), count(*), "
                      "coalesce(sum(len), 0) FROM chunks GROUP BY cls ORDER BY cls ON CONFLICT (id) DO UPDATE SET "
                      "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
                      "total_len = EXCLUDED.total_len")
         _versions(conn, checker, pg._redact(store.location))
         conn.execute(pg._BUMP)
-    _after(store)
+    with _stage(stages, "hnsw+vacuum"):
+        _after(store)
     return n
 
 

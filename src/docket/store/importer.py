@@ -132,7 +132,8 @@ class Checker:
                     raise self.fail(row, name, f"{name} {mine!r} differs from {theirs!r} given to document {c.doc!r} "
                                                f"v{c.version} at row {v.first}; the rows of one version share it")
         v.n += 1
-        v.digest.update(json.dumps(c.to_record(), sort_keys=True, ensure_ascii=False, default=str).encode())
+        v.digest.update(repr((c.id, c.text, c.title, c.section, c.position, c.date, c.effective_to, c.source_type,
+                              c.trust, c.acl, sorted(c.metadata.items()))).encode())
         v.digest.update(vec.tobytes())
 
 
@@ -255,10 +256,10 @@ class ImportReport:
 
 
 def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tuple[str, int],
-                count: Callable[[str], int] | None = None) -> ImportReport:
+                count: Callable[[str], int] | None = None, stages: dict[str, float] | None = None) -> ImportReport:
     """Load `path` into the empty `store` in one transaction (docket.store.bulk_sqlite or
     bulk_postgres). `embedder` is (name, dim) of the model that made the vectors; a store that
-    already names another is refused, naming both."""
+    already names another is refused, naming both. `stages` (benchmarks) gets each stage's seconds."""
     import time
 
     from docket.store.access import AclResolution
@@ -284,6 +285,6 @@ def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tup
         from docket.store import bulk_postgres as backend
     else:
         from docket.store import bulk_sqlite as backend  # type: ignore[no-redef]
-    n = backend.load(store, batches(path, fmt, checker), checker, note)  # also writes meta embedder, dim
+    n = backend.load(store, batches(path, fmt, checker), checker, note, stages)  # also writes meta embedder, dim
     return ImportReport(n, len(checker.versions), len({d for d, _ in checker.versions}), time.perf_counter() - started,
                         name, dim, note.to_json())
