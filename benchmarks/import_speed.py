@@ -102,8 +102,8 @@ def _fresh_pg(uri: str, name: str) -> str:
 
 
 def import_into(location: str, path: Path, dim: int) -> tuple[int, float]:
+    from docket.store.bulk import import_file
     from docket.store.factory import open_store
-    from docket.store.importer import import_file
 
     with open_store(location) as s:  # type: ignore[attr-defined]
         t = time.perf_counter()

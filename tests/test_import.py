@@ -16,8 +16,8 @@ from conftest_pg import pg_server, pg_url  # noqa: F401
 from docket.errors import InputError
 from docket.store import importer
 from docket.store.access import Principal
+from docket.store.bulk import import_file
 from docket.store.factory import open_store
-from docket.store.importer import import_file
 from docket.store.protocol import Filters
 
 DIM = 16

@@ -29,8 +29,8 @@ def import_cmd(
     all rows in one transaction, or none; the ANN and keyword indexes are built once, after the load."""
     import json
 
+    from docket.store.bulk import import_file
     from docket.store.factory import open_store
-    from docket.store.importer import import_file
 
     if embedder not in _MODELS:
         raise InputError(f"must be one of {', '.join(_MODELS)}, got {embedder!r}", field="--embedder")
