@@ -89,8 +89,11 @@ def impact_sql(readable: str, where: str) -> str:
         "allp AS (SELECT term, chunk, tf, len FROM top UNION ALL SELECT term, chunk, tf, len FROM got), "
         f"s AS (SELECT p.chunk, sum({_SCORE} ORDER BY t.term) AS score FROM allp p JOIN t ON t.term = p.term "
         "GROUP BY p.chunk), "
-        "win AS (SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk "
-        f"WHERE true {where} ORDER BY s.score DESC, {'c.id' if where else 's.chunk'} LIMIT %s) "
+        + (f"win AS (SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk WHERE true {where} "
+           "ORDER BY s.score DESC, c.id LIMIT %s) " if where else
+           # rank first, join only the k winners (as the exact statement does)
+           "win AS (SELECT c.id, top_k.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk LIMIT %s) "
+           "top_k JOIN chunks c ON c.rowid = top_k.chunk) ") +
         "SELECT win.id, win.score, b.ub, b.cut FROM b LEFT JOIN win ON true ORDER BY win.score DESC, win.id"
     )
 
