@@ -309,7 +309,7 @@ class PostgresStore:
         #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
         self.retried = 0
         #: keyword search: postings read per term first (None: pg_keywords.first_m(k)), and how often
-        #: each statement gave the answer (`m1`, `m8`, `exact`)
+        #: each statement gave the answer (`m1`, `m4`, `exact`)
         self.keyword_m: int | None = None
         self.keyword_stats: dict[str, int] = {}
         self._has_chunks = self._table_exists("chunks")
