@@ -75,8 +75,8 @@ def impact_sql(readable: str, where: str) -> str:
     post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
     a0 = "greatest(1.0, coalesce((SELECT value::float8 FROM meta WHERE key = 'bm25_avgdl'), 1.0))"
     score = _SCORE.replace("p.", "x.")
-    part = ("part AS MATERIALIZED (SELECT x.chunk, sum({score}) AS lb, coalesce(sum(fb.bound), 0) AS seen FROM top x "
-            "JOIN t ON t.term = x.term LEFT JOIN fb ON fb.term = x.term GROUP BY x.chunk), ").format(score=score)
+    part = (f"part AS MATERIALIZED (SELECT x.chunk, sum({score}) AS lb, coalesce(sum(fb.bound), 0) AS seen FROM top x "
+            "JOIN t ON t.term = x.term LEFT JOIN fb ON fb.term = x.term GROUP BY x.chunk), ")
     if where:  # the filters choose among the candidates before anything is refined
         part += (f"pf AS MATERIALIZED (SELECT part.* FROM part JOIN chunks c ON c.rowid = part.chunk WHERE true {where}), ")
     else:
@@ -106,7 +106,7 @@ def impact_sql(readable: str, where: str) -> str:
         "UNION ALL SELECT term, chunk, tf, len FROM got), "
         f"s AS (SELECT p.chunk, sum({_SCORE} ORDER BY t.term) AS score FROM allp p JOIN t ON t.term = p.term "
         "GROUP BY p.chunk), "
-        + (f"win AS (SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk "
+        + ("win AS (SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk "
            "ORDER BY s.score DESC, c.id LIMIT %s) " if where else
            # rank first, join only the k winners (as the exact statement does)
            "win AS (SELECT c.id, top_k.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk LIMIT %s) "
