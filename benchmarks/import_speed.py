@@ -101,13 +101,13 @@ def _fresh_pg(uri: str, name: str) -> str:
     return f"{uri}{sep}options=-csearch_path%3D{name}%2Cpublic"
 
 
-def import_into(location: str, path: Path, dim: int) -> tuple[int, float]:
+def import_into(location: str, path: Path, dim: int, stages: dict[str, float] | None = None) -> tuple[int, float]:
     from docket.store.bulk import import_file
     from docket.store.factory import open_store
 
     with open_store(location) as s:  # type: ignore[attr-defined]
         t = time.perf_counter()
-        rep = import_file(s, path, embedder=(default_embedder().name, dim))
+        rep = import_file(s, path, embedder=(default_embedder().name, dim), stages=stages)
         return rep.rows, time.perf_counter() - t
 
 
@@ -150,14 +150,16 @@ def main() -> None:
     for backend in a.backends.split(","):
         tmp = Path(tempfile.mkdtemp(prefix="docket-bench-"))
         try:
+            stages: dict[str, float] = {}
             if backend == "sqlite":
-                n, secs = import_into(str(tmp / "imp.db"), path, dim)
+                n, secs = import_into(str(tmp / "imp.db"), path, dim, stages)
                 base = write_path(str(tmp / "base.db"), sample, a.sample)
             else:
                 with pg_server() as uri:
-                    n, secs = import_into(_fresh_pg(uri, "imp"), path, dim)
+                    n, secs = import_into(_fresh_pg(uri, "imp"), path, dim, stages)
                     base = write_path(_fresh_pg(uri, "base"), sample, a.sample)
             print(f"{backend:10} {n:>9} {secs:>9.1f} {n / secs:>14.0f} {base:>21.0f} {n / secs / base:>6.1f}")
+            print("   stages: " + ", ".join(f"{k} {v:.1f} s ({100 * v / secs:.0f} %)" for k, v in stages.items()))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
