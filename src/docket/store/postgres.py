@@ -106,8 +106,10 @@ IMPACT_SQL = "{tf} * 2.2 / ({tf} + 1.2 * (0.25 + 0.75 * {len} / {a0}))"
 _IMPACT = IMPACT_SQL.format(tf="cardinality(u.positions)", len="l.len", a0="%s::float8")
 #: fixes A0 on a store's first write (the version's average length; a later write finds it set, and
 #: waits for a first writer still running): set once, so every impact is worked out with one A0
-_CLAIM_A0 = ("INSERT INTO meta SELECT 'bm25_avgdl', greatest(1, avg((SELECT coalesce(sum(cardinality(u.positions)), 0) "
-             "FROM unnest(to_tsvector('english', x)) u)))::text FROM unnest(%s::text[]) x ON CONFLICT (key) DO NOTHING")
+_CLAIM_A0 = ("INSERT INTO meta SELECT 'bm25_avgdl', (SELECT greatest(1, avg((SELECT coalesce(sum(cardinality(u.positions)), "
+             "0) FROM unnest(to_tsvector('english', x)) u)))::text FROM unnest(%s::text[]) x) "
+             # once set, the texts are not parsed again (a one-time filter, checked first)
+             "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bm25_avgdl') ON CONFLICT (key) DO NOTHING")
 # one statement writes a version's chunks (in id order: two documents claiming one id wait in one
 # order, so the later one gets the reported clash, never a deadlock) and their postings
 _INSERT_CHUNKS = f"""
