@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -47,12 +48,13 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         cur.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
                         [("dim", str(checker.dim)), ("embedder", checker.embedder)])
         registry = s._registry(cur)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         for b in batches:
             n += _insert(cur, b, ids, registry, note, s)
         cur.executemany(
             "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(v.doc, v.version, v.status, s._iso(v.date), s._iso(v.effective_to), v.title, f"{checker.where}:{v.first}",
-              v.content_hash(), v.n, None) for v in sorted(checker.versions.values(), key=lambda v: (v.doc, v.version))])
+              v.content_hash(), v.n, now) for v in sorted(checker.versions.values(), key=lambda v: (v.doc, v.version))])
     ids.committed()
     built = time.perf_counter()
     if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
