@@ -93,7 +93,7 @@ def run_size(uri: str, n: int, ms: list[int | None], qs: list[str]) -> list[dict
                     ref[(name, i)] = exact(s, text, k, f)
                     t_exact.append(time.perf_counter() - t)
             for m in ms:
-                s.keyword_m, s.keyword_stats = m, {}
+                s.keyword_m, s.keyword_stats = m or pg_keywords.first_m(k), {}
                 same, overlaps, t_imp = 0, [], []
                 for name, f in askers.items():
                     for i, text in enumerate(texts):
@@ -123,7 +123,8 @@ def run_size(uri: str, n: int, ms: list[int | None], qs: list[str]) -> list[dict
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--m", default="default", help="comma-separated M values ('default' = pg_keywords.first_m(k))")
+    ap.add_argument("--m", default="default", help="comma-separated M values ('default' = pg_keywords.first_m(k), "
+                    "the M suggested for k; the store's own default reads every posting)")
     ap.add_argument("--queries", type=int, default=0, help="use only the first N questions (0 = all)")
     ap.add_argument("--json", type=Path, help="write the rows here too")
     a = ap.parse_args()

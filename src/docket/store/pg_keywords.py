@@ -116,10 +116,12 @@ def impact_sql(readable: str, where: str) -> str:
 
 
 def first_m(k: int) -> int:
-    """The M a query starts with: 16k postings per term, at least 400. Measured on a 100k store with
-    real questions (benchmarks/pg_keywords.py): at k = 100 (`ask`'s depth) M = 400 proved the top k
-    at once for 32 % of queries (p50 71 ms, twice reading every posting), M = 1,600 for 90 %
-    (p50 28 ms, 0.8x reading every posting); at k = 10, M = 400 proved 76 % and was the faster."""
+    """The M to try for a top k: 16k postings per term, at least 400. Measured with real questions
+    (benchmarks/pg_keywords.py): on 100k chunks at k = 100, M = 400 proved the top k at once for
+    32 % of queries, M = 1,600 for 90 % (p50 0.8x reading every posting). On 300k chunks the proof
+    held at once for only 64 % (k = 100, M = 1,600) and 27 % (k = 10, M = 400) and the top-M path
+    was 1.6x slower than reading every posting, so it is not the default: a store opts in with
+    `PostgresStore.keyword_m`."""
     return max(400, 16 * k)
 
 
@@ -136,10 +138,10 @@ def proven(rows: list[dict[str, Any]], k: int) -> bool:
 
 def search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any], where: str,
            args: list[Any], m: int | None = None, stats: dict[str, int] | None = None) -> list[tuple[str, float]]:
-    """The exact BM25 top k, read through the top-M postings when that proves it (see above).
-    `stats` (for benchmarks) counts which statement answered: `m1`, `m4` or `exact`."""
-    m = m or first_m(k)
-    for tries, mm in (("m1", m), ("m4", 4 * m)):
+    """The exact BM25 top k: with `m`, read through the top-M postings when that proves it (see
+    above); without, by reading every posting (the default: see `first_m`). `stats` (for
+    benchmarks) counts which statement answered: `m1`, `m4` or `exact`."""
+    for tries, mm in ((("m1", m), ("m4", 4 * m)) if m else ()):
         params = [*acl_args, query_text, *acl_args, *acl_args, mm, mm, *args, k, k, k]
         rows = conn.execute(impact_sql(readable, where), params).fetchall()
         if proven(rows, k):

@@ -310,8 +310,8 @@ class PostgresStore:
         self._bulk = False
         #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
         self.retried = 0
-        #: keyword search: postings read per term first (None: pg_keywords.first_m(k)), and how often
-        #: each statement gave the answer (`m1`, `m4`, `exact`)
+        #: keyword search: postings read per term first (None: every posting, the default, see
+        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m4`, `exact`)
         self.keyword_m: int | None = None
         self.keyword_stats: dict[str, int] = {}
         self._has_chunks = self._table_exists("chunks")
@@ -704,9 +704,9 @@ class PostgresStore:
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         """BM25 (k1 = 1.2, b = 0.75). Document frequencies, row count and average length are taken
         over the ACL classes the principal may read, so text it may not read never moves its
-        ranking; the other filters only choose among the scored rows. The top k are found from each
-        term's best postings and proven exact against what was not read (docket.store.pg_keywords);
-        `keyword_stats` counts which statement answered."""
+        ranking; the other filters only choose among the scored rows. With `keyword_m` set, the top
+        k are found from each term's best M postings and proven exact against what was not read
+        (docket.store.pg_keywords); `keyword_stats` counts which statement answered."""
         terms = fts_terms(query)
         if not self._chunks_ready() or not terms or k <= 0:
             return []
