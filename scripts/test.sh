@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,postgres,llm,peers,langchain,llamaindex,haystack,server,files]'
+.venv/bin/python -m pip install -q -e '.[test,postgres,llm,peers,langchain,llamaindex,haystack,server,files,import,ann]'
 # the HTML trace is checked in headless Chromium (Debian's package); without it that test skips loudly
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \

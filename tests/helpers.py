@@ -54,3 +54,10 @@ class FixedEmbedder:
 def context(chunks: list[Chunk], question: str = "q", policy: Policy | None = None, embedder: Any = None) -> Context:
     return Context(question=question, store=MemoryStore(chunks), policy=policy or Policy(), counter=default_counter(),
                    embedder=embedder, sizer_factory=RenderSizer)
+
+
+def newest_schema(store: Any) -> str:
+    """The schema version this docket writes for `store`'s backend (SQLite and PostgreSQL number theirs apart)."""
+    import sys
+
+    return str(sys.modules[type(store).__module__].SCHEMA_VERSION)

@@ -20,6 +20,8 @@ from docket.model import Candidate
 from docket.store.base import MemoryStore
 from docket.store.factory import open_store
 
+from helpers import newest_schema as newest
+
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 TEXTS = ["Annual plans can be refunded within 30 days of purchase.",
          "Monthly plans are not refundable. They can be cancelled at any time.",
@@ -102,7 +104,7 @@ def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) 
     s.close()
     _as_schema_2(location)
     old = open_store(location)  # a store written by the previous schema
-    assert old.meta()["schema"] == "4"
+    assert old.meta()["schema"] == newest(old)
     assert all(_records(location))  # migrated rows got their features
     default_cache().clear()
     loaded = default_cache().loaded
@@ -112,7 +114,7 @@ def test_a_schema_2_store_opens_migrated_and_assembles_as_before(location: str) 
     old.write_version(version("faq", 1, ["Refunds take 10 days."]))  # and takes writes
     assert len(_records(location)) == 6 and all(_records(location))
     old.close()
-    assert open_store(location).meta()["schema"] == "4"  # a second open does not migrate again
+    assert open_store(location).meta()["schema"] == newest(open_store(location))  # a second open does not migrate again
 
 
 def test_stale_or_unreadable_records_are_recomputed_not_trusted() -> None:

@@ -14,7 +14,7 @@ from docket.errors import DocketError
 
 def _register() -> None:
     # imported for their side effect: each adds its commands to `app`
-    from docket.cli import answer, core, evaluate, serve, store  # noqa: F401
+    from docket.cli import answer, core, evaluate, import_cmd, serve, store  # noqa: F401
 
 
 def _usage_line(e: Any) -> str:

@@ -39,6 +39,7 @@ import numpy as np
 from docket.errors import InputError, UnavailableError
 from docket.features import RecordWriter, default_cache, record_of, stored_features
 from docket.model import Chunk
+from docket.store import pg_keywords
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
 from docket.store.base import VersionInfo
 from docket.store.protocol import (
@@ -52,7 +53,7 @@ from docket.store.protocol import (
     plan_write,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _BASE_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS meta(key text PRIMARY KEY, value text NOT NULL);
@@ -70,8 +71,10 @@ CREATE TABLE IF NOT EXISTS chunks(
   tokens integer NOT NULL, vector vector({dim}) NOT NULL, len integer NOT NULL DEFAULT 0,
   cls bigint NOT NULL DEFAULT 0, context text);
 CREATE TABLE IF NOT EXISTS chunk_terms(term text NOT NULL, chunk bigint NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
-  tf real NOT NULL, len real NOT NULL, cls bigint NOT NULL DEFAULT 0, PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls));
+  tf real NOT NULL, len real NOT NULL, cls bigint NOT NULL DEFAULT 0, w real NOT NULL DEFAULT 0,
+  PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls));
 CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
+CREATE INDEX IF NOT EXISTS chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len);
 CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], n bigint NOT NULL DEFAULT 0,
   total_len bigint NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
@@ -97,6 +100,16 @@ _DDL_LOCK = 7_204_311_590_113
 #: index --contextualize's model-written context is searched with the text), as `tv`
 _TSV = ("setweight(to_tsvector('english', coalesce(s.title, '') || ' ' || coalesce(s.section, '')), 'B') "
         "|| setweight(to_tsvector('english', s.text), 'A') || setweight(to_tsvector('english', coalesce(s.context, '')), 'A')")
+#: a posting's impact (docket.store.pg_keywords): the tf part of its BM25 score with the store's
+#: fixed average length A0 (meta `bm25_avgdl`, the last parameter), for the (term, w DESC) index
+IMPACT_SQL = "{tf} * 2.2 / ({tf} + 1.2 * (0.25 + 0.75 * {len} / {a0}))"
+_IMPACT = IMPACT_SQL.format(tf="cardinality(u.positions)", len="l.len", a0="%s::float8")
+#: fixes A0 on a store's first write (the version's average length; a later write finds it set, and
+#: waits for a first writer still running): set once, so every impact is worked out with one A0
+_CLAIM_A0 = ("INSERT INTO meta SELECT 'bm25_avgdl', (SELECT greatest(1, avg((SELECT coalesce(sum(cardinality(u.positions)), "
+             "0) FROM unnest(to_tsvector('english', x)) u)))::text FROM unnest(%s::text[]) x) "
+             # once set, the texts are not parsed again (a one-time filter, checked first)
+             "WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'bm25_avgdl') ON CONFLICT (key) DO NOTHING")
 # one statement writes a version's chunks (in id order: two documents claiming one id wait in one
 # order, so the later one gets the reported clash, never a deadlock) and their postings
 _INSERT_CHUNKS = f"""
@@ -115,8 +128,9 @@ ins AS (
          CASE WHEN acl IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(acl::jsonb)) END,
          acl IS NULL, metadata::jsonb, text, tokens, vector, len, cls, context FROM l ORDER BY id
   RETURNING rowid, id)
-INSERT INTO chunk_terms(term, chunk, tf, len, cls)
-SELECT u.lexeme, ins.rowid, cardinality(u.positions), l.len, l.cls FROM ins JOIN l ON l.id = ins.id, unnest(l.tv) u
+INSERT INTO chunk_terms(term, chunk, tf, len, cls, w)
+SELECT u.lexeme, ins.rowid, cardinality(u.positions), l.len, l.cls, {_IMPACT}
+FROM ins JOIN l ON l.id = ins.id, unnest(l.tv) u
 """
 #: the net change of each ACL class's BM25 statistics (the version's new rows minus the replaced
 #: rows, given as arrays), applied in class-id order as the version's last statement: the only row
@@ -220,8 +234,22 @@ def _migrate_v3_to_v4(conn: Any) -> None:
         conn.execute("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS context text")
 
 
+def _migrate_v4_to_v5(conn: Any) -> None:
+    """Schema 4 -> 5 (inside the caller's transaction): each posting gets its impact `w` (see
+    docket.store.pg_keywords), worked out with the store's average length as A0, and the
+    (term, w DESC) index keyword search reads postings best first through."""
+    if conn.execute("SELECT to_regclass('chunk_terms') AS t").fetchone()["t"] is None:
+        return
+    conn.execute("ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS w real NOT NULL DEFAULT 0")
+    conn.execute("INSERT INTO meta SELECT 'bm25_avgdl', greatest(1.0, coalesce(sum(total_len), 0)::float8 / "
+                 "greatest(1, coalesce(sum(n), 0)))::text FROM acl_classes ON CONFLICT (key) DO NOTHING")
+    a0 = float(conn.execute("SELECT value FROM meta WHERE key = 'bm25_avgdl'").fetchone()["value"])
+    conn.execute(f"UPDATE chunk_terms SET w = {IMPACT_SQL.format(tf='tf', len='len', a0='%s::float8')}", (a0,))
+    conn.execute("CREATE INDEX IF NOT EXISTS chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len)")
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4, 4: _migrate_v4_to_v5}
 
 
 class _PipelineAbortNoise(logging.Filter):
@@ -282,6 +310,10 @@ class PostgresStore:
         self._bulk = False
         #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
         self.retried = 0
+        #: keyword search: postings read per term first (None: every posting, the default, see
+        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m4`, `exact`)
+        self.keyword_m: int | None = None
+        self.keyword_stats: dict[str, int] = {}
         self._has_chunks = self._table_exists("chunks")
         self._open_schema()
         if self._has_chunks and not read_only:
@@ -581,7 +613,10 @@ class PostgresStore:
                     "ORDER BY id LIMIT 1", ([c.id for c in dv.chunks], dv.doc, dv.version))
                 cur_old = conn.execute(_CLASS_STATS, (dv.doc, dv.version))
                 cur_registry = conn.execute("SELECT name, groups FROM principals") if plain else None
+                conn.execute(_CLAIM_A0, ([c.text for c in dv.chunks],))
+                cur_a0 = conn.execute("SELECT value FROM meta WHERE key = 'bm25_avgdl'")
                 pipe.sync()
+                a0 = float(cur_a0.fetchone()["value"])
                 existing = [_stored(r) for r in cur_versions.fetchall()]
                 clash = cur_clash.fetchone()
                 old = cur_old.fetchall()  # the rows this write replaces (stable: the document is ours)
@@ -615,7 +650,7 @@ class PostgresStore:
                     [json.dumps(list(a)) if a is not None else None for a in acls],
                     [json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None for c in cs],
                     [c.text for c in cs], [int(n) for n in dv.tokens or ()], list(vectors),
-                    [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status,
+                    [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status, a0,
                 ))
                 conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status, self.records) for c in cs]))
                 conn.execute(_APPLY_STATS, (dv.doc, dv.version, [r["cls"] for r in old], [r["n"] for r in old],
@@ -667,46 +702,19 @@ class PostgresStore:
         return [(r["id"], float(r["s"])) for r in rows]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
-        """BM25 in one statement. Document frequencies, row count and average length are taken
+        """BM25 (k1 = 1.2, b = 0.75). Document frequencies, row count and average length are taken
         over the ACL classes the principal may read, so text it may not read never moves its
-        ranking; the other filters only choose among the scored rows."""
+        ranking; the other filters only choose among the scored rows. With `keyword_m` set, the top
+        k are found from each term's best M postings and proven exact against what was not read
+        (docket.store.pg_keywords); `keyword_stats` counts which statement answered."""
         terms = fts_terms(query)
         if not self._chunks_ready() or not terms or k <= 0:
             return []
         readable, acl_args = _readable_sql(filters)
-        cls_cond = f"WHERE id = ANY({readable})" if readable else ""
-        post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
         where, args = _where_sql(filters, acl=False)
-        # Per query term: its document frequency (an index-only count), then its postings scored
-        # with its idf as a constant (an index-only scan each; OFFSET 0 keeps that plan). Reading
-        # the postings once into a CTE and hash-joining them to their terms' idf (the statement
-        # before) cost ~1.5x as much (100k bench store: 51 -> 33 ms p50). Each chunk's sum adds its
-        # terms in term order whatever the plan (`ORDER BY t.term`): the floats, and so the ranking
-        # of near-ties, no longer depend on how the planner grouped the rows (the statement before
-        # summed in whatever order its plan read them: key order on a large store).
-        sql = (
-            f"WITH r AS (SELECT n, total_len FROM acl_classes {cls_cond}), "
-            "st AS (SELECT coalesce(sum(n), 0)::float8 AS n, "
-            "greatest(1.0, coalesce(sum(total_len), 0)::float8 / greatest(1, coalesce(sum(n), 0))) AS avg FROM r), "
-            "q AS (SELECT DISTINCT u.term FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS u(term)), "
-            "t AS MATERIALIZED (SELECT q.term, ln(1 + ((SELECT n FROM st) - d.df + 0.5) / (d.df + 0.5)) AS idf "
-            f"FROM q CROSS JOIN LATERAL (SELECT count(*) AS df FROM chunk_terms ct WHERE ct.term = q.term {post_cond}) d "
-            "WHERE d.df > 0 ORDER BY q.term), "
-            "s AS (SELECT p.chunk, sum(t.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / (SELECT avg FROM st))) "
-            "ORDER BY t.term) AS score FROM t CROSS JOIN LATERAL (SELECT ct.chunk, ct.tf, ct.len FROM chunk_terms ct "
-            f"WHERE ct.term = t.term {post_cond} OFFSET 0) p GROUP BY p.chunk) "
-        )
-        params: list[Any] = [*acl_args, " ".join(terms), *acl_args, *acl_args]
-        if where:
-            sql += f"SELECT c.id, s.score FROM s JOIN chunks c ON c.rowid = s.chunk WHERE true {where} " \
-                "ORDER BY s.score DESC, c.id LIMIT %s"
-            params += [*args, k]
-        else:  # rank first, join only the k winners (same result)
-            sql += "SELECT c.id, top.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk " \
-                "LIMIT %s) top JOIN chunks c ON c.rowid = top.chunk ORDER BY top.score DESC, c.id"
-            params += [k]
         with self._lock:
-            return [(r["id"], float(r["score"])) for r in self._conn.execute(sql, params)]
+            return pg_keywords.search(self._conn, " ".join(terms), k, readable, acl_args, where, args,
+                                      m=self.keyword_m, stats=self.keyword_stats)
 
     # --- export -----------------------------------------------------------------------------
     def export(self) -> Iterator[DocumentVersion]:

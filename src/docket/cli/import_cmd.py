@@ -1,0 +1,47 @@
+"""`docket import`: chunks with vectors embedded elsewhere (Parquet or JSONL) into a new store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from docket.cli.app import app
+from docket.errors import InputError
+
+#: the embedders a file's vectors can be declared to come from: name -> (stored name, dimension)
+_MODELS = {"minilm": ("all-MiniLM-L6-v2-onnx-int8", 384), "hash": ("hash-bow", 256)}
+
+
+@app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="A Parquet (.parquet) or JSONL (.jsonl) file: one chunk a row with "
+                                              "id, doc, text and vector (see docs/store.md, Bulk import).")],
+    db: Annotated[str, typer.Option("--db", help="The new store: a SQLite file or a postgresql:// URL. "
+                                                 "It must hold no documents yet.")],
+    fmt: Annotated[str | None, typer.Option("--format", help="parquet or jsonl (default: from the file name).")] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="The model that made the vectors: minilm (default, "
+                                                              "384 dimensions) or hash (tests only, 256).")] = "minilm",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Bulk-load a file of chunks with their vectors (the output of a Spark, Ray or Dask embedding job):
+    all rows in one transaction, or none; the ANN and keyword indexes are built once, after the load."""
+    import json
+
+    from docket.store.bulk import import_file
+    from docket.store.factory import open_store
+
+    if embedder not in _MODELS:
+        raise InputError(f"must be one of {', '.join(_MODELS)}, got {embedder!r}", field="--embedder")
+    store = open_store(db)
+    try:
+        report = import_file(store, file, fmt=fmt, embedder=_MODELS[embedder])
+    finally:
+        store.close()
+    out = report.to_json()
+    if as_json:
+        typer.echo(json.dumps(out, sort_keys=True))
+    else:
+        typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
+                   f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")

@@ -1,0 +1,154 @@
+"""`docket import` into a PostgreSQL store: binary COPY into a staging table, then set-based SQL.
+
+One transaction holds the whole load (nothing of the file is stored unless all of it is):
+
+1. the rows stream, checked batch by batch, into a temporary staging table with `COPY ... (FORMAT
+   BINARY)` (psycopg's copy; vectors through pgvector's binary dumper);
+2. the keyword index's own indexes and foreign key are dropped, each chunk's english tsvector is
+   worked out once, the chunks go in with one INSERT ... SELECT, then every posting (with its
+   impact, A0 = this load's average length: docket.store.pg_keywords) with one more, and the
+   indexes are built again, sorted, once;
+3. the ACL classes' statistics and the versions rows, and the generation bump.
+
+After the COMMIT the HNSW index is built once (pgvector's advice for a bulk load) and the posting
+table vacuumed, so keyword search reads postings from the index alone. A crash before the HNSW
+build leaves a store whose next opener builds it (PostgresStore._ensure_hnsw).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from docket.errors import InputError
+from docket.store.access import AclResolution, Registry, resolve_acl
+from docket.store.importer import Batch, Checker
+
+_STAGE = """
+CREATE TEMP TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text, date date,
+  effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text, text text,
+  tokens integer, vector vector({dim}), cls bigint, context text) ON COMMIT DROP
+"""
+_TYPES = ["int8", "text", "text", "int4", "int4", "text", "date", "date", "text", "text", "text", "text", "text[]", "text",
+          "text", "int4", "vector", "int8", "text"]
+_DROP = """
+ALTER TABLE chunk_terms DROP CONSTRAINT IF EXISTS chunk_terms_chunk_fkey;
+ALTER TABLE chunk_terms DROP CONSTRAINT IF EXISTS chunk_terms_pkey;
+DROP INDEX IF EXISTS chunk_terms_chunk;
+DROP INDEX IF EXISTS chunk_terms_impact;
+DROP INDEX IF EXISTS chunks_hnsw;
+"""
+_REBUILD = """
+ALTER TABLE chunk_terms ADD PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls);
+CREATE INDEX chunk_terms_chunk ON chunk_terms(chunk);
+CREATE INDEX chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len);
+ALTER TABLE chunk_terms ADD CONSTRAINT chunk_terms_chunk_fkey FOREIGN KEY (chunk) REFERENCES chunks(rowid) ON DELETE CASCADE;
+"""
+_CHUNKS = """
+INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type, trust, acl,
+                   public, metadata, text, tokens, vector, len, cls, context)
+SELECT s.id, s.doc, s.version, s.position, s.status, s.date, s.effective_to, s.title, s.section, s.source_type, s.trust,
+       s.acl, s.acl IS NULL, s.metadata::jsonb, s.text, s.tokens, s.vector, t.len, s.cls, s.context
+FROM docket_import s JOIN docket_import_tv t USING (n) ORDER BY s.n
+"""
+
+
+@contextmanager
+def _stage(stages: dict[str, float] | None, name: str) -> Iterator[None]:
+    t = time.perf_counter()
+    yield
+    if stages is not None:
+        stages[name] = stages.get(name, 0.0) + time.perf_counter() - t
+
+
+def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolution,
+         stages: dict[str, float] | None = None) -> int:
+    """Write every batch and the versions they make, all or nothing; returns the chunks written.
+    `stages` (benchmarks) gets the seconds each stage took."""
+    from docket.store import postgres as pg
+
+    store._ensure_chunks(checker.dim)
+    conn = store._conn
+    with store._lock, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg._DDL_LOCK,))
+        # no other writer while the store is built (they wait, then see it whole)
+        conn.execute("LOCK TABLE versions, chunks, chunk_terms, acl_classes, chunk_features IN SHARE ROW EXCLUSIVE MODE")
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions) AS x").fetchone()["x"]:
+            raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
+                             "one, then add to it with `docket index`)", where=pg._redact(store.location))
+        for key, value in (("dim", str(checker.dim)), ("embedder", checker.embedder)):
+            conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, value))
+        registry = Registry.of((r["name"], r["groups"]) for r in conn.execute("SELECT name, groups FROM principals"))
+        conn.execute(_STAGE.format(dim=int(checker.dim)))
+        with _stage(stages, "read+check+copy"):
+            n = _copy(conn, batches, registry, note)
+            conn.execute("ANALYZE docket_import")
+        conn.execute(_DROP)
+        with _stage(stages, "tsvector"):
+            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, tv, coalesce((SELECT "
+                     f"sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, {pg._TSV} "
+                     "AS tv FROM docket_import s) x")
+            conn.execute("ANALYZE docket_import_tv")
+        with _stage(stages, "chunks"):
+            conn.execute(_CHUNKS)
+        a0 = float(conn.execute("SELECT greatest(1.0, coalesce(avg(len), 1))::float8 AS a FROM chunks").fetchone()["a"])
+        conn.execute("INSERT INTO meta VALUES ('bm25_avgdl', %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                     (repr(a0),))
+        impact = pg.IMPACT_SQL.format(tf="cardinality(u.positions)", len="t.len", a0="%s::float8")
+        with _stage(stages, "postings"):
+            conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, c.rowid, "
+                         f"cardinality(u.positions), t.len, c.cls, {impact} FROM docket_import s JOIN docket_import_tv t "
+                         "USING (n) JOIN chunks c ON c.id = s.id, unnest(t.tv) u", (a0,))
+        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        with _stage(stages, "keyword indexes"):
+            conn.execute(_REBUILD)
+        conn.execute("INSERT INTO acl_classes(id, entries, n, total_len) SELECT cls, min(acl), count(*), "
+                     "coalesce(sum(len), 0) FROM chunks GROUP BY cls ORDER BY cls ON CONFLICT (id) DO UPDATE SET "
+                     "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
+                     "total_len = EXCLUDED.total_len")
+        _versions(conn, checker, pg._redact(store.location))
+        conn.execute(pg._BUMP)
+    with _stage(stages, "hnsw+vacuum"):
+        _after(store)
+    return n
+
+
+def _copy(conn: Any, batches: Iterable[Batch], registry: Registry, note: AclResolution) -> int:
+    from docket.store.postgres import acl_class
+
+    n = 0
+    with conn.cursor() as cur, cur.copy("COPY docket_import FROM STDIN (FORMAT BINARY)") as cp:
+        cp.set_types(_TYPES)
+        for b in batches:
+            for c, vec, tok in zip(b.chunks, b.vectors, b.tokens, strict=True):
+                acl = resolve_acl(c.acl, registry, note)
+                cp.write_row((n, c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title,
+                              c.section, c.source_type, c.trust, list(acl) if acl is not None else None,
+                              json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None, c.text, tok, vec,
+                              acl_class(acl), None))
+                n += 1
+    return n
+
+
+def _versions(conn: Any, checker: Checker, where: str) -> None:
+    now = datetime.now(UTC)
+    with conn.cursor() as cur, cur.copy("COPY versions FROM STDIN (FORMAT BINARY)") as cp:
+        cp.set_types(["text", "int4", "text", "date", "date", "text", "text", "text", "int4", "timestamptz"])
+        for v in sorted(checker.versions.values(), key=lambda v: (v.doc, v.version)):
+            cp.write_row((v.doc, v.version, v.status, v.date, v.effective_to, v.title, f"{checker.where}:{v.first}",
+                          v.content_hash(), v.n, now))
+
+
+def _after(store: Any) -> None:
+    """The HNSW index, built once; the visibility map and planner statistics (outside the
+    transaction: VACUUM cannot run in one)."""
+    conn = store._conn
+    conn.execute("SELECT set_config('maintenance_work_mem', '1GB', false) "
+                 "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')")
+    store._ensure_hnsw()
+    conn.execute("VACUUM (ANALYZE) chunk_terms")
+    conn.execute("ANALYZE chunks")
