@@ -23,6 +23,7 @@ one was.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -177,6 +178,24 @@ def atomic_write(path: str | Path) -> Iterator[IO[str]]:
             os.unlink(tmp)
         except OSError:
             pass
+        raise
+
+
+@contextmanager
+def replacing(path: Path, mode: int | None = None) -> Iterator[str]:
+    """A temporary file's name beside `path`; renamed over `path` (with permission bits `mode`, when
+    given) once the block succeeds, removed when it fails, so a reader sees the old file or the new
+    one, never half of one. For binary files whose writer wants a name (faiss, numpy)."""
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
 
 

@@ -14,15 +14,15 @@ bytes at a 64-byte aligned offset.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mmap
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from docket.safeio import replacing
 
 MAGIC = b"DKTIDX01"
 _ALIGN = 64
@@ -43,22 +43,13 @@ def write(path: Path, fields: dict[str, Any], arrays: dict[str, np.ndarray], str
     header = json.dumps({"fields": fields, "strings": strings, "arrays": layout}, ensure_ascii=False,
                         separators=(",", ":")).encode()
     start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + len(header).to_bytes(8, "little") + header)
-            f.write(b"\0" * (start - f.tell()))
-            for name, a in arrays.items():
-                f.write(b"\0" * (start + layout[name]["offset"] - f.tell()))
-                if a.size:
-                    f.write(a.data.cast("B"))
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replacing(path, mode) as tmp, open(tmp, "wb") as f:
+        f.write(MAGIC + len(header).to_bytes(8, "little") + header)
+        f.write(b"\0" * (start - f.tell()))
+        for name, a in arrays.items():
+            f.write(b"\0" * (start + layout[name]["offset"] - f.tell()))
+            if a.size:
+                f.write(a.data.cast("B"))
 
 
 def read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[str]]] | None:

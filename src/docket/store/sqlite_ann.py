@@ -17,11 +17,9 @@ rowids it holds, and that a sample of rows finds itself.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from docket.errors import InputError
+from docket.safeio import replacing
 
 #: what ends an index file: the stamp (JSON), its length (8 bytes, little endian), this magic
 MAGIC = b"DKTANN01"
@@ -219,22 +218,13 @@ def write(path: Path, ann: AnnIndex, stamp: dict[str, Any], mode: int | None = N
     the old file or the new one, never half of one). Raises OSError when it cannot be written."""
     import faiss
 
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with replacing(path, mode) as tmp:
         faiss.write_index(ann.index, tmp)
         size = os.path.getsize(tmp)
         head = json.dumps({**stamp, "layout": LAYOUT, "index_bytes": size, "seq": ann.seq,
                            "trained_rows": ann.trained_rows, "rows": ann.rows}, separators=(",", ":")).encode()
         with open(tmp, "ab") as f:
             f.write(head + len(head).to_bytes(8, "little") + MAGIC)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read(path: Path) -> tuple[AnnIndex, dict[str, Any]] | None:
