@@ -167,3 +167,17 @@ def test_conflict_share_counts_prompts_that_tell_the_model_sources_disagree():
     res = evaluate(LabelledSet("x", [conflict, seasons]), EvalConfig(budgets=(400,), policy=pol, show_progress=False),
                    embedder=HashEmbedder(), counter=WordCounter())
     assert res["budgets"]["400"]["conflict_share"] == 0.5
+
+
+def test_prepare_leaves_no_progress_callback_behind(tmp_path):
+    """The progress task of the embedding step is gone once prepare returns: a later embed (Move 1's
+    sentence similarity embeds new sentences mid-sweep) must not tick it (it raised KeyError in rich)."""
+    from docket.eval.cache import DiskCachedEmbedder
+
+    emb = DiskCachedEmbedder(HashEmbedder(), tmp_path / "e.sqlite")
+    ticks: list[int] = []
+    prepare(tiny_set(), emb, ticks.append)
+    assert ticks and emb.on_progress is None
+    seen = len(ticks)
+    emb.embed(["a sentence the sweep had not embedded yet"])
+    assert len(ticks) == seen
