@@ -160,7 +160,20 @@ class CachedEmbedder:
                     self._cache.popitem(last=False)
         return np.stack([got[t] for t in texts])
 
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+@lru_cache(maxsize=1)
+def minilm() -> MiniLMEmbedder:
+    """The MiniLM model, loaded once per process (its weights are read-only: every cache of its
+    vectors, the process-wide one below and each Session's own, wraps this one)."""
+    return MiniLMEmbedder()
+
 
 @lru_cache(maxsize=1)
 def default_embedder() -> Embedder:
-    return CachedEmbedder(MiniLMEmbedder())
+    """MiniLM behind the process-wide cache of embedded texts, for callers without a Session (a
+    Session keeps its own: docket.caches.Caches.embedder)."""
+    return CachedEmbedder(minilm())
