@@ -138,6 +138,11 @@ class CachedEmbedder:
     def __len__(self) -> int:
         return len(self._cache)
 
+    def __bool__(self) -> bool:
+        """Always true: an empty cache is still an embedder (`embedder or fallback` must not pass
+        it over, as it did while `__len__` was 0)."""
+        return True
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
