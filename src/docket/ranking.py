@@ -24,7 +24,7 @@ def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder,
     session's feature cache (docket.caches), else the process-wide one."""
     if not chunks:
         return []
-    ctx_vecs = _chunk_vectors(chunks, embedder, features or default_cache())
+    ctx_vecs = _chunk_vectors(chunks, embedder, features if features is not None else default_cache())
     q = question_vector if question_vector is not None else embedder.embed([question])[0]
     sims = ctx_vecs @ q
     order_idx = sorted(range(len(chunks)), key=lambda i: (-float(sims[i]), chunks[i].id))

@@ -126,7 +126,7 @@ def search(
         order = order[:k]
         chunks = store.get_many(order)
     out: list[Candidate] = []
-    vector_of = (features or default_cache()).vector_of  # the store's float32 array, not the tuple converted back
+    vector_of = (features if features is not None else default_cache()).vector_of  # the store's float32 array, not the tuple converted back
     for cid in order:
         c = chunks.get(cid)
         if c is None:
