@@ -223,7 +223,12 @@ def forget_memos() -> None:
     from docket.moves import versions
 
     features.default_cache().clear()
-    versions._PAIR_MEMO.clear()
+    pairs = getattr(versions, "_PAIR_MEMO", None)  # module-level before issue 19 §4 (an older tree)
+    if pairs is None:
+        from docket.caches import default_caches
+
+        pairs = default_caches().pairs  # the process-wide caches of callers without a Session
+    pairs.clear()
     memos = [versions._title_phrase, versions._names_title, versions._series, render.opens_with_title, clean.sanitize]
     if hasattr(features, "title_terms"):  # absent before issue 21 (so the script can time an older tree)
         memos.append(features.title_terms)

@@ -11,6 +11,7 @@ import brief_cases as bc
 import pytest
 
 from docket.brief import render
+from docket.caches import default_caches
 from docket.model import Passage
 from docket.policy import RenderPolicy
 
@@ -29,8 +30,8 @@ def test_same_brief_as_recorded(i: int) -> None:
     case, name, budget, as_of, extras = bc.replay(entry)
     hint = f" (if intended, re-record with {bc.RERECORD} and say why in the commit message)"
     if i % 2:
-        render._RENDERED.clear()
-        render._PREPARED.clear()
+        default_caches().rendered.clear()
+        default_caches().prepared.clear()
     assert bc.briefs(name, case, budget, as_of, extras) == entry["forward"], "cold or warm" + hint
     assert bc.briefs(name, case, budget, as_of, extras) == entry["forward"], "warm: every passage memoised" + hint
     # the same passages under other labels: only their headers are new
@@ -38,8 +39,8 @@ def test_same_brief_as_recorded(i: int) -> None:
 
 
 def _cold(x: Any, pol: RenderPolicy) -> str:
-    render._RENDERED.clear()
-    render._PREPARED.clear()
+    default_caches().rendered.clear()
+    default_caches().prepared.clear()
     return render.render_all([Passage.of_chunk(x, 1.0, 1)], pol)[0]
 
 
@@ -66,7 +67,7 @@ def test_memo_keys_on_content_and_settings() -> None:
 
 
 def test_memo_is_bounded() -> None:
-    memo = type(render._RENDERED)(4)  # the memo's own class, at a small capacity
+    memo = type(default_caches().rendered)(4)  # the memo's own class, at a small capacity
     for i in range(100):
         memo.put(i, str(i))
     assert len(memo.young) + len(memo.old) <= 4

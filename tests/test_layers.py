@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "docket.embed", "docket.ingest.unicode", "docket.deadline")),
     ("formats", ("docket.brief.formats", "docket.brief.clean", "docket.brief.lookalikes",
                  "docket.brief._lookalikes_data")),
-    ("features", ("docket.features",)),
+    ("features", ("docket.features", "docket.caches")),
     ("store", ("docket.store", "docket.io")),
     ("llm", ("docket.llm",)),
     ("ingest", ("docket.ingest",)),

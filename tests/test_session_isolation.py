@@ -71,6 +71,7 @@ def test_the_embedder_cache_is_bounded() -> None:
     for i in range(1_000):
         emb.embed([f"question number {i} about refunds"])
     assert len(emb) == 100
+    assert CachedEmbedder(HashEmbedder())  # empty, still an embedder: `embedder or fallback` keeps it
     again = emb.embed(["question number 999 about refunds", "a new one"])
     assert again.shape == (2, HashEmbedder().dim)
     with pytest.raises(ValueError):
@@ -119,3 +120,96 @@ def test_the_token_count_cache_is_bounded_by_characters_too() -> None:
     assert c._chars <= 64_000 and sum(map(len, c._cache)) == c._chars
     big = "word " * 10_000  # more than CACHE_CHARS // 64: counted, not kept
     assert c.count(big) > 9_000 and big not in c._cache
+
+
+# --- the caches each Session owns (issue 19 §4) ---------------------------------------------------
+
+DISTINCT = [f"refund rule {i} for plan q{i * 7919 % 100_003} after {i % 90} days?" for i in range(300)]
+
+
+def _entries(caches: Any) -> dict[str, set[Any]]:
+    """Every key each cache holds (both generations)."""
+    f = caches.features
+    tables = {"features": f._content, "objects": f._objects, "offered": f._offered, "pairs": caches.pairs,
+              "rendered": caches.rendered, "prepared": caches.prepared}
+    return {name: set(t.young) | set(t.old) for name, t in tables.items()}
+
+
+def test_two_sessions_neither_share_nor_evict_each_others_cache_entries(db: str) -> None:
+    from docket.caches import default_caches
+
+    shared = {k: len(v) for k, v in _entries(default_caches()).items()}
+    pol = Policy().updated(versions={"conflict_similarity": 0.0})  # every pair compared: the pair memo fills
+    with Session.open(db, embedder=HashEmbedder(), policy=pol) as a, Session.open(db, embedder=HashEmbedder(),
+                                                                                 policy=pol) as b:
+        assert a.caches is not b.caches and a.caches.features is not b.caches.features
+        first = a.ask(QUESTION, budget=400, floor=0.0).brief.messages
+        held = _entries(a.caches)
+        assert all(held[k] for k in ("features", "offered", "pairs", "rendered", "prepared")), \
+            {k: len(v) for k, v in held.items()}
+        assert a.caches.features.loaded > 0  # the store offered its stored records to the session's own cache
+        assert not any(_entries(b.caches).values())  # nothing of a's is in b's
+        for q in DISTINCT[:40]:
+            b.ask(q, budget=400, floor=0.0)
+        assert b.caches.features.loaded > 0 and any(_entries(b.caches).values())
+        assert _entries(a.caches) == held  # b's questions neither added to nor evicted a's entries
+        assert a.ask(QUESTION, budget=400, floor=0.0).brief.messages == first
+    # and neither session filled the process-wide fallback
+    assert {k: len(v) for k, v in _entries(default_caches()).items()} == shared
+
+
+def test_each_session_has_its_own_question_embedding_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default embedder (MiniLM) is one model per process, behind each session's own bounded
+    cache of embedded texts (a stand-in model here: nothing is loaded)."""
+    import docket.api
+    from docket.caches import Caches
+
+    model = HashEmbedder()
+    monkeypatch.setattr(docket.api, "minilm", lambda: model)
+    a, b = Session(caches=Caches(embedding_capacity=5)), Session()
+    ea, eb = a.embedder(), b.embedder()
+    assert isinstance(ea, CachedEmbedder) and isinstance(eb, CachedEmbedder)
+    assert ea is not eb and ea.inner is eb.inner is model and a.embedder() is ea
+    for q in DISTINCT[:20]:
+        ea.embed([q])
+    assert len(ea) == 5 == a.caches.sizes()["embeddings"] and len(eb) == 0
+    with pytest.raises(ValueError):
+        Caches(embedding_capacity=0).embedder(model)
+
+
+def test_a_serving_session_keeps_every_cache_within_its_bound(db: str) -> None:
+    """A `docket serve`-style session answering a few hundred distinct questions (the fast variant of
+    the 10,000-question memory test): with small bounds, every cache fills to its bound and stays
+    there, and the briefs are those of a session whose caches never evict."""
+    from docket.caches import Caches
+
+    small = Caches(feature_capacity=8, pair_capacity=8, rendered_capacity=8, embedding_capacity=50)
+    bounds = small.bounds()
+    assert bounds == {"features": 8, "feature_objects": 8, "feature_offers": 8, "pairs": 8, "rendered": 8,
+                      "prepared": 8, "embeddings": 50}
+    pol = Policy().updated(versions={"conflict_similarity": 0.0})
+    peak = dict.fromkeys(bounds, 0)
+    with Session.open(db, caches=small, embedder=small.embedder(HashEmbedder()), policy=pol) as s, \
+            Session.open(db, embedder=HashEmbedder(), policy=pol) as roomy:
+        for i, q in enumerate(DISTINCT):
+            got = s.ask(q, budget=300, floor=0.0).brief
+            for name, n in small.sizes().items():
+                assert n <= bounds[name], f"{name}: {n} entries > its bound {bounds[name]} after {i + 1} questions"
+                peak[name] = max(peak[name], n)
+            if i % 25 == 0:
+                assert got.messages == roomy.ask(q, budget=300, floor=0.0).brief.messages
+    assert peak == bounds, f"a cache never reached its bound, so the test proves nothing of it: {peak}"
+
+
+def test_a_session_over_a_store_object_reads_the_feature_cache_that_store_fills(db: str) -> None:
+    from docket.features import FeatureCache
+    from docket.store.sqlite import SQLiteStore
+
+    st = SQLiteStore(db, read_only=True, features=FeatureCache())
+    try:
+        s = Session(st, embedder=HashEmbedder())
+        assert s.caches.features is st.features
+        s.ask(QUESTION, budget=400, floor=0.0)
+        assert st.features.loaded > 0  # the rows' stored records, offered and read from the one cache
+    finally:
+        st.close()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from docket.assemble import assemble
+from docket.caches import default_caches
 from docket.embed import HashEmbedder
-from docket.moves import versions
 from docket.policy import Policy
 from docket.store.access import Principal
 from docket.store.base import MemoryStore
@@ -42,7 +42,7 @@ def test_a_pair_met_again_decides_the_same_and_a_changed_text_is_compared_afresh
                          policy=pol, floor=0.0)
         return [c.to_json() for c in brief.conflicts]
 
-    versions._PAIR_MEMO.clear()
+    default_caches().pairs.clear()
     first = run("Refunds are paid within 30 days of the request.")
     assert first, "the two texts disagree on the number of days"
     assert run("Refunds are paid within 30 days of the request.") == first  # from the memo

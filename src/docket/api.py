@@ -34,9 +34,11 @@ from docket.assemble import Planned, assemble_candidates
 from docket.assemble import assemble as assemble_brief
 from docket.assemble import plan as plan_request
 from docket.brief.result import Brief
+from docket.caches import Caches
 from docket.check import CheckReport, SupportJudge, check_answer
-from docket.embed import Embedder, HashEmbedder, default_embedder
+from docket.embed import Embedder, HashEmbedder, default_embedder, minilm
 from docket.errors import DocketError, InputError, UnavailableError
+from docket.features import FeatureCache
 from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, generator_condenser
 from docket.ingest import IndexOptions, IndexReport, index_paths, index_versions
@@ -102,6 +104,11 @@ class Session:
     `embedder` None means: the one the store was indexed with (MiniLM for an empty store or a
     store-less session). `generator_timeout` bounds every model call in seconds, whatever the
     client's own time-out; `condense` lets the generator summarise history that does not fit.
+
+    `caches` (docket.caches): the session's own bounded caches (per-chunk features, conflict pair
+    decisions, rendered passages, the default embedder's question vectors), made here when not
+    given; nothing of them is shared with another session. A store handed in that fills a feature
+    cache of its own (`store.features`) shares that one with the session.
     """
 
     def __init__(
@@ -117,8 +124,14 @@ class Session:
         max_tokens: int = 512,
         new_store_embedder: str = "minilm",
         router: Generator | None = None,
+        caches: Caches | None = None,
     ) -> None:
         self.policy = policy or Policy()
+        if caches is None:
+            filled = getattr(store, "features", None)  # a store object offers its rows to this cache
+            caches = Caches(features=filled if isinstance(filled, FeatureCache) else None)
+        #: the session's caches (docket.caches), handed to its stores, contexts and renderer
+        self.caches = caches
         self.counter = counter or default_counter()
         self._counter_given = counter is not None
         #: decides what the routing rules are unsure of (route.enabled; docket.modes.route)
@@ -145,7 +158,8 @@ class Session:
         made in a file that is not a store, nothing migrated); writing through the session still
         opens a writer. `file_mode`: the SQLite files' permission bits (docket.store.factory)."""
         s = cls(None, **options)
-        s._stores = StoreHandles(str(location), create, read_only=read_only and not create, file_mode=file_mode)
+        s._stores = StoreHandles(str(location), create, read_only=read_only and not create, file_mode=file_mode,
+                                 caches=s.caches)
         return s
 
     @property
@@ -210,16 +224,20 @@ class Session:
             meta: dict[str, str] = st.meta() if st is not None and hasattr(st, "meta") else {}  # type: ignore[union-attr,attr-defined]
             name = meta.get("embedder")
             if name is None:
-                emb = embedder_named(self.new_store_embedder)
+                emb = self._embedder_named(self.new_store_embedder)
             elif name == HashEmbedder.name:
                 emb = HashEmbedder(int(meta.get("dim", "256") or 256))
             else:
-                emb = default_embedder()
+                emb = self._embedder_named("minilm")
                 if name != emb.name or str(emb.dim) != str(meta.get("dim", emb.dim)):
                     raise UnavailableError(f"the store was indexed with embedder {name!r} (dim {meta.get('dim')}), "
                                            "which this docket cannot load")
             self._store_embedder = emb
         return self._store_embedder
+
+    def _embedder_named(self, name: str) -> Embedder:
+        """`embedder_named`, MiniLM behind this session's own cache of question vectors."""
+        return self.caches.embedder(minilm()) if name == "minilm" else embedder_named(name)
 
     def warm_up(self) -> None:
         """Load the models and the store's vectors now, so the first request is not the slow one."""
@@ -292,7 +310,7 @@ class Session:
                               embedder=self.embedder(), budget=budget, floor=floor, as_of=as_of, principal=principal,
                               history=history, condenser=self._condenser(), attachments=attachments,
                               whole_corpus=whole_corpus, router=router or self.router,
-                              generator=generator or self.generator)
+                              generator=generator or self.generator, caches=self.caches)
 
     def candidates_from(self, records: Sequence[Mapping[str, Any]], *, where: str = "candidates") -> list[Candidate]:
         """Ranked candidates from records: each a full chunk record with a `score`, best first."""
@@ -372,7 +390,7 @@ class Session:
         t0 = time.perf_counter()
         planned = plan_request(request, store=ScopedView(store, f.principal), policy=pol, counter=self._counter(pol),
                                embedder=embedder, condenser=self._condenser(), router=router or self.router,
-                               generator=gen)
+                               generator=gen, caches=self.caches)
         hits = self._retrieve(planned, store, embedder) if planned.plan.retrieves else None
         t_retrieve = hits[1] if hits is not None else 0.0
         found = hits[0].candidates if hits is not None else []
@@ -402,7 +420,7 @@ class Session:
         query = searched_query(req.question, req.history, planned.generator, planned.ctx.trace)
         with snapshot_of(store):
             hits = search(store, query, k=req.options.k, mode=req.options.search, filters=req.filters,
-                          embedder=embedder)
+                          embedder=embedder, features=self.caches.features)
         return hits, _ms(t0)
 
     # --- answer ------------------------------------------------------------------------------------

@@ -22,10 +22,10 @@ from docket import answerable, rescore
 from docket.blas import BlasThreads, limited
 from docket.brief.layout import build_brief, not_found_brief
 from docket.brief.sizer import RenderSizer
+from docket.caches import Caches, default_caches
 from docket.context import Context, check_entries
 from docket.embed import Embedder, default_embedder
 from docket.errors import InputError
-from docket.features import default_cache
 from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
@@ -69,6 +69,7 @@ def assemble(
     router: Any | None = None,
     trace: Trace | None = None,
     generator: Any = None,
+    caches: Caches | None = None,
 ) -> Brief:
     """Assemble the brief for one question from ranked candidates (best first).
 
@@ -93,19 +94,23 @@ def assemble(
 
     `generator` (docket.llm) writes the summary of the passages that did not fit when the policy
     asks for one (`compress.summary`); its calls are cached on disk (docket.llm.cache).
+
+    `caches` (docket.caches): the caches the assembly reads and fills; a Session passes its own,
+    a caller without one gets the process-wide `default_caches()`.
     """
     request = Request.of(question, principal=principal, history=history, attachments=attachments, budget=budget,
                          floor=floor, as_of=as_of, whole_corpus=whole_corpus)
     if candidates is None and embedder is None:
         embedder = default_embedder()  # the store is ranked by cosine, and the moves read the same vectors
     planned = plan(request, candidates, store=store, policy=policy, counter=counter, embedder=embedder,
-                   condenser=condenser, router=router, trace=trace, generator=generator)
+                   condenser=condenser, router=router, trace=trace, generator=generator, caches=caches)
     ranked, vector = planned.candidates, None
     if ranked is None and planned.plan.retrieves:  # no ranking given: a follow-up ranks the store with the history
         query = searched_query(clean_question(question), history, generator, planned.ctx.trace)
         emb = planned.ctx.embedder or default_embedder()
         vector = (query, emb.embed([query])[0])
-        ranked = rank_by_cosine(query, planned.ctx.store.all(), emb, vector[1])  # type: ignore[attr-defined]  # a store with all()
+        ranked = rank_by_cosine(query, planned.ctx.store.all(), emb, vector[1],  # type: ignore[attr-defined]  # a store with all()
+                                features=planned.ctx.features)
     return assemble_candidates(planned, ranked, query_vector=vector)
 
 
@@ -129,9 +134,10 @@ class Planned:
 def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, store: ChunkLookup,
          policy: Policy | None = None, counter: TokenCounter | None = None, embedder: Embedder | None = None,
          condenser: Condenser | None = None, router: Any | None = None, trace: Trace | None = None,
-         generator: Any = None) -> Planned:
+         generator: Any = None, caches: Caches | None = None) -> Planned:
     """Check the request, scope the store to its principal, keep the capped history and plan the
-    mode (docket.modes), before anything is retrieved; nothing here calls a retriever."""
+    mode (docket.modes), before anything is retrieved; nothing here calls a retriever. `caches`:
+    the session's (docket.caches), else the process-wide ones."""
     question = clean_question(request.question)
     principal = request.principal
     if principal is not None and not isinstance(principal, Principal):
@@ -149,10 +155,11 @@ def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, sto
     trace = trace if trace is not None else Trace()
     warnings: list[str] = []
     kept, policy = _kept_history(request.history, policy, counter, trace, condenser, warnings)
+    caches = caches or default_caches()
     ctx = Context(question=question.strip(), store=store, policy=policy, counter=counter, embedder=embedder,
-                  trace=trace, warnings=warnings, sizer_factory=RenderSizer)
+                  trace=trace, warnings=warnings, caches=caches, sizer_factory=RenderSizer)
     early = Context(question=ctx.question, store=store, policy=policy, counter=counter, embedder=embedder,
-                    trace=trace, warnings=list(warnings), sizer_factory=RenderSizer)
+                    trace=trace, warnings=list(warnings), caches=caches, sizer_factory=RenderSizer)
     mode = plan_mode(early, principal=principal, attachments=request.attachments, router=router,
                      whole_corpus=opts.whole_corpus)
     done = None if mode.brief is None else _with_history(mode.brief, kept)
@@ -173,7 +180,7 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
         candidates = p.candidates
         ctx = Context(question=ctx.question, store=scoped(p.store or ctx.store, planned.request.principal), policy=p.policy or ctx.policy,
                       counter=ctx.counter, embedder=p.embedder, trace=ctx.trace, warnings=ctx.warnings,
-                      sizer_factory=RenderSizer)
+                      caches=ctx.caches, sizer_factory=RenderSizer)
     elif candidates is None:
         raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
     ranked = list(readable(candidates, planned.request.principal))
@@ -181,11 +188,11 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
-    features = default_cache()
+    features = ctx.caches.features
     check_entries([c.chunk for c in ranked], embedder, features)
     qvec = query_vector[1] if query_vector is not None and query_vector[0] == ctx.question else None
     ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
-                  trace=ctx.trace, warnings=ctx.warnings, features=features, sizer_factory=RenderSizer, _qvec=qvec)
+                  trace=ctx.trace, warnings=ctx.warnings, caches=ctx.caches, sizer_factory=RenderSizer, _qvec=qvec)
     brief = _assemble_ranked(ctx, ranked, planned.generator)
     brief.ranked = ranked
     return _with_history(finish_mode(brief, ctx, mode=p.mode), planned.kept)

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from docket import counting
+from docket.caches import Caches, default_caches
 from docket.embed import Embedder
 from docket.errors import InputError
-from docket.features import FeatureCache, default_cache, render_key
+from docket.features import FeatureCache, render_key
 from docket.model import Chunk, Trace
 from docket.policy import Policy
 from docket.sizing import Sizer
@@ -47,8 +48,12 @@ class Context:
     today: Date = field(default_factory=lambda: clock())
     #: the date whose versions Move 1 kept and why: {"date", "source"} (set by Move 1)
     as_of: dict[str, Any] | None = None
-    #: per-chunk features (words, titles, statements, rendered counts), computed once per chunk
-    features: FeatureCache = field(default_factory=default_cache)
+    #: the session's caches (docket.caches): the steps and the renderer read their tables here;
+    #: without a session, the process-wide fallback
+    caches: Caches = field(default_factory=default_caches)
+    #: per-chunk features (words, titles, statements, rendered counts), computed once per chunk:
+    #: `caches.features` unless given
+    features: FeatureCache = None  # type: ignore[assignment]  # filled from `caches` in __post_init__
     #: the candidates that cleared the floor: pair similarities are computed once over them
     pool: list[Chunk] | None = None
     #: the reachable set of the pool Moves 1-2 compare (docket.moves.reach), once found; a key when
@@ -67,6 +72,10 @@ class Context:
     #: a copy made with dataclasses.replace builds its own, for its own policy
     sizer_factory: Callable[[Context], Sizer] | None = None
     _sizer: Sizer | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.features is None:
+            self.features = self.caches.features
 
     @property
     def sizer(self) -> Sizer:

@@ -138,6 +138,11 @@ class CachedEmbedder:
     def __len__(self) -> int:
         return len(self._cache)
 
+    def __bool__(self) -> bool:
+        """Always true: an empty cache is still an embedder (`embedder or fallback` must not pass
+        it over, as it did while `__len__` was 0)."""
+        return True
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -160,7 +165,20 @@ class CachedEmbedder:
                     self._cache.popitem(last=False)
         return np.stack([got[t] for t in texts])
 
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+@lru_cache(maxsize=1)
+def minilm() -> MiniLMEmbedder:
+    """The MiniLM model, loaded once per process (its weights are read-only: every cache of its
+    vectors, the process-wide one below and each Session's own, wraps this one)."""
+    return MiniLMEmbedder()
+
 
 @lru_cache(maxsize=1)
 def default_embedder() -> Embedder:
-    return CachedEmbedder(MiniLMEmbedder())
+    """MiniLM behind the process-wide cache of embedded texts, for callers without a Session (a
+    Session keeps its own: docket.caches.Caches.embedder)."""
+    return CachedEmbedder(minilm())

@@ -13,25 +13,25 @@ import numpy as np
 
 from docket.context import check_entries, stack
 from docket.embed import Embedder
-from docket.features import default_cache
+from docket.features import FeatureCache, default_cache
 from docket.model import Candidate, Chunk
 
 
 def rank_by_cosine(question: str, chunks: Sequence[Chunk], embedder: Embedder,
-                   question_vector: np.ndarray | None = None) -> list[Candidate]:
+                   question_vector: np.ndarray | None = None, features: FeatureCache | None = None) -> list[Candidate]:
     """Rank chunks by cosine to the question (the spec's default ranking). Ties break by id.
-    `question_vector`: the question's vector when the caller already has it."""
+    `question_vector`: the question's vector when the caller already has it; `features`: the
+    session's feature cache (docket.caches), else the process-wide one."""
     if not chunks:
         return []
-    ctx_vecs = _chunk_vectors(chunks, embedder)
+    ctx_vecs = _chunk_vectors(chunks, embedder, features if features is not None else default_cache())
     q = question_vector if question_vector is not None else embedder.embed([question])[0]
     sims = ctx_vecs @ q
     order_idx = sorted(range(len(chunks)), key=lambda i: (-float(sims[i]), chunks[i].id))
     return [Candidate(chunk=chunks[i], score=round(float(sims[i]), 6), rank=r) for r, i in enumerate(order_idx, 1)]
 
 
-def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
-    features = default_cache()
+def _chunk_vectors(chunks: Sequence[Chunk], embedder: Embedder, features: FeatureCache) -> np.ndarray:
     check_entries(chunks, embedder, features)
     entries = features.entries(chunks)
     if all(e.vector is not None for e in entries):

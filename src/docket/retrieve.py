@@ -23,7 +23,7 @@ import numpy as np
 
 from docket.embed import Embedder, HashEmbedder, default_embedder
 from docket.errors import InputError, UnavailableError
-from docket.features import default_cache
+from docket.features import FeatureCache, default_cache
 from docket.model import Candidate
 from docket.safeio import clean_question
 from docket.store.protocol import Filters, Snapshots, Store, may_read
@@ -103,8 +103,10 @@ def search(
     embedder: Embedder | None = None,
     depth: int | None = None,
     rrf_k: int = RRF_K,
+    features: FeatureCache | None = None,
 ) -> Hits:
-    """`retrieve`, with the question's vector (`Session.ask` hands it on to the assembler)."""
+    """`retrieve`, with the question's vector (`Session.ask` hands it on to the assembler).
+    `features`: the feature cache the store offers its rows to (a Session's own, docket.caches)."""
     if mode not in MODES:
         raise InputError(f"must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if k < 1:
@@ -124,7 +126,7 @@ def search(
         order = order[:k]
         chunks = store.get_many(order)
     out: list[Candidate] = []
-    vector_of = default_cache().vector_of  # the store's float32 array, not the tuple converted back
+    vector_of = (features if features is not None else default_cache()).vector_of  # the store's float32 array, not the tuple converted back
     for cid in order:
         c = chunks.get(cid)
         if c is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from docket.brief.sizer import feature_record
+from docket.caches import Caches
 from docket.errors import UnavailableError
 from docket.store.factory import open_store
 from docket.store.protocol import Store
@@ -15,8 +16,11 @@ class StoreHandles:
     """Store handles for many threads: SQLite shares one reader (and its in-memory vector matrix);
     PostgreSQL gives each thread its own connection. Writes go through one writer, one at a time."""
 
-    def __init__(self, location: str, create: bool, read_only: bool = False, file_mode: int | None = None) -> None:
+    def __init__(self, location: str, create: bool, read_only: bool = False, file_mode: int | None = None,
+                 caches: Caches | None = None) -> None:
         self.location = location
+        #: the session's caches: every store opened here offers the rows it reads to their feature cache
+        self.features = caches.features if caches is not None else None
         self.file_mode = file_mode
         self.create = create
         self.read_only = read_only  # the shared SQLite reader opens with mode=ro (docket ask)
@@ -32,7 +36,7 @@ class StoreHandles:
 
     def _open(self) -> Store:
         st = open_store(self.location, create=self.create, read_only=self.read_only, file_mode=self.file_mode,
-                        records=feature_record)
+                        records=feature_record, features=self.features)
         with self._lock:
             self._all.append(st)
         return st
@@ -45,7 +49,8 @@ class StoreHandles:
                 with self._lock:
                     if self._reader is None:
                         self._reader = open_store(self.location, create=self.create, read_only=self.read_only,
-                                                  file_mode=self.file_mode, records=feature_record)
+                                                  file_mode=self.file_mode, records=feature_record,
+                                                  features=self.features)
                         self._all.append(self._reader)
             return self._reader
         st = getattr(self._local, "store", None)

@@ -106,7 +106,7 @@ def fixed_tokens(ctx: Context) -> int:
 
 def documents_tokens(passages: list[Passage], ctx: Context) -> int:
     """Tokens of the documents block the brief writes for `passages` (labels S1.. in this order)."""
-    entries, _, _ = render_entries(passages, ctx.policy.render)
+    entries, _, _ = render_entries(passages, ctx.policy.render, ctx.caches)
     parts = formats.text_format(ctx.policy.render.format).documents_parts([e.rendered.block for e in entries])
     return counting.count_parts(ctx.counter, parts)
 
@@ -117,7 +117,7 @@ def build_brief(passages: list[Passage], ctx: Context, budget: int) -> Brief:
     style = ctx.policy.render.format
     text_fmt = formats.text_format(style)
     counter = ctx.counter
-    entries, sources, removed = render_entries(passages, ctx.policy.render)
+    entries, sources, removed = render_entries(passages, ctx.policy.render, ctx.caches)
     parts = text_fmt.documents_parts([e.rendered.block for e in entries])
     documents_tokens = counting.count_parts(counter, parts)  # the assembler's fit step checked it against the budget
     documents = "".join(parts)
@@ -186,7 +186,7 @@ def anthropic_request(ctx: Context, passages: list[Passage], sources: dict[str, 
     pol = ctx.policy.render
     if entries is None:
         key = policy_key(pol)
-        entries = [entry(p, label, pol, key) for p, label in zip(passages, sources)]
+        entries = [entry(p, label, pol, key, ctx.caches) for p, label in zip(passages, sources)]
     content: list[dict[str, Any]] = []
     for p, e, (label, s) in zip(passages, entries, sources.items()):
         title, context = e.request_parts(p, label, pol)

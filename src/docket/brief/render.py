@@ -23,7 +23,8 @@ from typing import Any
 from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
 from docket.brief.formats import Fields
-from docket.features import _Generations, content_key
+from docket.caches import RENDERED_CAPACITY, Caches, default_caches
+from docket.features import content_key
 from docket.model import Passage
 from docket.policy import RenderPolicy
 from docket.sizing import label_for
@@ -163,11 +164,11 @@ class _Prepared:
 # does not depend on the label (clean text, fields, escaped body) under (content key, settings),
 # and the passage under one label (its header, block, Anthropic title and context) under
 # (content key, label, settings). Grown, compressed and summary passages are rendered every time.
+# The two tables are the session's (docket.caches.Caches.rendered and .prepared, handed down on the
+# Context); a caller without one renders into the process-wide `default_caches()`.
 
 #: memoised passages kept: a few KiB each
-MEMO_CAPACITY = 16_384
-_RENDERED = _Generations(MEMO_CAPACITY)  # (content key, label, settings id) -> Entry
-_PREPARED = _Generations(MEMO_CAPACITY)  # (content key, settings id) -> _Prepared, shared by its labels' entries
+MEMO_CAPACITY = RENDERED_CAPACITY
 
 
 def policy_key(policy: RenderPolicy) -> int | None:
@@ -228,23 +229,26 @@ class Entry:
         return r
 
 
-def entry(p: Passage, label: str, policy: RenderPolicy, key: int | None) -> Entry:
-    """`p` rendered under `label` and `policy` (whose `policy_key` is `key`), from the memo when
-    it is a whole chunk seen before: under this label, or under another (then only the label's
-    header is written)."""
+def entry(p: Passage, label: str, policy: RenderPolicy, key: int | None, caches: Caches | None = None) -> Entry:
+    """`p` rendered under `label` and `policy` (whose `policy_key` is `key`), from the memo of
+    `caches` (default: the process-wide ones) when it is a whole chunk seen before: under this
+    label, or under another (then only the label's header is written)."""
     if key is None or not _memoisable(p):
         return Entry(_Prepared(p, policy), label, policy)
+    if caches is None:
+        caches = default_caches()
     ck = content_key(p.first)
     k = (ck, label, key)
-    e: Entry | None = _RENDERED.get(k)
+    rendered = caches.rendered
+    e: Entry | None = rendered.get(k)
     if e is None:
         pk = (ck, key)
-        prepared: _Prepared | None = _PREPARED.get(pk)
+        prepared: _Prepared | None = caches.prepared.get(pk)
         if prepared is None:
             prepared = _Prepared(p, policy)
-            _PREPARED.put(pk, prepared)
+            caches.prepared.put(pk, prepared)
         e = Entry(prepared, label, policy)
-        _RENDERED.put(k, e)
+        rendered.put(k, e)
     return e
 
 
@@ -258,16 +262,19 @@ def documents_block(blocks: list[str], fmt: str) -> str:
     return formats.text_format(fmt).documents(blocks)
 
 
-def render_all(passages: list[Passage], policy: RenderPolicy) -> tuple[str, dict[str, dict[str, Any]], int]:
-    """The documents block, the label -> source map, and the count of removed characters."""
-    blocks, sources, removed = render_parts(passages, policy)
+def render_all(passages: list[Passage], policy: RenderPolicy,
+               caches: Caches | None = None) -> tuple[str, dict[str, dict[str, Any]], int]:
+    """The documents block, the label -> source map, and the count of removed characters
+    (`caches`: whose memo of rendered passages to use; default the process-wide one)."""
+    blocks, sources, removed = render_parts(passages, policy, caches)
     return documents_block([r.block for r in blocks], policy.format), sources, removed
 
 
-def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Rendered], dict[str, dict[str, Any]], int]:
+def render_parts(passages: list[Passage], policy: RenderPolicy,
+                 caches: Caches | None = None) -> tuple[list[Rendered], dict[str, dict[str, Any]], int]:
     """`render_all` before the blocks are joined: each passage as Rendered, the label -> source
     map, and the count of removed characters."""
-    entries, sources, removed = render_entries(passages, policy)
+    entries, sources, removed = render_entries(passages, policy, caches)
     return [e.rendered for e in entries], sources, removed
 
 
@@ -275,15 +282,17 @@ def render_parts(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Re
 _LABELS = [label_for(n) for n in range(1, 65)]
 
 
-def render_entries(passages: list[Passage], policy: RenderPolicy) -> tuple[list[Entry], dict[str, dict[str, Any]], int]:
+def render_entries(passages: list[Passage], policy: RenderPolicy,
+                   caches: Caches | None = None) -> tuple[list[Entry], dict[str, dict[str, Any]], int]:
     """`render_parts` with each passage's Entry (for the Anthropic request) in place of its Rendered."""
     entries: list[Entry] = []
     sources: dict[str, dict[str, Any]] = {}
     removed = 0
     key = policy_key(policy)
+    caches = caches or default_caches()
     for n, p in enumerate(passages, 1):
         label = _LABELS[n - 1] if n <= len(_LABELS) else label_for(n)
-        e = entry(p, label, policy, key)
+        e = entry(p, label, policy, key, caches)
         entries.append(e)
         r = e.rendered
         removed += r.removed

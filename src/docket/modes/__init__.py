@@ -136,7 +136,7 @@ def attachment_plan(ctx: Context, items: Sequence[Any]) -> Plan:
     passages = corpus.passages_in_order(whole)
     from docket.brief.render import render_all
 
-    documents, _, _ = render_all(passages, ctx.policy.render)
+    documents, _, _ = render_all(passages, ctx.policy.render, ctx.caches)
     size, limit = ctx.tokens(documents), attach.whole_limit(ctx)
     numbers: dict[str, Any] = {"attachment_tokens": size, "limit": limit, "files": files, "passages": len(passages),
                                **({"removed": dict(sorted(removed.items()))} if removed else {})}
@@ -154,7 +154,7 @@ def search_plan(ctx: Context, items: Sequence[Any]) -> Plan:
     assembler over them, read through a store of their own."""
     chunks = attach.load(items, ctx.policy, ctx.counter, whole=False)
     embedder = ctx.embedder or default_embedder()
-    ranked = rank_by_cosine(ctx.question, chunks, embedder)
+    ranked = rank_by_cosine(ctx.question, chunks, embedder, features=ctx.features)
     return Plan(ATTACHMENTS, candidates=tuple(ranked), store=MemoryStore(chunks), policy=ctx.policy, embedder=embedder)
 
 

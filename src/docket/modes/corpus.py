@@ -125,7 +125,7 @@ def readable_key(chunks: list[Chunk]) -> str:
 
 def block_of(chunks: list[Chunk], left_out: dict[str, int], ctx: Context) -> CorpusBlock:
     passages = passages_in_order(chunks)
-    documents, _, _ = render_all(passages, ctx.policy.render)
+    documents, _, _ = render_all(passages, ctx.policy.render, ctx.caches)
     n_docs = len({(c.doc, c.version) for c in chunks})
     return CorpusBlock(passages=passages, tokens=ctx.tokens(documents) if passages else 0, documents=n_docs,
                        readable_key=readable_key(chunks), left_out=left_out)

@@ -17,7 +17,6 @@ from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction
 from docket.context import Context
 from docket.dates import find_dates
-from docket.features import _Generations
 from docket.model import Chunk, Passage
 from docket.moves import reach
 from docket.policy import VersionsPolicy
@@ -336,11 +335,11 @@ def _same_title(a: Passage, b: Passage) -> bool:
     return _title_phrase(a.first.title) == _title_phrase(b.first.title)
 
 
-#: (features key of a, of b, conflict_overlap, embedder) -> the reason the two single-chunk passages
-#: disagree, or "" (different subjects, or no contradiction). What decides it is question-independent
-#: (both chunks' text, titles and statements, the overlap asked, the embedder's sentence cosines), so
-#: a pair met again on a later query is not compared again. Bounded (two generations).
-_PAIR_MEMO = _Generations(1 << 16)
+#: The pair memo, `ctx.caches.pairs` (the session's, docket.caches): (features key of a, of b,
+#: conflict_overlap, embedder) -> the reason the two single-chunk passages disagree, or ""
+#: (different subjects, or no contradiction). What decides it is question-independent (both chunks'
+#: text, titles and statements, the overlap asked, the embedder's sentence cosines), so a pair met
+#: again on a later query is not compared again. Bounded (two generations).
 
 
 def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
@@ -365,6 +364,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
     emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
+    memo = ctx.caches.pairs
 
     def facts_of(k: int) -> list[Statement]:
         # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
@@ -385,7 +385,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         fa, fb = pool_feats[i], pool_feats[j]
         memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
                     if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
-        why = _PAIR_MEMO.get(memo_key) if memo_key is not None else None
+        why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
             if _different_subjects(a, b):
                 why = ""
@@ -393,7 +393,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
                 why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
                                 similar=similar, memo=sentence_pairs) or ""
             if memo_key is not None:
-                _PAIR_MEMO.put(memo_key, why)
+                memo.put(memo_key, why)
         if not why:
             continue
         kind = "equal_authority" if auth_a == auth_b else "outranked"

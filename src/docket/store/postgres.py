@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from docket.errors import InputError, UnavailableError
-from docket.features import RecordWriter, default_cache, record_of, stored_features
+from docket.features import FeatureCache, RecordWriter, default_cache, record_of, stored_features
 from docket.model import Chunk
 from docket.store import pg_keywords
 from docket.store.access import AclResolution, Principal, Registry, resolve_acl
@@ -297,13 +297,16 @@ def _connect(url: str, read_only: bool = False) -> Any:
 class PostgresStore:
     """A docket store in a PostgreSQL database with the pgvector extension."""
 
-    def __init__(self, url: str, *, read_only: bool = False, records: RecordWriter | None = None) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, records: RecordWriter | None = None,
+                 features: FeatureCache | None = None) -> None:
         """`read_only`: for commands that only read: no table is created, no schema row written or
-        migrated, and a database that is not a docket store is refused in one line."""
+        migrated, and a database that is not a docket store is refused in one line. `features`: the
+        cache each row read is offered to (a Session's own, docket.caches; default the process-wide one)."""
         self.location = url
         self.read_only = read_only
         #: writes each chunk's feature record (see SQLiteStore.records)
         self.records: RecordWriter = records or record_of
+        self.features: FeatureCache = features if features is not None else default_cache()
         self._conn = _connect(url, read_only)
         self._lock = threading.RLock()
         self._snapshot_depth = 0
@@ -507,7 +510,8 @@ class PostgresStore:
             # parsed float by float (50 rows: ~8-12 ms text, ~3-5 ms binary; the same values)
             rows = self._conn.execute(f"SELECT {_COLS} FROM {_FROM} WHERE c.id = ANY(%s)", (list(ids),),
                                       binary=True).fetchall()
-        return {r["id"]: _chunk(r) for r in rows}
+        offer = self.features.offer
+        return {r["id"]: _chunk(r, offer) for r in rows}
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         if not self._chunks_ready():
@@ -515,7 +519,8 @@ class PostgresStore:
         q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = %s AND c.version = %s {_ORDER}"
         with self._lock:
             rows = self._conn.execute(q, (doc, version), binary=True).fetchall()  # binary: see get_many
-        return [_chunk(r) for r in rows]
+        offer = self.features.offer
+        return [_chunk(r, offer) for r in rows]
 
     def versions(self, doc: str) -> list[VersionInfo]:
         return [v.info() for v in self.stored_versions(doc)]
@@ -768,10 +773,10 @@ def _where_sql(f: Filters, *, acl: bool = True) -> tuple[str, list[Any]]:
     return "".join(f" AND {p}" for p in parts), args
 
 
-def _chunk(r: dict[str, Any]) -> Chunk:
+def _chunk(r: dict[str, Any], offer: Callable[..., None]) -> Chunk:
     vec = _vec(r["vector"])
     c = chunk_from_row(r, vec)
-    default_cache().offer(c, r.get("features"), vec)  # the record parsed only if these features are not in memory
+    offer(c, r.get("features"), vec)  # the record parsed only if these features are not in memory
     return c
 
 

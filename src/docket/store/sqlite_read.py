@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from docket.features import default_cache
 from docket.model import Chunk
 from docket.store.access import Principal
 from docket.store.base import VersionInfo
@@ -102,14 +101,13 @@ class _Reads(_Opened):
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
-    @staticmethod
-    def _chunk(r: sqlite3.Row) -> Chunk:
+    def _chunk(self, r: sqlite3.Row) -> Chunk:
         blob = r["vector"]
         # struct gives the float32 values as Python floats at once (numpy's frombuffer + tolist, in one step)
         c = chunk_from_row(r, struct.unpack(f"={len(blob) // 4}f", blob))
         # the features record is parsed only if this content's features are not in memory; the
         # blob's float32 array is the vector the assembler reads (the same values as the tuple)
-        default_cache().offer(c, r["features"], np.frombuffer(blob, dtype=np.float32))
+        self.features.offer(c, r["features"], np.frombuffer(blob, dtype=np.float32))
         return c
 
     @contextmanager

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from docket.errors import DocketError, InputError
-from docket.features import RecordWriter, record_of
+from docket.features import FeatureCache, RecordWriter, default_cache, record_of
 from docket.store import sqlite_file as _sqlite_file
 from docket.store.access import AclResolution, Registry, resolve_acl
 from docket.store.protocol import chunk_from_row, search_text
@@ -195,15 +195,19 @@ class _Opened:
     """An open store file (the schema made or migrated); the other parts of `SQLiteStore` build on it."""
 
     def __init__(self, path: str | Path, *, create: bool = True, read_only: bool = False,
-                 file_mode: int | None = None, records: RecordWriter | None = None) -> None:
+                 file_mode: int | None = None, records: RecordWriter | None = None,
+                 features: FeatureCache | None = None) -> None:
         """`create`: make the file when there is none (mode 0600, or `file_mode`, whatever the
         umask). `read_only`: open it with SQLite's mode=ro, for commands that only read: nothing is
         created or migrated, and a file that is not a docket store is refused (sqlite_file).
-        `records`: writes each chunk's feature record (see below)."""
+        `records`: writes each chunk's feature record (see below). `features`: the cache the rows
+        read are offered to (a Session's own, docket.caches; default the process-wide one)."""
         self.path = Path(path)
         #: writes each chunk's feature record (docket.features); the wiring passes one that adds
         #: the rendered token counts (docket.brief.sizer.feature_record), which a store cannot know
         self.records: RecordWriter = records or record_of
+        #: the feature cache each row read is offered to, with its stored record and float32 vector
+        self.features: FeatureCache = features if features is not None else default_cache()
         self.location = str(self.path)
         self.read_only = read_only
         if (read_only or not create) and not self.path.exists():
