@@ -54,14 +54,15 @@ class Row:
 def prepare(lset: LabelledSet, embedder: Embedder, progress: Callable[[int], None] | None = None) -> list[Prepared]:
     """Embed every question and candidate once, rank by the set's scores or by cosine."""
     texts = list(dict.fromkeys([c.text for it in lset.items for c in it.chunks] + [it.question for it in lset.items]))
-    tracked = hasattr(embedder, "on_progress") and progress is not None
+    hooked: Any = embedder  # DiskCachedEmbedder takes a progress callback; other embedders do not
+    tracked = hasattr(hooked, "on_progress") and progress is not None
     if tracked:
-        embedder.on_progress = progress
+        hooked.on_progress = progress
     try:
         vec_of = dict(zip(texts, embedder.embed(texts)))
     finally:  # later embeds (Move 1's sentence similarity) must not tick a progress task that is gone
         if tracked:
-            embedder.on_progress = None
+            hooked.on_progress = None
     out = []
     for it in lset.items:
         qvec = vec_of[it.question]
