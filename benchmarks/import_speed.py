@@ -112,13 +112,16 @@ def import_into(location: str, path: Path, dim: int, stages: dict[str, float] | 
     from docket.store.bulk import import_file
     from docket.store.factory import open_store
 
+    def children() -> float:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return kids.ru_utime + kids.ru_stime
+
     with open_store(location) as s:  # type: ignore[attr-defined]
-        t, cpu = time.perf_counter(), time.process_time()
+        t, cpu, kids = time.perf_counter(), time.process_time(), children()
         rep = import_file(s, path, embedder=(default_embedder().name, dim), stages=stages)
         if stages is not None:
-            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
             stages["cpu: this process"] = time.process_time() - cpu
-            stages["cpu: workers"] = kids.ru_utime + kids.ru_stime  # PostgreSQL's server is not a child
+            stages["cpu: workers"] = children() - kids  # PostgreSQL's server is not a child
         return rep.rows, time.perf_counter() - t
 
 

@@ -78,8 +78,6 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     conn = store._conn
     with store._lock, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg._DDL_LOCK,))
-        # the staging joins and sorts in memory, not in batches on disk (the default is 4 MB)
-        conn.execute("SET LOCAL work_mem = '256MB'")
         # no other writer while the store is built (they wait, then see it whole)
         conn.execute("LOCK TABLE versions, chunks, chunk_terms, acl_classes, chunk_features IN SHARE ROW EXCLUSIVE MODE")
         if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions) AS x").fetchone()["x"]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 #: rows checked before worker processes start: a small import does not pay their start-up
-POOL_AFTER_ROWS = 12_288
+POOL_AFTER_ROWS = 4_096
 #: batches given to the workers ahead of the writer
 AHEAD = 2
 
