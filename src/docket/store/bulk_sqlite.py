@@ -1,9 +1,10 @@
 """`docket import` into a SQLite store: every row of the file in one transaction, batch inserts.
 
 Uses the store's own write transaction (`_transaction`: BEGIN IMMEDIATE, the generation bump,
-COMMIT, or ROLLBACK on any error) and its keyword-term packing (`_TermIds`, the same term ids and
-posting blobs `write_version` stores), with one `executemany` per batch instead of statements per
-document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
+COMMIT, or ROLLBACK on any error) and its term ids (`_TermIds`); each row's posting blob is the
+one `write_version` stores, byte for byte (tests/test_import.py), cut from one array per batch
+out of the term counts the worker processes send (docket.store.bulk_text), with one
+`executemany` per batch instead of statements per document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
 ANN index file follow; the search index is built once, after the load, by a first search.
 
 Feature records (docket.features) are not computed here (about 1 ms a chunk, ten times the rest of
