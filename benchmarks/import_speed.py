@@ -4,6 +4,8 @@ measured in the same run.
 
     .venv/bin/python benchmarks/import_speed.py --rows 100000            # both backends
     .venv/bin/python benchmarks/import_speed.py --rows 20000 --backends sqlite
+    git archive ced08bc src | tar -x -C /tmp/base                         # an older import ...
+    .venv/bin/python benchmarks/import_speed.py --baseline-src /tmp/base/src   # ... run beside this one
 
 The rows are the 4,413 real paragraphs of ../shared/data (hotpotqa, musique, squad-v2) repeated
 with their sentences rotated (benchmarks/_corpus.variant), four chunks a document, 10 % readable
@@ -14,7 +16,10 @@ plain MiniLM vectors of the real paragraphs (benchmarks/pg_keywords.py, store_sp
 
 Reported: rows/s of the whole import (read + check + write + the indexes built after the load:
 HNSW and the keyword indexes on PostgreSQL, the in-memory search index on SQLite), its stages,
-and the write path's rows/s on a small sample, with the ratio.
+the CPU seconds of this process and of its worker processes (a shared machine's wall clock
+says as much about its other users), and the write path's rows/s on a small sample, with the
+ratio. `--baseline-src` runs the same import with another checkout's `src` (in a subprocess,
+right before this one, on the same file and a fresh server) for a same-minute before/after.
 """
 
 from __future__ import annotations
@@ -102,13 +107,57 @@ def _fresh_pg(uri: str, name: str) -> str:
 
 
 def import_into(location: str, path: Path, dim: int, stages: dict[str, float] | None = None) -> tuple[int, float]:
+    import resource
+
     from docket.store.bulk import import_file
     from docket.store.factory import open_store
 
+    def children() -> float:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return kids.ru_utime + kids.ru_stime
+
     with open_store(location) as s:  # type: ignore[attr-defined]
-        t = time.perf_counter()
+        t, cpu, kids = time.perf_counter(), time.process_time(), children()
         rep = import_file(s, path, embedder=(default_embedder().name, dim), stages=stages)
+        if stages is not None:
+            stages["cpu: this process"] = time.process_time() - cpu
+            stages["cpu: workers"] = children() - kids  # PostgreSQL's server is not a child
         return rep.rows, time.perf_counter() - t
+
+
+def import_once(backend: str, path: Path, dim: int) -> tuple[int, float, dict[str, float]]:
+    """One import into a fresh store of `backend`, with its stages."""
+    stages: dict[str, float] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="docket-bench-"))
+    try:
+        if backend == "sqlite":
+            n, secs = import_into(str(tmp / "imp.db"), path, dim, stages)
+        else:
+            with pg_server() as uri:
+                n, secs = import_into(_fresh_pg(uri, "imp"), path, dim, stages)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return n, secs, stages
+
+
+def baseline(src: str, backend: str, path: Path, dim: int) -> tuple[int, float, dict[str, float]]:
+    """`import_once` with another checkout's docket (a subprocess: its modules, not these)."""
+    import json
+    import os
+    import subprocess
+
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import import_speed as b; from pathlib import Path; "
+            "print(json.dumps(b.import_once(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))))")
+    env = {**os.environ, "PYTHONPATH": src}
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), backend, str(path),
+                          str(dim)], env=env, capture_output=True, text=True, check=True).stdout
+    n, secs, stages = json.loads(out.strip().splitlines()[-1])
+    return n, secs, stages
+
+
+def _stages(stages: dict[str, float], secs: float) -> str:
+    return ", ".join(f"{k} {v:.1f} s" + ("" if k.startswith("cpu") else f" ({100 * v / secs:.0f} %)")
+                     for k, v in stages.items())
 
 
 def write_path(location: str, path: Path, n: int) -> float:
@@ -139,29 +188,36 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--backends", default="sqlite,postgres")
-    ap.add_argument("--sample", type=int, default=2000, help="rows written by the per-version path (baseline)")
+    ap.add_argument("--sample", type=int, default=2000, help="rows written by the per-version path (0: skip)")
+    ap.add_argument("--baseline-src", help="another checkout's src directory, imported the same way first")
     a = ap.parse_args()
     out = _corpus.OUT
     out.mkdir(parents=True, exist_ok=True)
     path = write_parquet(out / f"import-{a.rows}.parquet", a.rows)
-    sample = write_parquet(out / f"import-{a.sample}.parquet", a.sample)
+    sample = write_parquet(out / f"import-{a.sample}.parquet", a.sample) if a.sample else None
     dim = int(base_vectors()[1].shape[1])
-    print(f"{'backend':10} {'rows':>9} {'import s':>9} {'import rows/s':>14} {'write_version rows/s':>21} {'ratio':>6}")
+    print(f"{'backend':10} {'code':9} {'rows':>9} {'import s':>9} {'import rows/s':>14} {'write_version rows/s':>21} "
+          f"{'ratio':>6}")
     for backend in a.backends.split(","):
-        tmp = Path(tempfile.mkdtemp(prefix="docket-bench-"))
-        try:
-            stages: dict[str, float] = {}
-            if backend == "sqlite":
-                n, secs = import_into(str(tmp / "imp.db"), path, dim, stages)
-                base = write_path(str(tmp / "base.db"), sample, a.sample)
-            else:
-                with pg_server() as uri:
-                    n, secs = import_into(_fresh_pg(uri, "imp"), path, dim, stages)
-                    base = write_path(_fresh_pg(uri, "base"), sample, a.sample)
-            print(f"{backend:10} {n:>9} {secs:>9.1f} {n / secs:>14.0f} {base:>21.0f} {n / secs / base:>6.1f}")
-            print("   stages: " + ", ".join(f"{k} {v:.1f} s ({100 * v / secs:.0f} %)" for k, v in stages.items()))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        runs = [("baseline", *baseline(a.baseline_src, backend, path, dim))] if a.baseline_src else []
+        runs.append(("this", *import_once(backend, path, dim)))
+        base = _write_path_rate(backend, sample, a.sample) if sample is not None else float("nan")
+        for code, n, secs, stages in runs:
+            print(f"{backend:10} {code:9} {n:>9} {secs:>9.1f} {n / secs:>14.0f} {base:>21.0f} {n / secs / base:>6.1f}")
+            print("   stages: " + _stages(stages, secs))
+        if len(runs) == 2:
+            print(f"   this / baseline rows/s: {runs[0][2] / runs[1][2]:.2f}x")
+
+
+def _write_path_rate(backend: str, sample: Path, n: int) -> float:
+    tmp = Path(tempfile.mkdtemp(prefix="docket-bench-"))
+    try:
+        if backend == "sqlite":
+            return write_path(str(tmp / "base.db"), sample, n)
+        with pg_server() as uri:
+            return write_path(_fresh_pg(uri, "base"), sample, n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

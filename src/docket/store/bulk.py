@@ -57,10 +57,12 @@ def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tup
         count = default_counter().count
     checker = Checker(str(path), dim, name, count)
     note = AclResolution()
-    if type(store).__name__ == "PostgresStore":
+    postgres = type(store).__name__ == "PostgresStore"
+    if postgres:
         from docket.store import bulk_postgres as backend
     else:
         from docket.store import bulk_sqlite as backend  # type: ignore[no-redef]
-    n = backend.load(store, batches(path, fmt, checker), checker, note, stages)  # also writes meta embedder, dim
+    # SQLite's keyword terms are worked out here (PostgreSQL parses its own tsvector in SQL)
+    n = backend.load(store, batches(path, fmt, checker, terms=not postgres), checker, note, stages)  # also writes meta embedder, dim
     return ImportReport(n, len(checker.versions), len({d for d, _ in checker.versions}), time.perf_counter() - started,
                         name, dim, note.to_json())

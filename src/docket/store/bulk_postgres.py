@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 from docket.errors import InputError
@@ -42,16 +43,18 @@ DROP INDEX IF EXISTS chunk_terms_chunk;
 DROP INDEX IF EXISTS chunk_terms_impact;
 DROP INDEX IF EXISTS chunks_hnsw;
 """
-_REBUILD = """
-ALTER TABLE chunk_terms ADD PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls);
-CREATE INDEX chunk_terms_chunk ON chunk_terms(chunk);
-CREATE INDEX chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len);
-ALTER TABLE chunk_terms ADD CONSTRAINT chunk_terms_chunk_fkey FOREIGN KEY (chunk) REFERENCES chunks(rowid) ON DELETE CASCADE;
-"""
+#: the keyword index's indexes and foreign key, built again once the postings are in (stage, SQL)
+_REBUILD = [
+    ("primary key", "ALTER TABLE chunk_terms ADD PRIMARY KEY (term, chunk) INCLUDE (tf, len, cls)"),
+    ("chunk index", "CREATE INDEX chunk_terms_chunk ON chunk_terms(chunk)"),
+    ("impact index", "CREATE INDEX chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len)"),
+    ("foreign key", "ALTER TABLE chunk_terms ADD CONSTRAINT chunk_terms_chunk_fkey FOREIGN KEY (chunk) "
+                    "REFERENCES chunks(rowid) ON DELETE CASCADE"),
+]
 _CHUNKS = """
-INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type, trust, acl,
-                   public, metadata, text, tokens, vector, len, cls, context)
-SELECT s.id, s.doc, s.version, s.position, s.status, s.date, s.effective_to, s.title, s.section, s.source_type, s.trust,
+INSERT INTO chunks(rowid, id, doc, version, position, status, date, effective_to, title, section, source_type, trust,
+                   acl, public, metadata, text, tokens, vector, len, cls, context)
+SELECT %s::bigint + s.n, s.id, s.doc, s.version, s.position, s.status, s.date, s.effective_to, s.title, s.section, s.source_type, s.trust,
        s.acl, s.acl IS NULL, s.metadata::jsonb, s.text, s.tokens, s.vector, t.len, s.cls, s.context
 FROM docket_import s JOIN docket_import_tv t USING (n) ORDER BY s.n
 """
@@ -88,24 +91,30 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
             n = _copy(conn, batches, registry, note)
             conn.execute("ANALYZE docket_import")
         conn.execute(_DROP)
+        # the file's rows take the next n chunk rowids, in file order (what nextval one row at a
+        # time would give them), so the postings need no join to find their chunk
+        base = int(conn.execute("SELECT nextval(pg_get_serial_sequence('chunks', 'rowid')) AS b").fetchone()["b"])
+        conn.execute("SELECT setval(pg_get_serial_sequence('chunks', 'rowid'), %s)", (base + max(n, 1) - 1,))
         with _stage(stages, "tsvector"):
-            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, tv, coalesce((SELECT "
-                     f"sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, {pg._TSV} "
-                     "AS tv FROM docket_import s) x")
+            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, cls, tv, coalesce((SELECT "
+                         "sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, s.cls, "
+                         f"{pg._TSV} AS tv FROM docket_import s) x")
             conn.execute("ANALYZE docket_import_tv")
         with _stage(stages, "chunks"):
-            conn.execute(_CHUNKS)
-        a0 = float(conn.execute("SELECT greatest(1.0, coalesce(avg(len), 1))::float8 AS a FROM chunks").fetchone()["a"])
+            conn.execute(_CHUNKS, (base,))
+        a0 = float(conn.execute("SELECT greatest(1.0, coalesce(avg(len), 1))::float8 AS a FROM docket_import_tv")
+                   .fetchone()["a"])
         conn.execute("INSERT INTO meta VALUES ('bm25_avgdl', %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                      (repr(a0),))
         impact = pg.IMPACT_SQL.format(tf="cardinality(u.positions)", len="t.len", a0="%s::float8")
         with _stage(stages, "postings"):
-            conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, c.rowid, "
-                         f"cardinality(u.positions), t.len, c.cls, {impact} FROM docket_import s JOIN docket_import_tv t "
-                         "USING (n) JOIN chunks c ON c.id = s.id, unnest(t.tv) u", (a0,))
+            conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, %s::bigint + t.n, "
+                         f"cardinality(u.positions), t.len, t.cls, {impact} FROM docket_import_tv t, unnest(t.tv) u",
+                         (base, a0))
         conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-        with _stage(stages, "keyword indexes"):
-            conn.execute(_REBUILD)
+        for name, sql in _REBUILD:
+            with _stage(stages, name):
+                conn.execute(sql)
         conn.execute("INSERT INTO acl_classes(id, entries, n, total_len) SELECT cls, min(acl), count(*), "
                      "coalesce(sum(len), 0) FROM chunks GROUP BY cls ORDER BY cls ON CONFLICT (id) DO UPDATE SET "
                      "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
@@ -124,13 +133,17 @@ def _copy(conn: Any, batches: Iterable[Batch], registry: Registry, note: AclReso
     with conn.cursor() as cur, cur.copy("COPY docket_import FROM STDIN (FORMAT BINARY)") as cp:
         cp.set_types(_TYPES)
         for b in batches:
-            for c, vec, tok in zip(b.chunks, b.vectors, b.tokens, strict=True):
-                acl = resolve_acl(c.acl, registry, note)
-                cp.write_row((n, c.id, c.doc, c.version, c.position, c.status, c.date, c.effective_to, c.title,
-                              c.section, c.source_type, c.trust, list(acl) if acl is not None else None,
-                              json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None, c.text, tok, vec,
-                              acl_class(acl), None))
-                n += 1
+            c = b.cols
+            resolved = {a: resolve_acl(a, registry, note) for a in dict.fromkeys(c["acl"])}
+            typed = {a: (None if r is None else list(r), acl_class(r)) for a, r in resolved.items()}
+            acls = list(map(typed.__getitem__, c["acl"]))
+            for row in zip(range(n, n + len(b)), c["id"], c["doc"], c["version"], c["position"], c["status"], c["date"],
+                           c["effective_to"], c["title"], c["section"], c["source_type"], c["trust"],
+                           [a[0] for a in acls],
+                           [json.dumps(m, ensure_ascii=False) if m else None for m in c["metadata"]], c["text"],
+                           b.tokens, b.vectors, [a[1] for a in acls], repeat(None), strict=False):
+                cp.write_row(row)
+            n += len(b)
     return n
 
 

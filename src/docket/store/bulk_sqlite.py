@@ -1,9 +1,10 @@
 """`docket import` into a SQLite store: every row of the file in one transaction, batch inserts.
 
 Uses the store's own write transaction (`_transaction`: BEGIN IMMEDIATE, the generation bump,
-COMMIT, or ROLLBACK on any error) and its keyword-term packing (`_TermIds`, the same term ids and
-posting blobs `write_version` stores), with one `executemany` per batch instead of statements per
-document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
+COMMIT, or ROLLBACK on any error) and its term ids (`_TermIds`); each row's posting blob is the
+one `write_version` stores, byte for byte (tests/test_import.py), cut from one array per batch
+out of the term counts the worker processes send (docket.store.bulk_text), with one
+`executemany` per batch instead of statements per document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
 ANN index file follow; the search index is built once, after the load, by a first search.
 
 Feature records (docket.features) are not computed here (about 1 ms a chunk, ten times the rest of
@@ -14,14 +15,17 @@ written before schema 3 do.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from docket.errors import InputError
 from docket.store.access import AclResolution, resolve_acl
+from docket.store.bulk_text import Terms
 from docket.store.importer import Batch, Checker
 from docket.store.protocol import Filters
 
@@ -34,12 +38,11 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
          stages: dict[str, float] | None = None) -> int:
     """Write every batch and the versions they make, all or nothing; returns the chunks written.
     `stages` (benchmarks) gets the seconds each stage took."""
-    import time
-
     from docket.store.sqlite_read import _iso
     from docket.store.sqlite_schema import _registry, _TermIds
 
     ids = _TermIds(store._terms)
+    known = dict(ids.cache)
     n = 0
     started = time.perf_counter()
     with store._transaction() as cur:
@@ -50,8 +53,9 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
                         [("dim", str(checker.dim)), ("embedder", checker.embedder)])
         registry = _registry(cur)
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        spent = {"terms": 0.0, "insert": 0.0}
         for b in batches:
-            n += _insert(cur, b, ids, registry, note)
+            n += _insert(cur, b, ids, known, registry, note, spent)
         cur.executemany(
             "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(v.doc, v.version, v.status, _iso(v.date), _iso(v.effective_to), v.title, f"{checker.where}:{v.first}",
@@ -61,31 +65,73 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
         store.search_dense(np.zeros(checker.dim, dtype=np.float32), 1, Filters(unrestricted=True))
     if stages is not None:
-        stages["read+check+insert"] = built - started
+        stages["read+check+count"] = built - started - sum(spent.values())
+        stages.update(spent)
         stages["search index"] = time.perf_counter() - built
     return n
 
 
-def _insert(cur: Any, b: Batch, ids: Any, registry: Any, note: AclResolution) -> int:
+def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, note: AclResolution,
+            spent: dict[str, float]) -> int:
     from docket.store.sqlite_read import _iso
-    from docket.store.sqlite_schema import _search_text
 
-    cs = b.chunks
-    terms = ids.pack(cur, [_search_text(c.title, c.section, c.text) for c in cs])
-    acls = [resolve_acl(c.acl, registry, note) for c in cs]
-    vectors = np.ascontiguousarray(b.vectors, dtype=np.float32)
-    cur.executemany(_INSERT, [
-        (c.id, c.doc, c.version, c.position, c.status, _iso(c.date), _iso(c.effective_to), c.title, c.section,
-         c.source_type, c.trust, json.dumps(list(acl)) if acl is not None else None, 1 if acl is None else 0,
-         json.dumps(c.metadata, ensure_ascii=False) if c.metadata else None, c.text, tok, vec.tobytes(), blob, length,
-         None)
-        for c, acl, vec, tok, (blob, length) in zip(cs, acls, vectors, b.tokens, terms, strict=True)])
+    c = b.cols
+    n = len(b)
+    t0 = time.perf_counter()
+    assert b.terms is not None, "bulk_sqlite reads batches(..., terms=True)"
+    terms = _pack(cur, ids, known, b.terms)
+    t1 = time.perf_counter()
+    acls = _per_value(c["acl"], lambda acl: resolve_acl(acl, registry, note))
+    shown = _per_value(acls, lambda acl: None if acl is None else json.dumps(list(acl)))
+    dates, ends = _per_value(c["date"], _iso), _per_value(c["effective_to"], _iso)
+    raw, width = b.vectors.tobytes(), b.vectors.shape[1] * 4
+    cur.executemany(_INSERT, zip(
+        c["id"], c["doc"], c["version"], c["position"], c["status"], dates, ends, c["title"], c["section"],
+        c["source_type"], c["trust"], shown, [int(a is None) for a in acls],
+        [json.dumps(m, ensure_ascii=False) if m else None for m in c["metadata"]], c["text"], b.tokens,
+        [raw[i * width : (i + 1) * width] for i in range(n)], terms[0], terms[1], repeat(None, n), strict=True))
     if any(acls):
-        first = cur.execute("SELECT rowid FROM chunks WHERE id = ?", (cs[0].id,)).fetchone()[0]
-        rows = cur.execute(f"SELECT id, rowid FROM chunks WHERE rowid >= ? AND rowid < ? + {len(cs)}", (first, first))
+        first = cur.execute("SELECT rowid FROM chunks WHERE id = ?", (c["id"][0],)).fetchone()[0]
+        rows = cur.execute(f"SELECT id, rowid FROM chunks WHERE rowid >= ? AND rowid < ? + {n}", (first, first))
         rowid_of = dict(rows.fetchall())
-        if len(rowid_of) != len(cs) or any(c.id not in rowid_of for c in cs):  # rowids not consecutive
-            rowid_of = {c.id: cur.execute("SELECT rowid FROM chunks WHERE id = ?", (c.id,)).fetchone()[0] for c in cs}
+        if len(rowid_of) != n or any(i not in rowid_of for i in c["id"]):  # rowids not consecutive
+            rowid_of = {i: cur.execute("SELECT rowid FROM chunks WHERE id = ?", (i,)).fetchone()[0] for i in c["id"]}
         cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)",
-                        [(e, rowid_of[c.id]) for c, acl in zip(cs, acls, strict=True) if acl for e in acl])
-    return len(cs)
+                        [(e, rowid_of[i]) for i, acl in zip(c["id"], acls, strict=True) if acl for e in acl])
+    spent["terms"] += t1 - t0
+    spent["insert"] += time.perf_counter() - t1
+    return n
+
+
+def _per_value(values: list[Any], fn: Any) -> list[Any]:
+    """`fn` of each value (an acl tuple, a date), called once per distinct value."""
+    seen = {v: fn(v) for v in dict.fromkeys(values)}
+    return list(map(seen.__getitem__, values))
+
+
+def _pack(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[list[bytes], list[int]]:
+    """Each row's posting blob and length, byte for byte what `_TermIds.pack` (write_version) gives
+    for its search text: ids for the batch's new terms, then the blobs cut from one array.
+    `known` is every term id this load has seen (new ones also go to `ids.new`)."""
+    from docket.store.sqlite_schema import _POSTING
+
+    vocab, index, tf, sizes = terms
+    if not len(sizes):
+        return [], []
+    wanted = set(vocab).difference(known)
+    if wanted:
+        todo = sorted(wanted)
+        cur.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in todo])
+        for start in range(0, len(todo), 500):
+            part = todo[start : start + 500]
+            for tid, term in cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part):
+                ids.new[term] = known[term] = tid
+    arr = np.empty(len(index), dtype=_POSTING)
+    arr["term"] = np.fromiter(map(known.__getitem__, vocab), dtype=np.int64, count=len(vocab))[index]
+    arr["tf"] = np.minimum(tf, 65535)
+    ends = np.cumsum(sizes)
+    running = np.concatenate([[0], np.cumsum(tf)])
+    lengths = running[ends] - running[ends - sizes]  # the sum of a row's counts, before the uint16 cap
+    raw, width = arr.tobytes(), _POSTING.itemsize
+    cuts = (ends * width).tolist()
+    return [raw[s:e] for s, e in zip([0, *cuts[:-1]], cuts, strict=True)], lengths.tolist()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date as Date
@@ -29,21 +30,30 @@ import numpy as np
 
 from docket.errors import InputError
 from docket.model import Chunk
+from docket.store.bulk_check import ABSENT, KNOWN, Slow, check_columns
 
 #: rows per batch: big enough that per-batch work (numpy checks, executemany) is amortised, small
 #: enough that a batch of 384-dim vectors stays a few MB
 BATCH_ROWS = 4096
 FORMATS = ("parquet", "jsonl")
+#: the columns of a checked batch (Chunk's fields but the vector, which travels as one array)
+_FIELDS = ("id", "doc", "text", "version", "status", "date", "effective_to", "title", "section", "position",
+           "source_type", "trust", "acl", "metadata")
 
 
 @dataclass
 class Batch:
-    """Checked rows, in file order: the chunks (without vectors), their vectors and token counts."""
+    """Checked rows, in file order, as columns: each Chunk field's values (`cols[name][i]` is what
+    Chunk(...).name of row `first + i` is), their vectors and token counts."""
 
-    first: int  # the 1-based row number of chunks[0]
-    chunks: list[Chunk]
-    vectors: np.ndarray  # (len(chunks), dim) float32, finite
+    first: int  # the 1-based row number of the first row
+    cols: dict[str, list[Any]]
+    vectors: np.ndarray  # (n, dim) float32, finite
     tokens: list[int]
+    terms: Any = None  # the rows' keyword terms (SQLite), from `batches`: docket.store.bulk_text.Terms
+
+    def __len__(self) -> int:
+        return len(self.tokens)
 
 
 @dataclass
@@ -66,6 +76,20 @@ class VersionRow:
         return "import:" + self.digest.hexdigest()
 
 
+@dataclass
+class Rows:
+    """One batch as a reader gives it: columns (ABSENT where a row gives nothing), the fields
+    outside the contract per row (None: there are none), the vectors as one array, and the rows as
+    records (`docket.model.Chunk` keyword arguments) for the row-by-row check."""
+
+    first: int
+    n: int
+    cols: dict[str, list[Any]]
+    extras: list[dict[str, Any]] | None
+    vectors: np.ndarray
+    records: Callable[[], list[dict[str, Any]]]
+
+
 class Checker:
     """What must hold across batches: unique ids, one status and date per document version."""
 
@@ -78,11 +102,61 @@ class Checker:
     def fail(self, row: int, fieldname: str, message: str) -> InputError:
         return InputError(f"row {row}: {message}", where=self.where, field=fieldname)
 
-    def batch(self, first: int, records: list[dict[str, Any]], vectors: np.ndarray) -> Batch:
-        """Check one batch (records without their vectors, the vectors already one array)."""
+    def batch(self, rows: Rows) -> Batch:
+        """Check one batch as columns (docket.store.bulk_check); a batch that path does not accept
+        is checked row by row, which raises on its first bad row. Token counts not given are None
+        (`batches` counts them)."""
+        vectors = np.ascontiguousarray(rows.vectors, dtype=np.float32)
+        try:
+            if not np.isfinite(vectors).all():
+                raise Slow
+            cols = check_columns(rows.cols, rows.n, rows.extras)
+            self._agree(cols, rows.n)
+        except Slow:
+            return self._rows(rows.first, rows.records(), vectors)
+        tokens = cols.pop("tokens")
+        self._commit(rows.first, cols, vectors)
+        return Batch(rows.first, cols, vectors, tokens)
+
+    def _agree(self, cols: dict[str, list[Any]], n: int) -> None:
+        """Unique ids, and every row of a document version giving it one status and dates."""
+        ids = cols["id"]
+        if len(set(ids)) != n or not self.ids.isdisjoint(ids):
+            raise Slow
+        keys = list(zip(cols["doc"], cols["version"], strict=True))
+        facts = dict(zip(keys, zip(cols["status"], cols["date"], cols["effective_to"], strict=True), strict=True))
+        if len(set(zip(keys, cols["status"], cols["date"], cols["effective_to"], strict=True))) != len(facts):
+            raise Slow
+        for key, (status, date, end) in facts.items():
+            v = self.versions.get(key)
+            if v is not None and (v.status, v.date, v.effective_to) != (status, date, end):
+                raise Slow
+
+    def _commit(self, first: int, cols: dict[str, list[Any]], vectors: np.ndarray) -> None:
+        """Record a checked batch: its ids, and each row in its version (count, first row, digest)."""
+        self.ids.update(cols["id"])
+        keys = list(zip(cols["doc"], cols["version"], strict=True))
+        for key, i in dict(zip(reversed(keys), range(len(keys) - 1, -1, -1))).items():  # key -> its first row
+            if key not in self.versions:
+                self.versions[key] = VersionRow(key[0], key[1], cols["status"][i], cols["date"][i],
+                                                cols["effective_to"][i], cols["title"][i], first + i)
+        metas = [sorted(m.items()) if m else [] for m in cols["metadata"]]
+        shown = map(repr, zip(cols["id"], cols["text"], cols["title"], cols["section"], cols["position"], cols["date"],
+                              cols["effective_to"], cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
+        raw, width = vectors.tobytes(), vectors.shape[1] * 4
+        versions = self.versions
+        for i, (key, text) in enumerate(zip(keys, shown, strict=True)):
+            v = versions[key]
+            v.n += 1
+            v.digest.update(text.encode())
+            v.digest.update(raw[i * width : (i + 1) * width])
+        self.rows += len(keys)
+
+    def _rows(self, first: int, records: list[dict[str, Any]], vectors: np.ndarray) -> Batch:
+        """The row-by-row check (each record through Chunk): names the first bad row and field."""
         bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
         chunks: list[Chunk] = []
-        tokens: list[int] = []
+        tokens: list[int | None] = []
         for i, rec in enumerate(records):
             row = first + i
             if bad.size and bad[0] == i:
@@ -90,9 +164,10 @@ class Checker:
             chunks.append(self._chunk(row, rec, tokens))
             self._version(row, chunks[-1], vectors[i])
         self.rows += len(records)
-        return Batch(first, chunks, vectors, tokens)
+        cols = {name: [getattr(c, name) for c in chunks] for name in _FIELDS}
+        return Batch(first, cols, vectors, tokens)  # type: ignore[arg-type]
 
-    def _chunk(self, row: int, rec: dict[str, Any], tokens: list[int]) -> Chunk:
+    def _chunk(self, row: int, rec: dict[str, Any], tokens: list[int | None]) -> Chunk:
         for name in ("id", "doc", "text"):
             if rec.get(name) is None:
                 raise self.fail(row, name, f"has no {name!r} (every row needs id, doc, text and vector)")
@@ -112,12 +187,9 @@ class Checker:
         if c.id in self.ids:
             raise self.fail(row, "id", f"chunk id {c.id!r} appears twice in the file")
         self.ids.add(c.id)
-        if n is None:
-            tokens.append(self.count(c.text))
-        elif isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
             raise self.fail(row, "tokens", f"must be a non-negative integer, got {n!r}")
-        else:
-            tokens.append(n)
+        tokens.append(n)
         return c
 
     def _version(self, row: int, c: Chunk, vec: np.ndarray) -> None:
@@ -137,11 +209,37 @@ class Checker:
         v.digest.update(vec.tobytes())
 
 
-def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None) -> Iterator[Batch]:
-    """The file's rows, checked, a batch at a time."""
+def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None, *,
+            terms: bool = False) -> Iterator[Batch]:
+    """The file's rows, checked, a batch at a time, with their token counts and, with `terms`,
+    each row's keyword term counts (`Batch.terms`, SQLite's). That text work runs ahead of the
+    writer, in worker processes for a big file (docket.store.bulk_text)."""
+    from docket.store.bulk_text import AHEAD, TextWork, is_default
+
     read = _parquet if fmt == "parquet" else _jsonl
-    for first, records, vectors in read(path, checker, rows or BATCH_ROWS):
-        yield checker.batch(first, records, vectors)
+    text = TextWork(checker.count, default_counter=is_default(checker.count))
+    pending: deque[tuple[Batch, Any]] = deque()
+    try:
+        for raw in read(path, checker, rows or BATCH_ROWS):
+            b = checker.batch(raw)
+            c = b.cols
+            to_count = [c["text"][i] for i, n in enumerate(b.tokens) if n is None]
+            to_terms = [f"{t} {s} {x}" for t, s, x in zip(c["title"], c["section"], c["text"], strict=True)] \
+                if terms else None  # what SQLite's keyword search reads (sqlite_schema._search_text)
+            pending.append((b, text.submit(to_count, to_terms)))
+            if len(pending) > AHEAD:
+                yield _done(*pending.popleft())
+        while pending:
+            yield _done(*pending.popleft())
+    finally:
+        text.close()
+
+
+def _done(b: Batch, result: Any) -> Batch:
+    counts, b.terms = result.result()
+    it = iter(counts)
+    b.tokens = [next(it) if n is None else n for n in b.tokens]
+    return b
 
 
 def format_of(path: Path, given: str | None) -> str:
@@ -163,7 +261,15 @@ def _dim_error(checker: Checker, row: int, got: int) -> InputError:
                                        f"dimension {checker.dim}: vectors of another model cannot be searched together")
 
 
-def _jsonl(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, list[dict[str, Any]], np.ndarray]]:
+def _jsonl(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
+    for first, records, vectors in _jsonl_records(path, checker, rows):
+        present: set[str] = set().union(*records)
+        cols = {k: [r.get(k, ABSENT) for r in records] for k in present & KNOWN}
+        extras = [{k: v for k, v in r.items() if k not in KNOWN} for r in records] if present - KNOWN else None
+        yield Rows(first, len(records), cols, extras, vectors, _constant(records))
+
+
+def _jsonl_records(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, list[dict[str, Any]], np.ndarray]]:
     records: list[dict[str, Any]] = []
     vecs: list[Any] = []
     first = 1
@@ -196,7 +302,7 @@ def _jsonl(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, list[
         yield first, records, np.asarray(vecs, dtype=np.float32)
 
 
-def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, list[dict[str, Any]], np.ndarray]]:
+def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -208,9 +314,9 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, lis
         f = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"is not a readable Parquet file ({str(e).splitlines()[0]})", where=str(path)) from None
-    names = f.schema_arrow.names
+    names = [n for n in f.schema_arrow.names if n != "vector"]
     for name in ("id", "doc", "text", "vector"):
-        if name not in names:
+        if name not in f.schema_arrow.names:
             raise checker.fail(1, name, f"the file has no {name!r} column (every row needs id, doc, text and vector)")
     vtype = f.schema_arrow.field("vector").type
     if not (pa.types.is_list(vtype) or pa.types.is_large_list(vtype) or pa.types.is_fixed_size_list(vtype)) or not (
@@ -231,10 +337,27 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[tuple[int, lis
             at = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]) // checker.dim
             raise checker.fail(first + at, "vector", "holds a null value")
         vectors = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(rb), checker.dim)
-        records = rb.drop_columns(["vector"]).to_pylist()
-        for rec in records:  # a column the writer filled with nulls for this row is an absent field
-            for k in [k for k, v in rec.items() if v is None and k != "acl"]:
-                del rec[k]
-        yield first, records, vectors
+        cols: dict[str, list[Any]] = {}
+        for name in names:
+            col = rb.column(name)
+            values = col.to_pylist()  # a null is an absent field (the column's writer filled it in)
+            cols[name] = [ABSENT if v is None else v for v in values] if col.null_count else values
+        yield Rows(first, len(rb), {k: v for k, v in cols.items() if k in KNOWN}, _extras(cols, len(rb)), vectors,
+                   _records_of(cols, len(rb)))
         first += len(rb)
 
+
+def _constant(records: list[dict[str, Any]]) -> Callable[[], list[dict[str, Any]]]:
+    return lambda: records
+
+
+def _records_of(cols: dict[str, list[Any]], n: int) -> Callable[[], list[dict[str, Any]]]:
+    """The rows as records, made only for the row-by-row check (a Parquet null: no key)."""
+    return lambda: [{k: v[i] for k, v in cols.items() if v[i] is not ABSENT} for i in range(n)]
+
+
+def _extras(cols: dict[str, list[Any]], n: int) -> list[dict[str, Any]] | None:
+    names = [k for k in cols if k not in KNOWN]
+    if not names:
+        return None
+    return [{k: cols[k][i] for k in names if cols[k][i] is not ABSENT} for i in range(n)]
