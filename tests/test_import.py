@@ -294,6 +294,7 @@ def test_worker_processes_give_the_same_store(tmp_path: Path, monkeypatch: pytes
 
     path = write(tmp_path / "in", _varied(60), "jsonl")
     monkeypatch.setattr(importer, "BATCH_ROWS", 8)
+    monkeypatch.setattr(bulk_text, "_single_threaded", lambda: True)  # pytest may run helper threads
     dumps = []
     for after in (10**9, 4):
         monkeypatch.setattr(bulk_text, "POOL_AFTER_ROWS", after)
@@ -304,6 +305,28 @@ def test_worker_processes_give_the_same_store(tmp_path: Path, monkeypatch: pytes
             dumps.append(conn.execute("SELECT id, tokens, terms, len, vector, acl, metadata FROM chunks "
                                       "ORDER BY rowid").fetchall())
     assert dumps[0] == dumps[1] and len(dumps[0]) == 60
+
+
+def test_no_worker_processes_are_forked_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork copies every lock as it is: with another thread alive (a server, a caller's pool) the
+    text work stays in this process, whatever the file's size."""
+    import threading
+
+    from docket.store import bulk_text
+    from docket.tokens import default_counter
+
+    monkeypatch.setattr(bulk_text, "POOL_AFTER_ROWS", 0)
+    work = bulk_text.TextWork(default_counter().count, default_counter=True)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        work.submit(["one text", "two texts"], None).result()
+        assert work.pool is None
+    finally:
+        stop.set()
+        other.join()
+        work.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

@@ -5,7 +5,8 @@ Counting tokens (tiktoken) and finding, folding and stemming words (docket.store
 in worker processes, a batch or two ahead of the writer, so a machine with free cores loads at
 the speed of the writing alone; the results are the very functions' results (`docket index`
 counts with the same counter and stems with the same `term_counts`), in file order. A small file,
-a one-core machine, a platform without fork, or a counter other than the default (tests) does the
+a one-core machine, a platform without fork, a process that runs other threads (forking one can
+deadlock on a lock another thread holds), or a counter other than the default (tests) does the
 work in this process.
 """
 
@@ -79,7 +80,7 @@ class TextWork:
 
     def submit(self, to_count: list[str], to_terms: list[str] | None) -> Future[Result] | _Done:
         self.seen += len(to_count) if to_terms is None else len(to_terms)
-        if self.pool is None and self.pooled and self.seen > POOL_AFTER_ROWS:
+        if self.pool is None and self.pooled and self.seen > POOL_AFTER_ROWS and _single_threaded():
             import multiprocessing
 
             workers = max(1, min(4, (os.cpu_count() or 2) - 1))
@@ -92,6 +93,14 @@ class TextWork:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+
+def _single_threaded() -> bool:
+    """Whether forking is safe: a fork copies every lock as it is, so a process with another thread
+    (a server, a caller's thread pool) that may hold one does the work in-process instead."""
+    import threading
+
+    return threading.active_count() == 1
 
 
 def is_default(count: Any) -> bool:
