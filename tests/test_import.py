@@ -183,6 +183,9 @@ def test_cli(tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     r = run("import", str(path), "--db", db, "--embedder", "hash", "--json")
     assert r.returncode == 2 and "row 1: has 16 values, but the store's embedder 'hash-bow' has dimension 256" in r.stderr
+    assert list(tmp_path.glob("s.db*")) == []  # a refused file leaves no empty store behind
+    r = run("import", str(tmp_path / "missing.jsonl"), "--db", db, "--embedder", "hash")
+    assert r.returncode == 2 and "no such file" in r.stderr and list(tmp_path.glob("s.db*")) == []
     recs = rows(8)
     for rec in recs:
         rec["vector"] = (rec["vector"] * 16)[:256]
@@ -192,6 +195,7 @@ def test_cli(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["rows"] == 8
     r = run("import", str(path), "--db", db, "--embedder", "hash")
     assert r.returncode == 2 and "already holds documents" in r.stderr
+    assert Path(db).exists()  # a store that was there before is never removed
 
 
 # --- the batch checks and the batch writers give what the row-by-row path and `docket index` give ---

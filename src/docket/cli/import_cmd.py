@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -34,14 +35,35 @@ def import_cmd(
 
     if embedder not in _MODELS:
         raise InputError(f"must be one of {', '.join(_MODELS)}, got {embedder!r}", field="--embedder")
-    store = open_store(db)
+    made = _new_sqlite_files(db)
     try:
-        report = import_file(store, file, fmt=fmt, embedder=_MODELS[embedder])
-    finally:
-        store.close()
+        store = open_store(db)
+        try:
+            report = import_file(store, file, fmt=fmt, embedder=_MODELS[embedder])
+        finally:
+            store.close()
+    except BaseException:
+        made()  # a refused file leaves no empty store behind (nothing was written into one)
+        raise
     out = report.to_json()
     if as_json:
         typer.echo(json.dumps(out, sort_keys=True))
     else:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
+
+
+def _new_sqlite_files(db: str) -> Callable[[], None]:
+    """A function that removes the files of a SQLite store `db` that did not exist before this call
+    (the database, its journal, snapshot and index files); a no-op for PostgreSQL or an existing store."""
+    if db.startswith(("postgres://", "postgresql://")) or Path(db).exists():
+        return lambda: None
+    path = Path(db)
+    before = set(path.parent.glob(path.name + "*")) if path.parent.is_dir() else set()
+
+    def remove() -> None:
+        for f in set(path.parent.glob(path.name + "*")) - before if path.parent.is_dir() else ():
+            if f.is_file():
+                f.unlink(missing_ok=True)
+
+    return remove
