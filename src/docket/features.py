@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, content_words, copy_hash, phrase, title_variants, words
+from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -142,10 +142,10 @@ def _title_text_words(chunk: Chunk) -> list[str]:
 def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
     """A title's variants as phrases, the content words of the last variant, and one probe word
     per phrase (a phrase can only occur where its longest word does: a cheap set test before `in`)."""
-    variants = title_variants(title)
-    phrases = tuple(phrase(v) for v in variants)
-    probes = tuple(max(p.split(), key=len) for p in phrases)
-    tw = frozenset(content_words(variants[-1] if variants else title)) if title.strip() else frozenset()
+    variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
+    phrases = tuple(" " + " ".join(w) + " " for w in variants)
+    probes = tuple(max(w, key=len) for w in variants)
+    tw = frozenset(w for w in variants[-1] if w not in STOPWORDS) if variants else frozenset()
     return phrases, tw, probes
 
 

@@ -145,6 +145,16 @@ def title_variants(title: str) -> list[str]:
     return [t for t in out if content_words(t)]
 
 
+def title_variant_words(title: str) -> list[list[str]]:
+    """`words` of each of `title_variants(title)`, in order (each variant read once)."""
+    out = [title]
+    bare = _PAREN.sub(" ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    got = [words(t) for t in out]
+    return [w for w in got if not STOPWORDS.issuperset(w)]
+
+
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
