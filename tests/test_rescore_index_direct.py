@@ -32,3 +32,21 @@ def test_index_from_text_is_the_index_from_terms(title: str, text: str, untruste
     assert direct.head == via_terms.head
     assert _pairs(direct.body) == _pairs(via_terms.body)
     assert (direct.title_phrases, direct.title_words) == (via_terms.title_phrases, via_terms.title_words)
+
+
+def _title_terms_reference(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    from docket.text import content_words, phrase, title_variants
+
+    variants = title_variants(title)
+    phrases = tuple(phrase(v) for v in variants)
+    probes = tuple(max(p.split(), key=len) for p in phrases)
+    tw = frozenset(content_words(variants[-1] if variants else title)) if title.strip() else frozenset()
+    return phrases, tw, probes
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=st.one_of(phrases, st.text(max_size=30)))
+def test_title_terms_read_each_variant_once_and_find_the_same(title: str) -> None:
+    from docket.features import title_terms
+
+    assert title_terms.__wrapped__(title) == _title_terms_reference(title)

@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.text import fold, words
+from docket.text import copy_key, fold, words
 
 _RUN = re.compile(r"[\w']+")
 
@@ -47,3 +47,14 @@ def test_words_examples() -> None:
 def test_no_word_character_is_a_space() -> None:
     """str.split may cut the translated text: no character `\\w` matches is whitespace."""
     assert not [cp for cp in range(0x110000) if chr(cp).isspace() and (chr(cp).isalnum() or chr(cp) == "_")]
+
+
+def copy_key_reference(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(TRICKY), max_size=40).map("".join), st.text(max_size=60)))
+def test_copy_key_as_defined(text: str) -> None:
+    """copy_key (str.translate and str.split) is `\\W+` runs as one space, ends stripped."""
+    assert copy_key(text) == copy_key_reference(text)

@@ -20,18 +20,24 @@ amounts with a unit, which are the usual content of rules.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from docket.dates import _MONTHS
+from docket.text import fold as _fold_text
 
 # --- words ------------------------------------------------------------------------------------
 
 _SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?|[%€$£]|[,;:()]|[-–—]", re.UNICODE)
+#: _SENT for a text without a CJK stop (its zero-width branch, tried at every character, never matches there)
+_SENT_LATIN = re.compile(r"(?<=[.!?;])\s+|\n+")
+_CJK_STOPS = "。！？；"
+#: a word (letters, one apostrophe inside), a number (with its separators), a sign or a punctuation
+#: mark; the branches start with disjoint characters, so their order only decides which is tried first
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*|[%€$£,;:()\-–—]")
+_DIGIT = re.compile(r"\d")
 _FRACTION = re.compile(r"(\d+)\s?(\d)[⁄/](\d)\b")
 _RANGE = frozenset("- – — to and or bis a à".split())
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -48,6 +54,8 @@ da che op het een van en is zijn o os as um uma do da dos das que""".split())
 NEGATIONS = frozenset("""not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't shouldn't
 mustn't couldn't wouldn't nor none nothing nobody neither without nicht kein keine keinen keiner keines nie niemals
 ne pas jamais aucun aucune non nunca ningun ninguna ningún niet geen nooit nao não nem""".split())
+#: what is never a content word of a claim
+_NOT_CONTENT = STOP | NEGATIONS
 
 #: words folded into one canonical word, so a reworded statement keeps its subject
 _SYNONYMS: dict[str, str] = {}
@@ -85,10 +93,8 @@ for _canon, _words in {
 
 
 def fold(text: str) -> str:
-    text = text.lower()
-    if text.isascii():
-        return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    """Lower case without accents (docket.text.fold: NFKD, combining marks dropped at C speed)."""
+    return _fold_text(text)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -144,6 +150,9 @@ _SQUARE = frozenset("square sq".split())
 _CURRENCY_BEFORE = {"€": "eur", "$": "usd", "£": "gbp", "eur": "eur", "usd": "usd", "gbp": "gbp", "chf": "chf"}
 _TENS = frozenset("twenty thirty forty fifty sixty seventy eighty ninety".split())
 _HYPHENS = frozenset("- – —".split())
+#: the tokens a quantity can open with besides a number: a word number, a multiplier, a month (a
+#: date), a comma (a date after it); `_quantities` looks at these and digits only
+_OPENS = frozenset(_WORD_NUM) | frozenset(_MULT) | frozenset(_MONTHS) | {","}
 
 
 @dataclass(frozen=True)
@@ -182,10 +191,17 @@ class Claim:
         return got  # type: ignore[no-any-return]
 
 
+_LAST_DECIMALS = re.compile(r"[.,](\d+)$")
+_GROUPED = re.compile(r"\d{1,3}([.,]\d{3})+")
+_COMMA_GROUPED = re.compile(r"\d{1,3}(,\d{3})+(\.\d+)?")
+_DOT_GROUPED = re.compile(r"\d{1,3}(\.\d{3})+")
+_ONE_DOT_GROUP = re.compile(r"\d\.\d{3}")
+
+
 def _step(tok: str) -> float:
     """The step of the last digit: "20" 1, "20.4" 0.1, "1,200" 1, "0.30" 0.01."""
-    m = re.search(r"[.,](\d+)$", tok)
-    if m and not re.fullmatch(r"\d{1,3}([.,]\d{3})+", tok):
+    m = _LAST_DECIMALS.search(tok)
+    if m and not _GROUPED.fullmatch(tok):
         return 10.0 ** -len(m.group(1))
     return 1.0
 
@@ -196,9 +212,9 @@ def _number(tok: str) -> float | None:
     if not tok[0].isdigit():
         return None
     t = tok.rstrip(".,")
-    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", t):
+    if _COMMA_GROUPED.fullmatch(t):
         t = t.replace(",", "")
-    elif re.fullmatch(r"\d{1,3}(\.\d{3})+", t) and not re.fullmatch(r"\d\.\d{3}", t):
+    elif _DOT_GROUPED.fullmatch(t) and not _ONE_DOT_GROUP.fullmatch(t):
         t = t.replace(".", "")  # 1.200.000 (German thousands)
     else:
         t = t.replace(",", ".")
@@ -244,28 +260,28 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
     out: list[Quantity] = []
     spans: list[tuple[int, int]] = []  # token span of each quantity in `out`
     used: set[int] = set()
-    i = 0
-    while i < len(tokens):
+    resume = 0  # the first token the next quantity may start at (the last one's end)
+    for i in [k for k, t in enumerate(tokens) if t in _OPENS or t[0].isdigit()]:
+        if i < resume:
+            continue  # inside the quantity before
         tok = tokens[i]
         dated = _date_at(tokens, i)
         if dated is not None:
             out.append(dated[0])
             spans.append((i, dated[1]))
             used.update(range(i, dated[1]))
-            i = dated[1]
+            resume = dated[1]
             continue
         if tok in _MULT:
             out.append(Quantity(_MULT[tok], "pct", tok))
             spans.append((i, i + 1))
             used.add(i)
-            i += 1
             continue
         value = _number(tok)
         if value is None:
-            i += 1
             continue
         if tok in _WORD_NUM and i + 1 < len(tokens) and tokens[i + 1] not in _UNITS and tokens[i + 1] in STOP:
-            i += 1  # "one of the", "un des": a word, not a number
+            # "one of the", "un des": a word, not a number
             continue
         start = i
         step = _step(tok)
@@ -313,14 +329,14 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
             out.append(Quantity(round(value, 6), unit, f"{tok} {tokens[j]}", step, _qualifier(tokens, j + 1)))
             spans.append((i, j))
             used.add(i)
-            i = j
+            resume = j
             continue
         else:
             unit = "plain"
         out.append(Quantity(round(value, 6), unit, " ".join(tokens[start:j]).replace(" - ", "-"), step, _qualifier(tokens, j)))
         spans.append((start, j))
         used.update(range(start, j))
-        i = j
+        resume = j
     # a range ("129,000 -- 226,000 people", "2-3 weeks"): the first number takes the second's unit
     for k in range(len(out) - 1):
         q, nxt = out[k], out[k + 1]
@@ -352,6 +368,9 @@ _HONORIFICS = frozenset("sir dame lord lady dr mr mrs ms saint st king queen pri
 _DEFINES = re.compile(r"^\s*(?:is|was|are|were)\s+(?:a|an|the|one)\b")
 
 
+_HEAD_TOKEN = re.compile(r"[^\W\d_]+|\S")
+
+
 def subject(text: str) -> frozenset[str]:
     """The name a passage opens with, when it opens with one: a run of capitalised words ("Sir
     Matt Busby was ...", 'Lawrence "Baby" Austin ...'; titles like "Sir" and a leading "The" left
@@ -359,7 +378,7 @@ def subject(text: str) -> frozenset[str]:
     "Nirvana was an American band"). Empty for "Annual plans ..." or "Customers ...", which are
     grammar, not names."""
     head = text.strip()[:160]
-    toks = list(re.finditer(r"[^\W\d_]+|\S", head))
+    toks = list(_HEAD_TOKEN.finditer(head))
     run: list[str] = []
     end = 0
     for m in toks:
@@ -391,14 +410,25 @@ _NOT_NAMES = frozenset("monday tuesday wednesday thursday friday saturday sunday
                        "freitag samstag sonntag lundi mardi mercredi jeudi vendredi samedi dimanche".split())
 
 
+_ASCII_WORD = re.compile(r"[A-Za-z]+")
+#: an ASCII word of two letters or more that opens with a capital
+_ASCII_CAPITALISED = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]+")
+
+
 def _names(raw: str) -> frozenset[str]:
     """Capitalised words that do not start the sentence (proper names, in most languages);
     month and weekday names are dates, not names."""
-    from docket.dates import _MONTHS
-
-    toks = re.findall(r"[^\W\d_]+", raw)
-    found = {fold(t) for k, t in enumerate(toks) if k > 0 and t[0].isupper() and len(t) > 1 and not t.isupper()}
-    found |= {fold(t) for t in toks if t.isupper() and len(t) > 1}
+    if raw.isascii():  # words are [A-Za-z]+ runs: only the capitalised ones are looked at
+        caps = _ASCII_CAPITALISED.findall(raw)
+        if caps:
+            first = _ASCII_WORD.search(raw)
+            if first is not None and first.group() == caps[0] and not caps[0].isupper():
+                caps = caps[1:]  # the sentence's first word: capitalised by grammar
+        found = {t.lower() for t in caps}
+        return frozenset(w for w in found if w not in _MONTHS and w not in _NOT_NAMES)
+    toks = _CELL_WORD.findall(raw)
+    # a capitalised word after the first, or an all-capitals one anywhere ("NASA"), of 2+ letters
+    found = {fold(t) for k, t in enumerate(toks) if len(t) > 1 and (t.isupper() or (k > 0 and t[0].isupper()))}
     return frozenset(w for w in found if w not in _MONTHS and w not in _NOT_NAMES)
 
 
@@ -409,17 +439,28 @@ _PRONOUNS = frozenset("it its he his she her they their them this these those th
 
 
 _NON_PREDICATES = frozenset("binding exempt compliant eligible taxable negotiable transferable available".split())
+_NON_WORD = re.compile(r"\bnon-(\w+)")
+_NON = re.compile(r"\bnon-")
+_NT = re.compile(r"n't\b|\bn'")
 
 
 def _negated(folded: str, tokens: list[str]) -> bool:
     """A negation of the statement itself: "not always" and "not only" are hedges, a negation
     inside parentheses qualifies an aside, and "non-" negates only a predicate ("non-refundable",
-    "non-binding"), not a compound noun ("non-album singles")."""
+    "non-binding"), not a compound noun ("non-album singles").
+
+    Without "non-" or a negation among the sentence's own tokens the answer is no when no word
+    of `bare` below can be new: removing a parenthesis never joins or splits a word, nor does
+    removing a hedge (which holds a negation) unless an apostrophe joined it to a word; so the
+    common case costs a set test and a few substring tests."""
+    if "non-" not in folded and NEGATIONS.isdisjoint(tokens) and ("'" not in folded or not (
+            "n'" in folded or "not" in folded or "pas" in folded or "nicht" in folded)):
+        return False  # (an apostrophe joins words: then no hedge may cut one, so none of its words opens one)
     bare = _HEDGES.sub(" ", _PARENS.sub(" ", folded))
-    if any(w.endswith(("able", "ible")) or w in _NON_PREDICATES for w in re.findall(r"\bnon-(\w+)", bare)):
+    if any(w.endswith(("able", "ible")) or w in _NON_PREDICATES for w in _NON_WORD.findall(bare)):
         return True
-    bare = re.sub(r"\bnon-", " ", bare)  # what is left of "non-": compound nouns ("non-album singles")
-    return any(t in NEGATIONS for t in _TOKEN.findall(bare)) or bool(re.search(r"n't\b|\bn'", bare))
+    bare = _NON.sub(" ", bare)  # what is left of "non-": compound nouns ("non-album singles")
+    return any(t in NEGATIONS for t in _TOKEN.findall(bare)) or bool(_NT.search(bare))
 
 
 _CELL_WORD = re.compile(r"[^\W\d_]+")
@@ -437,25 +478,40 @@ def _row_key(sent: str) -> frozenset[str]:
     return frozenset(fold(w) for w in _CELL_WORD.findall(first) if fold(w) not in STOP)
 
 
+def _fraction(m: re.Match[str]) -> str:
+    """ "2 1/2" -> "2.5" """
+    return f"{int(m.group(1)) + int(m.group(2)) / int(m.group(3)):g}"
+
+
 def claims(text: str) -> list[Claim]:
     """The sentences of a passage as claims (sentences without two content words are skipped).
     Stores keep what this returns (docket.features records): when a change here changes the
     result, bump features.RECORD_VERSION so records written before are recomputed."""
     out = []
     subj = subject(text)
-    for sent in _SENT.split(text):
+    split = _SENT.split if any(stop in text for stop in _CJK_STOPS) else _SENT_LATIN.split
+    for sent in split(text):
         sent = sent.strip()
         if not sent:
             continue
-        # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
-        folded = _ORDINAL.sub(" ", fold(sent).replace("’", "'"))
-        folded = _FRACTION.sub(lambda m: f"{int(m.group(1)) + int(m.group(2)) / int(m.group(3)):g}", folded)
+        folded = fold(sent).replace("’", "'")
+        if _DIGIT.search(folded):  # ordinals and fractions hold a digit
+            # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
+            folded = _ORDINAL.sub(" ", folded)
+            if "/" in folded or "⁄" in folded:
+                folded = _FRACTION.sub(_fraction, folded)
         tokens = _TOKEN.findall(folded)
         qs, used = _quantities(tokens)
         negated = _negated(folded, tokens)
         words: set[str] = set()
         for k, t in enumerate(tokens):
-            if k in used or t in STOP or t in NEGATIONS or not t[0].isalpha() or (len(t) < 2 and not _CJK.match(t)):
+            if k in used or t in _NOT_CONTENT or not t[0].isalpha():
+                continue
+            if t.isascii():  # (no CJK character, and no "-": a word token never holds one)
+                if len(t) > 1:
+                    words.add(_stem(t))
+                continue
+            if len(t) < 2 and not _CJK.match(t):
                 continue
             if _CJK.search(t):
                 words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, content_words, copy_hash, phrase, title_variants, words
+from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -132,10 +133,6 @@ HEAD_FIELDS = 4
 NO_INDEX = RescoreIndex(None, b"", b"", (), frozenset())
 
 
-def _int32s(values: Sequence[int]) -> bytes:
-    return np.asarray(values, dtype=np.int32).tobytes()
-
-
 def _title_text_words(chunk: Chunk) -> list[str]:
     title = chunk.title
     return words(f"{title} {chunk.text}" if title else chunk.text)
@@ -145,38 +142,95 @@ def _title_text_words(chunk: Chunk) -> list[str]:
 def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
     """A title's variants as phrases, the content words of the last variant, and one probe word
     per phrase (a phrase can only occur where its longest word does: a cheap set test before `in`)."""
-    variants = title_variants(title)
-    phrases = tuple(phrase(v) for v in variants)
-    probes = tuple(max(p.split(), key=len) for p in phrases)
-    tw = frozenset(content_words(variants[-1] if variants else title)) if title.strip() else frozenset()
+    variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
+    phrases = tuple(" " + " ".join(w) + " " for w in variants)
+    probes = tuple(max(w, key=len) for w in variants)
+    tw = frozenset(w for w in variants[-1] if w not in STOPWORDS) if variants else frozenset()
     return phrases, tw, probes
 
 
-def _index(vocab: Vocabulary, tf: Mapping[str, int], length: int, phrases: tuple[str, ...], tw: frozenset[str],
-           probes: tuple[str, ...], untrusted: bool) -> RescoreIndex:
-    """The RescoreIndex of a text's word counts `tf` (see RescoreIndex for the layout). Only the
-    few title words and probes get Python work of their own; the rest is C-level maps and numpy."""
-    special = tw.union(probes)  # title words are content words; a probe may be a stop word
-    keys = [w for w in special if w in tf]  # first, so their rows are known without a search
-    n_special = len(keys)
-    keys.extend(w for w in tf if w not in STOPWORDS and w not in special)
-    n_text = len(keys)
-    keys.extend(w for w in special if w not in tf)
-    got = list(map(vocab.ids.get, keys))
-    if None in got:
-        id_of = vocab.id_of
-        got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
-    ids: list[int] = got  # type: ignore[assignment]  # every None replaced
-    body = np.zeros((len(keys), 2), dtype=np.int32)
-    body[:, 0] = ids
-    body[:n_text, 1] = list(map(tf.__getitem__, keys[:n_text]))
-    body[:n_text, 1] *= 4
-    for j in [*range(n_special), *range(n_text, len(keys))]:
-        w = keys[j]
-        body[j, 1] += (w in probes) * 2 + (w in tw)
+class _Rows:
+    """The bodies of many RescoreIndexes side by side, as plain lists (one numpy pass at the end):
+    each row's vocabulary id, its count in the text, and the title/probe bits of the few rows
+    that have them (at their positions)."""
+
+    __slots__ = ("ids", "counts", "bit_at", "bits")
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.counts: list[int] = []
+        self.bit_at: list[int] = []
+        self.bits: list[int] = []
+
+    def add(self, vocab: Vocabulary, tf: Mapping[str, int], tw: frozenset[str], probes: tuple[str, ...]) -> int:
+        """One text's rows (see RescoreIndex); returns how many."""
+        special = tw.union(probes)  # title words are content words; a probe may be a stop word
+        keys = [w for w in special if w in tf]  # first, so their rows are known without a search
+        n_special = len(keys)
+        keys += [w for w in tf if w not in STOPWORDS and w not in special]
+        n_text = len(keys)
+        keys += [w for w in special if w not in tf]
+        got = list(map(vocab.ids.get, keys))
+        if None in got:
+            id_of = vocab.id_of
+            got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
+        start = len(self.ids)
+        self.ids += got  # type: ignore[arg-type]  # every None replaced
+        self.counts += map(tf.__getitem__, keys[:n_text])
+        self.counts += [0] * (len(keys) - n_text)
+        for j in [*range(n_special), *range(n_text, len(keys))]:
+            w = keys[j]
+            self.bit_at.append(start + j)
+            self.bits.append((w in probes) * 2 + (w in tw))
+        return len(keys)
+
+    def body(self) -> bytes:
+        """Every row as (id, count * 4 + bits), int32 pairs."""
+        out = np.empty((len(self.ids), 2), dtype=np.int32)
+        out[:, 0] = self.ids
+        out[:, 1] = self.counts
+        out[:, 1] *= 4
+        if self.bits:
+            out[self.bit_at, 1] += np.asarray(self.bits, dtype=np.int32)
+        return out.tobytes()
+
+
+_HEAD = struct.Struct(f"={HEAD_FIELDS}i")  # native int32s, as numpy's int32 tobytes writes them
+
+
+def _head(rows: int, length: int, untrusted: bool, phrases: tuple[str, ...]) -> bytes:
     linkable = bool(phrases) and not untrusted
-    head = (len(keys), length, int(untrusted), int(linkable))
-    return RescoreIndex(vocab, _int32s(head), body.tobytes(), phrases, tw)
+    return _HEAD.pack(rows, length, int(untrusted), int(linkable))
+
+
+def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabulary) -> list[RescoreIndex]:
+    """`rescore_index` of many chunks (a pool's first sight), built together: the rows of every
+    stale one in one numpy pass instead of a handful of small arrays each."""
+    out: list[RescoreIndex] = []
+    rows = _Rows()
+    #: (position in out, features, first row, rows, words, title phrases, title words)
+    stale: list[tuple[int, ChunkFeatures, int, int, int, tuple[str, ...], frozenset[str]]] = []
+    for f, chunk in pairs:
+        r = f._rescore_index
+        if r.vocab is not vocab:
+            t = f._rescore
+            if t is None:
+                toks = _title_text_words(chunk)
+                tf: Mapping[str, int] = Counter(toks)
+                length = len(toks)
+                phrases, tw, probes = title_terms(chunk.title)
+            else:
+                tf, length = dict.fromkeys(t.words, 1) | t.repeats, t.length
+                phrases, tw, probes = t.title_phrases, t.title_words, t.probes
+            start = len(rows.ids)
+            stale.append((len(out), f, start, rows.add(vocab, tf, tw, probes), length, phrases, tw))
+        out.append(r)
+    if stale:
+        body = rows.body()
+        for k, f, start, n, length, phrases, tw in stale:
+            r = RescoreIndex(vocab, _head(n, length, f.untrusted, phrases), body[start * 8 : (start + n) * 8], phrases, tw)
+            f._rescore_index = out[k] = r
+    return out
 
 
 class ChunkFeatures:
@@ -230,14 +284,7 @@ class ChunkFeatures:
         use): from the terms when a record gave them, else straight from the text."""
         r = self._rescore_index
         if r.vocab is not vocab:
-            t = self._rescore
-            if t is None:
-                toks = _title_text_words(chunk)
-                r = _index(vocab, Counter(toks), len(toks), *title_terms(chunk.title), self.untrusted)
-            else:
-                r = _index(vocab, dict.fromkeys(t.words, 1) | t.repeats, t.length, t.title_phrases, t.title_words,
-                           t.probes, self.untrusted)
-            self._rescore_index = r
+            r = rescore_indexes([(self, chunk)], vocab)[0]
         return r
 
     def text_word_ids(self, chunk: Chunk, vocab: Vocabulary) -> np.ndarray:

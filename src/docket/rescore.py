@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from docket.context import Context
-from docket.features import HEAD_FIELDS, current_vocabulary
+from docket.features import HEAD_FIELDS, current_vocabulary, rescore_indexes
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
@@ -129,8 +129,8 @@ class _Pool:
         entries = self.entries = ctx.features.entries(chunks)
         vocab = self.vocab = current_vocabulary()
         index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
-        if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary)
-            index = [e.features.rescore_index(c, vocab) for e, c in zip(entries, chunks)]
+        if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary): built together
+            index = rescore_indexes([(e.features, c) for e, c in zip(entries, chunks)], vocab)
         self.index = index
         self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
         body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)

@@ -52,14 +52,17 @@ def words(text: str) -> list[str]:
 
     A word is a run of `[\\w']+` of the folded text with its apostrophes stripped and then one
     trailing "'s" dropped (an empty one is no word). Computed at C speed: every other character
-    becomes a space (str.translate), only the runs holding an apostrophe get Python work, and
-    str.split cuts the rest (no `\\w` character is a space). tests/test_text_words.py checks it
+    becomes a space (str.translate), str.split cuts the runs (no `\\w` character is a space), and
+    only the runs holding an apostrophe get Python work. tests/test_text_words.py checks it
     against that definition word for word."""
     s = text.lower()
     s = s.translate(_SPACE_NON_WORD) if s.isascii() else unicodedata.normalize("NFKD", s).translate(_FOLD_SPACE)
+    out = s.split()
     if "'" in s:
-        s = _APOSTROPHE_RUN.sub(_strip_apostrophes, s)
-    return s.split()
+        out = [_strip_apostrophes(w) if "'" in w else w for w in out]
+        if "" in out:  # a run of apostrophes alone
+            out = [w for w in out if w]
+    return out
 
 
 class _NonWord(dict):  # type: ignore[type-arg]
@@ -87,13 +90,25 @@ class _FoldNonWord(dict):  # type: ignore[type-arg]
 
 _SPACE_NON_WORD = _NonWord()
 _FOLD_SPACE = _FoldNonWord()
-#: a run of word characters and apostrophes (between spaces, after _SPACE_NON_WORD) that holds an
-#: apostrophe, tried only where a run starts
-_APOSTROPHE_RUN = re.compile(r"(?<![^ ])[^ ']*'[^ ]*")
 
 
-def _strip_apostrophes(m: re.Match[str]) -> str:
-    w = m.group().strip("'")
+class _NonWordStrict(dict):  # type: ignore[type-arg]
+    """_NonWord with the apostrophe a non-word character too: `\\W` as a str.translate table."""
+
+    def __missing__(self, cp: int) -> int:
+        ch = chr(cp)
+        out = cp if ch.isalnum() or ch == "_" else 32
+        if len(self) < 1 << 16:
+            self[cp] = out
+        return out
+
+
+_SPACE_W = _NonWordStrict()
+
+
+def _strip_apostrophes(w: str) -> str:
+    """A run of word characters and apostrophes as a word: apostrophes stripped, one "'s" dropped."""
+    w = w.strip("'")
     return w[:-2] if w.endswith("'s") else w
 
 
@@ -128,6 +143,16 @@ def title_variants(title: str) -> list[str]:
     if bare and bare != title:
         out.append(bare)
     return [t for t in out if content_words(t)]
+
+
+def title_variant_words(title: str) -> list[list[str]]:
+    """`words` of each of `title_variants(title)`, in order (each variant read once)."""
+    out = [title]
+    bare = _PAREN.sub(" ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    got = [words(t) for t in out]
+    return [w for w in got if not STOPWORDS.issuperset(w)]
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
@@ -204,12 +229,13 @@ def search_terms(question: str, limit: int = 32) -> list[str]:
     return list(dict.fromkeys(w for w in found if len(w) > 1 and w not in SEARCH_STOPWORDS))[:limit]
 
 
-_NON_WORD = re.compile(r"\W+")
 
 
 def copy_key(text: str) -> str:
-    """Text compared for exact copies: lower case, every run of non-word characters one space."""
-    return _NON_WORD.sub(" ", text.lower()).strip()
+    """Text compared for exact copies: lower case, every run of non-word characters one space
+    (the `\\w` runs joined by single spaces: every other character becomes a space at C speed,
+    str.split cuts the runs; no `\\w` character is a space)."""
+    return " ".join(text.lower().translate(_SPACE_W).split())
 
 
 def copy_hash(text: str) -> str:
