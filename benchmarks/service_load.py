@@ -5,6 +5,7 @@ time limit per cell; it stops by itself and stops every process it started.
 
     .venv/bin/python benchmarks/service_load.py --chunks 100000 --backends sqlite,postgres
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --requests 100 --concurrency 1,8
+    .venv/bin/python benchmarks/service_load.py --chunks 10000 --backends sqlite --concurrency 1 --first-sight 60
 
 The store is built once per size (cached under benchmarks/out/) from the paragraphs of
 ../shared/data, as benchmarks/store_speed.py builds it; `--embedder hash` (the default) keeps the
@@ -123,6 +124,24 @@ def assemble_payload(store_loc: str, n: int) -> dict[str, Any]:
     return {"question": QUESTIONS[0], "candidates": cands, "budget": 1500}
 
 
+def first_sight_payloads(count: int) -> list[dict[str, Any]]:
+    """`count` /v1/assemble bodies of 200 candidates that no earlier body held: every text is a new
+    sentence rotation of a real paragraph (so its features, claims and counts are computed on
+    arrival, as for the records of a retriever docket never saw), ids unique across bodies."""
+    from _corpus import variant
+
+    items = corpus(5000)
+    out = []
+    for r in range(count):
+        cands = []
+        for i in range(200):
+            title, t = items[(r * 200 + i) % len(items)]
+            cands.append({"id": f"fs{r}-{i}", "doc": f"fsdoc{r}-{i // 4}", "text": variant(t, 1 + (r * 200 + i) // len(items)),
+                          "title": title, "position": i % 4, "score": round(0.9 - i * 0.002, 4)})
+        out.append({"question": QUESTIONS[r % len(QUESTIONS)], "candidates": cands, "budget": 1500})
+    return out
+
+
 def run_cell(url: str, path: str, payloads: list[dict[str, Any]], requests: int, conc: int,
              limit: float) -> dict[str, Any]:
     import httpx
@@ -189,6 +208,12 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
         budget = args.time_limit * len(args.concurrency) * 2 + 60
         indexer = subprocess.Popen([sys.executable, "-c", INDEXER, loc, str(budget)], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True)
+        if args.first_sight:  # concurrency 1, each body seen once: what a never-seen pool costs
+            row = run_cell(url, "/v1/assemble", first_sight_payloads(args.first_sight), args.first_sight, 1,
+                           args.time_limit)
+            row.update(backend=name, endpoint="/v1/assemble (first sight)")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
         for conc in args.concurrency:
             for path, payloads in (("/v1/assemble", asm), ("/v1/ask", ask)):
                 row = run_cell(url, path, payloads, args.requests, conc, args.time_limit)
@@ -215,6 +240,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=200, help="requests per cell (endpoint x concurrency)")
     ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32])
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per cell at most")
+    ap.add_argument("--first-sight", type=int, default=0, metavar="N",
+                    help="also N /v1/assemble requests at concurrency 1 whose 200 records were never seen")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="docket-load-"))
