@@ -113,19 +113,13 @@ def _pack(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[list
     """Each row's posting blob and length, byte for byte what `_TermIds.pack` (write_version) gives
     for its search text: ids for the batch's new terms, then the blobs cut from one array.
     `known` is every term id this load has seen (new ones also go to `ids.new`)."""
-    from docket.store.sqlite_schema import _POSTING
+    from docket.store.sqlite_schema import _POSTING, insert_terms
 
     vocab, index, tf, sizes = terms
     if not len(sizes):
         return [], []
-    wanted = set(vocab).difference(known)
-    if wanted:
-        todo = sorted(wanted)
-        cur.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in todo])
-        for start in range(0, len(todo), 500):
-            part = todo[start : start + 500]
-            for tid, term in cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part):
-                ids.new[term] = known[term] = tid
+    for tid, term in insert_terms(cur, set(vocab).difference(known)):
+        ids.new[term] = known[term] = tid
     arr = np.empty(len(index), dtype=_POSTING)
     arr["term"] = np.fromiter(map(known.__getitem__, vocab), dtype=np.int64, count=len(vocab))[index]
     arr["tf"] = np.minimum(tf, 65535)

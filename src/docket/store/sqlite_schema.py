@@ -139,6 +139,20 @@ def _search_text(title: str | None, section: str | None, text: str, context: str
     return f"{title or ''} {section or ''} {search_text(context, text)}"
 
 
+def insert_terms(cur: sqlite3.Cursor, wanted: set[str]) -> list[tuple[int, str]]:
+    """(id, term) of each of `wanted`, inserting the terms the `terms` table lacks (in sorted order,
+    so ids do not depend on the set's iteration order)."""
+    todo = sorted(wanted)
+    if not todo:
+        return []
+    cur.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in todo])
+    out: list[tuple[int, str]] = []
+    for start in range(0, len(todo), 500):
+        part = todo[start : start + 500]
+        out += cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part).fetchall()
+    return out
+
+
 class _TermIds:
     """Term -> id in the `terms` table; ids are never reused or deleted, so a mapping read once
     stays true. New ids enter the shared cache only after their transaction commits."""
@@ -150,13 +164,8 @@ class _TermIds:
     def pack(self, cur: sqlite3.Cursor, texts: Sequence[str]) -> list[tuple[bytes, int]]:
         counts = [term_counts(t) for t in texts]
         wanted = {t for c in counts for t in c if t not in self.cache and t not in self.new}
-        if wanted:
-            todo = sorted(wanted)
-            cur.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in todo])
-            for start in range(0, len(todo), 500):
-                part = todo[start : start + 500]
-                for tid, term in cur.execute(f"SELECT id, term FROM terms WHERE term IN ({','.join('?' * len(part))})", part):
-                    self.new[term] = tid
+        for tid, term in insert_terms(cur, wanted):
+            self.new[term] = tid
         out = []
         cache, new = self.cache, self.new
         for c in counts:
