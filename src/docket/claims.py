@@ -284,20 +284,8 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
             # "one of the", "un des": a word, not a number
             continue
         start = i
-        step = _step(tok)
         before = tokens[i - 1] if i > 0 else ""
-        j = i + 1
-        if tok in _TENS:  # "twenty-five", "twenty five"
-            k = j + (j < len(tokens) and tokens[j] in _HYPHENS)
-            if k < len(tokens) and tokens[k] in _WORD_NUM and _WORD_NUM[tokens[k]] < 10:
-                value += _WORD_NUM[tokens[k]]
-                j = k + 1
-        if j + 1 < len(tokens) and tokens[j] in _HYPHENS and tokens[j + 1] in _UNITS and tokens[j + 1] not in _CURRENCY_BEFORE:
-            j += 1  # a hyphenated unit: "four-year cycle", "30-day window", "2-hour slot"
-        if j < len(tokens) and tokens[j] in _SCALE:
-            value *= _SCALE[tokens[j]]
-            step *= _SCALE[tokens[j]]
-            j += 1
+        value, step, j = _number_run(tokens, i, value)
         unit = None
         if before in _CURRENCY_BEFORE:
             unit = _CURRENCY_BEFORE[before]
@@ -337,7 +325,32 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
         spans.append((start, j))
         used.update(range(start, j))
         resume = j
-    # a range ("129,000 -- 226,000 people", "2-3 weeks"): the first number takes the second's unit
+    _join_ranges(tokens, out, spans)
+    return out, used
+
+
+def _number_run(tokens: list[str], i: int, value: float) -> tuple[float, float, int]:
+    """The number at token i with what continues it: "twenty-five", a hyphenated unit ("30-day"),
+    a scale word ("3 million"); its value, its step and the index of the token after it."""
+    tok = tokens[i]
+    step = _step(tok)
+    j = i + 1
+    if tok in _TENS:  # "twenty-five", "twenty five"
+        k = j + (j < len(tokens) and tokens[j] in _HYPHENS)
+        if k < len(tokens) and tokens[k] in _WORD_NUM and _WORD_NUM[tokens[k]] < 10:
+            value += _WORD_NUM[tokens[k]]
+            j = k + 1
+    if j + 1 < len(tokens) and tokens[j] in _HYPHENS and tokens[j + 1] in _UNITS and tokens[j + 1] not in _CURRENCY_BEFORE:
+        j += 1  # a hyphenated unit: "four-year cycle", "30-day window", "2-hour slot"
+    if j < len(tokens) and tokens[j] in _SCALE:
+        value *= _SCALE[tokens[j]]
+        step *= _SCALE[tokens[j]]
+        j += 1
+    return value, step, j
+
+
+def _join_ranges(tokens: list[str], out: list[Quantity], spans: list[tuple[int, int]]) -> None:
+    """A range ("129,000 -- 226,000 people", "2-3 weeks"): the first number takes the second's unit."""
     for k in range(len(out) - 1):
         q, nxt = out[k], out[k + 1]
         (_, end), (start2, _) = spans[k], spans[k + 1]
@@ -345,7 +358,6 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
             raw = _number(tokens[start2])
             factor = nxt.value / raw if raw else 1.0
             out[k] = Quantity(round(q.value * factor, 6), nxt.unit, q.text, q.step * factor, nxt.of)
-    return out, used
 
 
 _LINKS = frozenset("of de von du des a an the for each every per la le el".split())
