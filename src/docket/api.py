@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
@@ -406,8 +406,7 @@ class Session:
             raise InputError("unrestricted filters are for administration (export, copying a store), not for answering "
                              "a question; pass the principal who asks", field="filters")
         who = self.principal(principal, groups) if principal is not None or groups else f.principal
-        return Filters(docs=f.docs, source_types=f.source_types, statuses=f.statuses, date_from=f.date_from,
-                       date_to=f.date_to, principal=who, exact=f.exact)
+        return replace(f, principal=who)  # every other filter as given (a field-by-field copy once dropped `exact`)
 
     def _retrieve(self, planned: Planned, store: Store, embedder: Embedder) -> tuple[Hits, float]:
         """The search the plan asked for, and its milliseconds. A follow-up searches with the

@@ -11,8 +11,16 @@ import typer
 from docket.cli.app import app
 from docket.errors import InputError
 
-#: the embedders a file's vectors can be declared to come from: name -> (stored name, dimension)
-_MODELS = {"minilm": ("all-MiniLM-L6-v2-onnx-int8", 384), "hash": ("hash-bow", 256)}
+#: the embedders a file's vectors can be declared to come from (`--embedder`)
+_MODELS = ("minilm", "hash")
+
+
+def _stored_as(model: str) -> tuple[str, int]:
+    """The (name, dimension) a store records for `model`: the embedder classes' own, so an import
+    and `docket index` always agree on them."""
+    from docket.embed import HashEmbedder, MiniLMEmbedder
+
+    return (MiniLMEmbedder.name, MiniLMEmbedder.dim) if model == "minilm" else (HashEmbedder.name, HashEmbedder().dim)
 
 
 @app.command("import")
@@ -39,7 +47,7 @@ def import_cmd(
     try:
         store = open_store(db)
         try:
-            report = import_file(store, file, fmt=fmt, embedder=_MODELS[embedder])
+            report = import_file(store, file, fmt=fmt, embedder=_stored_as(embedder))
         finally:
             store.close()
     except BaseException:
