@@ -161,3 +161,14 @@ def test_a_pool_smaller_than_the_readers_training_pools_goes_to_the_rule_gate():
     refund = next(c for c in chunks if c.id == "pol3-4")
     b = assemble(REFUND_QUESTION, store=MemoryStore([refund]), budget=250)
     assert b.found
+
+
+def test_the_floor_the_reader_lowers_is_traced_rounded():
+    """Lowered to the best candidate's raw cosine, the noise floor is traced to 4 places, as every
+    other trace number ("below the floor 0.2144", not 0.2144321)."""
+    chunks = nimbus_chunks()
+    ranked = cands(chunks, [0.2144321] + [0.1234567] * (len(chunks) - 1))
+    b = assemble("Do you sell garden furniture?", ranked, store=MemoryStore(chunks), budget=250)
+    drop = next(e for e in b.trace if e["move"] == "floor" and e["action"] == "drop")
+    assert drop["numbers"]["floor"] == 0.2144 and drop["reason"].endswith("below the floor 0.2144")
+    assert drop["numbers"]["best_below"] == 0.1235

@@ -273,17 +273,20 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
     above = [c for c in candidates if c[1] >= floor]
     below = [c for c in candidates if c[1] < floor]
+    # lowered to a candidate's score (the reader's best, an exact hit) the floor is a raw cosine:
+    # traced to 4 places as every other trace number (the comparison above uses the exact value)
+    shown = round(floor, 4)
     if below:
         ctx.trace.add(
             "floor",
             "drop",
             [c[0].id for c in below],
-            f"{len(below)} candidate(s) score below the floor {floor}",
+            f"{len(below)} candidate(s) score below the floor {shown}",
             best_below=round(max(c[1] for c in below), 4),
-            floor=floor,
+            floor=shown,
         )
     if not above:
-        ctx.trace.add("floor", "not_found", [], f"no candidate reaches the floor {floor}: answer 'not found' without an LLM call")
+        ctx.trace.add("floor", "not_found", [], f"no candidate reaches the floor {shown}: answer 'not found' without an LLM call")
         return above
     margin = ctx.policy.pack.margin
     if margin is not None:
