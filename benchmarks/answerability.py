@@ -12,8 +12,10 @@ never trained on, the model and both thresholds are the shipped ones benchmarks/
 builds; HotpotQA and MuSiQue are judged by 5-fold cross-validation grouped by question (a
 question's answerable, gold-removed and off-topic copies share a fold), each fold's model trained
 on the other folds and the other training sets, its thresholds chosen on those training folds
-only (their out-of-fold predictions), never on the judged fold. Also the reader's size, load time
-and latency on a 50-candidate pool, first sight and warm. Reads ../shared/data; embeddings are
+only (their out-of-fold predictions), never on the judged fold. Beside the shipped reader, in the
+same run and on the same splits, the previous one (its first train_reader.V1_FEATURES features,
+trained by the same script: what shipped before "antonym" and "comp_title"). Also the reader's
+size, load time and latency on a 50-candidate pool, first sight and warm. Reads ../shared/data; embeddings are
 cached in .docket-cache/.
 """
 
@@ -132,6 +134,14 @@ def _fnf(found: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(~found[y]))
 
 
+def _cell(r: dict, auc: bool = False) -> str:
+    return f"{r['balanced']:.3f} / {100 * r['false_nf']:.1f}%" + (f" / {r['auc']:.3f}" if auc else "")
+
+
+def _art(r: dict, which: str) -> str:
+    return f"{r[which]['balanced']:.3f} / {100 * r[which]['false_nf']:.1f}%"
+
+
 def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noqa: ANN001
     """One set's row: the plain floor, the rule gate and the reader (default and balanced threshold)."""
     from docket.answerable import evidence
@@ -194,6 +204,17 @@ def squad_by_article(data: dict, train_names: list[str]) -> dict:
     return out
 
 
+def previous(data: dict, train_names: list[str], names: list[str], reader):  # noqa: ANN001, ANN201
+    """The previous reader (the first V1_FEATURES features), trained and judged as the shipped
+    one: the same sets, folds and threshold rules."""
+    cut = {n: (T.Examples(e.name, e.X[:, :T.V1_FEATURES], e.y, e.groups), prepared) for n, (e, prepared) in data.items()}
+    sizes = [len(p.query.ranked) for n in train_names for p in cut[n][1]]
+    v1 = T.build([cut[n][0] for n in train_names], sizes, reader.embedder)
+    rows = {n: judge(n, cut, train_names, v1) for n in names}
+    by_article = squad_by_article(cut, train_names) if {"squad-train", "squad-dev"} <= set(cut) else {}
+    return v1, rows, by_article
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="squad-dev,hotpotqa,musique")
@@ -214,7 +235,10 @@ def main() -> int:
     rows = {n: judge(n, data, args.train.split(","), reader) for n in args.sets.split(",")}
     size = (T.OUT_FILE.stat().st_size if T.OUT_FILE.exists() else 0)
     by_article = squad_by_article(data, args.train.split(",")) if {"squad-train", "squad-dev"} <= set(data) else {}
+    v1, v1_rows, v1_by_article = previous(data, args.train.split(","), args.sets.split(","), reader)
     report = {"sets": rows, "squad_by_article": by_article, "reader_file_bytes": size, "reader_load_ms": round(load_ms, 2),
+              "previous_reader": {"features": T.V1_FEATURES, "thresholds": [v1.threshold, v1.meta["balanced_threshold"]],
+                                  "sets": v1_rows, "squad_by_article": v1_by_article},
               "latency_50_candidates": latency(data[args.sets.split(",")[0]][1], reader)}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -240,6 +264,19 @@ def main() -> int:
             print(f"| {a} | {r['questions']} | {r['auc']:.3f} ({r['auc_top_cosine']:.3f}) | {d['balanced']:.3f} / "
                   f"{100 * d['false_nf']:.1f}% ({d['threshold']}) | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% "
                   f"({b['threshold']}) |")
+    print(f"\nThe previous reader (its first {T.V1_FEATURES} features, trained by the same script) beside the shipped "
+          "one, same splits and threshold rules:\n")
+    print("| set | previous: BA default / false NF / AUC | previous: BA balanced / false NF | shipped: BA default / "
+          "false NF / AUC | shipped: BA balanced / false NF |")
+    print("|---|---|---|---|---|")
+    pairs = [(n, report["previous_reader"]["sets"][n], r) for n, r in rows.items()]
+    for n, o, r in pairs:
+        print(f"| {n} | {_cell(o['reader'], True)} | {_cell(o['reader_balanced'])} | {_cell(r['reader'], True)} | "
+              f"{_cell(r['reader_balanced'])} |")
+    for a, r in by_article.items():
+        o = report["previous_reader"]["squad_by_article"][a]
+        print(f"| SQuAD by article: {a} | {_art(o, 'default')} / {o['auc']:.3f} | {_art(o, 'balanced')} | "
+              f"{_art(r, 'default')} / {r['auc']:.3f} | {_art(r, 'balanced')} |")
     lat = report["latency_50_candidates"]
     print(f"\nreader: {size:,} bytes, loaded in {report['reader_load_ms']:.1f} ms; 50-candidate pool "
           f"({lat['pools']} pools): first sight p50 {lat['cold']['p50_ms']} ms / p95 {lat['cold']['p95_ms']} ms, warm "

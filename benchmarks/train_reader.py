@@ -47,6 +47,9 @@ SQUAD_TRAIN_ARTICLES = ("The_Legend_of_Zelda:_Twilight_Princess", "Spectre_(2015
 HIDDEN = 0  # logistic regression: as good held out as 8 hidden units, and it generalises across sets
 SEED = 0
 DEFAULT_SETS = "squad-train,hotpotqa,hotpotqa-offtopic,musique,musique-offtopic"
+#: the previous reader's features (the first 28 of docket.reader.FEATURES, before "antonym" and
+#: "comp_title"): benchmarks/answerability.py judges a reader on them beside the shipped one, same splits
+V1_FEATURES = 28
 
 
 @dataclass
@@ -204,6 +207,38 @@ def balanced(p: np.ndarray, y: np.ndarray, t: float) -> float:
     return (kept + caught) / 2
 
 
+def build(sets: list[Examples], sizes: list[int], embedder: str, hidden: int = HIDDEN, max_false_nf: float = 0.03,
+          report: bool = False):  # noqa: ANN201
+    """The reader trained on every set, its thresholds chosen on their out-of-fold predictions
+    (`sizes`: the training pools' sizes, for min_pool); `report` prints the out-of-fold figures."""
+    smallest = int(np.percentile(sizes, 2))  # 98% of the training pools are at least this large
+    oof = out_of_fold(sets, hidden=hidden)
+    t = choose_threshold(sets, oof, max_false_nf)
+    tb = choose_balanced_threshold(sets, oof)
+    for s in sets if report else []:
+        if not s.y.any():
+            caught = float(np.mean(oof[s.name] < t))
+            print(f"{s.name}: out-of-fold, {100 * caught:.1f}% of its unanswerable questions caught at threshold {t}",
+                  file=sys.stderr)
+            continue
+        fnf = float(np.mean(oof[s.name][s.y] < t))
+        print(f"{s.name}: out-of-fold balanced accuracy {balanced(oof[s.name], s.y, t):.3f} at threshold {t} "
+              f"(false not-found on answerable {100 * fnf:.1f}%); {balanced(oof[s.name], s.y, tb):.3f} at the "
+              f"balanced threshold {tb} (false not-found {100 * float(np.mean(oof[s.name][s.y] < tb)):.1f}%)",
+              file=sys.stderr)
+    arr = fit(np.concatenate([s.X for s in sets]), np.concatenate([s.y for s in sets]), sample_weights(sets), hidden)
+    meta = {"trained_on": [f"{s.name} ({len(s.y)} questions, {int((~s.y).sum())} unanswerable)" for s in sets],
+            "script": "benchmarks/train_reader.py", "hidden": hidden, "seed": SEED,
+            "threshold_rule": f"out-of-fold false not-found <= {max_false_nf} on every training set",
+            "balanced_threshold": tb,
+            # the pool size 98% of its training pools reach (a handful of HotpotQA pools hold 0-6):
+            # on a smaller pool its pool statistics (rarity, lift) are out of what it learned, and
+            # the rule gate decides instead (docket.answerable)
+            "min_pool": smallest,
+            "balanced_threshold_rule": "the best mean out-of-fold balanced accuracy over the training sets"}
+    return reader_of(arr, embedder, t, meta)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default=DEFAULT_SETS)
@@ -220,32 +255,7 @@ def main() -> int:
         sets.append(ex)
         sizes += [len(p.query.ranked) for p in prepared]
         print(f"{n}: {len(ex.y)} questions, {int((~ex.y).sum())} unanswerable", file=sys.stderr)
-    smallest = int(np.percentile(sizes, 2))  # 98% of the training pools are at least this large
-    oof = out_of_fold(sets, hidden=args.hidden)
-    t = choose_threshold(sets, oof, args.max_false_nf)
-    tb = choose_balanced_threshold(sets, oof)
-    for s in sets:
-        if not s.y.any():
-            caught = float(np.mean(oof[s.name] < t))
-            print(f"{s.name}: out-of-fold, {100 * caught:.1f}% of its unanswerable questions caught at threshold {t}",
-                  file=sys.stderr)
-            continue
-        fnf = float(np.mean(oof[s.name][s.y] < t))
-        print(f"{s.name}: out-of-fold balanced accuracy {balanced(oof[s.name], s.y, t):.3f} at threshold {t} "
-              f"(false not-found on answerable {100 * fnf:.1f}%); {balanced(oof[s.name], s.y, tb):.3f} at the "
-              f"balanced threshold {tb} (false not-found {100 * float(np.mean(oof[s.name][s.y] < tb)):.1f}%)",
-              file=sys.stderr)
-    arr = fit(np.concatenate([s.X for s in sets]), np.concatenate([s.y for s in sets]), sample_weights(sets), args.hidden)
-    meta = {"trained_on": [f"{s.name} ({len(s.y)} questions, {int((~s.y).sum())} unanswerable)" for s in sets],
-            "script": "benchmarks/train_reader.py", "hidden": args.hidden, "seed": SEED,
-            "threshold_rule": f"out-of-fold false not-found <= {args.max_false_nf} on every training set",
-            "balanced_threshold": tb,
-            # the pool size 98% of its training pools reach (a handful of HotpotQA pools hold 0-6):
-            # on a smaller pool its pool statistics (rarity, lift) are out of what it learned, and
-            # the rule gate decides instead (docket.answerable)
-            "min_pool": smallest,
-            "balanced_threshold_rule": "the best mean out-of-fold balanced accuracy over the training sets"}
-    reader = reader_of(arr, default_embedder().name, t, meta)
+    reader = build(sets, sizes, default_embedder().name, args.hidden, args.max_false_nf, report=True)
     if args.write:
         OUT_FILE.write_text(json.dumps(_rounded(reader.to_json()), indent=1) + "\n")
         print(f"written {OUT_FILE} ({OUT_FILE.stat().st_size} bytes)", file=sys.stderr)

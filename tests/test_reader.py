@@ -131,6 +131,39 @@ def test_title_hit_reads_the_question_names_against_the_best_titles():
     assert _f(features(q, texts, [0.6, 0.2]), "title_hit") == 0.5  # no titles given: no evidence either way
 
 
+def test_antonym_reads_a_swapped_opposite_in_the_best_sentence():
+    """SQuAD 2.0's unanswerable questions often swap one word for its opposite: the passage says
+    "southward", the question asks "northward"."""
+    texts = ["Rhine\nThrough stream capture, the Rhine extended its watershed southward.", "Apples\nApples grow on trees."]
+    cos = [0.7, 0.1]
+    assert _f(features("What caused the Rhine to extend its watershed northward?", texts, cos), "antonym") == 1.0
+    assert _f(features("What caused the Rhine to extend its watershed southward?", texts, cos), "antonym") == 0.0
+    assert _f(features("What caused the Rhine to extend its watershed?", texts, cos), "antonym") == 0.0
+    # the word itself present (with its opposite elsewhere in the sentence) is no swap
+    texts = ["Rhine\nThe Upper Rhine and the Lower Rhine were straightened.", "Apples\nApples grow on trees."]
+    assert _f(features("When was the Lower Rhine straightened?", texts, cos), "antonym") == 0.0
+    texts = ["Rhine\nThe Upper Rhine was straightened in the 19th century.", "Apples\nApples grow on trees."]
+    assert _f(features("When was the Lower Rhine straightened?", texts, cos), "antonym") == 1.0
+    # a longer root wins: "lowest" pairs with "highest", not "low" with "high"
+    texts = ["Peaks\nThe highest peak of the range is Mont Blanc.", "Apples\nApples grow on trees."]
+    assert _f(features("What is the lowest peak of the range?", texts, cos), "antonym") == 1.0
+
+
+def test_comp_title_needs_both_compared_names_among_the_best_titles():
+    texts = ["Local H\nLocal H is an American rock band.", "For Against\nFor Against is an American band.",
+             "Other\nSomething else entirely here."]
+    cos = [0.6, 0.5, 0.2]
+    q = "Are Local H and For Against both rock bands?"
+    assert _f(features(q, texts, cos, ["Local H", "For Against", "Other"]), "comp_title") == 1.0
+    assert _f(features(q, texts, cos, ["Local H", "Other band", "Other"]), "comp_title") == 0.0
+    # every name the question compares must be a title: "United States" is none of them
+    q = "Are Local H and For Against both from the United States?"
+    assert _f(features(q, texts, cos, ["Local H", "For Against", "Other"]), "comp_title") == 0.0
+    assert _f(features(q, texts, cos), "comp_title") == 0.5  # no titles: no evidence either way
+    # not a comparison: no evidence either way
+    assert _f(features("When was Local H formed?", texts, cos, ["Local H", "For Against", "Other"]), "comp_title") == 0.5
+
+
 def test_a_date_in_the_question_is_not_a_missing_name():
     """The versions move answers "in 2024"; the passage in force then need not write the year."""
     texts = ["Refunds\nAnnual plans can be refunded within 14 days of purchase.", "Shipping\nParcels ship in two days."]

@@ -7,7 +7,10 @@ the best passage, the best two and three, any one passage, the best sentence and
 absent from the pool; BM25 of the best passage and the best of the top ten), the question's
 names found as phrases in the best passages, the pool and the best titles, the answer type (a
 "when" question needs a date in the best sentence, "how many" a quantity, "who"/"where" a name
-the question does not give), negation, the question's word pairs in the best sentence. Words
+the question does not give), negation, the question's word pairs in the best sentence, a
+question word whose opposite the best sentence has instead ("northward" asked, "southward"
+written: the swap SQuAD 2.0 writes many unanswerable questions by), and for a comparison ("Are X
+and Y both ...?") whether every compared name is among the best titles. Words
 that name a date ("in 2024", "last year": docket.dates) are left out of the question's words,
 names and numbers: the versions move answers them, and the passages in force then need not
 write the year. The weights are built by benchmarks/train_reader.py from ../shared/data (SQuAD 2.0 train, HotpotQA
@@ -36,7 +39,7 @@ from docket.text import STOPWORDS, loose_sentences
 FEATURES = ("top", "gap", "mean3", "lift", "margin5", "cov_best", "cov_top2", "cov_top3", "cov_max", "sent_cov",
             "sent_cov2", "missing", "bm25_best", "bm25_max", "ent_cov", "ent_pool", "title_hit", "num_missing",
             "agree", "q_len", "rare_absent", "rare_absent_top", "neg_diff", "bigram", "type_known", "type_hit",
-            "type_hit_top3", "cos_of_cov_max")
+            "type_hit_top3", "cos_of_cov_max", "antonym", "comp_title")
 
 _SUFFIXES = ("ing", "ed", "es", "s")
 _TOKEN = re.compile(r"[^\W_]+")
@@ -59,6 +62,29 @@ _ANSWER_TYPES = (
     ("who", re.compile(r"\b(?:who|whom|whose)\b")),
     ("where", re.compile(r"\b(?:where|what (?:city|country|place|state|region|river|town))\b")),
 )
+#: opposites: a question that asks about the "northward" extension of a passage's "southward" one
+#: (SQuAD 2.0 writes a fifth of its unanswerable questions by such a swap); general pairs, not
+#: words of the evaluation sets
+_OPPOSITES = (("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
+              ("upper", "lower"), ("first", "last"), ("most", "least"), ("before", "after"), ("increase", "decrease"),
+              ("largest", "smallest"), ("highest", "lowest"), ("earliest", "latest"), ("begin", "end"), ("start", "end"),
+              ("maximum", "minimum"), ("more", "less"), ("more", "fewer"), ("early", "late"), ("high", "low"),
+              ("large", "small"), ("old", "new"), ("older", "newer"), ("oldest", "newest"), ("longest", "shortest"),
+              ("long", "short"), ("best", "worst"), ("win", "lose"), ("won", "lost"), ("inner", "outer"),
+              ("major", "minor"), ("positive", "negative"), ("rise", "fall"), ("above", "below"),
+              ("front", "back"), ("top", "bottom"), ("success", "failure"), ("private", "public"),
+              ("internal", "external"), ("import", "export"), ("ancient", "modern"), ("allow", "forbid"),
+              ("accept", "reject"))
+_OPPOSITE: dict[str, tuple[str, ...]] = {}
+for _a, _b in _OPPOSITES:
+    _OPPOSITE[_a] = (*_OPPOSITE.get(_a, ()), _b)
+    _OPPOSITE[_b] = (*_OPPOSITE.get(_b, ()), _a)
+#: the longest root first ("lowest" before "low"), so a word is read by its own pair
+_ROOTS = tuple(sorted(_OPPOSITE, key=len, reverse=True))
+#: a comparison of two named things ("Are X and Y both ...?", "Which is older, X or Y?"): both
+#: must be in the pool, so their titles are the evidence
+_AND = re.compile(r" (?:and|&) ")
+_COMPARISON = re.compile(r"^(?:are|is|were|was|do|does|did|which|who)\b.*\b(?:or|both|same|and)\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -124,6 +150,20 @@ def _type_hit(kind: str | None, sentence: str, asked: set[str]) -> float:
     return 1.0
 
 
+def _swapped(question: str, sentence: str) -> float:
+    """1 when a question word the sentence lacks has its opposite there, same affixes ("northward"
+    asked, "southward" written): the sentence answers another question."""
+    have = set(_TOKEN.findall(sentence.lower()))
+    stems = {_stem(w) for w in have}
+    for w in _TOKEN.findall(question.lower()):
+        if w in have:
+            continue
+        root = next((a for a in _ROOTS if w.startswith(a) and len(w) - len(a) <= 4), None)
+        if root is not None and any((v := w.replace(root, b, 1)) in have or _stem(v) in stems for b in _OPPOSITE[root]):
+            return 1.0
+    return 0.0
+
+
 class _Pool:
     """One question against one pool: the rarity weights (idf over the pool) of the question's
     content words, and the weighted share of them a set of words covers."""
@@ -180,6 +220,23 @@ def _names(question: str, texts: Sequence[str], top: list[int], titles: Sequence
             title_hit, num_missing)
 
 
+def _compared_titles(question: str, top: list[int], titles: Sequence[str] | None) -> float:
+    """For a comparison question ("Are Local H and For Against both ...?"), 1 when every name it
+    compares (the capitalised phrases after its first word, "and" parting two names) is in a title
+    of the best ten or holds one, else 0; 0.5 when it is no comparison or there are no names or
+    titles (no evidence either way)."""
+    heads = [titles[i].lower() for i in top[:10] if titles[i]] if titles is not None else []
+    parts = question.split(maxsplit=1)
+    if not heads or len(parts) < 2 or not _COMPARISON.search(question):
+        return 0.5
+    dated = _dated(question)
+    names = [x for m in _NAME_PHRASE.finditer(parts[1]) for x in _AND.split(m.group(0).lower())]
+    names = [x for x in names if x not in STOPWORDS and not set(_TOKEN.findall(x)) <= dated]
+    if not names:
+        return 0.5
+    return float(all(any(x in t or t in x for t in heads) for x in names))
+
+
 def features(question: str, texts: Sequence[str], cosines: Sequence[float],
              titles: Sequence[str] | None = None) -> np.ndarray:
     """The feature vector (FEATURES order) of one question and its pool: `texts` are the
@@ -221,7 +278,8 @@ def features(question: str, texts: Sequence[str], cosines: Sequence[float],
         float(bool(_NEGATION.search(question)) != bool(_NEGATION.search(best_sent))),
         sum(1 for p in pairs if p in in_pairs) / len(pairs) if pairs else 0.0,
         float(kind is not None), _type_hit(kind, best_sent, P.asked),
-        max(_type_hit(kind, s, P.asked) for _, s in sents[:3]), float(cos[imax]),
+        max(_type_hit(kind, s, P.asked) for _, s in sents[:3]), float(cos[imax]), _swapped(question, best_sent),
+        _compared_titles(question, order, titles),
     ])
 
 
