@@ -63,8 +63,8 @@ _ANSWER_TYPES = (
     ("where", re.compile(r"\b(?:where|what (?:city|country|place|state|region|river|town))\b")),
 )
 #: opposites: a question that asks about the "northward" extension of a passage's "southward" one
-#: (SQuAD 2.0 writes a fifth of its unanswerable questions by such a swap); general pairs, not
-#: words of the evaluation sets
+#: (SQuAD 2.0's authors wrote a fifth of its unanswerable questions by such an antonym swap); a
+#: fixed list of common pairs, not mined from any data set
 _OPPOSITES = (("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
               ("upper", "lower"), ("first", "last"), ("most", "least"), ("before", "after"), ("increase", "decrease"),
               ("largest", "smallest"), ("highest", "lowest"), ("earliest", "latest"), ("begin", "end"), ("start", "end"),
