@@ -118,6 +118,29 @@ def real_vectors(n: int, mix: str = "own") -> np.ndarray:
     return out
 
 
+def write_parquet(path: Path, n: int, vectors: str = "minilm") -> Path:
+    """The bench corpus of `n` chunks (four a document, ids c0.., public) with their vectors as a
+    Parquet file for `docket import --embedder minilm` (`--write-parquet`): the way to a 1M-chunk
+    store in minutes. "minilm": `real_vectors(n)`; "hash": the hash embedder's vectors at dim 384."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    items = corpus(n)
+    vecs = real_vectors(n) if vectors == "minilm" else cached_embed(HashEmbedder(384), [t for _, t in items], "speed")
+    schema = pa.schema([("id", pa.string()), ("doc", pa.string()), ("position", pa.int32()), ("title", pa.string()),
+                        ("text", pa.string()), ("vector", pa.list_(pa.float32(), vecs.shape[1]))])
+    with pq.ParquetWriter(path, schema) as out:
+        for start in range(0, n, 100_000):
+            stop = min(n, start + 100_000)
+            flat = pa.array(vecs[start:stop].reshape(-1), type=pa.float32())
+            out.write_table(pa.table({
+                "id": [f"c{i}" for i in range(start, stop)], "doc": [f"d{i // PER_DOC}" for i in range(start, stop)],
+                "position": pa.array([i % PER_DOC for i in range(start, stop)], type=pa.int32()),
+                "title": [t for t, _ in items[start:stop]], "text": [t for _, t in items[start:stop]],
+                "vector": pa.FixedSizeListArray.from_arrays(flat, vecs.shape[1])}, schema=schema))
+    return path
+
+
 def versions(items: list[tuple[str, str]], vecs: np.ndarray, tokens: list[int]) -> list[DocumentVersion]:
     out = []
     for start in range(0, len(items), PER_DOC):
@@ -194,6 +217,55 @@ def search_parts(store: Store, embedder: Embedder, qs: list[str]) -> dict[str, f
             "bm25_p50_ms": statistics.median(b_ms), "fetch_p50_ms": statistics.median(f_ms)}
 
 
+#: the stages of one `ask`, in order: what `stage_profile` times (the moves by
+#: benchmarks/assemble_stages.py's wrappers)
+ASK_STAGES = ("embed", "dense", "keyword", "fetch", "retrieve", "rescore", "versions (Move 1)", "  of which conflicts",
+              "dedup (Move 2)", "expand (Move 3)", "pack (Move 4)", "order (Move 5)", "brief (Moves 7-8)", "assemble",
+              "ask")
+
+
+def stage_profile(store: Store, embedder: Embedder, qs: list[str], repeat: bool = True) -> dict[str, dict[str, float]]:
+    """p50 ms of each stage of `ask` through one Session (as `docket serve` keeps one), per pass:
+    "first" (each question once: its chunks mostly new to the process, their features read from
+    the store's records or computed) and, with `repeat`, "repeat" (the same questions again:
+    features in memory). Stages: the question's embedding, dense search, keyword (BM25) search,
+    the fetch of the candidates, retrieve (all of these, with fusion), each move, assemble."""
+    import importlib
+    from collections import defaultdict
+
+    import assemble_stages
+
+    times: dict[str, list[float]] = defaultdict(list)
+    originals = {(m, n): getattr(m, n) for m, n in
+                 ((importlib.import_module(mod), name) for mod, name, _ in assemble_stages.STAGES)}
+    assemble_stages.instrument(times)
+    try:
+        session = Session(store, embedder=embedder)
+        for name, label in (("search_dense", "dense"), ("search_bm25", "keyword"), ("get_many", "fetch")):
+            setattr(store, name, assemble_stages._timed(times, label, getattr(store, name)))
+        embed = embedder.embed
+        embedder.embed = assemble_stages._timed(times, "embed", embed)  # type: ignore[method-assign]
+        session.ask(qs[0], budget=1000, floor=0.0)
+        out: dict[str, dict[str, float]] = {}
+        for label in ("first", "repeat") if repeat else ("first",):
+            times.clear()
+            for q in qs[1:]:
+                t0 = time.perf_counter()
+                r = session.ask(q, budget=1000, floor=0.0)
+                times["ask"].append((time.perf_counter() - t0) * 1000)
+                times["retrieve"].append(r.timings["retrieve"])
+                times["assemble"].append(r.timings["assemble"])
+            out[label] = {k: statistics.median(v) for k, v in times.items()}
+            out[label]["ask_p95"] = pct(times["ask"], 95)
+        return out
+    finally:
+        for name in ("search_dense", "search_bm25", "get_many"):
+            store.__dict__.pop(name, None)
+        embedder.__dict__.pop("embed", None)
+        for (module, name), fn in originals.items():  # the moves unwrapped
+            setattr(module, name, fn)
+
+
 def dense_recall(store: Store, qvecs: np.ndarray, k: int, docs: tuple[str, ...]) -> dict[str, float]:
     """recall@k of the store's dense search (approximate above its threshold) against
     `Filters(exact=True)`, unfiltered and restricted to `docs` (a filter through the bitmap)."""
@@ -212,10 +284,10 @@ import sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
 import store_speed as b
-from docket.retrieve import ask
+from store_speed import ask
 from docket.store.factory import open_store
 from docket.store.protocol import Filters
-emb = b.QuestionEmbedder(384)
+emb = b.QuestionEmbedder(384) if sys.argv[4] == "hash" else b.default_embedder().inner
 emb.embed(["warm the model"])
 import tempfile
 from docket.api import Session
@@ -232,14 +304,14 @@ print(f"{(t1 - t0) * 1000:.0f} {(t2 - t1) * 1000:.0f}")
 """
 
 
-def cold_in_new_process(location: str, question: str, dense: str) -> tuple[float, float]:
+def cold_in_new_process(location: str, question: str, dense: str, embedder: str = "hash") -> tuple[float, float]:
     """(imports, model load and a first ask on a tiny store; then open + first ask of this store)
     ms in a new Python process: the second figure is what the store's size costs a new process."""
     import os
     import subprocess
 
     env = {**os.environ, "DOCKET_DENSE_SEARCH": dense}
-    out = subprocess.run([sys.executable, "-c", _COLD, str(Path(__file__).resolve().parent), location, question],
+    out = subprocess.run([sys.executable, "-c", _COLD, str(Path(__file__).resolve().parent), location, question, embedder],
                          env=env, capture_output=True, text=True, check=True).stdout.split()
     return float(out[0]), float(out[1])
 
@@ -278,6 +350,92 @@ def sqlite_runs(location: str, size: int, write_s: float, embedder: Embedder, qs
                      "assemble_p50_ms": lat["ask_p50_ms"] - lat["retrieve_p50_ms"]})
         print(json.dumps({k_: round(v, 3) if isinstance(v, float) else v for k_, v in rows[-1].items()}), flush=True)
     return rows
+
+
+def prebuilt_run(location: str, qs: list[str], recall_k: int | None) -> dict[str, object]:
+    """One pre-built SQLite store (`--store`, e.g. from `docket import` of `--write-parquet`):
+    cold first `ask` in a new process (index snapshot mapped, `FILE.ann` read), the first `ask` of
+    this process, warm retrieve / ask p50 and p95, each stage's p50 (`stage_profile`: first sight
+    and repeat), and with `recall_k` the dense search's recall@k against exact (store vectors from
+    MiniLM only: the questions are MiniLM's)."""
+    import os
+
+    from docket.embed import MiniLMEmbedder
+
+    store = open_store(location, read_only=True)
+    meta, size = store.meta(), store.count()
+    store.close()
+    minilm = meta.get("embedder") == MiniLMEmbedder.name
+    embedder: Embedder = default_embedder().inner if minilm else QuestionEmbedder(int(meta.get("dim", "384")))  # type: ignore[attr-defined]
+    start_ms, cold_ms = cold_in_new_process(location, qs[2], "auto", "minilm" if minilm else "hash")
+    load_cold = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    store = open_store(location, read_only=True)
+    half = len(qs) // 2  # two halves, so that both see chunks new to the process first
+    ask(store, qs[half], filters=Filters(), embedder=embedder, budget=1000, floor=0.0)
+    first_ms = (time.perf_counter() - t0) * 1000
+    prof = stage_profile(store, embedder, qs[half:])
+    lat = measure(store, embedder, qs[:half])
+    parts = search_parts(store, embedder, qs[: min(30, half)])
+    rec: dict[str, float] = {}
+    if recall_k and minilm:
+        docs = tuple(f"d{i}" for i in range(0, size // PER_DOC, 10))
+        rec = dense_recall(store, question_vectors(qs[: min(len(qs), 50)]), recall_k, docs)
+    mode = getattr(store, "last_dense", "")
+    store.close()
+    row: dict[str, object] = {"backend": "sqlite", "chunks": size, "store": location, "cold_ask_ms": cold_ms,
+                              "cold_start_process_ms": start_ms, "cold_load_avg": load_cold, "first_ask_ms": first_ms,
+                              "dense_mode": mode, **lat, **parts, **rec,
+                              "assemble_p50_ms": lat["ask_p50_ms"] - lat["retrieve_p50_ms"],
+                              "stages": prof, "load_avg": os.getloadavg()[0]}
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items() if k != "stages"}), flush=True)
+    return row
+
+
+#: the stages of the growth table (`stage_profile`'s names) and how they are shown
+GROWTH_STAGES = (("embed", "embed"), ("dense", "dense"), ("keyword", "keyword (BM25)"), ("fetch", "fetch"),
+                 ("retrieve", "retrieve (all of the above, fused)"), ("assemble", "assemble"), ("ask", "ask"))
+
+
+def print_stage_growth(rows: list[dict[str, object]]) -> None:
+    """p50 ms of each stage of `ask` per store size, first sight and repeat, and its growth per
+    10x chunks (from the smallest to the largest size)."""
+    rows = sorted((r for r in rows if r.get("stages")), key=lambda r: int(r["chunks"]))  # type: ignore[arg-type]
+    if not rows:
+        return
+    for label in ("first", "repeat"):
+        print()
+        print(f"stages of a warm `ask`, p50 ms, {label} sight ({'chunks new to the process' if label == 'first' else 'same questions again'}):")
+        print("| stage | " + " | ".join(f"{int(r['chunks']):,} chunks" for r in rows)  # type: ignore[call-overload]
+              + " | growth per 10x chunks |")
+        print("|---|" + "---|" * (len(rows) + 1))
+        for key, name in GROWTH_STAGES:
+            vals = [float(r["stages"][label].get(key, float("nan"))) for r in rows]  # type: ignore[index]
+            n0, n1 = int(rows[0]["chunks"]), int(rows[-1]["chunks"])  # type: ignore[call-overload]
+            g = f"x{(vals[-1] / vals[0]) ** (1 / np.log10(n1 / n0)):.2f}" if len(rows) > 1 and vals[0] > 0 else "-"
+            print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
+
+
+def plot_stages(rows: list[dict[str, object]], path: Path) -> None:
+    """Each stage's first-sight p50 against chunks (log-log), one line a stage."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted((r for r in rows if r.get("stages")), key=lambda r: int(r["chunks"]))  # type: ignore[arg-type]
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    xs = [int(r["chunks"]) for r in rows]  # type: ignore[call-overload]
+    for key, name in GROWTH_STAGES:
+        ax.plot(xs, [float(r["stages"]["first"][key]) for r in rows], marker="o", label=name)  # type: ignore[index]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("chunks in the store")
+    ax.set_ylabel("warm p50 ms (first sight)")
+    ax.set_title("docket ask on SQLite: each stage against store size")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def _pg_location(pg_uri: str, schema: str) -> str:
@@ -530,7 +688,30 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100, help="recall@k: k = the dense depth `ask` searches (100)")
     ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask and dense-search p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    ap.add_argument("--store", default=None,
+                    help="only measure these pre-built SQLite stores (comma-separated paths, e.g. from `docket import` "
+                         "of --write-parquet files): cold, warm, each stage's p50 and its growth per 10x chunks")
+    ap.add_argument("--recall", action="store_true", help="with --store: dense recall@k against exact (MiniLM stores)")
+    ap.add_argument("--write-parquet", type=Path, default=None,
+                    help="only write the bench corpus of --sizes' first size with --vectors' vectors as Parquet for "
+                         "`docket import --embedder minilm` (hash vectors: 384 dimensions, named minilm)")
     args = ap.parse_args()
+    if args.write_parquet:
+        n = int(args.sizes.split(",")[0])
+        write_parquet(args.write_parquet, n, args.vectors)
+        print(f"wrote {n:,} chunks to {args.write_parquet}; next: docket import {args.write_parquet} --db STORE.db "
+              "--embedder minilm")
+        return
+    if args.store:
+        qs = questions(args.queries + 2)
+        rows = [prebuilt_run(loc, qs, args.k if args.recall else None) for loc in args.store.split(",")]
+        print_tables(rows, args.k)
+        print_stage_growth(rows)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+        if args.plot:
+            plot_stages(rows, args.plot)
+        return
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below (the PostgreSQL server)
