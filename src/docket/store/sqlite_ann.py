@@ -125,7 +125,7 @@ class AnnIndex:
             if size:
                 dst.add_entries(i, size, src.get_ids(i), src.get_codes(i))
         self.index.replace_invlists(dst, True)  # the index owns the copy (and frees the map)
-        dst.this.disown()
+        dst.this.disown()  # type: ignore[attr-defined]  # SWIG: the index frees it, not Python
         self.mapped = False
 
     @classmethod
