@@ -414,7 +414,9 @@ def print_stage_growth(rows: list[dict[str, object]]) -> None:
         print("| stage | " + " | ".join(f"{int(r['chunks']):,} chunks" for r in rows)  # type: ignore[call-overload]
               + " | growth per 10x chunks |")
         print("|---|" + "---|" * (len(rows) + 1))
-        for key, name in GROWTH_STAGES:
+        names = dict(GROWTH_STAGES)
+        for key in ASK_STAGES:  # the moves too (assemble_stages.py's names), between retrieve and assemble
+            name = names.get(key, key)
             vals = [float(r["stages"][label].get(key, float("nan"))) for r in rows]  # type: ignore[index]
             n0, n1 = int(rows[0]["chunks"]), int(rows[-1]["chunks"])  # type: ignore[call-overload]
             g = f"x{(vals[-1] / vals[0]) ** (1 / np.log10(n1 / n0)):.2f}" if len(rows) > 1 and vals[0] > 0 else "-"
