@@ -227,6 +227,24 @@ def test_a_mapped_index_stays_whole_when_its_file_is_replaced(path: Path) -> Non
     assert not a.mapped and np.array_equal(np.sort(a.ids()), before)
 
 
+def test_a_file_that_cannot_be_mapped_is_read_not_rebuilt(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import faiss
+
+    want = _answers(_open(path))
+    real = faiss.read_index
+
+    def no_map(name: str, flags: int = 0) -> Any:
+        if flags & faiss.IO_FLAG_MMAP:
+            raise RuntimeError("mmap failed")
+        return real(name, flags)
+
+    monkeypatch.setattr(faiss, "read_index", no_map)
+    built = _count_builds(monkeypatch)
+    again = _open(path)
+    assert _answers(again) == want and not built
+    assert again._ann is not None and not again._ann.mapped
+
+
 def test_many_changes_are_written_back_to_the_file(path: Path) -> None:
     reader, writer = _open(path), _open(path)
     _answers(reader)

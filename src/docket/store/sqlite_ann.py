@@ -279,8 +279,13 @@ def read(path: Path, mapped: bool = False) -> tuple[AnnIndex, dict[str, Any]] | 
     try:
         import faiss
 
-        # already of its own class (a downcast proxy would not own it)
-        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP if mapped else 0)
+        try:  # already of its own class (a downcast proxy would not own it)
+            index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP if mapped else 0)
+        except RuntimeError:
+            if not mapped:
+                raise
+            mapped = False  # a file system that cannot map it: read it (a rebuild would cost minutes)
+            index = faiss.read_index(str(path))
         if (not isinstance(index, faiss.IndexIVFFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT
                 or index.d != int(stamp["dim"]) or index.ntotal != int(stamp["rows"]) or not index.is_trained):
             return None
