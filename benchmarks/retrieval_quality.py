@@ -68,7 +68,8 @@ def build(store: SQLiteStore, corpus: list[tuple[str, str]], vecs: np.ndarray) -
     assert report.chunks_written == len(corpus), report.problems[:3]
 
 
-def evaluate(name: str, corpus: list[tuple[str, str]], qs: list[tuple[str, set[int]]]) -> list[dict[str, object]]:
+def evaluate(name: str, corpus: list[tuple[str, str]], qs: list[tuple[str, set[int]]], candidates: int = 50,
+             modes: tuple[str, ...] = MODES) -> list[dict[str, object]]:
     emb = default_embedder()
     t0 = time.perf_counter()
     vecs = cached_embed(emb, [f"{t}" for _, t in corpus], name)
@@ -79,12 +80,12 @@ def evaluate(name: str, corpus: list[tuple[str, str]], qs: list[tuple[str, set[i
         store = SQLiteStore(Path(tmp) / "q.db")
         build(store, corpus, vecs)
         view = ScopedView(store, None)
-        for mode in MODES:
+        for mode in modes:
             r5 = r10 = 0.0
             in_prompt = dict.fromkeys(BUDGETS, 0)
             for q, gold in qs:
                 gold_ids = {f"p{i}" for i in gold}
-                cands = retrieve(store, q, k=50, mode=mode, filters=Filters(), embedder=emb)
+                cands = retrieve(store, q, k=candidates, mode=mode, filters=Filters(), embedder=emb)
                 ids = [c.chunk.id for c in cands]
                 r5 += len(gold_ids & set(ids[:5])) / len(gold_ids)
                 r10 += len(gold_ids & set(ids[:10])) / len(gold_ids)
@@ -93,7 +94,8 @@ def evaluate(name: str, corpus: list[tuple[str, str]], qs: list[tuple[str, set[i
                     shown = {cid for s in brief.sources.values() for cid in s["chunks"]}
                     in_prompt[b] += gold_ids <= shown
             n = len(qs)
-            row: dict[str, object] = {"dataset": name, "method": mode, "questions": n, "recall@5": r5 / n,
+            row: dict[str, object] = {"dataset": name, "method": mode, "candidates": candidates, "questions": n,
+                                      "recall@5": r5 / n,
                                       "recall@10": r10 / n}
             row.update({f"gold_in_prompt@{b}": in_prompt[b] / n for b in BUDGETS})
             rows.append(row)
@@ -105,16 +107,21 @@ def evaluate(name: str, corpus: list[tuple[str, str]], qs: list[tuple[str, set[i
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions of each set (0 = all)")
+    ap.add_argument("--candidates", default="50",
+                    help="candidates handed to the assembler (comma-separated: each is measured, same store)")
+    ap.add_argument("--modes", default=",".join(MODES), help="retrieval methods to measure (comma-separated)")
     args = ap.parse_args()
     rows = []
+    modes = tuple(args.modes.split(","))
     for name, loader in (("hotpotqa", hotpot), ("musique", musique)):
         corpus, qs = loader()
-        rows += evaluate(name, corpus, qs[: args.limit] if args.limit else qs)
+        for k in (int(x) for x in args.candidates.split(",")):
+            rows += evaluate(name, corpus, qs[: args.limit] if args.limit else qs, k, modes)
     print()
-    print("| dataset | method | questions | recall@5 | recall@10 | gold in prompt @500 | gold in prompt @1000 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| dataset | method | candidates | questions | recall@5 | recall@10 | gold in prompt @500 | gold in prompt @1000 |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['dataset']} | {r['method']} | {r['questions']} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | "
+        print(f"| {r['dataset']} | {r['method']} | {r['candidates']} | {r['questions']} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | "
               f"{r['gold_in_prompt@500']:.3f} | {r['gold_in_prompt@1000']:.3f} |")
 
 

@@ -26,6 +26,10 @@ features read and decoded, rendered for the first time), the second time they ar
 bench corpus above repeats each of its 4,413 paragraphs ~23 times at 100k, so its pools are
 Move 1 and 2's worst case (many near-copies in different documents).
 
+`--store A.db,B.db` measures stores built beforehand (issue 22: a 1M store from `docket import`
+of a `--write-parquet` file in minutes), each stage of `ask` and its growth per 10x chunks:
+benchmarks/store_scale.py.
+
 `--index-only` times `docket index`'s pipeline with MiniLM on real paragraphs against MiniLM
 embedding the same texts alone (the gap is everything that is not the model). `--plot PNG`
 draws latency against corpus size. The last table prints each cost's growth per 10x chunks.
@@ -196,13 +200,17 @@ def search_parts(store: Store, embedder: Embedder, qs: list[str]) -> dict[str, f
 
 def dense_recall(store: Store, qvecs: np.ndarray, k: int, docs: tuple[str, ...]) -> dict[str, float]:
     """recall@k of the store's dense search (approximate above its threshold) against
-    `Filters(exact=True)`, unfiltered and restricted to `docs` (a filter through the bitmap)."""
+    `Filters(exact=True)`, unfiltered and restricted to `docs` (a filter through the bitmap).
+    Both return exact scores (the store re-scores the index's candidates)."""
     out: dict[str, list[float]] = {"recall": [], "filtered_recall": []}
     for qv in qvecs:
         for key, f in (("recall", Filters()), ("filtered_recall", Filters(docs=docs))):
-            got = {c for c, _ in store.search_dense(qv, k, f)}
-            want = {c for c, _ in store.search_dense(qv, k, Filters(**{**f.__dict__, "exact": True}))}
-            out[key].append(len(got & want) / max(1, len(want)))
+            got = store.search_dense(qv, k, f)
+            want = store.search_dense(qv, k, Filters(**{**f.__dict__, "exact": True}))
+            # tie-aware, as the sweep's: a row scoring at least the exact k-th counts (rows with equal
+            # vectors tie exactly; exact search keeps the lowest rowids of them, the index any)
+            kth = want[-1][1] if want else 0.0
+            out[key].append(min(len(want), sum(1 for _, x in got if x >= kth - 1e-9)) / max(1, len(want)))
     return {"recall": float(np.mean(out["recall"])), "recall_min": float(np.min(out["recall"])),
             "filtered_recall": float(np.mean(out["filtered_recall"]))}
 
@@ -212,10 +220,10 @@ import sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
 import store_speed as b
-from docket.retrieve import ask
+from store_speed import ask
 from docket.store.factory import open_store
 from docket.store.protocol import Filters
-emb = b.QuestionEmbedder(384)
+emb = b.QuestionEmbedder(384) if sys.argv[4] == "hash" else b.default_embedder().inner
 emb.embed(["warm the model"])
 import tempfile
 from docket.api import Session
@@ -232,14 +240,14 @@ print(f"{(t1 - t0) * 1000:.0f} {(t2 - t1) * 1000:.0f}")
 """
 
 
-def cold_in_new_process(location: str, question: str, dense: str) -> tuple[float, float]:
+def cold_in_new_process(location: str, question: str, dense: str, embedder: str = "hash") -> tuple[float, float]:
     """(imports, model load and a first ask on a tiny store; then open + first ask of this store)
     ms in a new Python process: the second figure is what the store's size costs a new process."""
     import os
     import subprocess
 
     env = {**os.environ, "DOCKET_DENSE_SEARCH": dense}
-    out = subprocess.run([sys.executable, "-c", _COLD, str(Path(__file__).resolve().parent), location, question],
+    out = subprocess.run([sys.executable, "-c", _COLD, str(Path(__file__).resolve().parent), location, question, embedder],
                          env=env, capture_output=True, text=True, check=True).stdout.split()
     return float(out[0]), float(out[1])
 
@@ -530,7 +538,34 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100, help="recall@k: k = the dense depth `ask` searches (100)")
     ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask and dense-search p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    ap.add_argument("--store", default=None,
+                    help="only measure these pre-built SQLite stores (comma-separated paths, e.g. from `docket import` "
+                         "of --write-parquet files): cold, warm, each stage's p50 and its growth per 10x chunks")
+    ap.add_argument("--recall", action="store_true", help="with --store: dense recall@k against exact (MiniLM stores)")
+    ap.add_argument("--write-parquet", type=Path, default=None,
+                    help="only write the bench corpus of --sizes' first size with MiniLM-derived vectors "
+                         "(real_vectors) as Parquet for `docket import --embedder minilm`")
     args = ap.parse_args()
+    if args.write_parquet:
+        import store_scale
+
+        n = int(args.sizes.split(",")[0])
+        store_scale.write_parquet(args.write_parquet, n)
+        print(f"wrote {n:,} chunks to {args.write_parquet}; next: docket import {args.write_parquet} --db STORE.db "
+              "--embedder minilm")
+        return
+    if args.store:  # benchmarks/store_scale.py
+        import store_scale
+
+        qs = questions(args.queries + 2)
+        rows = [store_scale.prebuilt_run(loc, qs, args.k if args.recall else None) for loc in args.store.split(",")]
+        print_tables(rows, args.k)
+        store_scale.print_stage_growth(rows)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+        if args.plot:
+            store_scale.plot_stages(rows, args.plot)
+        return
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below (the PostgreSQL server)

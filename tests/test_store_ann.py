@@ -192,6 +192,59 @@ def test_the_index_follows_inserts_and_deletes_by_another_connection(path: Path,
     assert _answers(fresh) == _exact_answers(fresh) and not built
 
 
+def test_a_file_read_by_a_new_process_is_mapped_and_copied_to_memory_before_it_changes(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lists of a file a process reads are a read-only map (a cold search reads only the
+    lists it probes); the first write it must follow copies them into memory from the map, so
+    the index changes, answers exactly, and is written back as a file of its own."""
+    want = _answers(_open(path))
+    built = _count_builds(monkeypatch)
+    reader, writer = _open(path), _open(path)
+    assert _answers(reader) == want
+    assert reader._ann is not None and reader._ann.mapped and not built
+    writer.write_version(version("new", 1, ["salary bands finance salary bands", "refund window"]))
+    writer.delete("d3")
+    assert _answers(reader) == _exact_answers(reader)
+    assert not reader._ann.mapped and not built
+    assert "new-v1-0" in [c for c, _ in reader.search_dense(qvec("salary bands finance"), 3, Filters())]
+    reader._ann_save(reader._ann, reader._search_index())
+    got = sqlite_ann.read(reader.ann_path, mapped=True)
+    assert got is not None and got[0].mapped and got[0].rows == writer.count()
+    assert _answers(_open(path)) == _exact_answers(writer) and not built
+
+
+def test_a_mapped_index_stays_whole_when_its_file_is_replaced(path: Path) -> None:
+    """A newer file renamed over the one a process mapped leaves that process's map intact: it
+    is copied from the map (its own state), never read again from the path."""
+    _answers(_open(path))  # the file written
+    a, stamp = sqlite_ann.read(path.with_name("s.db.ann"), mapped=True)  # type: ignore[misc]
+    before = np.sort(a.ids())
+    other, _ = sqlite_ann.read(path.with_name("s.db.ann"))  # type: ignore[misc]
+    other.index.remove_ids(__import__("faiss").IDSelectorBatch(before[:5]))
+    sqlite_ann.write(path.with_name("s.db.ann"), other, {k: v for k, v in stamp.items()
+                                                         if k in ("store_id", "generation", "token", "dim")})
+    a.to_memory()
+    assert not a.mapped and np.array_equal(np.sort(a.ids()), before)
+
+
+def test_a_file_that_cannot_be_mapped_is_read_not_rebuilt(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import faiss
+
+    want = _answers(_open(path))
+    real = faiss.read_index
+
+    def no_map(name: str, flags: int = 0) -> Any:
+        if flags & faiss.IO_FLAG_MMAP:
+            raise RuntimeError("mmap failed")
+        return real(name, flags)
+
+    monkeypatch.setattr(faiss, "read_index", no_map)
+    built = _count_builds(monkeypatch)
+    again = _open(path)
+    assert _answers(again) == want and not built
+    assert again._ann is not None and not again._ann.mapped
+
+
 def test_many_changes_are_written_back_to_the_file(path: Path) -> None:
     reader, writer = _open(path), _open(path)
     _answers(reader)

@@ -151,7 +151,7 @@ class _Dense(_Search):
         (count, sum, sum of squares) with a sample of rows finding themselves."""
         if not self._store_id or not self._tokens:
             return None
-        got = _ann.read(self.ann_path)
+        got = _ann.read(self.ann_path, mapped=True)  # lists mapped: a cold first search reads only what it probes
         if got is None:
             return None
         a, stamp = got
