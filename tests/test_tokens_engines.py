@@ -105,3 +105,24 @@ def test_the_unassigned_table_is_unicode_14() -> None:
         pytest.skip("this Python's unicodedata is not Unicode 14.0.0")
     cn = [cp for cp in range(0x110000) if unicodedata.category(chr(cp)) == "Cn"]
     assert cn == [cp for a, b in RANGES for cp in range(a, b + 1)]
+
+
+def test_counts_from_many_threads_at_once_are_tiktoken_s() -> None:
+    """The service counts in its worker threads; one toktok tokenizer is shared by all of them."""
+    import threading
+
+    texts = [f"Paragraph {i}: the river's {'ü' * (i % 3)}bank, {i * 7919} km — " + "word " * (i % 50) for i in range(800)]
+    ref = O200kCounter(engine="tiktoken")
+    want = [ref.count(t) for t in texts]
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        counter = O200kCounter(engine="toktok")  # its own cache: every text reaches the tokenizer
+        bad.extend(i for i in range(k, len(texts), 8) if counter.count(texts[i]) != want[i])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
