@@ -171,7 +171,7 @@ def main() -> None:
             if "Compressor" in name:
                 want = "\n".join(s["text"] for s in briefs[i].sources.values())
             elif "DocketPrompt" in name or "DocketAssembler" in name:
-                want = chat_messages(briefs[i], [], Policy())[-1]["content"]
+                want = chat_messages(briefs[i], Policy())[-1]["content"]
             else:
                 want = briefs[i].user
             mismatches[name] += 0 if f() == want else 1

@@ -6,11 +6,15 @@ time limit per cell; it stops by itself and stops every process it started.
     .venv/bin/python benchmarks/service_load.py --chunks 100000 --backends sqlite,postgres
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --requests 100 --concurrency 1,8
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --backends sqlite --concurrency 1 --first-sight 60
+    .venv/bin/python benchmarks/service_load.py --chunks 10000 --backends sqlite --concurrency 2,4 --first-sight 40 --workers 2
 
 The store is built once per size (cached under benchmarks/out/) from the paragraphs of
 ../shared/data, as benchmarks/store_speed.py builds it; `--embedder hash` (the default) keeps the
 100k build to a minute; with it the question embedding costs ~0, so the MiniLM cost per
 question is measured separately and printed beside the figures. Only 127.0.0.1 is contacted.
+`--workers N` starts `docket serve --workers N`. The first-sight cells run at each concurrency
+(fresh bodies per cell); the load average before and after each cell is printed (figures are only
+comparable on a machine nobody else is loading).
 """
 
 from __future__ import annotations
@@ -63,11 +67,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db: str, log: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "-m", "docket", "serve", "--db", db, "--port", str(port), "--host",
-                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning"],
+                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning", "--workers", str(workers)],
                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -124,15 +128,16 @@ def assemble_payload(store_loc: str, n: int) -> dict[str, Any]:
     return {"question": QUESTIONS[0], "candidates": cands, "budget": 1500}
 
 
-def first_sight_payloads(count: int) -> list[dict[str, Any]]:
+def first_sight_payloads(count: int, start: int = 0) -> list[dict[str, Any]]:
     """`count` /v1/assemble bodies of 200 candidates that no earlier body held: every text is a new
     sentence rotation of a real paragraph (so its features, claims and counts are computed on
-    arrival, as for the records of a retriever docket never saw), ids unique across bodies."""
+    arrival, as for the records of a retriever docket never saw), ids unique across bodies. Bodies
+    `start` to `start + count - 1` of one endless sequence: cells with disjoint ranges share none."""
     from _corpus import variant
 
     items = corpus(5000)
     out = []
-    for r in range(count):
+    for r in range(start, start + count):
         cands = []
         for i in range(200):
             title, t = items[(r * 200 + i) % len(items)]
@@ -143,7 +148,9 @@ def first_sight_payloads(count: int) -> list[dict[str, Any]]:
 
 
 def run_cell(url: str, path: str, payloads: list[dict[str, Any]], requests: int, conc: int,
-             limit: float) -> dict[str, Any]:
+             limit: float, server: list[int] | None = None) -> dict[str, Any]:
+    """One cell; `server`: the server's pids, whose CPU time per request is reported (a figure the
+    other loads of a shared machine disturb far less than latency)."""
     import httpx
 
     lat: list[float] = []
@@ -167,10 +174,12 @@ def run_cell(url: str, path: str, payloads: list[dict[str, Any]], requests: int,
             if not ok:
                 errors += 1
 
+    cpu0 = cpu_seconds(server or [])
     t0 = time.perf_counter()
     with ThreadPoolExecutor(conc) as ex:
         list(ex.map(worker, range(conc)))
     wall = time.perf_counter() - t0
+    cpu = cpu_seconds(server or []) - cpu0
     for c in clients:
         c.close()
     lat.sort()
@@ -179,7 +188,8 @@ def run_cell(url: str, path: str, payloads: list[dict[str, Any]], requests: int,
         return round(1000 * lat[min(len(lat) - 1, int(p * len(lat)))], 2) if lat else float("nan")
 
     return {"endpoint": path, "concurrency": conc, "requests": len(lat), "errors": errors,
-            "rps": round(len(lat) / wall, 1), "p50_ms": q(0.50), "p95_ms": q(0.95), "p99_ms": q(0.99)}
+            "rps": round(len(lat) / wall, 1), "p50_ms": q(0.50), "p95_ms": q(0.95), "p99_ms": q(0.99),
+            "server_cpu_ms": round(1000 * cpu / max(len(lat), 1), 1) if server else None}
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -192,12 +202,41 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def server_pid(proc: subprocess.Popen[bytes]) -> int:
-    return proc.pid  # `python -m docket serve` with one worker serves in this process
+def server_pids(proc: subprocess.Popen[bytes]) -> list[int]:
+    """The serving process and its children (`--workers N`: uvicorn's supervisor and its workers)."""
+    pids, todo = [], [proc.pid]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                todo += [int(x) for x in task.read_text().split()]
+            except OSError:
+                pass
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (/proc/PID/stat)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of the line)
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    proc, url = start_server(loc, tmp / f"{name}.log")
+    proc, url = start_server(loc, tmp / f"{name}.log", args.workers)
     indexer = None
     rows: list[dict[str, Any]] = []
     try:
@@ -208,20 +247,24 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
         budget = args.time_limit * len(args.concurrency) * 2 + 60
         indexer = subprocess.Popen([sys.executable, "-c", INDEXER, loc, str(budget)], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-        if args.first_sight:  # concurrency 1, each body seen once: what a never-seen pool costs
-            row = run_cell(url, "/v1/assemble", first_sight_payloads(args.first_sight), args.first_sight, 1,
-                           args.time_limit)
-            row.update(backend=name, endpoint="/v1/assemble (first sight)")
+        # each body seen once: what a never-seen pool costs (fresh bodies for each concurrency)
+        for k, conc in enumerate(args.concurrency if args.first_sight else []):
+            before = load_average()
+            bodies = first_sight_payloads(args.first_sight, start=k * args.first_sight)
+            row = run_cell(url, "/v1/assemble", bodies, args.first_sight, conc, args.time_limit, server_pids(proc))
+            row.update(backend=name, endpoint="/v1/assemble (first sight)", load=f"{before} -> {load_average()}")
             rows.append(row)
             print(json.dumps(row), flush=True)
         for conc in args.concurrency:
             for path, payloads in (("/v1/assemble", asm), ("/v1/ask", ask)):
-                row = run_cell(url, path, payloads, args.requests, conc, args.time_limit)
-                row["backend"] = name
+                before = load_average()
+                row = run_cell(url, path, payloads, args.requests, conc, args.time_limit, server_pids(proc))
+                row.update(backend=name, load=f"{before} -> {load_average()}")
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+        peak = round(sum(peak_rss_mb(pid) for pid in server_pids(proc)), 1)
         for row in rows:
-            row["server_peak_mb"] = peak_rss_mb(server_pid(proc))
+            row.update(server_peak_mb=peak, workers=args.workers)
     finally:
         if indexer is not None:
             stop(indexer)
@@ -241,7 +284,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32])
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per cell at most")
     ap.add_argument("--first-sight", type=int, default=0, metavar="N",
-                    help="also N /v1/assemble requests at concurrency 1 whose 200 records were never seen")
+                    help="also N /v1/assemble requests whose 200 records were never seen, at each concurrency")
+    ap.add_argument("--workers", type=int, default=1, help="docket serve --workers (worker processes)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="docket-load-"))
@@ -278,14 +322,16 @@ def main() -> None:
     for q in QUESTIONS * 5:
         emb.embed([q + " " + str(time.perf_counter())])
     minilm_ms = (time.perf_counter() - t0) / (len(QUESTIONS) * 5) * 1000
-    print("\n| backend | endpoint | conc | requests | errors | req/s | p50 ms | p95 ms | p99 ms | server peak MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| backend | workers | endpoint | conc | requests | errors | req/s | p50 ms | p95 ms | p99 ms | "
+          "server CPU ms/request | server peak MB | load average before -> after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['backend']} | {r['endpoint']} | {r['concurrency']} | {r['requests']} | {r['errors']} | {r['rps']} | "
-              f"{r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['server_peak_mb']} |")
+        print(f"| {r['backend']} | {r['workers']} | {r['endpoint']} | {r['concurrency']} | {r['requests']} | {r['errors']} | "
+              f"{r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['server_cpu_ms']} | {r['server_peak_mb']} | "
+              f"{r['load']} |")
     print(f"\nMiniLM question embedding (not in the figures above, hash embedder): {minilm_ms:.1f} ms per question")
     (OUT / "service_load.json").write_text(json.dumps({"rows": rows, "minilm_question_ms": round(minilm_ms, 2),
-                                                       "chunks": args.chunks}, indent=2))
+                                                       "chunks": args.chunks, "workers": args.workers}, indent=2))
 
 
 if __name__ == "__main__":

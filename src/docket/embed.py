@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -100,21 +101,52 @@ class MiniLMEmbedder:
 
 class HashEmbedder:
     """A deterministic bag-of-words embedder with no model. For tests of code paths that need
-    *some* vectors; never a substitute for a real model in measurements."""
+    *some* vectors; never a substitute for a real model in measurements.
+
+    Each word adds +1 or -1 to one of `dim` slots, both taken from its blake2b hash; the row is
+    then L2-normalised. A word's signed slot is remembered (a bounded memo: the vocabulary of a
+    corpus is small beside its tokens) and the rows are summed in one `bincount`, so the service's
+    ~17k words of 200 never-seen candidates cost dictionary look-ups, not hashes. The sums are
+    whole numbers, exact in any order, so the vectors are byte-identical to a word-by-word loop
+    (tests/test_embed_hash.py), as the stores that hold them need."""
 
     name = "hash-bow"
+    #: the memo of signed slots starts afresh past this many words
+    MEMO_WORDS = 1 << 16  # ~10 MB at most; a request of 200 paragraphs brings ~6,000 distinct words
+    _WORD = re.compile(r"\w+")
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
+        self._memo: dict[str, int] = {}
+
+    def _slot(self, word: str) -> int:
+        """The word's slot, as itself for +1 and as its complement (~slot, negative) for -1."""
+        h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+        slot = h % self.dim
+        v = slot if (h >> 63) & 1 else ~slot
+        memo = self._memo
+        if len(memo) >= self.MEMO_WORDS:
+            memo.clear()
+        memo[word] = v
+        return v
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import re
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", scrub(text).lower()):
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-                out[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        n, dim = len(texts), self.dim
+        memo, slot, find = self._memo, self._slot, self._WORD.findall
+        signed: list[int] = []
+        counts: list[int] = []
+        for text in texts:
+            words = find(scrub(text).lower())
+            got = list(map(memo.get, words))
+            if None in got:
+                got = [slot(w) if v is None else v for w, v in zip(words, got)]
+            signed.extend(got)  # type: ignore[arg-type]
+            counts.append(len(got))
+        v = np.fromiter(signed, dtype=np.int64, count=len(signed))
+        plus = v >= 0
+        flat = np.repeat(np.arange(n, dtype=np.int64) * dim, counts) + np.where(plus, v, ~v)
+        sums = np.bincount(flat, weights=np.where(plus, 1.0, -1.0), minlength=n * dim)
+        out = sums.reshape(n, dim).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms

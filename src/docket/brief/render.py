@@ -24,11 +24,11 @@ from docket.brief import formats
 from docket.brief.clean import MARK, datamark, sanitize
 from docket.brief.formats import Fields
 from docket.caches import RENDERED_CAPACITY, Caches, default_caches
-from docket.features import content_key
+from docket.features import content_key, title_terms
 from docket.model import Passage
 from docket.policy import RenderPolicy
 from docket.sizing import label_for
-from docket.text import phrase, title_variants  # titles are matched with the re-scorer's folding
+from docket.text import phrase  # titles are matched with the re-scorer's folding
 
 __all__ = ["MARK", "sanitize", "render_passage", "render_all", "header_fields", "label_for", "OPEN", "CLOSE", "SEP"]
 
@@ -54,7 +54,18 @@ def opens_with_title(title: str, text: str) -> bool:
     if not title.strip():
         return False
     head = phrase(text[: len(title) + 40])
-    return any(head.startswith(phrase(v)) or head.startswith(" the" + phrase(v)) for v in title_variants(title))
+    # title_terms' phrases are `phrase(v)` of each of title_variants(title), computed once per title
+    return any(head.startswith(v) or head.startswith(" the" + v) for v in title_terms(title)[0])
+
+
+#: the fields docket decides first, then the rest in the policy's order (a sort key)
+_FIRST = {k: n for n, k in enumerate(DOCKET_FIELDS)}
+
+
+@lru_cache(maxsize=256)
+def _wanted(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The policy's fields plus status and trust, each once, in order."""
+    return tuple(dict.fromkeys(list(fields) + [f for f in ALWAYS if f not in fields]))
 
 
 def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False,
@@ -84,7 +95,7 @@ def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False
         out.append(("excerpt", "compressed"))
     if p.derived:
         out.append(("covers", coverage(p)))
-    first = {k: n for n, k in enumerate(DOCKET_FIELDS)}
+    first = _FIRST
     return sorted(out, key=lambda kv: first.get(kv[0], len(first)))  # stable: the rest keep the policy's order
 
 
@@ -117,7 +128,7 @@ def render_passage(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
 
 
 def _render(p: Passage, label: str, policy: RenderPolicy) -> Rendered:
-    return _Prepared(p, policy).render(label, policy)
+    return _Prepared(p, policy, with_static=False).render(label, policy)
 
 
 class _Prepared:
@@ -127,7 +138,7 @@ class _Prepared:
 
     __slots__ = ("text", "removed", "fields", "body", "static", "request_values")
 
-    def __init__(self, p: Passage, policy: RenderPolicy) -> None:
+    def __init__(self, p: Passage, policy: RenderPolicy, with_static: bool = True) -> None:
         fmt = formats.text_format(policy.format)
         text, removed = sanitize(p.text)
         text = text.strip()
@@ -136,7 +147,7 @@ class _Prepared:
                                     policy.repeated_title)
         shown = datamark(text) if policy.spotlight == "datamark" and fmt.datamarks and p.untrusted else text
         self.body = fmt.body(shown)
-        self.static = _static(p)
+        self.static = _static(p) if with_static else None  # a passage only sized (pack) needs no source fields
         self.request_values: Fields | None = None
 
     def render(self, label: str, policy: RenderPolicy) -> Rendered:
@@ -216,7 +227,7 @@ class Entry:
     def __init__(self, prepared: _Prepared, label: str, policy: RenderPolicy) -> None:
         self.prepared = prepared
         self.rendered = prepared.render(label, policy)
-        self.static = prepared.static
+        self.static: _Static = prepared.static  # type: ignore[assignment]  # entry() makes it with_static
         self.request: tuple[str, str] | None = None
 
     def request_parts(self, p: Passage, label: str, policy: RenderPolicy) -> tuple[str, str]:
