@@ -241,7 +241,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record",
+        "_claims_record", "_subject",
         "costs",
     )
 
@@ -260,6 +260,7 @@ class ChunkFeatures:
         self._statements: list[Any] | None = None
         #: the claims as a store persisted them, decoded on first use (most records never are)
         self._claims_record: list[Any] | None = None
+        self._subject: frozenset[str] | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -331,8 +332,24 @@ class ChunkFeatures:
             if s is None:
                 from docket.claims import claims
 
-                s = claims(chunk.text)
+                s = claims(chunk.text, self._subject)
             self._statements = s
+        return s
+
+    def subject(self, chunk: Chunk) -> frozenset[str]:
+        """The name the text opens with, every claim's `subject` (docket.claims.subject; empty when
+        it has no claims): two chunks with different ones never conflict nor restate each other,
+        which is told before their claims are split (a stored record's are decoded: cheap)."""
+        s = self._subject
+        if s is None:
+            if self._statements is None and self._claims_record is None:
+                from docket.claims import subject
+
+                s = subject(chunk.text)
+            else:
+                st = self.statements(chunk)
+                s = st[0].subject if st else frozenset()
+            self._subject = s
         return s
 
 

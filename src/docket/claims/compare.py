@@ -119,8 +119,13 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
     for a in sa:
         if a.anaphoric and not anaphora:
             continue
+        aw, an, aneg, aq = a.words, a.names, a.negated, a.quantities
         for b in sb:
-            if b.anaphoric and not anaphora:
+            bw, bn = b.words, b.names
+            # `disagreement`'s own early exits, before a call and a memo key: no shared word (most
+            # sentence pairs), names that exclude each other, or one negation and amounts on one side only
+            if (b.anaphoric and not anaphora) or (aw and bw and aw.isdisjoint(bw)) or (an and bn and an.isdisjoint(bn)) \
+                    or (aneg == b.negated and (not aq or not b.quantities)):
                 continue
             if memo is None:
                 why = disagreement(a, b, overlap, similar)

@@ -55,12 +55,13 @@ class Claim:
 
 
 
-def claims(text: str) -> list[Claim]:
+def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
     """The sentences of a passage as claims (sentences without two content words are skipped).
     Stores keep what this returns (docket.features records): when a change here changes the
-    result, bump features.RECORD_VERSION so records written before are recomputed."""
+    result, bump features.RECORD_VERSION so records written before are recomputed. `opening` is
+    `subject(text)` when the caller has it already."""
     out = []
-    subj = subject(text)
+    subj = subject(text) if opening is None else opening
     split = _SENT.split if any(stop in text for stop in _CJK_STOPS) else _SENT_LATIN.split
     for sent in split(text):
         sent = sent.strip()
@@ -91,7 +92,7 @@ def claims(text: str) -> list[Claim]:
             t = t.removeprefix("non-")
             words.add(_stem(t))
         if len(words) >= 2 or (qs and words):
-            anaphoric = any(t in _PRONOUNS for t in tokens[:8])
+            anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
             out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
     return out
 

@@ -108,13 +108,14 @@ def _date_at(tokens: list[str], i: int) -> tuple[Quantity, int] | None:
         return None  # every date opens with a day, a month or (after a comma) one of them
 
     def year(t: str) -> int | None:
-        return int(t) if t.isdigit() and len(t) == 4 else None
+        return int(t) if t.isdecimal() and len(t) == 4 else None
 
+    # (isdecimal, not isdigit: int() reads only decimal digits; "፩ may 2020" used to raise here)
     t = [x for x in tokens[i : i + 5] if x != ","][:3]
     day = mon = yr = None
-    if len(t) == 3 and t[0].isdigit() and t[1] in _MONTHS and year(t[2]):
+    if len(t) == 3 and t[0].isdecimal() and t[1] in _MONTHS and year(t[2]):
         day, mon, yr, n = int(t[0]), _MONTHS[t[1]], year(t[2]), 3
-    elif len(t) == 3 and t[0] in _MONTHS and t[1].isdigit() and year(t[2]):
+    elif len(t) == 3 and t[0] in _MONTHS and t[1].isdecimal() and year(t[2]):
         day, mon, yr, n = int(t[1]), _MONTHS[t[0]], year(t[2]), 3
     elif len(t) >= 2 and t[0] in _MONTHS and year(t[1]):
         mon, yr, n = _MONTHS[t[0]], year(t[1]), 2
@@ -137,11 +138,15 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
     spans: list[tuple[int, int]] = []  # token span of each quantity in `out`
     used: set[int] = set()
     resume = 0  # the first token the next quantity may start at (the last one's end)
-    for i in [k for k, t in enumerate(tokens) if t in _OPENS or t[0].isdigit()]:
+    starts = [k for k, t in enumerate(tokens) if t in _OPENS or t[0].isdigit()]
+    if not starts:
+        return out, used
+    dates = not _MONTHS.keys().isdisjoint(tokens)  # every date names a month
+    for i in starts:
         if i < resume:
             continue  # inside the quantity before
         tok = tokens[i]
-        dated = _date_at(tokens, i)
+        dated = _date_at(tokens, i) if dates else None
         if dated is not None:
             out.append(dated[0])
             spans.append((i, dated[1]))

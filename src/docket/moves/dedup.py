@@ -151,7 +151,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
     conflict, where one only restates the values of the other (docket.claims.restates)."""
     if not ctx.has_vectors() or len(passages) < 2:
         return set()
-    from docket.claims import restates
+    from docket.claims import different_subjects, restates, subject
     from docket.moves.versions import statements
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
@@ -165,9 +165,16 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
                 statements(passages[k].text)
         return said[k]
 
+    def opens_with(k: int) -> frozenset[str]:
+        # the subject of every claim of passage k: `restates` is False both ways when two differ
+        f = feats[k]
+        return f.subject(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
+            subject(passages[k].text)
+
     out = set()
     for j, i in zip(rows, cols):
-        if passages[i].doc != passages[j].doc and (restates(of(i), of(j)) or restates(of(j), of(i))):
+        if passages[i].doc != passages[j].doc and not different_subjects(opens_with(i), opens_with(j)) and \
+                (restates(of(i), of(j)) or restates(of(j), of(i))):
             out.add((j, i))
     return out
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from docket import deadline
-from docket.claims import Claim, Similar, claims, contradiction
+from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -373,6 +373,11 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
+    def opens_with(k: int) -> frozenset[str]:
+        # the subject every claim of passage k has (claims.subject), known before its claims are split
+        f = pool_feats[k]
+        return f.subject(pool[k].first) if f is not None else subject(pool[k].text)
+
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
@@ -387,8 +392,8 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
                     if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            if _different_subjects(a, b):
-                why = ""
+            if _different_subjects(a, b) or different_subjects(opens_with(i), opens_with(j)):
+                why = ""  # (the second: contradiction's own first test, so no claims are split for it)
             else:
                 why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
                                 similar=similar, memo=sentence_pairs) or ""
