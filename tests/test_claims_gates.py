@@ -2,6 +2,8 @@
 
 - `contradiction` skips a sentence pair on `disagreement`'s own early exits before calling it;
   checked against the plain loop (every pair through `disagreement`), with and without a memo;
+- `restates` given a copy's facts and a source's names (kept per passage by Move 2) decides as
+  it does when it works them out;
 - Moves 1 and 2 skip a pair whose passages open with different subjects before splitting their
   claims: `contradiction` is then None and `restates` False both ways, and `ChunkFeatures.subject`
   is the subject every claim of the chunk carries;
@@ -60,6 +62,8 @@ def check_pair(a: str, b: str) -> None:
     memo_b: dict[tuple[str, str], str | None] = {}
     for x, y in ((ca, cb), (cb, ca), (ca, ca)):
         assert contradiction(x, y, memo=memo_a) == plain_contradiction(x, y, memo=memo_b)
+    for x, y in ((ca, cb), (cb, ca), (ca, ca)):  # what Move 2 keeps per passage, handed in
+        assert restates(x, y, K.copy_facts(x), K.all_names(y)) == restates(x, y)
     if different_subjects(subject(a), subject(b)):  # the gate of Moves 1 and 2
         assert contradiction(ca, cb) is None and contradiction(cb, ca) is None
         assert not restates(ca, cb) and not restates(cb, ca)

@@ -164,19 +164,33 @@ COPY_MIN_STATEMENTS = 2
 COPY_OVERLAP = 0.7
 
 
-def restates(copy: list[Claim], source: list[Claim]) -> bool:
+def copy_facts(copy: list[Claim]) -> list[Claim]:
+    """The statements `restates` asks a copy to repeat: those with a value or a negation."""
+    return [c for c in copy if c.quantities or c.negated]
+
+
+def all_names(source: list[Claim]) -> frozenset[str]:
+    """Every name a passage uses: a copy names no one else."""
+    return frozenset().union(*(c.names for c in source))
+
+
+def restates(copy: list[Claim], source: list[Claim], facts: list[Claim] | None = None,
+             names: frozenset[str] | None = None) -> bool:
     """`copy` only repeats what `source` says: every statement of it that carries a value or a
     negation is stated in `source` too (same values, close words), and there are at least
     `COPY_MIN_STATEMENTS` of them; "close" is `COPY_OVERLAP`, far stricter than for a conflict,
     since a passage folded into another is gone from the prompt; and it names no one the source
     does not, nor opens with another subject. An FAQ that pastes the policy's table of values per role, with
-    a line of its own around it, restates the policy: a duplicate (Move 2), not a conflict."""
-    facts = [c for c in copy if c.quantities or c.negated]
+    a line of its own around it, restates the policy: a duplicate (Move 2), not a conflict.
+
+    `facts` (`copy_facts(copy)`) and `names` (`all_names(source)`), when the caller keeps them: a
+    passage is compared with many, and most pairs fail on a name (Move 2, issue 21)."""
+    facts = copy_facts(copy) if facts is None else facts
     if len(facts) < COPY_MIN_STATEMENTS or not source:
         return False
     if different_subjects(copy[0].subject, source[0].subject):
         return False  # "Aspermont High School ... 1A ... 2015" is not a copy of "Baird High School ..."
-    names = frozenset().union(*(c.names for c in source))
+    names = all_names(source) if names is None else names
     return all(c.names <= names and _stated_in(c, source, COPY_OVERLAP) for c in facts)
 
 

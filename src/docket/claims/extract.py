@@ -4,7 +4,7 @@ keeps of them (docket.claims)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from docket.claims.quantities import Quantity, _quantities
@@ -29,7 +29,7 @@ from docket.claims.words import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Claim:
     words: frozenset[str]
     names: frozenset[str]
@@ -41,18 +41,19 @@ class Claim:
     #: the sentence opens with a pronoun ("It was added to the register on ..."): its subject
     #: is whatever its own passage is about
     anaphoric: bool = False
+    #: `units()`, filled on first use (no part of the claim's value)
+    _units: dict[str, tuple[Quantity, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def units(self) -> dict[str, tuple[Quantity, ...]]:
         """The quantities by unit (computed once per claim: asked for every pair it is in)."""
-        got = self.__dict__.get("_units")
+        got = self._units
         if got is None:
             out: dict[str, list[Quantity]] = {}
             for q in self.quantities:
                 out.setdefault(q.unit, []).append(q)
             got = {u: tuple(v) for u, v in out.items()}
             object.__setattr__(self, "_units", got)
-        return got  # type: ignore[no-any-return]
-
+        return got
 
 
 def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:

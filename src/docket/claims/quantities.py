@@ -56,7 +56,7 @@ _HYPHENS = frozenset("- – —".split())
 _OPENS = frozenset(_WORD_NUM) | frozenset(_MULT) | frozenset(_MONTHS) | {","}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Quantity:
     value: float
     unit: str  # a class: pct, eur, days, bdays, bytes, metres, area:metres, year, count:<noun>, plain, ...

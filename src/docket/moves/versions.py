@@ -373,17 +373,20 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
+    subjects: dict[int, frozenset[str]] = {}
+
     def opens_with(k: int) -> frozenset[str]:
         # the subject every claim of passage k has (claims.subject), known before its claims are split
-        f = pool_feats[k]
-        return f.subject(pool[k].first) if f is not None else subject(pool[k].text)
+        if k not in subjects:
+            f = pool_feats[k]
+            subjects[k] = f.subject(pool[k].first) if f is not None else subject(pool[k].text)
+        return subjects[k]
 
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
         if a.doc == b.doc:
             continue
-        cos = float(sims[i, j])
         auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
@@ -401,20 +404,27 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
                 memo.put(memo_key, why)
         if not why:
             continue
-        kind = "equal_authority" if auth_a == auth_b else "outranked"
-        pair = [a.first.id, b.first.id]
-        record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
-                                  "source_types": [a.first.source_type, b.first.source_type], "reason": why,
-                                  "cosine": round(cos, 4)}
-        if kind == "equal_authority":
-            reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
-        else:
-            hi, lo = (a, b) if auth_a > auth_b else (b, a)
-            record["higher"] = hi.first.id
-            reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
-                      f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
-        ctx.conflicts.append(record)
-        ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
+        # (the cosine is read only for a conflict: most similar pairs are none)
+        _report(ctx, a, b, (auth_a, auth_b), why, float(sims[i, j]))
+
+
+def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: str, cos: float) -> None:
+    """Record and trace one conflict: kept both (equal authority) or `higher` outranks the other."""
+    auth_a, auth_b = auth
+    kind = "equal_authority" if auth_a == auth_b else "outranked"
+    pair = [a.first.id, b.first.id]
+    record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
+                              "source_types": [a.first.source_type, b.first.source_type], "reason": why,
+                              "cosine": round(cos, 4)}
+    if kind == "equal_authority":
+        reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
+    else:
+        hi, lo = (a, b) if auth_a > auth_b else (b, a)
+        record["higher"] = hi.first.id
+        reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
+                  f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
+    ctx.conflicts.append(record)
+    ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
 
 
 def _whole_chunk(p: Passage) -> bool:
