@@ -337,20 +337,15 @@ class ChunkFeatures:
         return s
 
     def subject(self, chunk: Chunk) -> frozenset[str]:
-        """The name the text opens with, every claim's `subject` (docket.claims.subject; empty when
-        it has no claims): two chunks with different ones never conflict nor restate each other,
-        which is told before their claims are split (a stored record's are decoded: cheap)."""
-        s = self._subject
-        if s is None:
-            if self._statements is None and self._claims_record is None:
-                from docket.claims import subject
+        """Every claim's `subject` (docket.claims.subject; empty without claims), known before the
+        claims are split: chunks that open with different names never conflict (docket.moves)."""
+        if self._subject is None:
+            from docket.claims import subject
 
-                s = subject(chunk.text)
-            else:
-                st = self.statements(chunk)
-                s = st[0].subject if st else frozenset()
-            self._subject = s
-        return s
+            known = self._statements is not None or self._claims_record is not None  # (a record decodes cheaply)
+            st = self.statements(chunk) if known else None
+            self._subject = subject(chunk.text) if st is None else st[0].subject if st else frozenset()
+        return self._subject
 
 
 _UNCHECKED = object()
