@@ -145,3 +145,26 @@ def test_gates_on_every_hotpotqa_question(shared_data: Path) -> None:
             check_features(a)
             for b in group[i + 1:]:
                 check_pair(a, b)
+
+
+_TITLES = ["", " ", "2009 Colorado Buffaloes football team", "2011 Colorado Buffaloes football team",
+           "Sullivan County, New Hampshire", "Pike County", "Refund policy", "refund policy ", "Travel FAQ",
+           "Kent County Cricket Club in 2010", "Kent County Cricket Club in 2011"]
+_BODIES = ["Sullivan County is a county in New Hampshire.", "The 2009 Colorado Buffaloes football team played.",
+           "Pike County has 4,000 inhabitants.", "Refunds are paid within 30 days.", "The team won 8 games in 2011.",
+           "Kent County Cricket Club played in 2010."]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_TITLES), st.sampled_from(_BODIES)), min_size=2, max_size=6))
+def test_move_1_reads_each_title_once_and_decides_as_before(rows: list[tuple[str, str]]) -> None:
+    """versions._Titles (a pool's titles read once per passage) against _different_subjects."""
+    from docket.model import Passage
+    from docket.moves import versions as V
+
+    pool = [Passage(chunks=(Chunk(id=f"c{k}", doc=f"d{k}", title=title, text=body),), score=1.0, rank=k + 1,
+                    hits=(f"c{k}",)) for k, (title, body) in enumerate(rows)]
+    titles = V._Titles(pool)
+    for i in range(len(pool)):
+        for j in range(len(pool)):
+            assert titles.different_subjects(i, j) == V._different_subjects(pool[i], pool[j])
