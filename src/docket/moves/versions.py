@@ -369,8 +369,9 @@ def _same_title(a: Passage, b: Passage) -> bool:
 
 
 #: The pair memo, `ctx.caches.pairs` (the session's, docket.caches): (features key of a, of b,
-#: conflict_overlap, embedder) -> the reason the two single-chunk passages disagree, or ""
-#: (different subjects, or no contradiction). What decides it is question-independent (both chunks'
+#: conflict_overlap, embedder) -> the reason the two single-chunk passages disagree, or "" (no
+#: contradiction; pairs whose titles or opening names differ are told apart again, cheaply, and
+#: not kept). What decides it is question-independent (both chunks'
 #: text, titles and statements, the overlap asked, the embedder's sentence cosines), so a pair met
 #: again on a later query is not compared again. Bounded (two generations).
 
@@ -424,16 +425,15 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
+        if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
+            continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
         fa, fb = pool_feats[i], pool_feats[j]
         memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
                     if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
-                why = ""  # (the second: contradiction's own first test, so no claims are split for it)
-            else:
-                why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                                similar=similar, memo=sentence_pairs) or ""
+            why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
+                            similar=similar, memo=sentence_pairs) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
