@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docket import claims as C
+from docket.claims import compare as K
 
 
 def reference(a: C.Claim, b: C.Claim, overlap: float, similar: C.Similar | None = None) -> str | None:
@@ -16,7 +17,7 @@ def reference(a: C.Claim, b: C.Claim, overlap: float, similar: C.Similar | None 
     shared = len(a.words & b.words)
     ua, ub = a.units(), b.units()
     differing = [u for u in sorted(set(ua) & set(ub))
-                 if not (C._contains(ua[u], ub[u]) or C._contains(ub[u], ua[u])) and not C._other_things(ua[u], ub[u], a, b)]
+                 if not (K._contains(ua[u], ub[u]) or K._contains(ub[u], ua[u])) and not K._other_things(ua[u], ub[u], a, b)]
     if len(differing) == 1:
         unit = differing[0]
         loose = unit not in ("year", "date", "plain", "clock") and not unit.startswith("count:")
@@ -25,11 +26,11 @@ def reference(a: C.Claim, b: C.Claim, overlap: float, similar: C.Similar | None 
         if not same and loose and similar is not None and shared >= 1:
             same = similar(a.text, b.text) >= C.SENTENCE_SIMILARITY
         if same:
-            return (f"values differ ({C._fmt(a, unit)} vs {C._fmt(b, unit)}) in the same statement: "
-                    f"{C._short(a.text)!r} vs {C._short(b.text)!r}")
+            return (f"values differ ({K._fmt(a, unit)} vs {K._fmt(b, unit)}) in the same statement: "
+                    f"{K._short(a.text)!r} vs {K._short(b.text)!r}")
     if a.negated != b.negated and sim >= C.NEGATION_OVERLAP and shared >= min(2, len(a.words), len(b.words)):
-        if all(C._contains(ua[u], ub[u]) and C._contains(ub[u], ua[u]) for u in set(ua) & set(ub)):
-            return f"one negates what the other states: {C._short(a.text)!r} vs {C._short(b.text)!r}"
+        if all(K._contains(ua[u], ub[u]) and K._contains(ub[u], ua[u]) for u in set(ua) & set(ub)):
+            return f"one negates what the other states: {K._short(a.text)!r} vs {K._short(b.text)!r}"
     return None
 
 
@@ -106,7 +107,7 @@ def every_pair(sa: list[C.Claim], sb: list[C.Claim], overlap: float, anaphora: b
                 continue
             why = C.disagreement(a, b, overlap)
             # a claim the other passage also states pairs two rows of one table, not two versions
-            if why is not None and not (C._stated_in(a, sb) or C._stated_in(b, sa)):
+            if why is not None and not (K._stated_in(a, sb) or K._stated_in(b, sa)):
                 return why
     return None
 

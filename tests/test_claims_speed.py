@@ -10,14 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docket import claims as C
+from docket.claims import quantities as Q
+from docket.claims import words as W
 
 _OLD_SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 _OLD_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?|[%€$£]|[,;:()]|[-–—]", re.UNICODE)
 
 
 def old_negated(folded: str) -> bool:
-    bare = C._HEDGES.sub(" ", C._PARENS.sub(" ", folded))
-    if any(w.endswith(("able", "ible")) or w in C._NON_PREDICATES for w in re.findall(r"\bnon-(\w+)", bare)):
+    bare = W._HEDGES.sub(" ", W._PARENS.sub(" ", folded))
+    if any(w.endswith(("able", "ible")) or w in W._NON_PREDICATES for w in re.findall(r"\bnon-(\w+)", bare)):
         return True
     bare = re.sub(r"\bnon-", " ", bare)
     return any(t in C.NEGATIONS for t in _OLD_TOKEN.findall(bare)) or bool(re.search(r"n't\b|\bn'", bare))
@@ -27,18 +29,18 @@ def old_names(raw: str) -> frozenset[str]:
     toks = re.findall(r"[^\W\d_]+", raw)
     found = {C.fold(t) for k, t in enumerate(toks) if k > 0 and t[0].isupper() and len(t) > 1 and not t.isupper()}
     found |= {C.fold(t) for t in toks if t.isupper() and len(t) > 1}
-    return frozenset(w for w in found if w not in C._MONTHS and w not in C._NOT_NAMES)
+    return frozenset(w for w in found if w not in W._MONTHS and w not in W._NOT_NAMES)
 
 
 def old_words(tokens: list[str], used: set[int]) -> set[str]:
     words: set[str] = set()
     for k, t in enumerate(tokens):
-        if k in used or t in C.STOP or t in C.NEGATIONS or not t[0].isalpha() or (len(t) < 2 and not C._CJK.match(t)):
+        if k in used or t in C.STOP or t in C.NEGATIONS or not t[0].isalpha() or (len(t) < 2 and not W._CJK.match(t)):
             continue
-        if C._CJK.search(t):
+        if W._CJK.search(t):
             words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))
             continue
-        words.add(C._stem(t.removeprefix("non-")))
+        words.add(W._stem(t.removeprefix("non-")))
     return words
 
 
@@ -56,24 +58,24 @@ _TEXT = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=20).flatmap(
 @given(_TEXT)
 def test_negation_names_and_words_match_the_plain_definitions(text: str) -> None:
     folded = C.fold(text).replace("’", "'")
-    tokens = C._TOKEN.findall(folded)
+    tokens = W._TOKEN.findall(folded)
     assert tokens == _OLD_TOKEN.findall(folded)
-    assert C._negated(folded, tokens) == old_negated(folded)
-    assert C._names(text) == old_names(text)
+    assert W._negated(folded, tokens) == old_negated(folded)
+    assert W._names(text) == old_names(text)
     # each claim's words are the old loop's over its sentence's tokens
     for c in C.claims(text):
         f = C.fold(c.text).replace("’", "'")
-        if C._DIGIT.search(f):
-            f = C._ORDINAL.sub(" ", f)
-            f = C._FRACTION.sub(C._fraction, f)
-        toks = C._TOKEN.findall(f)
-        assert c.words == frozenset(old_words(toks, C._quantities(toks)[1]))
+        if W._DIGIT.search(f):
+            f = W._ORDINAL.sub(" ", f)
+            f = W._FRACTION.sub(W._fraction, f)
+        toks = W._TOKEN.findall(f)
+        assert c.words == frozenset(old_words(toks, Q._quantities(toks)[1]))
 
 
 @settings(max_examples=1000, deadline=None)
 @given(_TEXT)
 def test_sentence_split_without_cjk_stops_is_the_same(text: str) -> None:
-    split = C._SENT.split if any(s in text for s in C._CJK_STOPS) else C._SENT_LATIN.split
+    split = W._SENT.split if any(s in text for s in W._CJK_STOPS) else W._SENT_LATIN.split
     assert split(text) == _OLD_SENT.split(text)
 
 
@@ -81,9 +83,9 @@ def test_sentence_split_without_cjk_stops_is_the_same(text: str) -> None:
 def test_quantities_start_only_at_the_tokens_they_look_at(tok: str) -> None:
     """`_quantities` skips a token that is not in _OPENS and does not start with a digit: no
     quantity can start there (no date, no multiplier, no number)."""
-    if tok in C._OPENS or tok[0].isdigit():
+    if tok in Q._OPENS or tok[0].isdigit():
         return
     tokens = [tok, "october", "1992", "days", ","]
-    assert C._date_at(tokens, 0) is None
-    assert tok not in C._MULT
-    assert C._number(tok) is None
+    assert Q._date_at(tokens, 0) is None
+    assert tok not in Q._MULT
+    assert Q._number(tok) is None

@@ -241,7 +241,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record",
+        "_claims_record", "_subject",
         "costs",
     )
 
@@ -260,6 +260,7 @@ class ChunkFeatures:
         self._statements: list[Any] | None = None
         #: the claims as a store persisted them, decoded on first use (most records never are)
         self._claims_record: list[Any] | None = None
+        self._subject: frozenset[str] | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -331,9 +332,20 @@ class ChunkFeatures:
             if s is None:
                 from docket.claims import claims
 
-                s = claims(chunk.text)
+                s = claims(chunk.text, self._subject)
             self._statements = s
         return s
+
+    def subject(self, chunk: Chunk) -> frozenset[str]:
+        """Every claim's `subject` (docket.claims.subject; empty without claims), known before the
+        claims are split: chunks that open with different names never conflict (docket.moves)."""
+        if self._subject is None:
+            from docket.claims import subject
+
+            known = self._statements is not None or self._claims_record is not None  # (a record decodes cheaply)
+            st = self.statements(chunk) if known else None
+            self._subject = subject(chunk.text) if st is None else st[0].subject if st else frozenset()
+        return self._subject
 
 
 _UNCHECKED = object()

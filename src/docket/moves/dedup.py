@@ -151,7 +151,8 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
     conflict, where one only restates the values of the other (docket.claims.restates)."""
     if not ctx.has_vectors() or len(passages) < 2:
         return set()
-    from docket.claims import restates
+    from docket.claims import different_subjects, restates, subject
+    from docket.claims.compare import all_names, copy_facts
     from docket.moves.versions import statements
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
@@ -165,9 +166,31 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
                 statements(passages[k].text)
         return said[k]
 
+    subjects: dict[int, frozenset[str]] = {}
+
+    def opens_with(k: int) -> frozenset[str]:
+        # the subject of every claim of passage k: `restates` is False both ways when two differ
+        if k not in subjects:
+            f = feats[k]
+            subjects[k] = f.subject(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
+                subject(passages[k].text)
+        return subjects[k]
+
+    read: dict[int, tuple[list[Any], frozenset[str]]] = {}
+
+    def facts_names(k: int) -> tuple[list[Any], frozenset[str]]:
+        # what `restates` reads of passage k as a copy and as a source, once per passage
+        if k not in read:
+            read[k] = (copy_facts(of(k)), all_names(of(k)))
+        return read[k]
+
+    def one_way(i: int, j: int) -> bool:
+        return restates(of(i), of(j), facts_names(i)[0], facts_names(j)[1])
+
     out = set()
     for j, i in zip(rows, cols):
-        if passages[i].doc != passages[j].doc and (restates(of(i), of(j)) or restates(of(j), of(i))):
+        if passages[i].doc != passages[j].doc and not different_subjects(opens_with(i), opens_with(j)) and \
+                (one_way(i, j) or one_way(j, i)):
             out.add((j, i))
     return out
 

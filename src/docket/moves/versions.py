@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from docket import deadline
-from docket.claims import Claim, Similar, claims, contradiction
+from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -331,13 +331,47 @@ def _series(title: str) -> str:
     return " ".join(w for w in _title_phrase(title).split() if not any(ch.isdigit() for ch in w))
 
 
+class _Titles:
+    """`_different_subjects` over the passages of one pool, what it reads of each passage (its
+    title's phrase and series, whether its text names its title) read once per passage: it was
+    asked for every similar pair (~1,800 a request on the service path, issue 21)."""
+
+    __slots__ = ("pool", "heads", "named")
+
+    def __init__(self, pool: list[Passage]) -> None:
+        self.pool = pool
+        self.heads: dict[int, tuple[str, str, str]] = {}  # k -> (title, its phrase, its series)
+        self.named: dict[int, bool] = {}
+
+    def _head(self, k: int) -> tuple[str, str, str]:
+        h = self.heads.get(k)
+        if h is None:
+            t = self.pool[k].first.title.strip()
+            h = self.heads[k] = (t, _title_phrase(t), _series(t)) if t else ("", "", "")
+        return h
+
+    def _names(self, k: int) -> bool:
+        n = self.named.get(k)
+        if n is None:
+            n = self.named[k] = _names_title(self._head(k)[0], self.pool[k].text)
+        return n
+
+    def different_subjects(self, i: int, j: int) -> bool:
+        """`_different_subjects(pool[i], pool[j])`."""
+        (ta, pa, sa), (tb, pb, sb) = self._head(i), self._head(j)
+        if not ta or not tb or pa == pb:
+            return False
+        return sa == sb or (self._names(i) and self._names(j))
+
+
 def _same_title(a: Passage, b: Passage) -> bool:
     return _title_phrase(a.first.title) == _title_phrase(b.first.title)
 
 
 #: The pair memo, `ctx.caches.pairs` (the session's, docket.caches): (features key of a, of b,
-#: conflict_overlap, embedder) -> the reason the two single-chunk passages disagree, or ""
-#: (different subjects, or no contradiction). What decides it is question-independent (both chunks'
+#: conflict_overlap, embedder) -> the reason the two single-chunk passages disagree, or "" (no
+#: contradiction; pairs whose titles or opening names differ are told apart again, cheaply, and
+#: not kept). What decides it is question-independent (both chunks'
 #: text, titles and statements, the overlap asked, the embedder's sentence cosines), so a pair met
 #: again on a later query is not compared again. Bounded (two generations).
 
@@ -365,6 +399,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
     emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
     memo = ctx.caches.pairs
+    titles = _Titles(pool)
 
     def facts_of(k: int) -> list[Statement]:
         # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
@@ -373,43 +408,57 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
+    subjects: dict[int, frozenset[str]] = {}
+
+    def opens_with(k: int) -> frozenset[str]:
+        # the subject every claim of passage k has (claims.subject), known before its claims are split
+        if k not in subjects:
+            f = pool_feats[k]
+            subjects[k] = f.subject(pool[k].first) if f is not None else subject(pool[k].text)
+        return subjects[k]
+
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
         if a.doc == b.doc:
             continue
-        cos = float(sims[i, j])
         auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
+        if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
+            continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
         fa, fb = pool_feats[i], pool_feats[j]
         memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
                     if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            if _different_subjects(a, b):
-                why = ""
-            else:
-                why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                                similar=similar, memo=sentence_pairs) or ""
+            why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
+                            similar=similar, memo=sentence_pairs) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
             continue
-        kind = "equal_authority" if auth_a == auth_b else "outranked"
-        pair = [a.first.id, b.first.id]
-        record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
-                                  "source_types": [a.first.source_type, b.first.source_type], "reason": why,
-                                  "cosine": round(cos, 4)}
-        if kind == "equal_authority":
-            reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
-        else:
-            hi, lo = (a, b) if auth_a > auth_b else (b, a)
-            record["higher"] = hi.first.id
-            reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
-                      f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
-        ctx.conflicts.append(record)
-        ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
+        # (the cosine is read only for a conflict: most similar pairs are none)
+        _report(ctx, a, b, (auth_a, auth_b), why, float(sims[i, j]))
+
+
+def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: str, cos: float) -> None:
+    """Record and trace one conflict: kept both (equal authority) or `higher` outranks the other."""
+    auth_a, auth_b = auth
+    kind = "equal_authority" if auth_a == auth_b else "outranked"
+    pair = [a.first.id, b.first.id]
+    record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
+                              "source_types": [a.first.source_type, b.first.source_type], "reason": why,
+                              "cosine": round(cos, 4)}
+    if kind == "equal_authority":
+        reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
+    else:
+        hi, lo = (a, b) if auth_a > auth_b else (b, a)
+        record["higher"] = hi.first.id
+        reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
+                  f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
+    ctx.conflicts.append(record)
+    ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
 
 
 def _whole_chunk(p: Passage) -> bool:
