@@ -32,6 +32,9 @@ def import_cmd(
     fmt: Annotated[str | None, typer.Option("--format", help="parquet or jsonl (default: from the file name).")] = None,
     embedder: Annotated[str, typer.Option("--embedder", help="The model that made the vectors: minilm (default, "
                                                               "384 dimensions) or hash (tests only, 256).")] = "minilm",
+    features: Annotated[bool, typer.Option("--features", help="After the load commits, write each chunk's feature "
+                                                              "record (what `docket features` does), so no question "
+                                                              "pays for them on a chunk's first sight.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Bulk-load a file of chunks with their vectors (the output of a Spark, Ray or Dask embedding job):
@@ -54,11 +57,58 @@ def import_cmd(
         made()  # a refused file leaves no empty store behind (nothing was written into one)
         raise
     out = report.to_json()
+    filled = _fill(db, create=True, quiet=as_json) if features else None  # the load stays, whatever happens here
     if as_json:
-        typer.echo(json.dumps(out, sort_keys=True))
+        typer.echo(json.dumps(out if filled is None else {**out, "features": filled}, sort_keys=True))
     else:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
+        if filled is not None:
+            _say(filled)
+
+
+@app.command("features")
+def features_cmd(
+    db: Annotated[str, typer.Option("--db", help="The store: a SQLite file or a postgresql:// URL.")],
+    workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes that compute the "
+                                                                         "records (default: up to 4, one core "
+                                                                         "left to the writer; 0: none).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Write the feature record of every chunk that has none (a store made by `docket import`): the
+    features `docket index` writes, so no question pays for them on a chunk's first sight. Safe
+    beside readers and writers; a rerun writes only what is still missing."""
+    import json
+
+    filled = _fill(db, create=False, quiet=as_json, workers=workers)
+    if as_json:
+        typer.echo(json.dumps(filled, sort_keys=True))
+    else:
+        _say(filled)
+
+
+def _fill(db: str, *, create: bool, quiet: bool, workers: int | None = None) -> dict[str, object]:
+    """docket.store.fill_records with the records `docket index` writes (the brief's, with rendered
+    token counts), under a progress bar."""
+    from docket.brief.sizer import feature_record
+    from docket.cli.progress import FeaturesProgress
+    from docket.store.factory import open_store
+    from docket.store.fill_records import fill_records
+
+    if not create and not db.startswith(("postgres://", "postgresql://")) and not Path(db).is_file():
+        raise InputError("no such store (build one with `docket index` or `docket import`)", where=db)
+    store = open_store(db, create=create)
+    try:
+        with FeaturesProgress(quiet=quiet) as shown:
+            return fill_records(store, feature_record, workers=workers, progress=shown).to_json()
+    finally:
+        store.close()
+
+
+def _say(filled: dict[str, object]) -> None:
+    rate = f" ({filled['records_per_s']} records/s, {filled['workers']} worker processes)" if filled["written"] else ""
+    changed = f"; {filled['changed']} chunks changed meanwhile (run it again)" if filled["changed"] else ""
+    typer.echo(f"wrote {filled['written']} feature records in {filled['seconds']} s{rate}{changed}")
 
 
 def _new_sqlite_files(db: str) -> Callable[[], None]:
