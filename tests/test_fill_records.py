@@ -61,7 +61,9 @@ def test_filled_records_are_those_index_writes(tmp_path: Path, workers: int, mon
     assert _records(db) == {}
     seen: list[tuple[int, int]] = []
     with open_store(str(db)) as s:  # type: ignore[attr-defined]
+        generation = s.generation()
         report = fill_records(s, feature_record, batch=7, workers=workers, progress=lambda d, t: seen.append((d, t)))
+        assert s.generation() == generation  # no chunk row changed: readers' indexes and snapshot files stay valid
     assert (report.written, report.changed, report.missing, report.workers) == (40, 0, 40, workers)
     assert seen[-1] == (40, 40) and len(seen) == 6  # one call per batch of 7
     assert _records(db) == want

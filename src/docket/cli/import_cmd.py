@@ -71,8 +71,8 @@ def import_cmd(
 def features_cmd(
     db: Annotated[str, typer.Option("--db", help="The store: a SQLite file or a postgresql:// URL.")],
     workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes that compute the "
-                                                                         "records (default: up to 4, one core "
-                                                                         "left to the writer; 0: none).")] = None,
+                                                                         "records (default: one a core, at most 8, "
+                                                                         "for more than 2,048 chunks; 0: none).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Write the feature record of every chunk that has none (a store made by `docket import`): the
@@ -105,8 +105,12 @@ def _fill(db: str, *, create: bool, quiet: bool, workers: int | None = None) -> 
         store.close()
 
 
+def _workers(n: object) -> str:
+    return "in this process" if n == 0 else f"{n} worker process{'' if n == 1 else 'es'}"
+
+
 def _say(filled: dict[str, object]) -> None:
-    rate = f" ({filled['records_per_s']} records/s, {filled['workers']} worker processes)" if filled["written"] else ""
+    rate = f" ({filled['records_per_s']} records/s, {_workers(filled['workers'])})" if filled["written"] else ""
     changed = f"; {filled['changed']} chunks changed meanwhile (run it again)" if filled["changed"] else ""
     typer.echo(f"wrote {filled['written']} feature records in {filled['seconds']} s{rate}{changed}")
 
