@@ -132,6 +132,10 @@ def test_cli_import_features_and_features(tmp_path: Path) -> None:
     assert set(_records(db)) == set(_records(indexed))
     r = run("features", "--db", str(db))
     assert r.returncode == 0 and "wrote 0 feature records" in r.stdout, r.stderr
+    db2 = tmp_path / "cli2.db"
+    r = run("import", str(path256), "--db", str(db2), "--embedder", "hash", "--features")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("imported 16 chunks") and "wrote 16 feature records" in r.stdout
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM chunk_features WHERE chunk % 2 = 0")
     r = run("features", "--db", str(db), "--workers", "0", "--json")
@@ -180,6 +184,12 @@ def test_a_store_opened_read_only_or_not_writable_is_refused(tmp_path: Path, mon
     monkeypatch.setattr(fr.os, "access", lambda *_: False)
     with open_store(str(db)) as s, pytest.raises(InputError, match="cannot be written"):  # type: ignore[attr-defined]
         fill_records(s, feature_record)
+    from cli_run import run
+
+    r = run("features", "--db", str(db))  # the CLI says so before opening the file
+    assert r.returncode == 2 and r.stderr.strip().endswith("cannot be written (a read-only file): feature records are "
+                                                           "written into the store; run this as a user who may write it")
+    assert len(r.stderr.strip().splitlines()) == 1
     assert _records(db) == {}
 
 

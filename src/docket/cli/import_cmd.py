@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,7 @@ from typing import Annotated
 import typer
 
 from docket.cli.app import app
-from docket.errors import InputError
+from docket.errors import DocketError, InputError
 
 #: the embedders a file's vectors can be declared to come from (`--embedder`)
 _MODELS = ("minilm", "hash")
@@ -57,14 +58,20 @@ def import_cmd(
         made()  # a refused file leaves no empty store behind (nothing was written into one)
         raise
     out = report.to_json()
-    filled = _fill(db, create=True, quiet=as_json) if features else None  # the load stays, whatever happens here
-    if as_json:
-        typer.echo(json.dumps(out if filled is None else {**out, "features": filled}, sort_keys=True))
-    else:
+    if not as_json:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
-        if filled is not None:
-            _say(filled)
+    filled = None
+    if features:
+        try:
+            filled = _fill(db, create=True, quiet=as_json)
+        except DocketError as e:  # the load is committed and stays
+            raise DocketError(f"{e} (the import of {out['rows']} chunks is committed; write the records with "
+                          "`docket features --db ...`)") from None
+    if as_json:
+        typer.echo(json.dumps(out if filled is None else {**out, "features": filled}, sort_keys=True))
+    elif filled is not None:
+        _say(filled)
 
 
 @app.command("features")
@@ -95,8 +102,12 @@ def _fill(db: str, *, create: bool, quiet: bool, workers: int | None = None) -> 
     from docket.store.factory import open_store
     from docket.store.fill_records import fill_records
 
-    if not create and not db.startswith(("postgres://", "postgresql://")) and not Path(db).is_file():
-        raise InputError("no such store (build one with `docket index` or `docket import`)", where=db)
+    if not db.startswith(("postgres://", "postgresql://")):
+        if not create and not Path(db).is_file():
+            raise InputError("no such store (build one with `docket index` or `docket import`)", where=db)
+        if Path(db).is_file() and not os.access(db, os.W_OK):  # before opening: SQLite's own error is vaguer
+            raise InputError("cannot be written (a read-only file): feature records are written into the store; "
+                             "run this as a user who may write it", where=db)
     store = open_store(db, create=create)
     try:
         with FeaturesProgress(quiet=quiet) as shown:
