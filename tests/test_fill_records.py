@@ -204,3 +204,25 @@ def test_postgres_fill_equals_index(tmp_path: Path, pg_url: str) -> None:  # noq
         rows = s._conn.execute("SELECT c.id, f.features FROM chunks c JOIN chunk_features f ON f.chunk = c.rowid")
         got = {r["id"]: r["features"] for r in rows}
     assert got == _records(indexed)
+
+
+def test_a_reader_in_a_snapshot_sees_no_half_fill(tmp_path: Path) -> None:
+    """A reader's snapshot (one read transaction) is not disturbed by the fill's writes, and sees the
+    records once it reads again; its warm search index is kept (no chunk changed)."""
+    from docket.features import FeatureCache
+
+    _, path = _indexed_and_file(tmp_path, 12)
+    db = _imported(tmp_path, path, "imported.db")
+    cache = FeatureCache()
+    with open_store(str(db), read_only=True, features=cache) as reader:  # type: ignore[attr-defined]
+        index = reader._search_index()
+        with reader.snapshot():
+            before = reader.get_many(["c1", "c2"])
+            with open_store(str(db)) as writer:  # type: ignore[attr-defined]
+                assert fill_records(writer, feature_record, batch=5, workers=0).written == 12
+            assert reader._conn.execute("SELECT count(*) FROM chunk_features").fetchone()[0] == 0
+        assert reader._conn.execute("SELECT count(*) FROM chunk_features").fetchone()[0] == 12
+        assert reader._search_index() is index
+        after = reader.get_many(["c1", "c2"])
+        assert after == before
+        assert all(cache._offered.get(id(c))[1] for c in after.values())  # the records are offered now
