@@ -194,11 +194,14 @@ def test_a_store_opened_read_only_or_not_writable_is_refused(tmp_path: Path, mon
 
 
 @pytest.mark.postgres
-def test_postgres_fill_equals_index(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+def test_postgres_fill_equals_index(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from docket.store import bulk_text
+
+    monkeypatch.setattr(bulk_text, "_single_threaded", lambda: True)  # pytest may run helper threads
     indexed, path = _indexed_and_file(tmp_path, 24)
     with open_store(pg_url) as s:  # type: ignore[attr-defined]
         import_file(s, path, embedder=("hash-bow", DIM))
-        report = fill_records(s, feature_record, batch=5, workers=0)
+        report = fill_records(s, feature_record, batch=5, workers=2)  # the forks never touch the connection
         assert (report.written, report.missing) == (24, 24)
         assert fill_records(s, feature_record).missing == 0
         rows = s._conn.execute("SELECT c.id, f.features FROM chunks c JOIN chunk_features f ON f.chunk = c.rowid")
