@@ -361,9 +361,50 @@ def test_import_answers_as_index_does(tmp_path: Path, backend: str, request: Any
     if backend == "postgres":  # the reference is the same backend written by index
         with open_store(imported) as s:  # type: ignore[attr-defined]
             got = _answers(s, emb)
-        return _same_as_postgres_index(request, recs, emb, got)
+        _same_as_postgres_index(request, recs, emb, got)
+        return _filled_answers_alike(imported, emb, got)
     with open_store(indexed) as a, open_store(imported) as b:  # type: ignore[attr-defined]
-        assert _answers(a, emb) == _answers(b, emb)
+        want = _answers(a, emb)
+        assert want == _answers(b, emb)
+    _filled_answers_as_indexed(indexed, imported, emb, want)
+
+
+def _filled_answers_as_indexed(indexed: str, imported: str, emb: Any, want: list[Any]) -> None:
+    """After docket.store.fill_records the imported store holds the records `docket index` wrote
+    (this store's writer, record_of), byte for byte, and briefs built from them (a fresh process's
+    view: nothing in memory, every feature read from its record) are the same briefs."""
+    import sqlite3
+
+    from docket.features import default_cache, record_of
+    from docket.store.fill_records import fill_records
+
+    with open_store(imported) as b:  # type: ignore[attr-defined]
+        assert fill_records(b, record_of, workers=0).written == 40
+    q = "SELECT c.id, f.features FROM chunks c JOIN chunk_features f ON f.chunk = c.rowid ORDER BY c.id"
+    with sqlite3.connect(indexed) as x, sqlite3.connect(imported) as y:
+        assert x.execute(q).fetchall() == y.execute(q).fetchall()
+    cache = default_cache()
+    cache.clear()
+    cache.computed = cache.loaded = 0
+    with open_store(imported) as b:  # type: ignore[attr-defined]
+        assert _answers(b, emb) == want
+    assert cache.loaded >= 40 and cache.computed == 0
+
+
+def _filled_answers_alike(imported: str, emb: Any, want: list[Any]) -> None:
+    """PostgreSQL: the briefs after docket.store.fill_records, read from the records, are the
+    briefs the store gave before (features computed on first sight)."""
+    from docket.features import default_cache, record_of
+    from docket.store.fill_records import fill_records
+
+    with open_store(imported) as b:  # type: ignore[attr-defined]
+        assert fill_records(b, record_of, workers=0).written == 40
+    cache = default_cache()
+    cache.clear()
+    cache.computed = cache.loaded = 0
+    with open_store(imported) as b:  # type: ignore[attr-defined]
+        assert _answers(b, emb) == want
+    assert cache.loaded >= 40 and cache.computed == 0
 
 
 def _answers(store: Any, emb: Any) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,7 @@ from typing import Annotated
 import typer
 
 from docket.cli.app import app
-from docket.errors import InputError
+from docket.errors import DocketError, InputError
 
 #: the embedders a file's vectors can be declared to come from (`--embedder`)
 _MODELS = ("minilm", "hash")
@@ -32,6 +33,9 @@ def import_cmd(
     fmt: Annotated[str | None, typer.Option("--format", help="parquet or jsonl (default: from the file name).")] = None,
     embedder: Annotated[str, typer.Option("--embedder", help="The model that made the vectors: minilm (default, "
                                                               "384 dimensions) or hash (tests only, 256).")] = "minilm",
+    features: Annotated[bool, typer.Option("--features", help="After the load commits, write each chunk's feature "
+                                                              "record (what `docket features` does), so no question "
+                                                              "pays for them on a chunk's first sight.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Bulk-load a file of chunks with their vectors (the output of a Spark, Ray or Dask embedding job):
@@ -54,11 +58,72 @@ def import_cmd(
         made()  # a refused file leaves no empty store behind (nothing was written into one)
         raise
     out = report.to_json()
-    if as_json:
-        typer.echo(json.dumps(out, sort_keys=True))
-    else:
+    if not as_json:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
+    filled = None
+    if features:
+        try:
+            filled = _fill(db, create=True, quiet=as_json)
+        except DocketError as e:  # the load is committed and stays
+            raise DocketError(f"{e} (the import of {out['rows']} chunks is committed; write the records with "
+                          "`docket features --db ...`)") from None
+    if as_json:
+        typer.echo(json.dumps(out if filled is None else {**out, "features": filled}, sort_keys=True))
+    elif filled is not None:
+        _say(filled)
+
+
+@app.command("features")
+def features_cmd(
+    db: Annotated[str, typer.Option("--db", help="The store: a SQLite file or a postgresql:// URL.")],
+    workers: Annotated[int | None, typer.Option("--workers", min=0, help="Worker processes that compute the "
+                                                                         "records (default: one a core, at most 8, "
+                                                                         "for more than 2,048 chunks; 0: none).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Write the feature record of every chunk that has none (a store made by `docket import`): the
+    features `docket index` writes, so no question pays for them on a chunk's first sight. Safe
+    beside readers and writers; a rerun writes only what is still missing."""
+    import json
+
+    filled = _fill(db, create=False, quiet=as_json, workers=workers)
+    if as_json:
+        typer.echo(json.dumps(filled, sort_keys=True))
+    else:
+        _say(filled)
+
+
+def _fill(db: str, *, create: bool, quiet: bool, workers: int | None = None) -> dict[str, object]:
+    """docket.store.fill_records with the records `docket index` writes (the brief's, with rendered
+    token counts), under a progress bar."""
+    from docket.brief.sizer import feature_record
+    from docket.cli.progress import FeaturesProgress
+    from docket.store.factory import open_store
+    from docket.store.fill_records import fill_records
+
+    if not db.startswith(("postgres://", "postgresql://")):
+        if not create and not Path(db).is_file():
+            raise InputError("no such store (build one with `docket index` or `docket import`)", where=db)
+        if Path(db).is_file() and not os.access(db, os.W_OK):  # before opening: SQLite's own error is vaguer
+            raise InputError("cannot be written (a read-only file): feature records are written into the store; "
+                             "run this as a user who may write it", where=db)
+    store = open_store(db, create=create)
+    try:
+        with FeaturesProgress(quiet=quiet) as shown:
+            return fill_records(store, feature_record, workers=workers, progress=shown).to_json()
+    finally:
+        store.close()
+
+
+def _workers(n: object) -> str:
+    return "in this process" if n == 0 else f"{n} worker process{'' if n == 1 else 'es'}"
+
+
+def _say(filled: dict[str, object]) -> None:
+    rate = f" ({filled['records_per_s']} records/s, {_workers(filled['workers'])})" if filled["written"] else ""
+    changed = f"; {filled['changed']} chunks changed meanwhile (run it again)" if filled["changed"] else ""
+    typer.echo(f"wrote {filled['written']} feature records in {filled['seconds']} s{rate}{changed}")
 
 
 def _new_sqlite_files(db: str) -> Callable[[], None]:

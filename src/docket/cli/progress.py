@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 class _Steps:
     """One line per 10 % of a phase (and one at its end), never the same step twice."""
 
-    def __init__(self, out: TextIO, what: str, unit: str) -> None:
-        self.out, self.what, self.unit = out, what, unit
+    def __init__(self, out: TextIO, what: str, unit: str, command: str = "docket index") -> None:
+        self.out, self.what, self.unit, self.command = out, what, unit, command
         self.shown = 0  # the first line at 10 %
         self.started = time.monotonic()
 
@@ -33,7 +33,7 @@ class _Steps:
             return
         self.shown = step
         rate = done / max(time.monotonic() - self.started, 1e-9)
-        self.out.write(f"docket index: {self.what} {step * 10}% ({done:,} of {total:,} {self.unit}{extra}, "
+        self.out.write(f"{self.command}: {self.what} {step * 10}% ({done:,} of {total:,} {self.unit}{extra}, "
                        f"{rate:,.0f} {self.unit}/s)\n")
         self.out.flush()
 
@@ -96,3 +96,45 @@ class IndexProgress:
     def contexts(self, n: int) -> None:
         if self._bar is not None and not self.quiet:
             self._bar.advance(self._task("contexts", None), n)
+
+
+class FeaturesProgress:
+    """`progress(done, total)` for filling feature records (`docket import --features`, `docket
+    features`): a rich bar on a terminal, one line per 10 % elsewhere. The bar refreshes on each
+    update rather than from a thread of its own, so the fill may still fork its worker processes
+    (docket.store.fill_records: never beside another thread)."""
+
+    def __init__(self, *, terminal: bool | None = None, quiet: bool = False, out: TextIO | None = None) -> None:
+        self.out = out or sys.stderr
+        self.terminal = self.out.isatty() if terminal is None else terminal
+        self.quiet = quiet
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._steps = _Steps(self.out, "feature records", "chunks", command="docket features")
+
+    def __enter__(self) -> FeaturesProgress:
+        if self.terminal and not self.quiet:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("feature records"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[note]}"), TimeRemainingColumn(),
+                                 console=Console(file=self.out), transient=True, auto_refresh=False)
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(kind, exc, tb)
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        if self._bar is None:
+            self._steps.update(done, total)
+            return
+        if self._task is None:
+            self._task = self._bar.add_task("features", total=total, note="")
+        rate = done / max(time.monotonic() - self._steps.started, 1e-9)
+        self._bar.update(self._task, completed=done, total=total, note=f"{rate:,.0f} chunks/s")
+        self._bar.refresh()
