@@ -29,11 +29,17 @@ from docket.errors import InputError
 from docket.store.access import AclResolution, Registry, resolve_acl
 from docket.store.importer import Batch, Checker
 
+#: the staging tables: unlogged tables of the load's own transaction, dropped before its COMMIT
+#: (a rollback or a crash leaves none). Not temporary: parallel workers cannot read a temporary
+#: table, and the tsvectors (the load's costliest SQL) are worked out by a parallel CREATE TABLE AS
 _STAGE = """
-CREATE TEMP TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text, date date,
-  effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text, text text,
-  tokens integer, vector vector({dim}), cls bigint, context text) ON COMMIT DROP
+CREATE UNLOGGED TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text,
+  date date, effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text,
+  text text, tokens integer, vector vector({dim}), cls bigint, context text)
 """
+#: planner settings for the parallel CREATE TABLE AS: every worker the server allows for a query
+_PARALLEL = ("SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0; "
+             "SET LOCAL min_parallel_table_scan_size = 0")
 _TYPES = ["int8", "text", "text", "int4", "int4", "text", "date", "date", "text", "text", "text", "text", "text[]", "text",
           "text", "int4", "vector", "int8", "text"]
 _DROP = """
@@ -96,7 +102,8 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         base = int(conn.execute("SELECT nextval(pg_get_serial_sequence('chunks', 'rowid')) AS b").fetchone()["b"])
         conn.execute("SELECT setval(pg_get_serial_sequence('chunks', 'rowid'), %s)", (base + max(n, 1) - 1,))
         with _stage(stages, "tsvector"):
-            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, cls, tv, coalesce((SELECT "
+            conn.execute(_PARALLEL)
+            conn.execute(f"CREATE UNLOGGED TABLE docket_import_tv AS SELECT n, cls, tv, coalesce((SELECT "
                          "sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, s.cls, "
                          f"{pg._TSV} AS tv FROM docket_import s) x")
             conn.execute("ANALYZE docket_import_tv")
@@ -120,9 +127,9 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
                      "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
                      "total_len = EXCLUDED.total_len")
         _versions(conn, checker, pg._redact(store.location))
+        conn.execute("DROP TABLE docket_import, docket_import_tv")
         conn.execute(pg._BUMP)
-    with _stage(stages, "hnsw+vacuum"):
-        _after(store)
+    _after(store, stages)
     return n
 
 
@@ -156,12 +163,14 @@ def _versions(conn: Any, checker: Checker, where: str) -> None:
                           v.content_hash(), v.n, now))
 
 
-def _after(store: Any) -> None:
+def _after(store: Any, stages: dict[str, float] | None) -> None:
     """The HNSW index, built once; the visibility map and planner statistics (outside the
     transaction: VACUUM cannot run in one)."""
     conn = store._conn
     conn.execute("SELECT set_config('maintenance_work_mem', '1GB', false) "
                  "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')")
-    store._ensure_hnsw()
-    conn.execute("VACUUM (ANALYZE) chunk_terms")
-    conn.execute("ANALYZE chunks")
+    with _stage(stages, "hnsw"):
+        store._ensure_hnsw()
+    with _stage(stages, "vacuum"):
+        conn.execute("VACUUM (ANALYZE) chunk_terms")
+        conn.execute("ANALYZE chunks")
