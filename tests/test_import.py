@@ -268,7 +268,7 @@ def test_posting_blobs_equal_write_versions(tmp_path: Path) -> None:
     from hypothesis import strategies as st
 
     from docket.store.bulk_sqlite import _pack
-    from docket.store.bulk_text import encode
+    from docket.store.bulk_text import batch_terms, encode
     from docket.store.sqlite_schema import _TermIds
     from docket.store.terms import term_counts
 
@@ -285,6 +285,8 @@ def test_posting_blobs_equal_write_versions(tmp_path: Path) -> None:
             known: dict[str, int] = {}
             got = _pack(cur, ids, known, encode([term_counts(t) for t in texts]))
             assert list(zip(*got, strict=True)) == want
+            batch = _pack(cur, _TermIds(), {}, batch_terms(texts))  # what the import sends
+            assert list(zip(*batch, strict=True)) == want
 
         check()
 
