@@ -2,10 +2,12 @@
 
 One transaction holds the whole load (nothing of the file is stored unless all of it is):
 
-1. the rows stream, checked batch by batch, into a temporary staging table with `COPY ... (FORMAT
-   BINARY)` (psycopg's copy; vectors through pgvector's binary dumper);
+1. the rows stream, checked batch by batch, into a staging table with `COPY ... (FORMAT BINARY)`
+   (psycopg's copy; vectors through pgvector's binary dumper);
 2. the keyword index's own indexes and foreign key are dropped, each chunk's english tsvector is
-   worked out once, the chunks go in with one INSERT ... SELECT, then every posting (with its
+   worked out once (a parallel CREATE TABLE AS: the staging tables are unlogged tables of this
+   transaction, since parallel workers cannot read a temporary table, and are dropped before
+   its COMMIT), the chunks go in with one INSERT ... SELECT, then every posting (with its
    impact, A0 = this load's average length: docket.store.pg_keywords) with one more, and the
    indexes are built again, sorted, once;
 3. the ACL classes' statistics and the versions rows, and the generation bump.
@@ -118,7 +120,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
             conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, %s::bigint + t.n, "
                          f"cardinality(u.positions), t.len, t.cls, {impact} FROM docket_import_tv t, unnest(t.tv) u",
                          (base, a0))
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        _at_least(conn, "maintenance_work_mem", "512MB", local=True)  # the sorts of the keyword indexes
         for name, sql in _REBUILD:
             with _stage(stages, name):
                 conn.execute(sql)
@@ -167,10 +169,16 @@ def _after(store: Any, stages: dict[str, float] | None) -> None:
     """The HNSW index, built once; the visibility map and planner statistics (outside the
     transaction: VACUUM cannot run in one)."""
     conn = store._conn
-    conn.execute("SELECT set_config('maintenance_work_mem', '1GB', false) "
-                 "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')")
+    _at_least(conn, "maintenance_work_mem", "1GB", local=False)  # the HNSW graph built in memory
     with _stage(stages, "hnsw"):
         store._ensure_hnsw()
     with _stage(stages, "vacuum"):
         conn.execute("VACUUM (ANALYZE) chunk_terms")
         conn.execute("ANALYZE chunks")
+
+
+def _at_least(conn: Any, name: str, size: str, *, local: bool) -> None:
+    """Raise a memory setting to `size` for this transaction (`local`) or session, never lower it:
+    a server configured with more for a big build keeps it."""
+    conn.execute("SELECT set_config(%s, %s, %s) WHERE pg_size_bytes(current_setting(%s)) < pg_size_bytes(%s)",
+                 (name, size, local, name, size))

@@ -1,10 +1,11 @@
 """The per-row text work of `docket import`: token counts and (for SQLite) keyword terms.
 
-Counting tokens (tiktoken) and finding, folding and stemming words (docket.store.terms) cost about
-90 µs a row, most of a bulk load's CPU, and the word part holds the GIL. For a big file they run
-in worker processes, a batch or two ahead of the writer, so a machine with free cores loads at
-the speed of the writing alone; the results are the very functions' results (`docket index`
-counts with the same counter and stems with the same `term_counts`), in file order. A small file,
+Counting tokens (tiktoken, ≈35 µs a row) and finding, folding and stemming words (≈45 µs a row
+through docket.store.terms row by row; about half that through `batch_terms`, pyarrow's string
+kernels over a batch) are much of a bulk load's CPU. For a big file they run in worker
+processes, a batch or two ahead of the writer, so a machine with free cores loads at the speed
+of the writing alone; the results are the very functions' results (`docket index` counts with
+the same counter, and `batch_terms` gives what `term_counts` gives), in file order. A small file,
 a one-core machine, a platform without fork, a process that runs other threads (forking one can
 deadlock on a lock another thread holds), or a counter other than the default (tests) does the
 work in this process.
