@@ -33,9 +33,10 @@ from docket.store.importer import Batch, Checker
 
 #: the staging tables: unlogged tables of the load's own transaction, dropped before its COMMIT
 #: (a rollback or a crash leaves none). Not temporary: parallel workers cannot read a temporary
-#: table, and the tsvectors (the load's costliest SQL) are worked out by a parallel CREATE TABLE AS
+#: table, and the tsvectors (the load's costliest SQL) are worked out by a parallel CREATE TABLE AS.
+#: A user who may not create tables in the store's schema stages in temporary ones (`_staging`)
 _STAGE = """
-CREATE UNLOGGED TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text,
+CREATE {kind} TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text,
   date date, effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text,
   text text, tokens integer, vector vector({dim}), cls bigint, context text)
 """
@@ -94,7 +95,8 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         for key, value in (("dim", str(checker.dim)), ("embedder", checker.embedder)):
             conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, value))
         registry = Registry.of((r["name"], r["groups"]) for r in conn.execute("SELECT name, groups FROM principals"))
-        conn.execute(_STAGE.format(dim=int(checker.dim)))
+        kind = _staging(conn)
+        conn.execute(_STAGE.format(kind=kind, dim=int(checker.dim)))
         with _stage(stages, "read+check+copy"):
             n = _copy(conn, batches, registry, note)
             conn.execute("ANALYZE docket_import")
@@ -105,7 +107,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         conn.execute("SELECT setval(pg_get_serial_sequence('chunks', 'rowid'), %s)", (base + max(n, 1) - 1,))
         with _stage(stages, "tsvector"):
             conn.execute(_PARALLEL)
-            conn.execute(f"CREATE UNLOGGED TABLE docket_import_tv AS SELECT n, cls, tv, coalesce((SELECT "
+            conn.execute(f"CREATE {kind} TABLE docket_import_tv AS SELECT n, cls, tv, coalesce((SELECT "
                          "sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, s.cls, "
                          f"{pg._TSV} AS tv FROM docket_import s) x")
             conn.execute("ANALYZE docket_import_tv")
@@ -175,6 +177,13 @@ def _after(store: Any, stages: dict[str, float] | None) -> None:
     with _stage(stages, "vacuum"):
         conn.execute("VACUUM (ANALYZE) chunk_terms")
         conn.execute("ANALYZE chunks")
+
+
+def _staging(conn: Any) -> str:
+    """UNLOGGED where this user may create tables in the schema the store's tables are made in
+    (the first of its search path), else TEMP (the tsvectors then worked out by one process)."""
+    row = conn.execute("SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) AS ok").fetchone()
+    return "UNLOGGED" if row["ok"] else "TEMP"
 
 
 def _at_least(conn: Any, name: str, size: str, *, local: bool) -> None:
