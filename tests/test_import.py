@@ -178,7 +178,7 @@ def test_refuses_a_store_with_documents(location: str, tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("kind", ["UNLOGGED", "TEMP"])
-def test_postgres_staging_leaves_no_table(pg_url: str, tmp_path: Path, kind: str,
+def test_postgres_staging_leaves_no_table(request: Any, tmp_path: Path, kind: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The staging tables (unlogged, or temporary for a user who may not create tables in the
     schema) are gone after a load and after a refused one, and both kinds load the same rows."""
@@ -186,16 +186,17 @@ def test_postgres_staging_leaves_no_table(pg_url: str, tmp_path: Path, kind: str
 
     from docket.store import bulk_postgres
 
+    url = str(request.getfixturevalue("pg_url"))
     monkeypatch.setattr(bulk_postgres, "_staging", lambda conn: kind)
     monkeypatch.setattr(importer, "BATCH_ROWS", 8)
     bad = rows()
     bad[30]["vector"] = bad[30]["vector"][:-1]
-    with open_store(pg_url) as s:  # type: ignore[attr-defined]
+    with open_store(url) as s:  # type: ignore[attr-defined]
         with pytest.raises(InputError, match="row 31:"):
             import_file(s, write(tmp_path / "bad", bad, "jsonl"), embedder=EMB)
         import_file(s, write(tmp_path / "in", rows(), "jsonl"), embedder=EMB)
         assert s.count() == 40 and len(s.search_bm25("refund", 50, Filters(unrestricted=True))) > 0
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'docket_import%'").fetchone() == (0,)
 
 
