@@ -95,6 +95,35 @@ def pg_server() -> Iterator[str]:
         shutil.rmtree(parent, ignore_errors=True)
 
 
+def server_cpu(uri: str) -> float:
+    """CPU seconds used so far by the pgserver of `uri` (its socket directory is its data
+    directory): the postmaster and every live child (backends, parallel workers, WAL writer,
+    checkpointer), plus the children it has reaped. What the server did for a load, whatever the
+    machine's other users did meanwhile; 0.0 where /proc cannot tell (not Linux)."""
+    import os
+    from urllib.parse import parse_qs, urlparse
+
+    host = parse_qs(urlparse(uri).query).get("host", [""])[0]
+    try:
+        pid = int(Path(host, "postmaster.pid").read_text().split()[0])
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(d.name) == pid:  # utime, stime, cutime, cstime (fields 14-17)
+                total += sum(map(int, f[11:15]))
+            elif int(f[1]) == pid:
+                total += int(f[11]) + int(f[12])
+        return total / tick
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _fresh_pg(uri: str, name: str) -> str:
     import psycopg
 
@@ -134,7 +163,9 @@ def import_once(backend: str, path: Path, dim: int) -> tuple[int, float, dict[st
             n, secs = import_into(str(tmp / "imp.db"), path, dim, stages)
         else:
             with pg_server() as uri:
+                before = server_cpu(uri)
                 n, secs = import_into(_fresh_pg(uri, "imp"), path, dim, stages)
+                stages["cpu: server"] = server_cpu(uri) - before
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return n, secs, stages

@@ -70,13 +70,19 @@ def exact(store: Any, text: str, k: int, f: Filters) -> list[tuple[str, float]]:
 
 
 def run_size(uri: str, n: int, ms: list[int | None], qs: list[str]) -> list[dict[str, Any]]:
-    from docket.store.factory import open_store
-
     path = import_speed.write_parquet(_corpus.OUT / f"import-{n}.parquet", n)
     loc = import_speed._fresh_pg(uri, f"kw{n}")
     dim = int(import_speed.base_vectors()[1].shape[1])
     rows, secs = import_speed.import_into(loc, path, dim)
     print(f"# {n} chunks imported in {secs:.1f} s ({rows / secs:.0f}/s)", flush=True)
+    return compare(loc, n, ms, qs)
+
+
+def compare(loc: str, n: int, ms: list[int | None], qs: list[str], ks: tuple[int, ...] = (10, 100)) -> list[dict[str, Any]]:
+    """Agreement and latency of the top-M statement against reading every posting, on the store
+    at `loc` (`n` chunks), per k and M (a row each, printed as it is measured)."""
+    from docket.store.factory import open_store
+
     askers = {"anonymous": Filters(), "ann+finance": Filters(principal=Principal("ann", frozenset({"finance"}))),
               "unrestricted": Filters(unrestricted=True)}
     out = []
@@ -84,7 +90,7 @@ def run_size(uri: str, n: int, ms: list[int | None], qs: list[str]) -> list[dict
         texts = [" ".join(fts_terms(q)) for q in qs]
         for text in texts[:20]:  # warm the buffers
             exact(s, text, 100, Filters())
-        for k in (10, 100):
+        for k in ks:
             ref: dict[tuple[str, int], list[tuple[str, float]]] = {}
             t_exact = []
             for name, f in askers.items():

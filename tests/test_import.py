@@ -176,6 +176,30 @@ def test_refuses_a_store_with_documents(location: str, tmp_path: Path) -> None:
         assert s.count() == 8
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("kind", ["UNLOGGED", "TEMP"])
+def test_postgres_staging_leaves_no_table(request: Any, tmp_path: Path, kind: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staging tables (unlogged, or temporary for a user who may not create tables in the
+    schema) are gone after a load and after a refused one, and both kinds load the same rows."""
+    import psycopg
+
+    from docket.store import bulk_postgres
+
+    url = str(request.getfixturevalue("pg_url"))
+    monkeypatch.setattr(bulk_postgres, "_staging", lambda conn: kind)
+    monkeypatch.setattr(importer, "BATCH_ROWS", 8)
+    bad = rows()
+    bad[30]["vector"] = bad[30]["vector"][:-1]
+    with open_store(url) as s:  # type: ignore[attr-defined]
+        with pytest.raises(InputError, match="row 31:"):
+            import_file(s, write(tmp_path / "bad", bad, "jsonl"), embedder=EMB)
+        import_file(s, write(tmp_path / "in", rows(), "jsonl"), embedder=EMB)
+        assert s.count() == 40 and len(s.search_bm25("refund", 50, Filters(unrestricted=True))) > 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'docket_import%'").fetchone() == (0,)
+
+
 def test_cli(tmp_path: Path) -> None:
     from cli_run import run
 
@@ -268,7 +292,7 @@ def test_posting_blobs_equal_write_versions(tmp_path: Path) -> None:
     from hypothesis import strategies as st
 
     from docket.store.bulk_sqlite import _pack
-    from docket.store.bulk_text import encode
+    from docket.store.bulk_text import batch_terms, encode
     from docket.store.sqlite_schema import _TermIds
     from docket.store.terms import term_counts
 
@@ -285,6 +309,8 @@ def test_posting_blobs_equal_write_versions(tmp_path: Path) -> None:
             known: dict[str, int] = {}
             got = _pack(cur, ids, known, encode([term_counts(t) for t in texts]))
             assert list(zip(*got, strict=True)) == want
+            batch = _pack(cur, _TermIds(), {}, batch_terms(texts))  # what the import sends
+            assert list(zip(*batch, strict=True)) == want
 
         check()
 

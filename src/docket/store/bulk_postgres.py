@@ -2,10 +2,12 @@
 
 One transaction holds the whole load (nothing of the file is stored unless all of it is):
 
-1. the rows stream, checked batch by batch, into a temporary staging table with `COPY ... (FORMAT
-   BINARY)` (psycopg's copy; vectors through pgvector's binary dumper);
+1. the rows stream, checked batch by batch, into a staging table with `COPY ... (FORMAT BINARY)`
+   (psycopg's copy; vectors through pgvector's binary dumper);
 2. the keyword index's own indexes and foreign key are dropped, each chunk's english tsvector is
-   worked out once, the chunks go in with one INSERT ... SELECT, then every posting (with its
+   worked out once (a parallel CREATE TABLE AS: the staging tables are unlogged tables of this
+   transaction, since parallel workers cannot read a temporary table, and are dropped before
+   its COMMIT), the chunks go in with one INSERT ... SELECT, then every posting (with its
    impact, A0 = this load's average length: docket.store.pg_keywords) with one more, and the
    indexes are built again, sorted, once;
 3. the ACL classes' statistics and the versions rows, and the generation bump.
@@ -29,11 +31,18 @@ from docket.errors import InputError
 from docket.store.access import AclResolution, Registry, resolve_acl
 from docket.store.importer import Batch, Checker
 
+#: the staging tables: unlogged tables of the load's own transaction, dropped before its COMMIT
+#: (a rollback or a crash leaves none). Not temporary: parallel workers cannot read a temporary
+#: table, and the tsvectors (the load's costliest SQL) are worked out by a parallel CREATE TABLE AS.
+#: A user who may not create tables in the store's schema stages in temporary ones (`_staging`)
 _STAGE = """
-CREATE TEMP TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text, date date,
-  effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text, text text,
-  tokens integer, vector vector({dim}), cls bigint, context text) ON COMMIT DROP
+CREATE {kind} TABLE docket_import(n bigint, id text, doc text, version integer, position integer, status text,
+  date date, effective_to date, title text, section text, source_type text, trust text, acl text[], metadata text,
+  text text, tokens integer, vector vector({dim}), cls bigint, context text)
 """
+#: planner settings for the parallel CREATE TABLE AS: every worker the server allows for a query
+_PARALLEL = ("SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0; "
+             "SET LOCAL min_parallel_table_scan_size = 0")
 _TYPES = ["int8", "text", "text", "int4", "int4", "text", "date", "date", "text", "text", "text", "text", "text[]", "text",
           "text", "int4", "vector", "int8", "text"]
 _DROP = """
@@ -86,7 +95,8 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         for key, value in (("dim", str(checker.dim)), ("embedder", checker.embedder)):
             conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, value))
         registry = Registry.of((r["name"], r["groups"]) for r in conn.execute("SELECT name, groups FROM principals"))
-        conn.execute(_STAGE.format(dim=int(checker.dim)))
+        kind = _staging(conn)
+        conn.execute(_STAGE.format(kind=kind, dim=int(checker.dim)))
         with _stage(stages, "read+check+copy"):
             n = _copy(conn, batches, registry, note)
             conn.execute("ANALYZE docket_import")
@@ -96,9 +106,13 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         base = int(conn.execute("SELECT nextval(pg_get_serial_sequence('chunks', 'rowid')) AS b").fetchone()["b"])
         conn.execute("SELECT setval(pg_get_serial_sequence('chunks', 'rowid'), %s)", (base + max(n, 1) - 1,))
         with _stage(stages, "tsvector"):
-            conn.execute(f"CREATE TEMP TABLE docket_import_tv ON COMMIT DROP AS SELECT n, cls, tv, coalesce((SELECT "
+            conn.execute(_PARALLEL)
+            # OFFSET 0 keeps the subquery whole: flattened, the planner put the tsvector expression
+            # both in the column and in the length's subquery, so each was computed twice (3x the
+            # time), and all of it above the Gather, in one process
+            conn.execute(f"CREATE {kind} TABLE docket_import_tv AS SELECT n, cls, tv, coalesce((SELECT "
                          "sum(cardinality(u.positions)) FROM unnest(tv) u), 0)::integer AS len FROM (SELECT s.n, s.cls, "
-                         f"{pg._TSV} AS tv FROM docket_import s) x")
+                         f"{pg._TSV} AS tv FROM docket_import s OFFSET 0) x")
             conn.execute("ANALYZE docket_import_tv")
         with _stage(stages, "chunks"):
             conn.execute(_CHUNKS, (base,))
@@ -111,7 +125,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
             conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, %s::bigint + t.n, "
                          f"cardinality(u.positions), t.len, t.cls, {impact} FROM docket_import_tv t, unnest(t.tv) u",
                          (base, a0))
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        _at_least(conn, "maintenance_work_mem", "512MB", local=True)  # the sorts of the keyword indexes
         for name, sql in _REBUILD:
             with _stage(stages, name):
                 conn.execute(sql)
@@ -120,9 +134,9 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
                      "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
                      "total_len = EXCLUDED.total_len")
         _versions(conn, checker, pg._redact(store.location))
+        conn.execute("DROP TABLE docket_import, docket_import_tv")
         conn.execute(pg._BUMP)
-    with _stage(stages, "hnsw+vacuum"):
-        _after(store)
+    _after(store, stages)
     return n
 
 
@@ -156,12 +170,27 @@ def _versions(conn: Any, checker: Checker, where: str) -> None:
                           v.content_hash(), v.n, now))
 
 
-def _after(store: Any) -> None:
+def _after(store: Any, stages: dict[str, float] | None) -> None:
     """The HNSW index, built once; the visibility map and planner statistics (outside the
     transaction: VACUUM cannot run in one)."""
     conn = store._conn
-    conn.execute("SELECT set_config('maintenance_work_mem', '1GB', false) "
-                 "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')")
-    store._ensure_hnsw()
-    conn.execute("VACUUM (ANALYZE) chunk_terms")
-    conn.execute("ANALYZE chunks")
+    _at_least(conn, "maintenance_work_mem", "1GB", local=False)  # the HNSW graph built in memory
+    with _stage(stages, "hnsw"):
+        store._ensure_hnsw()
+    with _stage(stages, "vacuum"):
+        conn.execute("VACUUM (ANALYZE) chunk_terms")
+        conn.execute("ANALYZE chunks")
+
+
+def _staging(conn: Any) -> str:
+    """UNLOGGED where this user may create tables in the schema the store's tables are made in
+    (the first of its search path), else TEMP (the tsvectors then worked out by one process)."""
+    row = conn.execute("SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) AS ok").fetchone()
+    return "UNLOGGED" if row["ok"] else "TEMP"
+
+
+def _at_least(conn: Any, name: str, size: str, *, local: bool) -> None:
+    """Raise a memory setting to `size` for this transaction (`local`) or session, never lower it:
+    a server configured with more for a big build keeps it."""
+    conn.execute("SELECT set_config(%s, %s, %s) WHERE pg_size_bytes(current_setting(%s)) < pg_size_bytes(%s)",
+                 (name, size, local, name, size))

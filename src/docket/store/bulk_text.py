@@ -1,10 +1,11 @@
 """The per-row text work of `docket import`: token counts and (for SQLite) keyword terms.
 
-Counting tokens (tiktoken) and finding, folding and stemming words (docket.store.terms) cost about
-90 µs a row, most of a bulk load's CPU, and the word part holds the GIL. For a big file they run
-in worker processes, a batch or two ahead of the writer, so a machine with free cores loads at
-the speed of the writing alone; the results are the very functions' results (`docket index`
-counts with the same counter and stems with the same `term_counts`), in file order. A small file,
+Counting tokens (tiktoken, ≈35 µs a row) and finding, folding and stemming words (≈45 µs a row
+through docket.store.terms row by row; about half that through `batch_terms`, pyarrow's string
+kernels over a batch) are much of a bulk load's CPU. For a big file they run in worker
+processes, a batch or two ahead of the writer, so a machine with free cores loads at the speed
+of the writing alone; the results are the very functions' results (`docket index` counts with
+the same counter, and `batch_terms` gives what `term_counts` gives), in file order. A small file,
 a one-core machine, a platform without fork, a process that runs other threads (forking one can
 deadlock on a lock another thread holds), or a counter other than the default (tests) does the
 work in this process.
@@ -13,6 +14,7 @@ work in this process.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -42,9 +44,90 @@ def work(to_count: Sequence[str], to_terms: Sequence[str] | None) -> Result:
 
 
 def _work(count: Callable[[str], int], to_count: Sequence[str], to_terms: Sequence[str] | None) -> Result:
+    return list(map(count, to_count)), None if to_terms is None else batch_terms(to_terms)
+
+
+def batch_terms(texts: Sequence[str]) -> Terms:
+    """`encode([term_counts(t) for t in texts])`, the same terms in the same order, with the words
+    found by pyarrow's compiled string kernels for every row whose folded text (`terms._fold`) has
+    no word character outside ASCII (most rows: accents fold away, dashes and quotes are no part
+    of a word): its bytes other than [0-9A-Za-z_] made spaces (`\\w` in ASCII), split, one-letter
+    words and stopwords dropped, each distinct word stemmed once (`terms._stem_words`, the very
+    stems), each row's distinct stems counted in order of first occurrence (numpy). The other rows
+    go through `term_counts` itself; so does everything without pyarrow."""
     from docket.store.terms import term_counts
 
-    return list(map(count, to_count)), None if to_terms is None else encode([term_counts(t) for t in to_terms])
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return encode([term_counts(t) for t in texts])
+    ready = [t.lower() if t.isascii() else _folded(t) for t in texts]
+    plain = np.fromiter((t is not None for t in ready), dtype=bool, count=len(ready))
+    arr = pa.array([t or "" for t in ready], type=pa.large_string())
+    vocab: dict[str, int] = {}
+    rows, stems, tfs = _ascii_postings(pa, pc, arr.filter(pa.array(plain)), np.flatnonzero(plain), vocab)
+    other = np.flatnonzero(~plain)
+    if other.size:  # the other rows, each with its term_counts, appended after the ASCII ones
+        counts = [term_counts(texts[i]) for i in other.tolist()]
+        rows = np.concatenate([rows, np.repeat(other, [len(c) for c in counts])])
+        stems = np.concatenate([stems, np.fromiter((vocab.setdefault(t, len(vocab)) for c in counts for t in c),
+                                                   dtype=np.int64)])
+        tfs = np.concatenate([tfs, np.fromiter((n for c in counts for n in c.values()), dtype=np.int64)])
+        order = np.argsort(rows, kind="stable")  # rows in order; a row's postings keep theirs
+        rows, stems, tfs = rows[order], stems[order], tfs[order]
+    sizes = np.bincount(rows, minlength=len(texts)).astype(np.int64)
+    return list(vocab), stems.astype(np.int32), tfs, sizes
+
+
+#: a word character (`\w`) outside ASCII
+_UNICODE_WORD = re.compile(r"[^\W\x00-\x7f]")
+
+
+def _folded(text: str) -> str | None:
+    """`terms._fold(text)` when every word character in it is ASCII (its other characters, being
+    no part of a word, then become spaces like any ASCII separator), else None."""
+    from docket.store.terms import _fold
+
+    out = _fold(text)
+    return None if _UNICODE_WORD.search(out) else out
+
+
+#: byte -> itself for [0-9A-Za-z_] (what `\w` is in ASCII), a space for any other byte (any
+#: byte of a multi-byte character too: a text here has no word character outside ASCII)
+_WORD_BYTES = np.full(256, ord(" "), dtype=np.uint8)
+for _c in b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_":
+    _WORD_BYTES[_c] = _c
+
+
+def _ascii_postings(pa: Any, pc: Any, arr: Any, at: np.ndarray, vocab: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """(row, stem id, count) of each distinct stem of each row of `arr` (ASCII texts; row numbers
+    from `at`), rows in order and a row's stems in order of first occurrence; new stems enter `vocab`."""
+    from docket.store.protocol import STOPWORDS
+    from docket.store.terms import _stem_words
+
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(arr):
+        return empty, empty, empty
+    offsets, data = arr.buffers()[1:]
+    folded = _WORD_BYTES[np.frombuffer(data, dtype=np.uint8)]
+    split = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(len(arr), offsets, pa.py_buffer(folded)))
+    words = pc.list_flatten(split)
+    keep = pc.and_(pc.greater(pc.binary_length(words), 1),
+                   pc.invert(pc.is_in(words, value_set=pa.array(sorted(STOPWORDS), type=pa.large_string()))))
+    owner = at[pc.list_parent_indices(split).to_numpy()][keep.to_numpy(zero_copy_only=False)]
+    coded = pc.dictionary_encode(words.filter(keep))
+    distinct = coded.dictionary.to_numpy(zero_copy_only=False).tolist()
+    if not distinct:
+        return empty, empty, empty
+    stem_of = np.fromiter((vocab.setdefault(s, len(vocab)) for s in _stem_words(distinct)), dtype=np.int64,
+                          count=len(distinct))
+    stem = stem_of[coded.indices.to_numpy()]
+    key = owner.astype(np.int64) * len(vocab) + stem
+    uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    uniq = uniq[order]
+    return uniq // len(vocab), uniq % len(vocab), counts[order].astype(np.int64)
 
 
 def encode(counts: Sequence[Counter[str]]) -> Terms:
@@ -70,17 +153,20 @@ class _Done:
 class TextWork:
     """Runs `work` for each batch, here or in worker processes (see the module docstring)."""
 
-    def __init__(self, count: Callable[[str], int], *, default_counter: bool) -> None:
+    def __init__(self, count: Callable[[str], int], *, default_counter: bool, rows: int = 0) -> None:
+        """`rows`: how many rows the file holds, where known (Parquet): a big file starts the
+        workers at its first batch instead of after POOL_AFTER_ROWS."""
         self.count = count
         # fork: a worker starts in milliseconds with the counter's vocabulary and the stem cache
         # already loaded, and never re-runs the caller's script (spawn would); it only computes
         self.pooled = default_counter and (os.cpu_count() or 1) > 1 and sys.platform == "linux"
         self.seen = 0
+        self.big = rows > POOL_AFTER_ROWS
         self.pool: Executor | None = None
 
     def submit(self, to_count: list[str], to_terms: list[str] | None) -> Future[Result] | _Done:
         self.seen += len(to_count) if to_terms is None else len(to_terms)
-        if self.pool is None and self.pooled and self.seen > POOL_AFTER_ROWS and _single_threaded():
+        if self.pool is None and self.pooled and (self.big or self.seen > POOL_AFTER_ROWS) and _single_threaded():
             import multiprocessing
 
             workers = max(1, min(4, (os.cpu_count() or 2) - 1))

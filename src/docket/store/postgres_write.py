@@ -42,7 +42,7 @@ WITH s AS (
                        %s::text[])
     AS s(id, position, date, effective_to, title, section, source_type, trust, acl, metadata, text, tokens, vector, cls,
          context)),
-t AS (SELECT s.*, {_TSV} AS tv FROM s),
+t AS MATERIALIZED (SELECT s.*, {_TSV} AS tv FROM s),
 l AS (SELECT t.*, coalesce((SELECT sum(cardinality(u.positions)) FROM unnest(t.tv) u), 0)::integer AS len FROM t),
 ins AS (
   INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type, trust, acl,

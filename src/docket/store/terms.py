@@ -32,11 +32,20 @@ def _stem_words(words: list[str]) -> list[str]:
     return [_cache[w] for w in words]
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
 def _fold(text: str) -> str:
+    """Lower case, compatibility-decomposed (NFKD), combining marks dropped."""
     text = text.lower()
     if text.isascii():
         return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    # only the non-ASCII runs can hold a combining mark: a text's ASCII is not walked in Python
+    return _NON_ASCII.sub(_unmarked, unicodedata.normalize("NFKD", text))
+
+
+def _unmarked(run: re.Match[str]) -> str:
+    return "".join(ch for ch in run.group() if not unicodedata.combining(ch))
 
 
 def words(text: str) -> list[str]:
