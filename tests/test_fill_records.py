@@ -136,6 +136,12 @@ def test_cli_import_features_and_features(tmp_path: Path) -> None:
     r = run("import", str(path256), "--db", str(db2), "--embedder", "hash", "--features")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("imported 16 chunks") and "wrote 16 feature records" in r.stdout
+    assert "no feature records were written" not in r.stdout
+    db3 = tmp_path / "cli3.db"  # without --features the import says what the store lacks and how to fill it
+    r = run("import", str(path256), "--db", str(db3), "--embedder", "hash")
+    assert r.returncode == 0, r.stderr
+    assert "no feature records were written" in r.stdout and f"docket features --db {db3}" in r.stdout
+    assert not _records(db3)
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM chunk_features WHERE chunk % 2 = 0")
     r = run("features", "--db", str(db), "--workers", "0", "--json")

@@ -61,6 +61,11 @@ def import_cmd(
     if not as_json:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
+        if not features and out["rows"]:
+            from docket.session_stores import redact
+
+            typer.echo(f"no feature records were written: each chunk computes its features on first sight; write "
+                       f"them now with `docket features --db {redact(db)}` (or import with --features)")
     filled = None
     if features:
         try:

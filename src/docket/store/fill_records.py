@@ -149,6 +149,17 @@ class _Side:
         raise NotImplementedError
 
     def batches(self, size: int) -> Iterator[list[Row]]:
+        """The rows still without a record, `size` at a time in rowid order (a row written meanwhile
+        is not read again: each page starts after the last rowid of the one before)."""
+        after = -1
+        while True:
+            rows = self.page(after, size)
+            if not rows:
+                return
+            after = rows[-1]["rowid"]
+            yield rows
+
+    def page(self, after: int, size: int) -> list[Row]:
         raise NotImplementedError
 
     def write(self, rows: list[Row], recs: list[str]) -> tuple[int, int]:
@@ -189,16 +200,10 @@ class _SQLite(_Side):
             return int(self.conn.execute("SELECT count(*) FROM chunks c WHERE NOT EXISTS "
                                          "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid)").fetchone()[0])
 
-    def batches(self, size: int) -> Iterator[list[Row]]:
-        after = -1
-        while True:
-            rows = self._rows(f"SELECT c.rowid AS rowid, {_COLS} FROM chunks c WHERE c.rowid > ? AND NOT EXISTS "
-                              "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid) ORDER BY c.rowid LIMIT ?",
-                              (after, size))
-            if not rows:
-                return
-            after = rows[-1]["rowid"]
-            yield rows
+    def page(self, after: int, size: int) -> list[Row]:
+        return self._rows(f"SELECT c.rowid AS rowid, {_COLS} FROM chunks c WHERE c.rowid > ? AND NOT EXISTS "
+                          "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid) ORDER BY c.rowid LIMIT ?",
+                          (after, size))
 
     def write(self, rows: list[Row], recs: list[str]) -> tuple[int, int]:
         import sqlite3
@@ -242,17 +247,13 @@ class _Postgres(_Side):
             return int(self.conn.execute("SELECT count(*) AS n FROM chunks c WHERE NOT EXISTS "
                                          "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid)").fetchone()["n"])
 
-    def batches(self, size: int) -> Iterator[list[Row]]:
-        after = -1
-        while self.ready:
-            with self.store._lock:
-                rows = [dict(r) for r in self.conn.execute(
-                    f"SELECT c.rowid AS rowid, {_COLS} FROM chunks c WHERE c.rowid > %s AND NOT EXISTS "
-                    "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid) ORDER BY c.rowid LIMIT %s", (after, size))]
-            if not rows:
-                return
-            after = rows[-1]["rowid"]
-            yield rows
+    def page(self, after: int, size: int) -> list[Row]:
+        if not self.ready:
+            return []
+        with self.store._lock:
+            return [dict(r) for r in self.conn.execute(
+                f"SELECT c.rowid AS rowid, {_COLS} FROM chunks c WHERE c.rowid > %s AND NOT EXISTS "
+                "(SELECT 1 FROM chunk_features f WHERE f.chunk = c.rowid) ORDER BY c.rowid LIMIT %s", (after, size))]
 
     def write(self, rows: list[Row], recs: list[str]) -> tuple[int, int]:
         ids = [r["rowid"] for r in rows]
