@@ -177,7 +177,7 @@ def print_stage_growth(rows: list[dict[str, object]]) -> None:
             name = names.get(key, key)
             vals = [float(r["stages"][label].get(key, float("nan"))) for r in rows]  # type: ignore[index]
             n0, n1 = int(rows[0]["chunks"]), int(rows[-1]["chunks"])  # type: ignore[call-overload]
-            g = f"x{(vals[-1] / vals[0]) ** (1 / np.log10(n1 / n0)):.2f}" if len(rows) > 1 and vals[0] > 0 else "-"
+            g = f"x{(vals[-1] / vals[0]) ** (1 / np.log10(n1 / n0)):.2f}" if n1 > n0 and vals[0] > 0 else "-"
             print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
 
 
