@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 from typing import Any
 
 import h11
@@ -50,6 +51,21 @@ def _raw_response(status: int, reason: str, code: str, message: str) -> bytes:
             "connection: close\r\n\r\n").encode() + body
 
 
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY on the connection. asyncio sets it only on sockets whose `proto` reads
+    IPPROTO_TCP; for `docket serve --workers N` uvicorn binds the listening socket itself with
+    `socket.socket(family)`, proto 0, so every accepted connection kept Nagle on: a response's head
+    and body go out in two writes, the second waits for the client's delayed ACK, and each request
+    cost ~40 ms more (/healthz p50 44 ms with 2 workers against 0.8 ms with 1; 1.0 ms with this)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:  # not TCP (a Unix socket): nothing to set
+        pass
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a head time limit, a body backstop and no line folding."""
 
@@ -61,6 +77,7 @@ class GuardedH11Protocol(H11Protocol):
         self._head = bytearray()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        _no_delay(transport)
         super().connection_made(transport)
         self._arm("head", self.header_seconds)
 
