@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -238,8 +239,15 @@ def exact_terms(question: str) -> list[str]:
     return list(dict.fromkeys(t for t in terms if t))
 
 
+@lru_cache(maxsize=1024)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """The term as a whole word, any case: compiled once per term (the gate asks it of every
+    candidate of every pool, and `re`'s own cache costs a format and a look-up per call)."""
+    return re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])", flags=re.IGNORECASE)
+
+
 def _holds(term: str, text: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, flags=re.IGNORECASE) is not None
+    return _term_pattern(term).search(text) is not None
 
 
 def evidence(question: str, chunks: Sequence[Chunk], scores: Sequence[float]) -> Evidence:
