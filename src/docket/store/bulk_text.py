@@ -166,11 +166,8 @@ class TextWork:
 
     def submit(self, to_count: list[str], to_terms: list[str] | None) -> Future[Result] | _Done:
         self.seen += len(to_count) if to_terms is None else len(to_terms)
-        if self.pool is None and self.pooled and (self.big or self.seen > POOL_AFTER_ROWS) and _single_threaded():
-            import multiprocessing
-
-            workers = max(1, min(4, (os.cpu_count() or 2) - 1))
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        if self.pool is None and self.pooled and (self.big or self.seen > POOL_AFTER_ROWS):
+            self.pool = fork_pool(max(1, min(4, (os.cpu_count() or 2) - 1)))
         if self.pool is None:
             return _Done(_work(self.count, to_count, to_terms))
         return self.pool.submit(work, to_count, to_terms)
@@ -179,6 +176,18 @@ class TextWork:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+
+def fork_pool(workers: int, initializer: Callable[..., object] | None = None,
+              initargs: tuple[Any, ...] = ()) -> Executor | None:
+    """`workers` forked worker processes, or None where forking is not safe here (not Linux, or
+    another thread runs) or none are wanted: the caller then works in-process."""
+    if workers <= 0 or sys.platform != "linux" or not _single_threaded():
+        return None
+    import multiprocessing
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=initializer,
+                               initargs=initargs)
 
 
 def _single_threaded() -> bool:

@@ -20,10 +20,9 @@ the same chunk wins). Resumable: a rerun finds only the chunks still without a r
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,32 +72,30 @@ def fill_records(store: Any, records: RecordWriter, *, batch: int = BATCH, worke
     total = side.missing()
     pool, n_workers = _pool(records, total, workers)
     written = changed = 0
+
+    def drain(item: tuple[list[Row], Future[list[str]] | list[str]]) -> None:
+        """Write one batch's records (waiting for a worker's), and report progress."""
+        nonlocal written, changed
+        rows, got = item
+        w, c = side.write(rows, got if isinstance(got, list) else got.result())
+        written, changed = written + w, changed + c
+        if progress is not None:
+            progress(written + changed, total)
+
     try:
         ahead: list[tuple[list[Row], Future[list[str]] | list[str]]] = []
         depth = max(2, n_workers + 1)
         for rows in side.batches(batch):
             ahead.append((rows, pool.submit(_records_of, rows) if pool is not None else _compute(records, rows)))
             if len(ahead) >= depth:
-                w, c = _drain(side, ahead.pop(0))
-                written, changed = written + w, changed + c
-                if progress is not None:
-                    progress(written + changed, total)
+                drain(ahead.pop(0))
         for item in ahead:
-            w, c = _drain(side, item)
-            written, changed = written + w, changed + c
-            if progress is not None:
-                progress(written + changed, total)
+            drain(item)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     side.tidy()
     return FillReport(written, changed, total, time.perf_counter() - started, n_workers)
-
-
-def _drain(side: _Side, item: tuple[list[Row], Future[list[str]] | list[str]]) -> tuple[int, int]:
-    rows, got = item
-    recs = got if isinstance(got, list) else got.result()
-    return side.write(rows, recs)
 
 
 # --- computing records, here or in worker processes ----------------------------------------------
@@ -124,19 +121,14 @@ def _compute(records: RecordWriter, rows: Sequence[Row]) -> list[str]:
 def _pool(records: RecordWriter, total: int, workers: int | None) -> tuple[Executor | None, int]:
     """Worker processes for `total` records, or none (see the module docstring). The writer reaches
     them through the fork, so any callable works (nothing is pickled but rows and records)."""
-    from docket.store.bulk_text import _single_threaded
+    from docket.store.bulk_text import fork_pool
 
     cores = os.cpu_count() or 1
     if workers is None:  # one a core: reading and writing are ~4 % of the work (~28,000 rows/s), so the
         # writer needs no core of its own (bulk_text's writer does)
         workers = min(MAX_WORKERS, cores) if total > POOL_AFTER_ROWS and cores > 1 else 0
-    if workers <= 0 or sys.platform != "linux" or not _single_threaded():
-        return None, 0
-    import multiprocessing
-
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_set_writer,
-                               initargs=(records,))
-    return pool, workers
+    pool = fork_pool(workers, _set_writer, (records,))
+    return (pool, workers) if pool is not None else (None, 0)
 
 
 # --- the two backends ----------------------------------------------------------------------------
