@@ -155,6 +155,19 @@ _BODIES = ["Sullivan County is a county in New Hampshire.", "The 2009 Colorado B
            "Kent County Cricket Club played in 2010."]
 
 
+def _different_subjects(a: Any, b: Any) -> bool:
+    """The pair-at-a-time test Move 1 used before versions._Titles read each title once per pool
+    (kept here as the reference it must decide as)."""
+    from docket.moves import versions as V
+
+    ta, tb = a.first.title.strip(), b.first.title.strip()
+    if not ta or not tb or V._title_phrase(ta) == V._title_phrase(tb):
+        return False
+    if V._series(ta) == V._series(tb):
+        return True
+    return V._names_title(ta, a.text) and V._names_title(tb, b.text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(_TITLES), st.sampled_from(_BODIES)), min_size=2, max_size=6))
 def test_move_1_reads_each_title_once_and_decides_as_before(rows: list[tuple[str, str]]) -> None:
@@ -167,4 +180,4 @@ def test_move_1_reads_each_title_once_and_decides_as_before(rows: list[tuple[str
     titles = V._Titles(pool)
     for i in range(len(pool)):
         for j in range(len(pool)):
-            assert titles.different_subjects(i, j) == V._different_subjects(pool[i], pool[j])
+            assert titles.different_subjects(i, j) == _different_subjects(pool[i], pool[j])

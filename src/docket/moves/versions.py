@@ -301,19 +301,6 @@ def _sentence_similarity(ctx: Context) -> Similar | None:
 _title_phrase = lru_cache(maxsize=8192)(phrase)
 
 
-def _different_subjects(a: Passage, b: Passage) -> bool:
-    """Two passages that each name their own title in their text, under different titles, are
-    about different things ("2009 Colorado Buffaloes football team" vs "2011 …"; two managers'
-    careers): their numbers differ because their subjects do. A policy passage that never names
-    its document's title is compared as before."""
-    ta, tb = a.first.title.strip(), b.first.title.strip()
-    if not ta or not tb or _title_phrase(ta) == _title_phrase(tb):
-        return False
-    if _series(ta) == _series(tb):
-        return True  # "2013 Young Hollywood Awards" vs "2014 ...", "Kent County Cricket Club in 2010" vs "... 2011"
-    return _names_title(ta, a.text) and _names_title(tb, b.text)
-
-
 @lru_cache(maxsize=8192)
 def _names_title(title: str, text: str) -> bool:
     """The text names its title, or the title's part before a comma ("Sullivan County" of
@@ -332,9 +319,13 @@ def _series(title: str) -> str:
 
 
 class _Titles:
-    """`_different_subjects` over the passages of one pool, what it reads of each passage (its
-    title's phrase and series, whether its text names its title) read once per passage: it was
-    asked for every similar pair (~1,800 a request on the service path, issue 21)."""
+    """Whether two passages of one pool are about different subjects: each names its own title in
+    its text, under different titles ("2009 Colorado Buffaloes football team" vs "2011 …"; two
+    managers' careers), or the titles are two editions of one series ("2013 Young Hollywood Awards"
+    vs "2014 …"); their numbers then differ because their subjects do. A policy passage that never
+    names its document's title is compared as before. What it reads of each passage (its title's
+    phrase and series, whether its text names its title) is read once per passage: it is asked for
+    every similar pair (~1,800 a request on the service path, issue 21)."""
 
     __slots__ = ("pool", "heads", "named")
 
@@ -357,7 +348,7 @@ class _Titles:
         return n
 
     def different_subjects(self, i: int, j: int) -> bool:
-        """`_different_subjects(pool[i], pool[j])`."""
+        """Whether pool[i] and pool[j] are about different subjects (the class docstring)."""
         (ta, pa, sa), (tb, pb, sb) = self._head(i), self._head(j)
         if not ta or not tb or pa == pb:
             return False
