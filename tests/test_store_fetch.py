@@ -240,3 +240,13 @@ def test_searches_do_not_depend_on_the_blas_threads(path: Path, monkeypatch: pyt
         s = SQLiteStore(path)
         _check_searches(s, _Reference(path))
         s.close()
+
+
+def test_searches_equal_the_reference_when_bm25_prunes(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pruned keyword search (store.sqlite_bm25) on every question of two terms or more."""
+    import docket.store.sqlite_bm25 as bm25
+
+    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
+    s = SQLiteStore(path)
+    _check_searches(s, _Reference(path))
+    s.close()

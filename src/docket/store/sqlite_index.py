@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from docket.store import sqlite_bm25 as _bm25
 from docket.store.protocol import Filters
 from docket.store.sqlite_schema import _POSTING
 
 #: a warm index reloads in full instead once this share of its rows is dead or appended
 _REFRESH_SHARE = 0.25
 #: the layout of the index snapshot file (`SQLiteStore.snapshot_path`); another value is not read
-_K1, _B = 1.2, 0.75
 
 _INDEX_COLS = "rowid, id, doc, status, source_type, date, public, vector, terms, len"
 
@@ -353,7 +353,7 @@ class _Index:
         n, avg = self.readable_stats(f.acl_names, readable)
         if n == 0:
             return []
-        scores: np.ndarray | None = None
+        terms: list[_bm25.Term] = []
         for t in term_ids:
             rows, tf = self.postings(t)
             if rows.shape[0] == 0:
@@ -367,16 +367,12 @@ class _Index:
             if mask is not None and mask is not readable:
                 keep = mask[rows]
                 rows, tf = rows[keep], tf[keep]
-            idf = np.log1p((n - df + 0.5) / (df + 0.5))
-            if scores is None:
-                scores = np.zeros(len(self.ids), dtype=np.float64)
-            # a row appears once in a term's postings, so a fancy-indexed add is exact
-            scores[rows] += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * self.lens[rows] / avg))
-        if scores is None:
+            terms.append((rows, tf, np.log1p((n - df + 0.5) / (df + 0.5))))
+        if not terms:
             return []
-        hit = np.flatnonzero(scores > 0)
-        top = _top(scores[hit], self.rowids[hit], k)
-        return [(self.ids[int(hit[i])], float(scores[hit[i]])) for i in top]
+        hit, scores = _bm25.scores(terms, self.lens, avg, len(self.ids), k)
+        top = _top(scores, self.rowids[hit], k)
+        return [(self.ids[int(hit[i])], float(scores[i])) for i in top]
 
 
 def _merged_postings(terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, more_terms: np.ndarray,
