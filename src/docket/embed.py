@@ -112,7 +112,7 @@ class HashEmbedder:
 
     name = "hash-bow"
     #: the memo of signed slots starts afresh past this many words
-    MEMO_WORDS = 1 << 16  # ~10 MB at most; a request of 200 paragraphs brings ~6,000 distinct words
+    MEMO_WORDS = 1 << 16  # ~7 MB at most (the words and the table); a request of 200 paragraphs brings ~6,000 distinct words
     _WORD = re.compile(r"\w+")
 
     def __init__(self, dim: int = 256) -> None:
