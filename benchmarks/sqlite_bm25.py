@@ -46,9 +46,9 @@ class Counting:
 
     def __call__(self, terms: list[sqlite_bm25.Term], lens, avg, rows, k, prune_from=None):  # type: ignore[no-untyped-def]
         least = sqlite_bm25.PRUNE_MIN_POSTINGS if prune_from is None else prune_from
-        mask = sqlite_bm25._contenders(terms, lens, avg, rows, k, least)
-        self.pruned += mask is not None
-        self.scored.append(sum(int(at.shape[0] if mask is None else mask[at].sum()) for at, _, _ in terms))
+        found = sqlite_bm25._contenders(terms, lens, avg, rows, k, least)
+        self.pruned += found is not None
+        self.scored.append(sum(int(at.shape[0] if found is None else found.mask[at].sum()) for at, _, _ in terms))
         return self.real(terms, lens, avg, rows, k, prune_from)
 
 

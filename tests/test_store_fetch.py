@@ -246,7 +246,7 @@ def test_searches_equal_the_reference_when_bm25_prunes(path: Path, monkeypatch: 
     """The pruned keyword search (store.sqlite_bm25) on every question of two terms or more."""
     import docket.store.sqlite_bm25 as bm25
 
-    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)  # these stores hold a few hundred postings
     s = SQLiteStore(path)
     _check_searches(s, _Reference(path))
     s.close()

@@ -15,14 +15,16 @@ ties by rowid included, are the same rows in the same order.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 K1, B = 1.2, 0.75
 
-#: below this many postings in all the question's terms, every posting is scored (pruning has
-#: nothing to save); module-level so tests can run the pruned path on small indexes
-PRUNE_MIN_POSTINGS = 20_000
+#: below this many postings in all the question's terms, every posting is scored: the pruned path's
+#: extra passes cost about what they save near 100,000 postings (benchmarks/sqlite_bm25.py; a 100k
+#: store's questions hold ~26,000 at p50, a 1M store's ~260,000). Tests pass `prune_from=0`.
+PRUNE_MIN_POSTINGS = 150_000
 
 #: relative margin on each term's upper bound: the float32 denominator of a real contribution can
 #: round below the exact one by ~6e-8 of its value, so a bound is widened well past that
@@ -44,15 +46,18 @@ def scores(terms: list[Term], lens: np.ndarray, avg: float, rows: int, k: int,
     boundary ties included). Scores are summed term by term in the order of `terms`.
     `prune_from`: the fewest postings worth pruning (default PRUNE_MIN_POSTINGS)."""
     least = PRUNE_MIN_POSTINGS if prune_from is None else prune_from
-    contenders = _contenders(terms, lens, avg, rows, k, least)
+    found = _contenders(terms, lens, avg, rows, k, least)
     total = np.zeros(rows, dtype=np.float64)
-    for at, tf, idf in terms:
-        if contenders is not None:
-            keep = contenders[at]
+    for i, (at, tf, idf) in enumerate(terms):
+        if found is not None and i in found.done:  # an essential term: every posting already scored
+            total[at] += found.done[i]
+            continue
+        if found is not None:
+            keep = found.mask[at]
             at, tf = at[keep], tf[keep]
         # a row appears once in a term's postings, so a fancy-indexed add is exact
         total[at] += contribution(idf, tf, lens[at], avg)
-    hit = np.flatnonzero(total > 0) if contenders is None else np.flatnonzero(contenders)
+    hit = np.flatnonzero(total > 0) if found is None else found.rows
     return hit, total[hit]
 
 
@@ -65,32 +70,55 @@ def _upper_bound(tf: np.ndarray, idf: float) -> float:
     return idf * (K1 + 1) * most / (most + K1 * (1 - B)) * (1 + _BOUND_SLACK)
 
 
+@dataclass
+class Contenders:
+    """The rows that can be among the k best (a mask and their positions) and each essential
+    term's contributions, by the term's place in the caller's list (scored once, added in order)."""
+
+    mask: np.ndarray
+    rows: np.ndarray
+    done: dict[int, np.ndarray]
+
+
 def _contenders(terms: list[Term], lens: np.ndarray, avg: float, rows: int, k: int,
-                least: int) -> np.ndarray | None:
-    """A mask of the rows that can be among the k best, or None when pruning would not save work
-    (few postings, one term, the rare terms as big as the rest, fewer than k rows among them)."""
+                least: int) -> Contenders | None:
+    """The rows that can be among the k best, or None when pruning would not save work (few
+    postings, one term, the essential terms holding most postings)."""
     sizes = [at.shape[0] for at, _, _ in terms]
-    if len(terms) < 2 or sum(sizes) < least or k < 1:
+    everything = sum(sizes)
+    if len(terms) < 2 or everything < least or k < 1:
         return None
     bounds = [_upper_bound(tf, idf) for _, tf, idf in terms]
     order = sorted(range(len(terms)), key=lambda i: (-bounds[i], sizes[i], i))
+    # the k-th partial score is at most the essential terms' bounds summed, so fewer essential
+    # terms than `first` can never stop the search: if those already hold most postings, give up now
+    first = next((j for j in range(1, len(order)) if math.fsum(bounds[o] for o in order[j:])
+                  < math.fsum(bounds[o] for o in order[:j])), len(order))
+    if 3 * sum(sizes[o] for o in order[:first]) > everything:
+        return None
     partial = np.zeros(rows, dtype=np.float64)
-    scored = 0
+    seen = np.zeros(rows, dtype=bool)
+    touched: list[np.ndarray] = []  # the rows first seen in each essential term, so no sort to de-duplicate
+    done: dict[int, np.ndarray] = {}
+    count = scored = 0
     for j, i in enumerate(order[:-1]):
         at, tf, idf = terms[i]
-        partial[at] += contribution(idf, tf, lens[at], avg)
+        done[i] = contribution(idf, tf, lens[at], avg)
+        partial[at] += done[i]
+        new = at[~seen[at]]
+        seen[new] = True
+        touched.append(new)
+        count += new.shape[0]
         scored += sizes[i]
-        if 2 * scored > sum(sizes):  # the essential terms are most of the postings: nothing to save
+        if 3 * scored > everything:  # the essential terms hold a third of the postings: too little to save
             return None
-        rest = math.fsum(bounds[o] for o in order[j + 1:])
-        touched = np.unique(np.concatenate([terms[o][0] for o in order[: j + 1]]))
-        if touched.shape[0] < k:
+        if count < k or j + 1 < first:
             continue
-        kth = float(np.partition(partial[touched], touched.shape[0] - k)[touched.shape[0] - k])
+        rest = math.fsum(bounds[o] for o in order[j + 1:])
+        touched = [np.concatenate(touched)] if len(touched) > 1 else touched
+        kth = float(np.partition(partial[touched[0]], count - k)[count - k])
         # partial sums differ from a row's full score by rounding only (~1e-16 of it); the margin
         # keeps a row outside every essential term strictly below the k-th
         if rest < kth * (1 - 1e-9):
-            mask = np.zeros(rows, dtype=bool)
-            mask[touched] = True
-            return mask
+            return Contenders(seen, touched[0], done)
     return None
