@@ -7,7 +7,9 @@ Per set, the balanced accuracy (BA: mean of answerable kept and unanswerable cau
 best MiniLM cosine); docket's rule gate (the floor, plus exact identifiers and keyword cover above
 the noise floor: docket.answerable, `answerable.reader = false`); and the reader (docket.reader,
 the default gate) at its default threshold and at its balanced one; plus the best floor for that
-set (in-sample: an upper bound for any floor). Held out means: SQuAD 2.0 dev (Normans, Rhine) is
+set (in-sample: an upper bound for any floor). Then the reader's operating curve (POINTS): BA and
+false "not found" at the default threshold, at the previous default's rule, at the thresholds
+that keep false "not found" on HotpotQA and MuSiQue within 1, 2 and 3%, and at the balanced one. Held out means: SQuAD 2.0 dev (Normans, Rhine) is
 never trained on, the model and both thresholds are the shipped ones benchmarks/train_reader.py
 builds; HotpotQA and MuSiQue are judged by 5-fold cross-validation grouped by question (a
 question's answerable, gold-removed and off-topic copies share a fold), each fold's model trained
@@ -26,6 +28,7 @@ import json
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -70,15 +73,33 @@ def strict_floor(sets: list[T.Examples], max_false_nf: float = 0.03) -> float:
     return float(max(ok)) if ok else float(grid[0])
 
 
+#: the operating points printed per set, each a rule that picks a threshold from out-of-fold
+#: predictions on the training sets: the shipped default's, the previous default's, the highest
+#: threshold whose false "not found" on HotpotQA's and MuSiQue's answerable questions stays at
+#: most 1, 2 or 3%, and the balanced one
+POINTS = {
+    "default": T.default_threshold,
+    "every set 3% (previous default)": partial(T.choose_threshold, max_false_nf=0.03),
+    **{f"false NF {r:.0%}": partial(T.choose_threshold, max_false_nf=r, judged=T.FALSE_NF_SETS) for r in (0.01, 0.02, 0.03)},
+    "balanced": T.choose_balanced_threshold,
+}
+
+
+def thresholds(tr: list[T.Examples], oof: dict[str, np.ndarray]) -> dict[str, float]:
+    """Every operating point's threshold, chosen on these training sets' out-of-fold predictions."""
+    return {name: rule(tr, oof) for name, rule in POINTS.items()}
+
+
 def held_out_reader(test: T.Examples, train: list[T.Examples],
-                    k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    k: int = 5) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """P(answerable) for every question of `test` from models that never saw its group, and per
-    question the default and the balanced threshold, each chosen on that model's training folds
-    only (out-of-fold predictions there), and the strict floor chosen on them. `train` holds the
-    other sets; the test set's off-topic copy (same questions, another pool) is cut to the
-    training folds' questions too."""
+    question every operating point's threshold (POINTS) and the strict floor, each chosen on that
+    model's training folds only (out-of-fold predictions there), never on the judged fold. `train`
+    holds the other sets; the test set's off-topic copy (same questions, another pool) is cut to
+    the training folds' questions too."""
     fid = T.folds_of(test.groups, k)
-    p, t_def, t_bal, strict = (np.zeros(len(test.y)) for _ in range(4))
+    p, strict = np.zeros(len(test.y)), np.zeros(len(test.y))
+    ts = {name: np.zeros(len(test.y)) for name in POINTS}
     for f in range(k):
         held = {g for g, m in zip(test.groups, fid == f) if m}
         tr = [T.Examples(test.name, test.X[fid != f], test.y[fid != f], [g for g, m in zip(test.groups, fid != f) if m])]
@@ -89,10 +110,10 @@ def held_out_reader(test: T.Examples, train: list[T.Examples],
         oof = T.out_of_fold(tr)
         arr = T.fit(np.concatenate([s.X for s in tr]), np.concatenate([s.y for s in tr]), T.sample_weights(tr))
         p[fid == f] = T.reader_of(arr, "").probability(test.X[fid == f])
-        t_def[fid == f] = T.choose_threshold(tr, oof, 0.03)
-        t_bal[fid == f] = T.choose_balanced_threshold(tr, oof)
+        for name, t in thresholds(tr, oof).items():
+            ts[name][fid == f] = t
         strict[fid == f] = strict_floor(tr)
-    return p, t_def, t_bal, strict
+    return p, ts, strict
 
 
 def latency(prepared: list, reader, runs: int = 200) -> dict:  # noqa: ANN001
@@ -143,20 +164,21 @@ def _art(r: dict, which: str) -> str:
 
 
 def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noqa: ANN001
-    """One set's row: the plain floor, the rule gate and the reader (default and balanced threshold)."""
+    """One set's row: the plain floor, the rule gate and the reader at every operating point."""
     from docket.answerable import evidence
     from docket.policy import NOT_FOUND_FLOOR
 
     ex, prepared = data[name]
     y, top = ex.y, ex.X[:, 0]
+    train = [data[m][0] for m in train_names]
     if name in train_names:  # cross-validated by question, the other training sets always in
-        p, t_def, t_bal, strict = held_out_reader(ex, [data[m][0] for m in train_names if m != name])
+        p, ts, strict = held_out_reader(ex, [s for s in train if s.name != name])
         how = "5-fold by question; thresholds chosen on the training folds"
-    else:
+    else:  # the shipped reader; its thresholds' rules applied to the training sets' out-of-fold predictions
         p = reader.probability(ex.X)
-        t_def, t_bal = np.full(len(y), reader.threshold), np.full(len(y), reader.meta["balanced_threshold"])
-        strict = np.full(len(y), strict_floor([data[m][0] for m in train_names]))
-        how = "never trained on (the shipped reader and thresholds)"
+        ts = {n: np.full(len(y), t) for n, t in thresholds(train, T.out_of_fold(train)).items()}
+        strict = np.full(len(y), strict_floor(train))
+        how = "never trained on (the shipped reader; thresholds chosen on the training sets)"
     exact = np.asarray([bool(evidence(pp.item.question, [c.chunk for c in pp.query.ranked],
                                       [c.score for c in pp.query.ranked]).exact) for pp in prepared])
     rule = rule_gate(prepared)
@@ -164,16 +186,16 @@ def judge(name: str, data: dict, train_names: list[str], reader) -> dict:  # noq
     # pool smaller than the reader's training pools goes to the rule gate
     small = np.asarray([len(pp.query.ranked) < reader.min_pool for pp in prepared], dtype=bool)
     found = {"floor": top >= NOT_FOUND_FLOOR, "rule": rule, "strict_floor": (top >= strict) | exact,
-             "reader": np.where(small, rule, (p >= t_def) | exact),
-             "reader_balanced": np.where(small, rule, (p >= t_bal) | exact)}
+             **{f"reader@{n}": np.where(small, rule, (p >= t) | exact) for n, t in ts.items()}}
     grid = np.arange(0.2, 0.8, 0.005)
     best_floor = max(grid, key=lambda f: T.balanced(top, y, f))
     row = {"questions": len(y), "unanswerable": int((~y).sum()), "held_out": how,
            "best_floor_in_sample": {"floor": round(float(best_floor), 3), "balanced": round(T.balanced(top, y, best_floor), 4)},
-           "thresholds": {"default": sorted(set(np.round(t_def, 2).tolist())), "balanced": sorted(set(np.round(t_bal, 2).tolist())),
+           "thresholds": {**{n: sorted(set(np.round(t, 2).tolist())) for n, t in ts.items()},
                           "strict_floor": sorted(set(np.round(strict, 3).tolist()))}}
     for k, f in found.items():
         row[k] = {"balanced": round(_ba(f, y), 4), "false_nf": round(_fnf(f, y), 4)}
+    row["reader"], row["reader_balanced"] = row["reader@default"], row["reader@balanced"]
     row["floor"]["auc"] = round(_auc(top, y), 4)
     row["reader"]["auc"] = round(_auc(p, y), 4)
     return row
@@ -193,7 +215,7 @@ def squad_by_article(data: dict, train_names: list[str]) -> dict:
         m = arts == a
         tr = [T.Examples("squad", X[~m], y[~m], [g for g, k in zip(groups, ~m) if k]), *other]
         oof = T.out_of_fold(tr)
-        t, tb = T.choose_threshold(tr, oof, 0.03), T.choose_balanced_threshold(tr, oof)
+        t, tb = T.default_threshold(tr, oof), T.choose_balanced_threshold(tr, oof)
         arr = T.fit(np.concatenate([e.X for e in tr]), np.concatenate([e.y for e in tr]), T.sample_weights(tr))
         p, ya = T.reader_of(arr, "").probability(X[m]), y[m]
         out[a] = {"questions": int(m.sum()), "auc": round(_auc(p, ya), 4), "auc_top_cosine": round(_auc(X[m, 0], ya), 4),
@@ -213,6 +235,19 @@ def previous(data: dict, train_names: list[str], names: list[str], reader):  # n
     rows = {n: judge(n, cut, train_names, v1) for n in names}
     by_article = squad_by_article(cut, train_names) if {"squad-train", "squad-dev"} <= set(cut) else {}
     return v1, rows, by_article
+
+
+def print_curve(rows: dict, reader) -> None:  # noqa: ANN001
+    """The reader's operating curve per set: BA / false "not found" at each POINTS threshold, the
+    threshold(s) beside it (one per fold where cross-validated), as the assembler decides."""
+    print("\nThe reader's operating points (thresholds chosen on the training sets' out-of-fold predictions, never "
+          f"on the judged questions; shipped: {reader.threshold} default, {reader.meta['balanced_threshold']} balanced). "
+          "BA / false NF (threshold):\n")
+    print("| set | AUC | " + " | ".join(POINTS) + " |")
+    print("|---|---|" + "---|" * len(POINTS))
+    for n, r in rows.items():
+        cells = [f"{_cell(r[f'reader@{k}'])} ({', '.join(f'{t:g}' for t in r['thresholds'][k])})" for k in POINTS]
+        print(f"| {n} | {r['reader']['auc']:.3f} | " + " | ".join(cells) + " |")
 
 
 def main() -> int:
@@ -255,6 +290,7 @@ def main() -> int:
               f"{100 * d['false_nf']:.1f}% / {d['auc']:.3f} | {b['balanced']:.3f} / {100 * b['false_nf']:.1f}% | "
               f"{r['best_floor_in_sample']['balanced']:.3f} ({r['best_floor_in_sample']['floor']}) | {r['held_out']}, "
               f"thresholds {r['thresholds']['default']} / {r['thresholds']['balanced']} |")
+    print_curve(rows, reader)
     if by_article:
         print("\nSQuAD 2.0 held out by article (trained on the other three articles and the other sets):\n")
         print("| article | questions | AUC (best cosine alone) | default threshold: BA / false NF | balanced: BA / false NF |")

@@ -22,8 +22,8 @@ loss with L2, each set weighing the same and the classes balanced within it, see
 (deterministic; OMP_NUM_THREADS=1 only makes it faster on shared cores). Two thresholds come from
 out-of-fold predictions on the training sets (grouped folds: by question for HotpotQA/MuSiQue,
 so a question's copies share a fold; by paragraph for SQuAD): the default, the highest whose
-false "not found" rate on answerable questions is at most --max-false-nf (3%) in every training
-set; and the balanced one (best mean balanced accuracy), which `answerable.reader_threshold` can
+false "not found" rate on answerable questions is at most --max-false-nf (1.5%) in HotpotQA and
+in MuSiQue (FALSE_NF_SETS: why there and why 1.5%); and the balanced one (best mean balanced accuracy), which `answerable.reader_threshold` can
 select. --write stores it in src/docket/data/answerable_reader.json.
 """
 
@@ -50,6 +50,14 @@ DEFAULT_SETS = "squad-train,hotpotqa,hotpotqa-offtopic,musique,musique-offtopic"
 #: the previous reader's features (the first 28 of docket.reader.FEATURES, before "antonym" and
 #: "comp_title"): benchmarks/answerability.py judges a reader on them beside the shipped one, same splits
 V1_FEATURES = 28
+#: the default threshold's rule: the highest whose out-of-fold false "not found" rate on the
+#: answerable questions of each of these sets is at most MAX_FALSE_NF. The issue bounds false "not
+#: found" at 3% on answerable HotpotQA never seen, and out-of-fold 2% already came out at 2.8%
+#: held out (benchmarks/answerability.py: 250 answerable questions, one is 0.4%), so 1.5% leaves
+#: margin. SQuAD 2.0 is not among them: its answerable questions sit on the very paragraphs its
+#: unanswerable ones were written against, and it alone held the threshold at 0.09 before.
+FALSE_NF_SETS = ("hotpotqa", "musique")
+MAX_FALSE_NF = 0.015
 
 
 @dataclass
@@ -184,12 +192,19 @@ def out_of_fold(sets: list[Examples], k: int = 5, hidden: int = HIDDEN) -> dict[
     return out
 
 
-def choose_threshold(sets: list[Examples], oof: dict[str, np.ndarray], max_false_nf: float) -> float:
+def choose_threshold(sets: list[Examples], oof: dict[str, np.ndarray], max_false_nf: float,
+                     judged: tuple[str, ...] | None = None) -> float:
     """The highest threshold whose out-of-fold false "not found" rate on answerable questions is
-    at most `max_false_nf` in every set."""
+    at most `max_false_nf` in every set named in `judged` (None: every set)."""
     cands = np.round(np.arange(0.01, 0.99, 0.01), 2)
-    ok = [t for t in cands if all(np.mean(oof[s.name][s.y] < t) <= max_false_nf for s in sets if s.y.any())]
+    held = [s for s in sets if s.y.any() and (judged is None or s.name in judged)]
+    ok = [t for t in cands if all(np.mean(oof[s.name][s.y] < t) <= max_false_nf for s in held)]
     return float(max(ok)) if ok else 0.01
+
+
+def default_threshold(sets: list[Examples], oof: dict[str, np.ndarray]) -> float:
+    """The shipped threshold's rule (FALSE_NF_SETS, MAX_FALSE_NF)."""
+    return choose_threshold(sets, oof, MAX_FALSE_NF, FALSE_NF_SETS)
 
 
 def choose_balanced_threshold(sets: list[Examples], oof: dict[str, np.ndarray]) -> float:
@@ -207,13 +222,13 @@ def balanced(p: np.ndarray, y: np.ndarray, t: float) -> float:
     return (kept + caught) / 2
 
 
-def build(sets: list[Examples], sizes: list[int], embedder: str, hidden: int = HIDDEN, max_false_nf: float = 0.03,
-          report: bool = False):  # noqa: ANN201
+def build(sets: list[Examples], sizes: list[int], embedder: str, hidden: int = HIDDEN,
+          max_false_nf: float = MAX_FALSE_NF, report: bool = False):  # noqa: ANN201
     """The reader trained on every set, its thresholds chosen on their out-of-fold predictions
     (`sizes`: the training pools' sizes, for min_pool); `report` prints the out-of-fold figures."""
     smallest = int(np.percentile(sizes, 2))  # 98% of the training pools are at least this large
     oof = out_of_fold(sets, hidden=hidden)
-    t = choose_threshold(sets, oof, max_false_nf)
+    t = choose_threshold(sets, oof, max_false_nf, FALSE_NF_SETS)
     tb = choose_balanced_threshold(sets, oof)
     for s in sets if report else []:
         if not s.y.any():
@@ -229,7 +244,7 @@ def build(sets: list[Examples], sizes: list[int], embedder: str, hidden: int = H
     arr = fit(np.concatenate([s.X for s in sets]), np.concatenate([s.y for s in sets]), sample_weights(sets), hidden)
     meta = {"trained_on": [f"{s.name} ({len(s.y)} questions, {int((~s.y).sum())} unanswerable)" for s in sets],
             "script": "benchmarks/train_reader.py", "hidden": hidden, "seed": SEED,
-            "threshold_rule": f"out-of-fold false not-found <= {max_false_nf} on every training set",
+            "threshold_rule": f"out-of-fold false not-found <= {max_false_nf} on {' and '.join(FALSE_NF_SETS)}",
             "balanced_threshold": tb,
             # the pool size 98% of its training pools reach (a handful of HotpotQA pools hold 0-6):
             # on a smaller pool its pool statistics (rarity, lift) are out of what it learned, and
@@ -242,7 +257,7 @@ def build(sets: list[Examples], sizes: list[int], embedder: str, hidden: int = H
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default=DEFAULT_SETS)
-    ap.add_argument("--max-false-nf", type=float, default=0.03)
+    ap.add_argument("--max-false-nf", type=float, default=MAX_FALSE_NF)
     ap.add_argument("--hidden", type=int, default=HIDDEN)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
