@@ -14,6 +14,18 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DOCKET_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fallback_vocabs_loaded() -> None:
+    """tiktoken's vocabularies loaded once, before any test (~0.8 s). A text holding a code point
+    toktok cannot count (unassigned in Unicode 14) falls back to them, and otherwise the first
+    such text pays the load inside whichever hypothesis example meets it: a DeadlineExceeded
+    that depends on test order, not on the code under test."""
+    from docket import tokens
+
+    for name in ("o200k_base", "cl100k_base"):
+        tokens._encoding(name)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.exists():
