@@ -69,15 +69,22 @@ class PairSims:
 class Reach:
     """R for one pool: each member's cosines with every candidate (|R| x n, linear in the pool)."""
 
-    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n")
+    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n", "hashes")
 
-    def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray) -> None:
+    def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray,
+                 hashes: list[str] | None = None) -> None:
         self.chunks, self.members, self.rows = list(chunks), members, rows
+        #: each candidate's copy hash (Move 2 reads them too), when the scan read them
+        self.hashes = hashes
         self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
         self.position = {id(c): k for k, c in enumerate(chunks)}
         self.member = {id(chunks[k]): r for r, k in enumerate(members)}
         self.n = len(chunks)
         self.beyond = self.n - len(members)
+
+    def is_pool(self, chunks: Sequence[Chunk]) -> bool:
+        """`chunks` are this pool's, in its order."""
+        return len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks))
 
     def covers(self, chunks: Sequence[Chunk]) -> bool:
         pos = self.position
@@ -87,7 +94,7 @@ class Reach:
         """What `Context.similar_pairs` gives, over the members among `chunks`: pairs (i < j) in the
         order of itertools.combinations, the cosine of row i at column j. None when a chunk is not
         of this pool (then the caller compares the whole list)."""
-        if len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks)):
+        if self.is_pool(chunks):
             idx = self.members  # the pool itself (the common case): its members, in order
             sub = self.rows[:, idx]
             a, b = pairs_at_least(sub, threshold)
@@ -108,6 +115,15 @@ class Reach:
         sub = self.rows[np.ix_(rows, cols)]
         a, b = pairs_at_least(sub, threshold)
         return PairSims(sub, {k: n for n, k in enumerate(idx)}), [idx[x] for x in a], [idx[y] for y in b]
+
+
+def hashes_of(passages: Sequence[Passage], ctx: Context) -> list[str] | None:
+    """The passages' copy hashes as the scan read them, when they are the reachable set's pool
+    (each one whole chunk: its hash is its chunk's); else None."""
+    reach = ctx.reach
+    if not isinstance(reach, Reach) or reach.hashes is None or not reach.is_pool([p.first for p in passages]):
+        return None
+    return reach.hashes
 
 
 def similar_pairs(passages: Sequence[Passage], ctx: Context, threshold: float) -> tuple[Any, list[int], list[int]]:
@@ -214,7 +230,7 @@ def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) ->
     if members is None or len(members) > MAX_SHARE * len(passages):
         return None
     rows = scan.rows(members) if members else np.zeros((0, len(chunks)), dtype=vecs.dtype)
-    return Reach(chunks, members, rows)
+    return Reach(chunks, members, rows, scan.hashes)
 
 
 class _Groups:
