@@ -46,17 +46,19 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
         reach.ensure(passages, ctx, MOVE, authorities)  # what can reach the prompt: compared with the pool, not every pair
     sims, near_rows, near_cols = reach.similar_pairs(passages, ctx, pol.threshold) if ctx.has_vectors() else (None, [], [])
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
-    hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text)
-              for p, f in zip(passages, ctx.features.of_passages(passages))]
-    restated = _restated_pairs(passages, ctx)  # a pasted table of values: a copy below the cosine threshold
+    feats = ctx.features.of_passages(passages)
+    # the reachable set read them for this pool already (whole chunks: a passage's hash is its chunk's)
+    hashes = reach.hashes_of(passages, ctx) if None not in feats else None
+    if hashes is None:
+        hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text) for p, f in zip(passages, feats)]
+    restated = _restated_pairs(passages, ctx, feats)  # a pasted table of values: a copy below the cosine threshold
     related = _related(near_rows, near_cols, restated, hashes)
     slots = _Slots()
-    for i, p in enumerate(passages):
+    for i in sorted(related):
+        slots.keep_until(passages, i)  # the passages before it that duplicate nothing, as they are
         deadline.check()  # a request's budget (docket.deadline) bounds near-duplicate floods
-        near_i = related.get(i)
-        if near_i is None:
-            slots.keep(i, p)
-            continue
+        p = passages[i]
+        near_i = related[i]
         match, cos, exact = None, None, False
         # the kept passages it may duplicate, in slot order (not every slot: linear, not quadratic)
         for slot, k in sorted((slots.slot_of[k], k) for k in near_i if k in slots.slot_of):
@@ -76,6 +78,8 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
             slots.keep(i, p)
         else:
             _fold(slots, match, i, p, cos, exact, ctx)
+        slots.seen = i + 1
+    slots.keep_until(passages, len(passages))
     result = slots.slots
     if pol.mmr:
         result = mmr(result, ctx)
@@ -103,17 +107,28 @@ def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int
 class _Slots:
     """The kept passages in output order, and which input passage holds each slot."""
 
-    __slots__ = ("kept", "slot_of", "slots")
+    __slots__ = ("kept", "slot_of", "slots", "seen")
 
     def __init__(self) -> None:
         self.kept: list[int] = []  # indexes into passages, in output order
         self.slot_of: dict[int, int] = {}  # index into passages -> its slot, for the passages in `kept`
         self.slots: list[Passage] = []
+        self.seen = 0  # the passages before this index have been kept or folded
 
     def keep(self, i: int, p: Passage) -> None:
         self.slot_of[i] = len(self.kept)
         self.kept.append(i)
         self.slots.append(p)
+
+    def keep_until(self, passages: list[Passage], end: int) -> None:
+        """Keep passages[seen:end] as they are (none of them duplicates an earlier one), in one go."""
+        start = self.seen
+        if end > start:
+            base = len(self.kept)
+            self.slot_of.update(zip(range(start, end), range(base, base + end - start)))
+            self.kept.extend(range(start, end))
+            self.slots.extend(passages[start:end])
+        self.seen = max(start, end)
 
 
 def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exact: bool, ctx: Context) -> None:
@@ -146,7 +161,7 @@ def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exac
         ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
 
 
-def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int]]:
+def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any] | None = None) -> set[tuple[int, int]]:
     """Pairs (j < i) of passages of different documents, similar enough to be compared for a
     conflict, where one only restates the values of the other (docket.claims.restates)."""
     if not ctx.has_vectors() or len(passages) < 2:
@@ -156,7 +171,10 @@ def _restated_pairs(passages: list[Passage], ctx: Context) -> set[tuple[int, int
     from docket.moves.versions import statements
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
-    feats = ctx.features.of_passages(passages)
+    if not rows:
+        return set()
+    if feats is None:
+        feats = ctx.features.of_passages(passages)
     said: dict[int, list[Any]] = {}
 
     def of(k: int) -> list[Any]:

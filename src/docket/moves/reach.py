@@ -69,15 +69,22 @@ class PairSims:
 class Reach:
     """R for one pool: each member's cosines with every candidate (|R| x n, linear in the pool)."""
 
-    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n")
+    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n", "hashes")
 
-    def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray) -> None:
+    def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray,
+                 hashes: list[str] | None = None) -> None:
         self.chunks, self.members, self.rows = list(chunks), members, rows
+        #: each candidate's copy hash (Move 2 reads them too), when the scan read them
+        self.hashes = hashes
         self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
         self.position = {id(c): k for k, c in enumerate(chunks)}
         self.member = {id(chunks[k]): r for r, k in enumerate(members)}
         self.n = len(chunks)
         self.beyond = self.n - len(members)
+
+    def is_pool(self, chunks: Sequence[Chunk]) -> bool:
+        """`chunks` are this pool's, in its order."""
+        return len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks))
 
     def covers(self, chunks: Sequence[Chunk]) -> bool:
         pos = self.position
@@ -87,7 +94,7 @@ class Reach:
         """What `Context.similar_pairs` gives, over the members among `chunks`: pairs (i < j) in the
         order of itertools.combinations, the cosine of row i at column j. None when a chunk is not
         of this pool (then the caller compares the whole list)."""
-        if len(chunks) == self.n and all(map(operator.is_, chunks, self.chunks)):
+        if self.is_pool(chunks):
             idx = self.members  # the pool itself (the common case): its members, in order
             sub = self.rows[:, idx]
             a, b = pairs_at_least(sub, threshold)
@@ -108,6 +115,15 @@ class Reach:
         sub = self.rows[np.ix_(rows, cols)]
         a, b = pairs_at_least(sub, threshold)
         return PairSims(sub, {k: n for n, k in enumerate(idx)}), [idx[x] for x in a], [idx[y] for y in b]
+
+
+def hashes_of(passages: Sequence[Passage], ctx: Context) -> list[str] | None:
+    """The passages' copy hashes as the scan read them, when they are the reachable set's pool
+    (each one whole chunk: its hash is its chunk's); else None."""
+    reach = ctx.reach
+    if not isinstance(reach, Reach) or reach.hashes is None or not reach.is_pool([p.first for p in passages]):
+        return None
+    return reach.hashes
 
 
 def similar_pairs(passages: Sequence[Passage], ctx: Context, threshold: float) -> tuple[Any, list[int], list[int]]:
@@ -213,8 +229,8 @@ def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) ->
     members = scan.run()
     if members is None or len(members) > MAX_SHARE * len(passages):
         return None
-    rows = np.stack([scan.rows[k] for k in members]) if members else np.zeros((0, len(chunks)), dtype=vecs.dtype)
-    return Reach(chunks, members, rows)
+    rows = scan.rows(members) if members else np.zeros((0, len(chunks)), dtype=vecs.dtype)
+    return Reach(chunks, members, rows, scan.hashes)
 
 
 class _Groups:
@@ -224,21 +240,29 @@ class _Groups:
     __slots__ = ("first", "more")
 
     def __init__(self, values: list[str]) -> None:
-        first: dict[str, int] = {}
+        n = len(values)
+        # the first position of each value in one C-level pass (a later position is overwritten by an earlier one)
+        first = dict(zip(reversed(values), range(n - 1, -1, -1)))
         more: dict[str, list[int]] = {}
-        for k, v in enumerate(values):
-            at = first.setdefault(v, k)
-            if at != k:
-                group = more.get(v)
-                if group is None:
-                    more[v] = [at, k]
-                else:
-                    group.append(k)
+        if len(first) < n:  # some value repeats: its positions, in order
+            for k, v in enumerate(values):
+                at = first[v]
+                if at != k:
+                    group = more.get(v)
+                    if group is None:
+                        more[v] = [at, k]
+                    else:
+                        group.append(k)
         self.first, self.more = first, more
 
 
 class _Scan:
-    """One pass over the pool in rank order, growing R (with its closure) and the witnesses."""
+    """One pass over the pool in rank order, growing R (with its closure) and the witnesses.
+
+    What the scan asks of every candidate (its lower bound, its counted cost when known) is read
+    once into lists, and each member's cosines with the pool come from one product per batch of
+    new members: the members found are those of the scan that asked one candidate at a time
+    (tests/reach_reference.py, checked by tests/test_reach_scan.py)."""
 
     def __init__(self, passages: list[Passage], ctx: Context, vecs: np.ndarray, room: int,
                  authorities: Authorities) -> None:
@@ -248,14 +272,17 @@ class _Scan:
         self.cut = _at_least(min(pol.dedup.threshold, pol.versions.conflict_similarity), vecs.dtype)
         n = len(passages)
         firsts = [p.first for p in passages]
-        hashes = [f.copy_hash(c) if f is not None else text_hash(p.text)
-                  for p, c, f in zip(passages, firsts, ctx.features.of_passages(passages))]
+        feats = ctx.features.of_passages(passages)
+        hashes = [f.copy_hash(c) if f is not None else text_hash(p.text) for p, c, f in zip(passages, firsts, feats)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
         self.groups = (_Groups([c.doc for c in firsts]), _Groups([c.id for c in firsts]), _Groups(hashes))
         self.hashes = hashes
         self.in_r = [False] * n
-        self.rows: dict[int, np.ndarray] = {}
+        #: each flushed batch: its positions and their cosines with the pool (one row each)
+        self.batches: list[tuple[list[int], np.ndarray]] = []
+        #: member -> whether it is related (at the cut) to an earlier candidate
+        self.earlier: dict[int, bool] = {}
         self.pending: list[int] = []
         self.grows = pol.expand.enabled and pol.expand.top_n > 0
         self.top_n = pol.expand.top_n if self.grows else 0
@@ -266,73 +293,94 @@ class _Scan:
         self.anchored = False
         self.witnesses = 0
         self.label = label_for(n)
-        self.cost_keys = [("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label_for(10**w)))
-                          for w in range(len(str(n)))]
+        keys = [("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label_for(10**w)))
+                for w in range(len(str(n)))]
+        #: each candidate's lower bound (its words), and its rendered cost when counted already (any
+        #: label up to S999 counts alike): read once, not once per block
+        self.bound = list(map(lower_bound, [c.text for c in firsts]))
+        self.feats, self.cost_keys = feats, keys
+        self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.authority: int | None = None
 
     def run(self) -> list[int] | None:
         n = len(self.passages)
+        in_r, pending = self.in_r, self.pending
         t, block = 0, 16
         while t < n:
             end = min(n, t + block)
-            for k in range(t, end):
-                if not self.in_r[k] and (self.certain < self.top_n or not self.anchored or not self._beyond(k)):
-                    self._join(k)
+            if self.certain < self.top_n or not self.anchored:
+                new = [k for k in range(t, end) if not in_r[k]]
+            else:  # x is beyond reach when lo + its cost exceeds the room (module doc)
+                left, bound, known = self.room - self.lo, self.bound, self.known
+                new = [k for k in range(t, end) if not in_r[k] and bound[k] <= left and self._cost(k, known) <= left]
+            for k in new:
+                in_r[k] = True
+            pending.extend(new)
             self._flush()
             for k in range(t, end):
-                if self.in_r[k] and not self._witness(k):
+                if in_r[k] and not self._witness(k):
                     return None
             t, block = end, min(2 * block, 128)
-        return [k for k in range(n) if self.in_r[k]]
+        return [k for k in range(n) if in_r[k]]
 
-    def _beyond(self, k: int) -> bool:
-        """`lo` plus x's cost exceeds the room: first with the lower bound, then with the cost
-        counted already (any label up to S999 counts alike), else counted now (pack counts it too)."""
-        p = self.passages[k]
-        lo, room = self.lo, self.room
-        if lo + lower_bound(self.firsts[k].text) > room:  # one whole chunk: its text is the passage's
-            return True
-        costs = self.ctx.features.features(p.first).costs
-        for key in self.cost_keys:
-            cost = costs.get(key)
-            if cost is not None:
-                return lo + cost > room
-        return lo + self.ctx.sizer.costs([p], self.label)[0] > room
+    def _cost(self, k: int, known: list[int | None]) -> int:
+        """x's rendered cost: counted already, else counted now (pack counts it too)."""
+        c = known[k]
+        if c is None:
+            f = self.feats[k]
+            c = _cached_cost(f.costs if f is not None else self.ctx.features.features(self.firsts[k]).costs, self.cost_keys)
+            if c is None:
+                c = self.ctx.sizer.costs([self.passages[k]], self.label)[0]
+            known[k] = c
+        return c
+
+    def rows(self, members: list[int]) -> np.ndarray:
+        """The members' cosines with the pool, one row each, in the order of `members`."""
+        at: dict[int, int] = {}
+        base = 0
+        for batch, _ in self.batches:
+            for b, k in enumerate(batch):
+                at[k] = base + b
+            base += len(batch)
+        every = np.concatenate([sims for _, sims in self.batches])
+        return every[[at[k] for k in members]]
 
     def _values(self, k: int) -> tuple[str, str, str]:
         c = self.firsts[k]
         return c.doc, c.id, self.hashes[k]
 
-    def _join(self, k: int) -> None:
-        if not self.in_r[k]:
-            self.in_r[k] = True
-            self.pending.append(k)
-
     def _flush(self) -> None:
         """Each new member's cosines with the whole pool; what they relate to joins R (the closure)."""
-        in_r = self.in_r
-        while self.pending:
-            batch, self.pending = self.pending, []
+        in_r, pending = self.in_r, self.pending
+        n = len(in_r)
+        while pending:
+            batch = pending[:]
+            del pending[:]
             sims = self.vecs[batch] @ self.vecs.T
-            for b, k in enumerate(batch):
-                self.rows[k] = sims[b]
-            for j in np.unique(np.nonzero(sims >= self.cut)[1]).tolist():
+            self.batches.append((batch, sims))
+            near = sims >= self.cut
+            # the first column at the cut of each row: before the member's own position, it relates to an earlier one
+            first = np.where(near.any(axis=1), near.argmax(axis=1), n).tolist()
+            for k, f in zip(batch, first):
+                self.earlier[k] = f < k
+            for j in np.flatnonzero(near.any(axis=0)).tolist():
                 if not in_r[j]:
-                    self._join(j)
+                    in_r[j] = True
+                    pending.append(j)
             for k in batch:
                 for groups, value in zip(self.groups, self._values(k)):
                     for j in groups.more.get(value, ()):
                         if not in_r[j]:
-                            self._join(j)
+                            in_r[j] = True
+                            pending.append(j)
 
     def _witness(self, k: int) -> bool:
         """Count member k as certainly kept and as a witness where it is one; False when a top hit's
         document holds another authority level (its grown passage could move in pack's order)."""
         if self.certain < self.top_n and not self._grows_alike(k):
             return False
-        row = self.rows[k]
         values = self._values(k)
-        if bool((row[:k] >= self.cut).any()) or any(g.first[v] < k for g, v in zip(self.groups, values)):
+        if self.earlier[k] or any(g.first[v] < k for g, v in zip(self.groups, values)):
             return True  # related to an earlier candidate: Move 2 may fold it
         self.certain += 1
         p = self.passages[k]
@@ -355,3 +403,12 @@ class _Scan:
         if chunks_of is None:
             return False
         return set(self.authorities(chunks_of(p.doc, p.first.version), pol)) <= {self.authority}
+
+
+def _cached_cost(costs: dict[Any, int], keys: list[Any]) -> int | None:
+    """The first of `keys` a chunk's cost cache holds (they all count alike), else None."""
+    for key in keys:
+        cost = costs.get(key)
+        if cost is not None:
+            return cost
+    return None

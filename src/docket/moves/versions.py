@@ -57,14 +57,22 @@ def _vlabel(v: VersionInfo) -> str:
 
 class _Versions:
     """Every stored version of the candidates' documents, read once per assembly (for all the
-    documents at once where the store can: `versions_many`)."""
+    documents at once where the store can: `versions_many`), when first asked for: a question
+    that names no date reads only the version in force (`in_force_many`), not every version."""
 
     def __init__(self, ctx: Context, docs: list[str] | None = None) -> None:
         self._store = ctx.store
         self._cache: dict[str, list[VersionInfo]] = {}
+        self._docs = docs  # read together on the first `of`
+
+    def of(self, doc: str) -> list[VersionInfo]:
+        docs, self._docs = self._docs, None
         many = getattr(self._store, "versions_many", None)
         if docs and many is not None:
             self._cache.update(many(docs))
+        if doc not in self._cache:
+            self._cache[doc] = self._store.versions(doc)
+        return self._cache[doc]
 
     def in_force_many(self, docs: list[str], day: Date) -> dict[str, VersionInfo | None]:
         """`in_force` of each document; a store that answers it in one go (`in_force`) is asked so."""
@@ -72,11 +80,6 @@ class _Versions:
         if many is not None:
             return many(docs, day)  # type: ignore[no-any-return]
         return {d: self.in_force(d, day) for d in docs}
-
-    def of(self, doc: str) -> list[VersionInfo]:
-        if doc not in self._cache:
-            self._cache[doc] = self._store.versions(doc)
-        return self._cache[doc]
 
     def in_force(self, doc: str, day: Date) -> VersionInfo | None:
         return version_in_force(self.of(doc), day)
@@ -171,6 +174,10 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
 
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
+    deadline.check()
+    if all((now := in_force[p.doc]) is not None and (c := p.first).version == now.version and
+           (c.date is None or not c.date > as_of) for p in passages):
+        passages, kept = [], list(passages)  # every candidate is of the version in force (the common case)
     for p in passages:
         deadline.check()
         c = p.first

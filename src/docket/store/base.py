@@ -117,7 +117,9 @@ class MemoryStore:
             self._versions.setdefault(d, []).append(VersionInfo(d, v, c.status, c.date, c.effective_to))
         for infos in self._versions.values():
             infos.sort(key=lambda x: x.version)
-        self._in_force: dict[tuple[str, Date | None], VersionInfo | None] = {}
+        #: as-of date -> document -> its version in force then (memoised: the store never changes)
+        self._in_force: dict[Date | None, dict[str, VersionInfo | None]] = {}
+        self._in_force_size = 0
         #: documents with no acl on any chunk: every reader sees all of them
         restricted = {d for (d, _), cs in self._by_docver.items() if any(c.acl is not None for c in cs)}
         self.public_docs = frozenset(d for d, _ in self._by_docver) - restricted
@@ -143,15 +145,21 @@ class MemoryStore:
         return {d: list(got(d, ())) for d in docs}
 
     def in_force(self, docs: Sequence[str], as_of: Date | None = None) -> dict[str, VersionInfo | None]:
-        """The version in force of each document (the store never changes, so this is memoised)."""
-        memo = self._in_force
-        if len(memo) > 200_000:  # many as-of dates: start again rather than grow without bound
-            memo.clear()
-        out: dict[str, VersionInfo | None] = {}
+        """The version in force of each document (the store never changes, so this is memoised,
+        one table per as-of date: a pool already seen is answered by one dict comprehension)."""
+        memo = self._in_force.get(as_of)
+        if memo is None:
+            if self._in_force_size > 200_000:  # many as-of dates: start again rather than grow without bound
+                self._in_force.clear()
+                self._in_force_size = 0
+            memo = self._in_force[as_of] = {}
+        try:
+            return {d: memo[d] for d in docs}
+        except KeyError:
+            pass
+        versions = self._versions
         for d in docs:
-            key = (d, as_of)
-            if key in memo:
-                out[d] = memo[key]
-            else:
-                out[d] = memo[key] = version_in_force(self._versions.get(d, ()), as_of)
-        return out
+            if d not in memo:
+                memo[d] = version_in_force(versions.get(d, ()), as_of)
+                self._in_force_size += 1
+        return {d: memo[d] for d in docs}

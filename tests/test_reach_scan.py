@@ -1,0 +1,73 @@
+"""The reachable-set scan reads each candidate's bound and cost once and finds "related to an
+earlier candidate" per batch of members; on generated pools it finds exactly the members of the
+scan that asked one candidate at a time (tests/reach_reference.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reach_reference import Groups, Scan
+from test_reach import COUNTER, EMB, pools
+
+from docket.assemble import assemble
+from docket.moves import reach
+from docket.moves.reach import _Groups
+from docket.policy import Policy
+from docket.store.base import MemoryStore
+
+from helpers import cands
+
+SEEN = {"compared": 0, "members": 0}
+
+
+@pytest.fixture(autouse=True)
+def _both_scans(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every scan the assembler runs is run by the reference too, on the same inputs."""
+    product = reach._Scan
+
+    class Checked(product):  # type: ignore[misc, valid-type]
+        def run(self) -> list[int] | None:
+            scan = Scan(self.passages, self.ctx, self.vecs, self.room, self.authorities)
+            ref = scan.run()
+            got = super().run()
+            assert got == ref
+            if got:  # the same rows, bit for bit (the same batches, so the same products)
+                assert self.rows(got).tolist() == [scan.rows[k].tolist() for k in got]
+                SEEN["members"] += len(got)
+            SEEN["compared"] += 1
+            return got
+
+    monkeypatch.setattr(reach, "_Scan", Checked)
+    monkeypatch.setattr(reach, "MIN_POOL", 24)
+    yield
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@given(pools(), st.sampled_from(["default", "loose", "section", "notop"]))
+def test_the_scan_finds_the_reference_members(pool: tuple[list[Any], int, bool], variant: str) -> None:
+    chunks, budget, _mixed = pool
+    policy = {
+        "default": Policy(),
+        "loose": Policy().updated(versions={"conflict_similarity": 0.3}, dedup={"threshold": 0.6}),
+        "section": Policy().updated(expand={"mode": "section", "top_n": 3}),
+        "notop": Policy().updated(expand={"enabled": False}),
+    }[variant]
+    assemble("What is the daily parking allowance?", cands(chunks), store=MemoryStore(chunks), budget=budget,
+             floor=0.0, counter=COUNTER, embedder=EMB, policy=policy)
+
+
+def test_the_scans_were_compared() -> None:
+    """Run after the property (file order): the scan must have run, and found members."""
+    assert SEEN["compared"] >= 10 and SEEN["members"] > 0, SEEN
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=30))
+def test_groups_find_the_first_position_and_the_repeats(values: list[str]) -> None:
+    fast, ref = _Groups(values), Groups(values)
+    assert fast.first == ref.first and fast.more == ref.more
+
