@@ -28,12 +28,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from itertools import filterfalse
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words
+from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words, words_many
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -133,9 +134,13 @@ HEAD_FIELDS = 4
 NO_INDEX = RescoreIndex(None, b"", b"", (), frozenset())
 
 
-def _title_text_words(chunk: Chunk) -> list[str]:
+def _title_text(chunk: Chunk) -> str:
     title = chunk.title
-    return words(f"{title} {chunk.text}" if title else chunk.text)
+    return f"{title} {chunk.text}" if title else chunk.text
+
+
+def _title_text_words(chunk: Chunk) -> list[str]:
+    return words(_title_text(chunk))
 
 
 @lru_cache(maxsize=1 << 14)  # a pure function of the title; the chunks of one document share it
@@ -163,25 +168,35 @@ class _Rows:
         self.bits: list[int] = []
 
     def add(self, vocab: Vocabulary, tf: Mapping[str, int], tw: frozenset[str], probes: tuple[str, ...]) -> int:
-        """One text's rows (see RescoreIndex); returns how many."""
+        """One text's rows (see RescoreIndex); returns how many. The title words and probes in
+        the text come first (so their rows are known without a search), then the text's other
+        content words in order, then the title words and probes the text lacks; the word lists
+        are filtered by C-level iteration (filterfalse, map), Python only touches the few
+        special words."""
         special = tw.union(probes)  # title words are content words; a probe may be a stop word
-        keys = [w for w in special if w in tf]  # first, so their rows are known without a search
-        n_special = len(keys)
-        keys += [w for w in tf if w not in STOPWORDS and w not in special]
-        n_text = len(keys)
-        keys += [w for w in special if w not in tf]
+        present = [w for w in special if w in tf]
+        text = list(filterfalse(STOPWORDS.__contains__, tf))
+        for w in present:
+            if w not in STOPWORDS:
+                text.remove(w)
+        absent = [w for w in special if w not in tf] if len(present) < len(special) else []
+        keys = present + text + absent
         got = list(map(vocab.ids.get, keys))
         if None in got:
             id_of = vocab.id_of
             got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
         start = len(self.ids)
         self.ids += got  # type: ignore[arg-type]  # every None replaced
-        self.counts += map(tf.__getitem__, keys[:n_text])
-        self.counts += [0] * (len(keys) - n_text)
-        for j in [*range(n_special), *range(n_text, len(keys))]:
-            w = keys[j]
-            self.bit_at.append(start + j)
-            self.bits.append((w in probes) * 2 + (w in tw))
+        self.counts += map(tf.__getitem__, present)
+        self.counts += map(tf.__getitem__, text)
+        if absent:
+            self.counts += [0] * len(absent)
+        if special:
+            n_text = len(present) + len(text)
+            self.bit_at += range(start, start + len(present))
+            self.bit_at += range(start + n_text, start + len(keys))
+            self.bits += [(w in probes) * 2 + (w in tw) for w in present]
+            self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
         return len(keys)
 
     def body(self) -> bytes:
@@ -210,12 +225,15 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
     rows = _Rows()
     #: (position in out, features, first row, rows, words, title phrases, title words)
     stale: list[tuple[int, ChunkFeatures, int, int, int, tuple[str, ...], frozenset[str]]] = []
+    # the words of every chunk whose terms are not known, together (text.words_many)
+    fresh = [chunk for f, chunk in pairs if f._rescore_index.vocab is not vocab and f._rescore is None]
+    fresh_words = iter(words_many([_title_text(c) for c in fresh]))
     for f, chunk in pairs:
         r = f._rescore_index
         if r.vocab is not vocab:
             t = f._rescore
             if t is None:
-                toks = _title_text_words(chunk)
+                toks = next(fresh_words)
                 tf: Mapping[str, int] = Counter(toks)
                 length = len(toks)
                 phrases, tw, probes = title_terms(chunk.title)
