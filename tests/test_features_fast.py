@@ -101,3 +101,24 @@ def test_rescore_indexes_examples() -> None:
     want = reference_indexes(chunks, Vocabulary())
     assert [r[1:] for r in got] == [r[1:] for r in want]
     assert all(len(r.body) > 0 for r in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e30, max_value=1e30),
+                min_size=1, max_size=40))
+def test_entry_vector_and_norm_are_numpys(values: list[float]) -> None:
+    """_Entry reads a chunk's vector through array.array and takes its norm as sqrt(dot): the same
+    float32 array and the same float as np.asarray and np.linalg.norm (issue 21)."""
+    import numpy as np
+
+    from docket.features import FeatureCache
+
+    c = mk("v", "some text", vector=values)
+    e = FeatureCache().entry(c)
+    v64 = np.asarray(c.vector, dtype=np.float64)
+    assert e.vector is not None and e.vector.tobytes() == v64.astype(np.float32).tobytes()
+    assert e.norm == float(np.linalg.norm(v64))
+    f32 = v64.astype(np.float32)
+    offered = FeatureCache()
+    offered.offer(c, None, f32)
+    assert offered.entry(c).norm == float(np.linalg.norm(f32.astype(np.float64)))
