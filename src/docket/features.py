@@ -201,6 +201,44 @@ class _Rows:
             self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
         return len(keys)
 
+    def add_content(self, vocab: Vocabulary, tf: Mapping[str, int], toks: list[str], tw: frozenset[str],
+                    probes: tuple[str, ...]) -> int:
+        """`add` for a text seen for the first time, with `tf` counted over its content words only
+        (stop words left out before counting, at C speed: fewer words to count, none to test
+        here) and `toks` all its words (for a probe that is a stop word). The same rows."""
+        present: list[str] = []
+        counts: list[int] = []
+        absent: list[str] = []
+        for w in tw.union(probes):  # the order `add` reads them in
+            n = toks.count(w) if w in STOPWORDS else tf.get(w, 0)
+            if n:
+                present.append(w)
+                counts.append(n)
+            else:
+                absent.append(w)
+        text = list(tf)
+        text_counts = list(tf.values())
+        for w in present:
+            if w not in STOPWORDS:
+                i = text.index(w)
+                del text[i], text_counts[i]
+        keys = present + text + absent
+        got = list(map(vocab.ids.get, keys))
+        if None in got:
+            id_of = vocab.id_of
+            got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
+        start = len(self.ids)
+        self.ids += got  # type: ignore[arg-type]  # every None replaced
+        self.counts += counts
+        self.counts += text_counts
+        if absent:
+            self.counts += [0] * len(absent)
+        self.bit_at += range(start, start + len(present))
+        self.bit_at += range(start + len(present) + len(text), start + len(keys))
+        self.bits += [(w in probes) * 2 + (w in tw) for w in present]
+        self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
+        return len(keys)
+
     def body(self) -> bytes:
         """Every row as (id, count * 4 + bits), int32 pairs."""
         out = np.empty((len(self.ids), 2), dtype=np.int32)
@@ -234,16 +272,17 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
         r = f._rescore_index
         if r.vocab is not vocab:
             t = f._rescore
+            start = len(rows.ids)
             if t is None:
                 toks = next(fresh_words)
-                tf: Mapping[str, int] = Counter(toks)
-                length = len(toks)
                 phrases, tw, probes = title_terms(chunk.title)
+                n = rows.add_content(vocab, Counter(filterfalse(STOPWORDS.__contains__, toks)), toks, tw, probes)
+                length = len(toks)
             else:
-                tf, length = dict.fromkeys(t.words, 1) | t.repeats, t.length
-                phrases, tw, probes = t.title_phrases, t.title_words, t.probes
-            start = len(rows.ids)
-            stale.append((len(out), f, start, rows.add(vocab, tf, tw, probes), length, phrases, tw))
+                tf = dict.fromkeys(t.words, 1) | t.repeats
+                phrases, tw, probes, length = t.title_phrases, t.title_words, t.probes, t.length
+                n = rows.add(vocab, tf, tw, probes)
+            stale.append((len(out), f, start, n, length, phrases, tw))
         out.append(r)
     if stale:
         body = rows.body()
