@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.text import copy_hash, copy_key, fold, words, words_many
+from docket.text import _PAREN, STOPWORDS, copy_hash, copy_key, fold, title_variant_words, words, words_many
 
 _RUN = re.compile(r"[\w']+")
 
@@ -93,3 +93,18 @@ def copy_hash_reference(text: str) -> str:
                  st.text(alphabet=st.characters(max_codepoint=127), max_size=80)))
 def test_copy_hash_is_sha256_of_copy_key(text: str) -> None:
     assert copy_hash(text) == copy_hash_reference(text)
+
+
+def title_variant_words_reference(title: str) -> list[list[str]]:
+    """title_variant_words as it was: the parenthetical pattern run on every title."""
+    out = [title]
+    bare = _PAREN.sub(" ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    return [w for w in (words(t) for t in out) if not STOPWORDS.issuperset(w)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*BATCH_PIECES, "(", ")", " (1945 film)", "The", "of", " "]), max_size=20).map("".join))
+def test_title_variant_words_skips_the_pattern_only_where_it_cannot_match(title: str) -> None:
+    assert title_variant_words(title) == title_variant_words_reference(title)

@@ -152,7 +152,7 @@ def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str,
     variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
     phrases = tuple(" " + " ".join(w) + " " for w in variants)
     probes = tuple(max(w, key=len) for w in variants)
-    tw = frozenset(w for w in variants[-1] if w not in STOPWORDS) if variants else frozenset()
+    tw = frozenset(filterfalse(STOPWORDS.__contains__, variants[-1])) if variants else frozenset()
     return phrases, tw, probes
 
 

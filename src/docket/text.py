@@ -215,7 +215,7 @@ def title_variants(title: str) -> list[str]:
 def title_variant_words(title: str) -> list[list[str]]:
     """`words` of each of `title_variants(title)`, in order (each variant read once)."""
     out = [title]
-    bare = _PAREN.sub(" ", title).strip()
+    bare = (_PAREN.sub(" ", title) if "(" in title else title).strip()  # no "(": nothing for the pattern
     if bare and bare != title:
         out.append(bare)
     got = [words(t) for t in out]
