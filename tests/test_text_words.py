@@ -108,3 +108,10 @@ def title_variant_words_reference(title: str) -> list[list[str]]:
 @given(st.lists(st.sampled_from([*BATCH_PIECES, "(", ")", " (1945 film)", "The", "of", " "]), max_size=20).map("".join))
 def test_title_variant_words_skips_the_pattern_only_where_it_cannot_match(title: str) -> None:
     assert title_variant_words(title) == title_variant_words_reference(title)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_words_as_defined_on_ascii_text(text: str) -> None:
+    """words' ASCII path (bytes.translate) gives the words of the definition."""
+    assert words(text) == reference(text)

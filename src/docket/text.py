@@ -58,8 +58,11 @@ def words(text: str) -> list[str]:
     becomes a space (str.translate), str.split cuts the runs (no `\\w` character is a space), and
     only the runs holding an apostrophe get Python work. tests/test_text_words.py checks it
     against that definition word for word."""
-    s = text.lower()
-    s = s.translate(_SPACE_NON_WORD) if s.isascii() else unicodedata.normalize("NFKD", s).translate(_FOLD_SPACE)
+    if text.isascii():  # one C pass of bytes.translate: ~2x faster than str.translate's table look-ups
+        s = text.encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD).decode("ascii")
+    else:
+        s = text.lower()
+        s = s.translate(_SPACE_NON_WORD) if s.isascii() else unicodedata.normalize("NFKD", s).translate(_FOLD_SPACE)
     out = s.split()
     if "'" in s:
         out = [_strip_apostrophes(w) if "'" in w else w for w in out]
