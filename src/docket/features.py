@@ -250,6 +250,15 @@ class _Rows:
         return out.tobytes()
 
 
+try:  # Counter's C counting loop, into a plain dict (what Counter() does, less its Python-level checks)
+    from collections import _count_elements  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - an interpreter without it
+    def _count_elements(mapping: dict[str, int], iterable: Any) -> None:
+        get = mapping.get
+        for w in iterable:
+            mapping[w] = get(w, 0) + 1
+
+
 _HEAD = struct.Struct(f"={HEAD_FIELDS}i")  # native int32s, as numpy's int32 tobytes writes them
 
 
@@ -276,7 +285,9 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
             if t is None:
                 toks = next(fresh_words)
                 phrases, tw, probes = title_terms(chunk.title)
-                n = rows.add_content(vocab, Counter(filterfalse(STOPWORDS.__contains__, toks)), toks, tw, probes)
+                tf: dict[str, int] = {}
+                _count_elements(tf, filterfalse(STOPWORDS.__contains__, toks))
+                n = rows.add_content(vocab, tf, toks, tw, probes)
                 length = len(toks)
             else:
                 tf = dict.fromkeys(t.words, 1) | t.repeats
