@@ -115,3 +115,11 @@ def test_title_variant_words_skips_the_pattern_only_where_it_cannot_match(title:
 def test_words_as_defined_on_ascii_text(text: str) -> None:
     """words' ASCII path (bytes.translate) gives the words of the definition."""
     assert words(text) == reference(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["'", "''", "s", "'s", "a", "x", " ", "  ", "é", "\u0301", ".", "S", "'S"]),
+                         max_size=14).map("".join), min_size=1, max_size=4))
+def test_words_many_strips_apostrophes_as_words_does(texts: list[str]) -> None:
+    """The batch drops opening/closing apostrophes and one final "'s" by replace: as words does."""
+    assert words_many(texts) == [words(t) for t in texts]
