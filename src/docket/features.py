@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words, words_many
+from docket.text import STOPWORDS, copy_hash, iter_words, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -274,9 +274,9 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
     rows = _Rows()
     #: (position in out, features, first row, rows, words, title phrases, title words)
     stale: list[tuple[int, ChunkFeatures, int, int, int, tuple[str, ...], frozenset[str]]] = []
-    # the words of every chunk whose terms are not known, together (text.words_many)
+    # the words of every chunk whose terms are not known, together (text.iter_words)
     fresh = [chunk for f, chunk in pairs if f._rescore_index.vocab is not vocab and f._rescore is None]
-    fresh_words = iter(words_many([_title_text(c) for c in fresh]))
+    fresh_words = iter_words([_title_text(c) for c in fresh])
     for f, chunk in pairs:
         r = f._rescore_index
         if r.vocab is not vocab:

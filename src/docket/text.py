@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -119,30 +119,39 @@ _ASCII_SPACE_W = bytes(_SPACE_W[b] if b < 128 else b for b in range(256))
 
 
 def words_many(texts: Sequence[str]) -> list[list[str]]:
-    """`words` of each text, the character work done for all of them at once (a pool seen for
-    the first time): the ASCII texts in one bytes.translate, the others decomposed one by one and
-    then folded in one numpy pass over their code points, instead of a str.translate per text
-    that looks up each distinct character in a Python dict (~56 ns a character on accented
-    text). tests/test_text_words.py checks it against `words` text by text."""
+    """`words` of each text (see `iter_words`)."""
+    return list(iter_words(texts))
+
+
+def iter_words(texts: Sequence[str]) -> Iterator[list[str]]:
+    """`words` of each text, in order, the character work done for all of them at once (a pool
+    seen for the first time): the ASCII texts in one bytes.translate, the others decomposed one
+    by one and then folded in one numpy pass over their code points, instead of a str.translate
+    per text that looks up each distinct character in a Python dict (~56 ns a character on
+    accented text). Each text's words are split off when asked for, so a caller that counts
+    them one text at a time never holds every text's words at once (peak memory).
+    tests/test_text_words.py checks it against `words` text by text."""
     lowered = [t.lower() for t in texts]
-    out: list[list[str]] = [[] for _ in lowered]
+    spans: list[tuple[str, int, int]] = [("", 0, 0)] * len(lowered)
     plain = [i for i, s in enumerate(lowered) if s.isascii()]
     other = [i for i, s in enumerate(lowered) if not s.isascii()]
     if plain:
-        _split_back(out, plain, [len(lowered[i]) for i in plain],
-                    "".join([lowered[i] for i in plain]).encode("ascii").translate(_ASCII_SPACE_NON_WORD).decode("ascii"))
+        folded = "".join([lowered[i] for i in plain]).encode("ascii").translate(_ASCII_SPACE_NON_WORD).decode("ascii")
+        _spans(spans, plain, [len(lowered[i]) for i in plain], folded)
     if other:
-        _fold_space_many(out, other, [unicodedata.normalize("NFKD", lowered[i]) for i in other])
-    return out
+        _spans(spans, other, *_fold_space_many([unicodedata.normalize("NFKD", lowered[i]) for i in other]))
+    del lowered
+    for folded, start, end in spans:
+        s = folded[start:end]
+        yield (_drop_apostrophes(s) if "'" in s else s).split()
 
 
-def _split_back(out: list[list[str]], at: list[int], lengths: Sequence[int], folded: str) -> None:
-    """Cut `folded` (texts translated side by side) back into texts of `lengths`; their words into `out[at]`."""
+def _spans(spans: list[tuple[str, int, int]], at: list[int], lengths: Sequence[int], folded: str) -> None:
+    """Where each text of `at` lies in `folded` (texts translated side by side, of `lengths`)."""
     pos = 0
     for i, n in zip(at, lengths):
-        s = folded[pos : pos + n]
+        spans[i] = (folded, pos, pos + n)
         pos += n
-        out[i] = (_drop_apostrophes(s) if "'" in s else s).split()
 
 
 def _drop_apostrophes(s: str) -> str:
@@ -162,9 +171,10 @@ _DROP = 0xFFFFFFFF
 _ASCII_FOLD_SPACE = np.array([_SPACE_NON_WORD[b] for b in range(128)], dtype=np.uint32)
 
 
-def _fold_space_many(out: list[list[str]], at: list[int], decomposed: list[str]) -> None:
+def _fold_space_many(decomposed: list[str]) -> tuple[list[int], str]:
     """`_FOLD_SPACE` over decomposed texts side by side, as numpy code points (UTF-32): ASCII by
-    a table, each distinct other code point asked of _FOLD_SPACE once; then `_split_back`."""
+    a table, each distinct other code point asked of _FOLD_SPACE once. Returns each text's
+    folded length and the folded texts side by side."""
     codes = np.frombuffer("".join(decomposed).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     folded = np.empty_like(codes)
     low = codes < 128
@@ -180,7 +190,7 @@ def _fold_space_many(out: list[list[str]], at: list[int], decomposed: list[str])
         kept_before = np.concatenate(([0], np.cumsum(kept)))
         lengths = np.diff(kept_before[np.concatenate(([0], ends))]).tolist()
         folded = folded[kept]
-    _split_back(out, at, lengths, folded.astype("<u4", copy=False).tobytes().decode("utf-32-le", "surrogatepass"))
+    return lengths, folded.astype("<u4", copy=False).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def _strip_apostrophes(w: str) -> str:
