@@ -150,3 +150,18 @@ def test_sanitize_drops_format_characters_as_a_per_character_test_does(text: str
     t = clean._NONCHAR.sub("", clean._CONTROL.sub("", clean._INVISIBLE.sub("", t)))
     ref = "".join(ch for ch in t if unicodedata.category(ch) != "Cf")
     assert got == ref
+
+
+def _words_less_slashed_reference(text: str) -> int:
+    """words_at_least's count as the general path makes it: the clean text's words, less those opening with "/"."""
+    clean = sanitize(text)[0].strip()
+    return len(clean.split()) - len(sizer._SLASH_WORD.findall(clean))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(alphabet=st.characters(max_codepoint=127), max_size=80),
+                 st.lists(st.sampled_from([*"ab /x/y\n\r\t\x0b\x0c\x1c\x1f\x00\x7f", "\r\n", " /", "//", "a/b"]),
+                          max_size=40).map("".join)))
+def test_the_ascii_word_count_is_the_general_one(text: str) -> None:
+    """The ASCII fast path of words_at_least (issue 21) counts what sanitize, strip and split count."""
+    assert sizer._ascii_words_less_slashed(text) == _words_less_slashed_reference(text)

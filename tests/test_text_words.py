@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.text import copy_key, fold, words
+from docket.text import _PAREN, STOPWORDS, copy_hash, copy_key, fold, title_variant_words, words, words_many
 
 _RUN = re.compile(r"[\w']+")
 
@@ -58,3 +59,67 @@ def copy_key_reference(text: str) -> str:
 def test_copy_key_as_defined(text: str) -> None:
     """copy_key (str.translate and str.split) is `\\W+` runs as one space, ends stripped."""
     assert copy_key(text) == copy_key_reference(text)
+
+
+# --- the batch and ASCII paths (issue 21, decision 3): the same words as the one-text functions ---
+
+#: ASCII text with words, apostrophes and separators; accents precomposed and combining; letters
+#: that fold to ASCII (ﬁ) or change length when lower-cased (İ); astral characters; a lone
+#: surrogate; control characters; the empty string
+BATCH_PIECES = [*TRICKY, "Kenji", "don't", "'", "é", "e\u0301", "\u0308", "ﬁ", "𝔘", "\U0001f600", "\ud800", "\x00", "K",
+                "Ａ", "Σς", "abc", "  ", "."]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.lists(st.sampled_from(BATCH_PIECES), max_size=30).map("".join), st.text(max_size=40)),
+                max_size=12))
+def test_words_many_is_words_of_each(texts: list[str]) -> None:
+    assert words_many(texts) == [words(t) for t in texts]
+
+
+def test_words_many_examples() -> None:
+    texts = ["Akinoshū Kenji's", "", "plain ascii, text's", "ﬁne", "\u0301", "Σ x"]
+    assert words_many(texts) == [words(t) for t in texts]
+    assert words_many([]) == []
+
+
+def copy_hash_reference(text: str) -> str:
+    """copy_hash as it was: sha256 of copy_key, encoded."""
+    return hashlib.sha256(copy_key(text).encode()).hexdigest()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(BATCH_PIECES), max_size=40).map("".join), st.text(max_size=60),
+                 st.text(alphabet=st.characters(max_codepoint=127), max_size=80)))
+def test_copy_hash_is_sha256_of_copy_key(text: str) -> None:
+    assert copy_hash(text) == copy_hash_reference(text)
+
+
+def title_variant_words_reference(title: str) -> list[list[str]]:
+    """title_variant_words as it was: the parenthetical pattern run on every title."""
+    out = [title]
+    bare = _PAREN.sub(" ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    return [w for w in (words(t) for t in out) if not STOPWORDS.issuperset(w)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*BATCH_PIECES, "(", ")", " (1945 film)", "The", "of", " "]), max_size=20).map("".join))
+def test_title_variant_words_skips_the_pattern_only_where_it_cannot_match(title: str) -> None:
+    assert title_variant_words(title) == title_variant_words_reference(title)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_words_as_defined_on_ascii_text(text: str) -> None:
+    """words' ASCII path (bytes.translate) gives the words of the definition."""
+    assert words(text) == reference(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["'", "''", "s", "'s", "a", "x", " ", "  ", "é", "\u0301", ".", "S", "'S"]),
+                         max_size=14).map("".join), min_size=1, max_size=4))
+def test_words_many_strips_apostrophes_as_words_does(texts: list[str]) -> None:
+    """The batch drops opening/closing apostrophes and one final "'s" by replace: as words does."""
+    assert words_many(texts) == [words(t) for t in texts]

@@ -20,20 +20,23 @@ model), so it is kept per object.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import itertools
 import json
+import math
 import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from itertools import filterfalse
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, copy_hash, phrase, title_variant_words, words
+from docket.text import STOPWORDS, copy_hash, iter_words, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -133,9 +136,13 @@ HEAD_FIELDS = 4
 NO_INDEX = RescoreIndex(None, b"", b"", (), frozenset())
 
 
-def _title_text_words(chunk: Chunk) -> list[str]:
+def _title_text(chunk: Chunk) -> str:
     title = chunk.title
-    return words(f"{title} {chunk.text}" if title else chunk.text)
+    return f"{title} {chunk.text}" if title else chunk.text
+
+
+def _title_text_words(chunk: Chunk) -> list[str]:
+    return words(_title_text(chunk))
 
 
 @lru_cache(maxsize=1 << 14)  # a pure function of the title; the chunks of one document share it
@@ -145,7 +152,7 @@ def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str,
     variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
     phrases = tuple(" " + " ".join(w) + " " for w in variants)
     probes = tuple(max(w, key=len) for w in variants)
-    tw = frozenset(w for w in variants[-1] if w not in STOPWORDS) if variants else frozenset()
+    tw = frozenset(filterfalse(STOPWORDS.__contains__, variants[-1])) if variants else frozenset()
     return phrases, tw, probes
 
 
@@ -163,25 +170,73 @@ class _Rows:
         self.bits: list[int] = []
 
     def add(self, vocab: Vocabulary, tf: Mapping[str, int], tw: frozenset[str], probes: tuple[str, ...]) -> int:
-        """One text's rows (see RescoreIndex); returns how many."""
+        """One text's rows (see RescoreIndex); returns how many. The title words and probes in
+        the text come first (so their rows are known without a search), then the text's other
+        content words in order, then the title words and probes the text lacks; the word lists
+        are filtered by C-level iteration (filterfalse, map), Python only touches the few
+        special words."""
         special = tw.union(probes)  # title words are content words; a probe may be a stop word
-        keys = [w for w in special if w in tf]  # first, so their rows are known without a search
-        n_special = len(keys)
-        keys += [w for w in tf if w not in STOPWORDS and w not in special]
-        n_text = len(keys)
-        keys += [w for w in special if w not in tf]
+        present = [w for w in special if w in tf]
+        text = list(filterfalse(STOPWORDS.__contains__, tf))
+        for w in present:
+            if w not in STOPWORDS:
+                text.remove(w)
+        absent = [w for w in special if w not in tf] if len(present) < len(special) else []
+        keys = present + text + absent
         got = list(map(vocab.ids.get, keys))
         if None in got:
             id_of = vocab.id_of
             got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
         start = len(self.ids)
         self.ids += got  # type: ignore[arg-type]  # every None replaced
-        self.counts += map(tf.__getitem__, keys[:n_text])
-        self.counts += [0] * (len(keys) - n_text)
-        for j in [*range(n_special), *range(n_text, len(keys))]:
-            w = keys[j]
-            self.bit_at.append(start + j)
-            self.bits.append((w in probes) * 2 + (w in tw))
+        self.counts += map(tf.__getitem__, present)
+        self.counts += map(tf.__getitem__, text)
+        if absent:
+            self.counts += [0] * len(absent)
+        if special:
+            n_text = len(present) + len(text)
+            self.bit_at += range(start, start + len(present))
+            self.bit_at += range(start + n_text, start + len(keys))
+            self.bits += [(w in probes) * 2 + (w in tw) for w in present]
+            self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
+        return len(keys)
+
+    def add_content(self, vocab: Vocabulary, tf: Mapping[str, int], toks: list[str], tw: frozenset[str],
+                    probes: tuple[str, ...]) -> int:
+        """`add` for a text seen for the first time, with `tf` counted over its content words only
+        (stop words left out before counting, at C speed: fewer words to count, none to test
+        here) and `toks` all its words (for a probe that is a stop word). The same rows."""
+        present: list[str] = []
+        counts: list[int] = []
+        absent: list[str] = []
+        for w in tw.union(probes):  # the order `add` reads them in
+            n = toks.count(w) if w in STOPWORDS else tf.get(w, 0)
+            if n:
+                present.append(w)
+                counts.append(n)
+            else:
+                absent.append(w)
+        text = list(tf)
+        text_counts = list(tf.values())
+        for w in present:
+            if w not in STOPWORDS:
+                i = text.index(w)
+                del text[i], text_counts[i]
+        keys = present + text + absent
+        got = list(map(vocab.ids.get, keys))
+        if None in got:
+            id_of = vocab.id_of
+            got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
+        start = len(self.ids)
+        self.ids += got  # type: ignore[arg-type]  # every None replaced
+        self.counts += counts
+        self.counts += text_counts
+        if absent:
+            self.counts += [0] * len(absent)
+        self.bit_at += range(start, start + len(present))
+        self.bit_at += range(start + len(present) + len(text), start + len(keys))
+        self.bits += [(w in probes) * 2 + (w in tw) for w in present]
+        self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
         return len(keys)
 
     def body(self) -> bytes:
@@ -193,6 +248,15 @@ class _Rows:
         if self.bits:
             out[self.bit_at, 1] += np.asarray(self.bits, dtype=np.int32)
         return out.tobytes()
+
+
+try:  # Counter's C counting loop, into a plain dict (what Counter() does, less its Python-level checks)
+    from collections import _count_elements  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - an interpreter without it
+    def _count_elements(mapping: dict[str, int], iterable: Any) -> None:
+        get = mapping.get
+        for w in iterable:
+            mapping[w] = get(w, 0) + 1
 
 
 _HEAD = struct.Struct(f"={HEAD_FIELDS}i")  # native int32s, as numpy's int32 tobytes writes them
@@ -210,20 +274,26 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
     rows = _Rows()
     #: (position in out, features, first row, rows, words, title phrases, title words)
     stale: list[tuple[int, ChunkFeatures, int, int, int, tuple[str, ...], frozenset[str]]] = []
+    # the words of every chunk whose terms are not known, together (text.iter_words)
+    fresh = [chunk for f, chunk in pairs if f._rescore_index.vocab is not vocab and f._rescore is None]
+    fresh_words = iter_words([_title_text(c) for c in fresh])
     for f, chunk in pairs:
         r = f._rescore_index
         if r.vocab is not vocab:
             t = f._rescore
-            if t is None:
-                toks = _title_text_words(chunk)
-                tf: Mapping[str, int] = Counter(toks)
-                length = len(toks)
-                phrases, tw, probes = title_terms(chunk.title)
-            else:
-                tf, length = dict.fromkeys(t.words, 1) | t.repeats, t.length
-                phrases, tw, probes = t.title_phrases, t.title_words, t.probes
             start = len(rows.ids)
-            stale.append((len(out), f, start, rows.add(vocab, tf, tw, probes), length, phrases, tw))
+            if t is None:
+                toks = next(fresh_words)
+                phrases, tw, probes = title_terms(chunk.title)
+                tf: dict[str, int] = {}
+                _count_elements(tf, filterfalse(STOPWORDS.__contains__, toks))
+                n = rows.add_content(vocab, tf, toks, tw, probes)
+                length = len(toks)
+            else:
+                tf = dict.fromkeys(t.words, 1) | t.repeats
+                phrases, tw, probes, length = t.title_phrases, t.title_words, t.probes, t.length
+                n = rows.add(vocab, tf, tw, probes)
+            stale.append((len(out), f, start, n, length, phrases, tw))
         out.append(r)
     if stale:
         body = rows.body()
@@ -367,11 +437,17 @@ class _Entry:
             if _is_float32_of(vector, chunk):
                 # the store's float32 array: its float64 values are the tuple's, so the norm is the same
                 self.vector = vector
-                self.norm = float(np.linalg.norm(vector.astype(np.float64)))  # type: ignore[union-attr]
+                self.norm = _norm(vector.astype(np.float64))  # type: ignore[union-attr]
             else:  # the tuple read once: float64 -> float32 rounds each value as converting it directly does
-                v64 = np.asarray(chunk.vector, dtype=np.float64)
+                v64 = np.frombuffer(array.array("d", chunk.vector))  # the tuple's doubles, ~25% cheaper than asarray
                 self.vector = v64.astype(np.float32)
-                self.norm = float(np.linalg.norm(v64))
+                self.norm = _norm(v64)
+
+
+def _norm(v64: np.ndarray) -> float:
+    """`float(np.linalg.norm(v64))` of a 1-D float64 array without its argument checks: numpy
+    computes it as sqrt(v64.dot(v64)), and a correctly rounded square root is the same in math."""
+    return math.sqrt(v64.dot(v64))
 
 
 def _is_float32_of(vector: np.ndarray | None, chunk: Chunk) -> bool:

@@ -36,10 +36,12 @@ def sanitize(text: str) -> tuple[str, int]:
     if text.isascii():  # the common case: only C0 controls can hide here
         text = _CONTROL.sub("", text)
         return text, before - len(text)
-    if text.replace("\n", " ").isprintable() and _INVISIBLE.search(text) is None:
+    if (text.replace("\n", " ").replace("\t", " ").replace("\u00a0", " ").isprintable()
+            and _INVISIBLE.search(text) is None):
         # nothing to remove: every removed character but _INVISIBLE's is a control, a surrogate,
         # a non-character or of category Cf, none of which str.isprintable accepts (a C-speed test
-        # instead of three substitutions and a translation per character)
+        # instead of three substitutions and a translation per character); the line break, the
+        # tab and the no-break space (common in web text) are kept, so they do not count
         return text, 0
     text = _INVISIBLE.sub("", text)
     text = _CONTROL.sub("", text)

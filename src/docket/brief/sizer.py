@@ -159,6 +159,9 @@ def words_at_least(p: Passage, policy: RenderPolicy) -> int:
     frame = _FRAME_WORDS.get(type(fmt))
     if frame is None or (p.untrusted and policy.spotlight == "datamark" and fmt.datamarks):
         return 0
+    raw = p.text
+    if raw.isascii() and frame == 3:  # XmlFormat: the words of ASCII text counted in C, no copy of it split
+        return _ascii_words_less_slashed(raw) + frame
     text = sanitize(p.text)[0].strip()
     n = len(text.split())
     if "/" in text:
@@ -166,6 +169,22 @@ def words_at_least(p: Passage, policy: RenderPolicy) -> int:
     if type(fmt) is formats.LinesFormat:
         n += text.count("\n") + 1  # every line of the body starts "| "
     return n + frame
+
+
+#: ASCII text classed byte by byte for `_ascii_words_less_slashed`: whitespace -> " ", "/" -> "/",
+#: any other byte -> "x"; deleted: the control characters sanitize removes from ASCII text
+_ASCII_CLASS = bytes(32 if chr(b).isspace() else 47 if b == 47 else 120 for b in range(256))
+_ASCII_REMOVED = bytes(b for b in range(128) if chr(b) not in "\t\n\r" and (b < 32 or b == 127))
+
+
+def _ascii_words_less_slashed(text: str) -> int:
+    """For ASCII text: `len(sanitize(text)[0].split())` less the words that start with "/", the
+    count `words_at_least` makes, without building the clean text or its words: after the
+    characters sanitize removes are deleted, a counted word starts wherever a byte other than
+    whitespace and "/" opens the text or follows whitespace (strip changes no count;
+    tests/test_pack_bound.py checks it against the general path)."""
+    b = text.encode("ascii").translate(_ASCII_CLASS, _ASCII_REMOVED)
+    return b.count(b" x") + b.startswith(b"x")
 
 
 def rendered_cost(p: Passage, ctx: Context, label: str) -> int:
