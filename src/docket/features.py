@@ -274,13 +274,13 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
     rows = _Rows()
     #: (position in out, features, first row, rows, words, title phrases, title words)
     stale: list[tuple[int, ChunkFeatures, int, int, int, tuple[str, ...], frozenset[str]]] = []
+    # each chunk's slots read once: another thread sharing the cache may fill them meanwhile, and
+    # the words below are handed out in the order of this snapshot
+    seen = [(f, chunk, f._rescore_index, f._rescore) for f, chunk in pairs]
     # the words of every chunk whose terms are not known, together (text.iter_words)
-    fresh = [chunk for f, chunk in pairs if f._rescore_index.vocab is not vocab and f._rescore is None]
-    fresh_words = iter_words([_title_text(c) for c in fresh])
-    for f, chunk in pairs:
-        r = f._rescore_index
+    fresh_words = iter_words([_title_text(chunk) for _, chunk, r, t in seen if r.vocab is not vocab and t is None])
+    for f, chunk, r, t in seen:
         if r.vocab is not vocab:
-            t = f._rescore
             start = len(rows.ids)
             if t is None:
                 toks = next(fresh_words)
