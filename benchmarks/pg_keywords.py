@@ -66,7 +66,7 @@ def exact(store: Any, text: str, k: int, f: Filters) -> list[tuple[str, float]]:
     readable, acl_args = pg._readable_sql(f)
     where, args = pg._where_sql(f, acl=False)
     params = [*acl_args, text, *acl_args, *acl_args, *args, k]
-    return [(r["id"], float(r["score"])) for r in store._conn.execute(pg_keywords.exact_sql(readable, where), params)]
+    return [(r["id"], float(r["score"])) for r in store._conn.execute(pg_keywords.exact_sql(readable, where, counted=True), params)]
 
 
 def run_size(uri: str, n: int, ms: list[int | None], qs: list[str]) -> list[dict[str, Any]]:

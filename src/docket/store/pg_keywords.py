@@ -5,8 +5,11 @@ b·len/A0)), worked out at write time with a store-wide average length A0 (meta 
 fixed when the first chunk is written; `docket import` sets it from the whole load). An index on
 (term, w DESC) hands out a term's postings best first. A query then
 
-1. counts each term's document frequency over the postings the principal may read (an index-only
-   count: idf must be exact, and it is what the exact statement does too),
+1. sums each term's document frequency over the ACL classes the principal may read, from
+   term_df: a count per (term, class) that every write keeps in its own transaction (schema 6).
+   The sum is the integer counting the readable postings would give, so idf is the same float;
+   counting instead read every posting of a frequent term, which at 1M chunks cost more than
+   the top-M read saved,
 2. reads the top M readable postings of each term (M grows with k, see `first_m`),
 3. gives each chunk read a lower bound (its partial score from the postings read) and an upper
    bound (plus, for each term with unread postings it was not read for, the most such a posting
@@ -43,18 +46,30 @@ _HEAD = (
     "greatest(1.0, coalesce(sum(total_len), 0)::float8 / greatest(1, coalesce(sum(n), 0))) AS avg FROM r), "
     "q AS (SELECT DISTINCT u.term FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS u(term)), "
     "t AS MATERIALIZED (SELECT q.term, d.df, ln(1 + ((SELECT n FROM st) - d.df + 0.5) / (d.df + 0.5)) AS idf "
-    "FROM q CROSS JOIN LATERAL (SELECT count(*) AS df FROM chunk_terms ct WHERE ct.term = q.term {post_cond}) d "
-    "WHERE d.df > 0 ORDER BY q.term), "
+    "FROM q CROSS JOIN LATERAL ({df}) d WHERE d.df > 0 ORDER BY q.term), "
 )
+#: a term's document frequency over the readable classes: summed from term_df (kept by every write)
+_STORED_DF = "SELECT coalesce(sum(td.df), 0)::bigint AS df FROM term_df td WHERE td.term = q.term {df_cond}"
+#: ... or counted from its postings (the reference the stored counts are tested against)
+_COUNTED_DF = "SELECT count(*) AS df FROM chunk_terms ct WHERE ct.term = q.term {post_cond}"
+
+
+def _head(readable: str, *, counted: bool = False) -> str:
+    """The statements' common start, the ACL conditions filled in."""
+    cls_cond = f"WHERE id = ANY({readable})" if readable else ""
+    post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
+    df_cond = f"AND td.cls = ANY({readable})" if readable else ""
+    df = (_COUNTED_DF if counted else _STORED_DF).format(post_cond=post_cond, df_cond=df_cond)
+    return _HEAD.format(cls_cond=cls_cond, df=df)
 _SCORE = "t.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / (SELECT avg FROM st)))"
 
 
-def exact_sql(readable: str, where: str) -> str:
-    """Today's exact statement: every readable posting of every query term is scored. Parameters:
-    acl args, query text, acl args, acl args, [filter args], k."""
-    cls_cond = f"WHERE id = ANY({readable})" if readable else ""
+def exact_sql(readable: str, where: str, *, counted: bool = False) -> str:
+    """The exact statement: every readable posting of every query term is scored. `counted`:
+    each term's df counted from its postings (the statement before term_df; the reference), else
+    summed from term_df. Parameters: acl args, query text, acl args, acl args, [filter args], k."""
     post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
-    sql = _HEAD.format(cls_cond=cls_cond, post_cond=post_cond) + (
+    sql = _head(readable, counted=counted) + (
         f"s AS (SELECT p.chunk, sum({_SCORE} ORDER BY t.term) AS score FROM t CROSS JOIN LATERAL "
         f"(SELECT ct.chunk, ct.tf, ct.len FROM chunk_terms ct WHERE ct.term = t.term {post_cond} OFFSET 0) p "
         "GROUP BY p.chunk) "
@@ -71,7 +86,6 @@ def impact_sql(readable: str, where: str) -> str:
     """The top-M statement: the k best with their exact scores, and on every row (one row with
     NULLs when nothing matched) the bound UB on chunks no top M holds and whether any term had
     unread postings. Parameters: acl args, query text, acl args, acl args, M, M, [filter args], k, k, k."""
-    cls_cond = f"WHERE id = ANY({readable})" if readable else ""
     post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
     a0 = "greatest(1.0, coalesce((SELECT value::float8 FROM meta WHERE key = 'bm25_avgdl'), 1.0))"
     score = _SCORE.replace("p.", "x.")
@@ -81,7 +95,7 @@ def impact_sql(readable: str, where: str) -> str:
         part += (f"pf AS MATERIALIZED (SELECT part.* FROM part JOIN chunks c ON c.rowid = part.chunk WHERE true {where}), ")
     else:
         part += "pf AS (SELECT * FROM part), "
-    return _HEAD.format(cls_cond=cls_cond, post_cond=post_cond) + (
+    return _head(readable) + (
         # the top M readable postings of each term, best impact first (index (term, w DESC))
         "top AS MATERIALIZED (SELECT t.term, p.chunk, p.tf, p.len, p.w FROM t CROSS JOIN LATERAL "
         f"(SELECT ct.chunk, ct.tf, ct.len, ct.w FROM chunk_terms ct WHERE ct.term = t.term {post_cond} "
