@@ -84,8 +84,12 @@ def exact_sql(readable: str, where: str, *, counted: bool = False) -> str:
 
 def impact_sql(readable: str, where: str) -> str:
     """The top-M statement: the k best with their exact scores, and on every row (one row with
-    NULLs when nothing matched) the bound UB on chunks no top M holds and whether any term had
-    unread postings. Parameters: acl args, query text, acl args, acl args, M, M, [filter args], k, k, k."""
+    NULLs when nothing matched) the bound UB on chunks no read holds, whether any term had unread
+    postings, and per such term (in term order) its bound and its scale (idf · max(1, A/A0) ·
+    slack: a posting of impact w adds at most w · scale). Each term's postings are read best first
+    down to the threshold given for it (none: 0), at most `limit` of them (NULL: no limit).
+    Parameters: acl args, query text, acl args, thresholded terms, their thresholds, acl args,
+    limit, [filter args], k, k, k."""
     post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
     a0 = "greatest(1.0, coalesce((SELECT value::float8 FROM meta WHERE key = 'bm25_avgdl'), 1.0))"
     score = _SCORE.replace("p.", "x.")
@@ -96,15 +100,21 @@ def impact_sql(readable: str, where: str) -> str:
     else:
         part += "pf AS (SELECT * FROM part), "
     return _head(readable) + (
-        # the top M readable postings of each term, best impact first (index (term, w DESC))
-        "top AS MATERIALIZED (SELECT t.term, p.chunk, p.tf, p.len, p.w FROM t CROSS JOIN LATERAL "
-        f"(SELECT ct.chunk, ct.tf, ct.len, ct.w FROM chunk_terms ct WHERE ct.term = t.term {post_cond} "
-        "ORDER BY ct.w DESC LIMIT %s) p), "
-        # per term with unread postings: the most one of them can add (the M-th impact, A/A0 applied)
-        f"fb AS MATERIALIZED (SELECT t.term, t.idf * least({_K1P1}, m.w * greatest(1.0, (SELECT avg FROM st) / {a0})) "
-        f"* {_SLACK} AS bound FROM t JOIN (SELECT term, min(w) AS w FROM top GROUP BY term) m ON m.term = t.term "
-        "WHERE t.df > %s), "
-        "tot AS (SELECT coalesce(sum(bound), 0) AS ub, count(*) > 0 AS cut FROM fb), "
+        "th AS (SELECT t.term, t.idf, t.df, x.wt FROM t LEFT JOIN unnest(%s::text[], %s::float8[]) AS x(term, wt) "
+        "ON x.term = t.term), "
+        # each term's readable postings, best impact first (index (term, w DESC)), down to its threshold
+        "top AS MATERIALIZED (SELECT th.term, p.chunk, p.tf, p.len, p.w FROM th CROSS JOIN LATERAL "
+        f"(SELECT ct.chunk, ct.tf, ct.len, ct.w FROM chunk_terms ct WHERE ct.term = th.term "
+        f"AND ct.w >= coalesce(th.wt, 0) {post_cond} ORDER BY ct.w DESC LIMIT %s) p), "
+        # per term with unread postings: the most one of them can add (below the least impact read and
+        # below the threshold, A/A0 applied)
+        f"sc AS (SELECT greatest(1.0, (SELECT avg FROM st) / {a0}) AS f), "
+        f"fb AS MATERIALIZED (SELECT th.term, th.idf * least({_K1P1}, coalesce(least(m.w, th.wt) * (SELECT f FROM sc), "
+        f"{_K1P1})) * {_SLACK} AS bound, th.idf * (SELECT f FROM sc) * {_SLACK} AS scale FROM th "
+        "LEFT JOIN (SELECT term, min(w) AS w, count(*) AS n FROM top GROUP BY term) m ON m.term = th.term "
+        "WHERE th.df > coalesce(m.n, 0)), "
+        "tot AS (SELECT coalesce(sum(bound), 0) AS ub, count(*) > 0 AS cut, array_agg(term ORDER BY term) AS terms, "
+        "array_agg(bound ORDER BY term) AS bounds, array_agg(scale ORDER BY term) AS scales FROM fb), "
         # each candidate's partial score (a lower bound) and the bounds of the terms it was read for
         + part +
         # the k-th best lower bound; only candidates whose upper bound reaches it can be in the top k
@@ -125,8 +135,28 @@ def impact_sql(readable: str, where: str) -> str:
            # rank first, join only the k winners (as the exact statement does)
            "win AS (SELECT c.id, top_k.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk LIMIT %s) "
            "top_k JOIN chunks c ON c.rowid = top_k.chunk) ") +
-        "SELECT win.id, win.score, tot.ub, tot.cut FROM tot LEFT JOIN win ON true ORDER BY win.score DESC, win.id"
+        "SELECT win.id, win.score, tot.ub, tot.cut, tot.terms, tot.bounds, tot.scales FROM tot LEFT JOIN win ON true "
+        "ORDER BY win.score DESC, win.id"
     )
+
+
+def thresholds(theta: float, bounds: list[float], scales: list[float]) -> list[float]:
+    """Impact thresholds for the second read, one per term with unread postings, such that a chunk
+    none of the reads holds scores at most Σ bound ≤ θ / slack², below the k-th score the first
+    read found (θ): so the second read's top k is proven. The budget is shared out by water-filling,
+    the smallest bounds first: a term whose bound fits its share keeps its first read; the others
+    split what is left equally, in score units, so a rare term (large idf) is read deeper than a
+    frequent one, whose list is long and whose share asks only for its very best postings."""
+    left = theta / (_SLACK * _SLACK) * (1 - 1e-9)
+    out = [0.0] * len(bounds)
+    rest = len(bounds)
+    for i in sorted(range(len(bounds)), key=bounds.__getitem__):
+        share = max(0.0, left / rest)
+        tau = min(bounds[i], share)
+        out[i] = tau / scales[i]
+        left -= tau
+        rest -= 1
+    return out
 
 
 def first_m(k: int) -> int:
@@ -152,13 +182,27 @@ def proven(rows: list[dict[str, Any]], k: int) -> bool:
 
 def search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any], where: str,
            args: list[Any], m: int | None = None, stats: dict[str, int] | None = None) -> list[tuple[str, float]]:
-    """The exact BM25 top k: with `m`, read through the top-M postings when that proves it (see
-    above); without, by reading every posting (the default: see `first_m`). `stats` (for
-    benchmarks) counts which statement answered: `m1`, `m4` or `exact`."""
-    for tries, mm in ((("m1", m), ("m4", 4 * m)) if m else ()):
-        params = [*acl_args, query_text, *acl_args, *acl_args, mm, mm, *args, k, k, k]
-        rows = conn.execute(impact_sql(readable, where), params).fetchall()
-        if proven(rows, k):
+    """The exact BM25 top k: with `m`, read through each term's top M postings, then (if that
+    proves nothing) down to the thresholds its k-th score allows, when either proves it (see
+    above); else, or without `m`, by reading every posting. `stats` (for benchmarks) counts which
+    statement answered: `m1`, `m2` or `exact`."""
+    if m:
+        sql = impact_sql(readable, where)
+
+        def read(terms: list[str], wts: list[float], limit: int | None) -> list[dict[str, Any]]:
+            params = [*acl_args, query_text, *acl_args, terms, wts, *acl_args, limit, *args, k, k, k]
+            return list(conn.execute(sql, params).fetchall())
+
+        rows = read([], [], m)
+        tries = "m1"
+        if not proven(rows, k):
+            hits = [r for r in rows if r["id"] is not None]
+            theta = float(hits[k - 1]["score"]) if len(hits) >= k else 0.0
+            head = rows[0]
+            rows = read(head["terms"], thresholds(theta, [float(b) for b in head["bounds"]],
+                                                  [float(x) for x in head["scales"]]), None) if theta > 0 else []
+            tries = "m2"
+        if rows and proven(rows, k):
             if stats is not None:
                 stats[tries] = stats.get(tries, 0) + 1
             return [(r["id"], float(r["score"])) for r in rows if r["id"] is not None]
