@@ -10,10 +10,11 @@ HotpotQA dev questions and the 706 SQuAD v2 subset questions (real questions, 95
 as three principals (anonymous: public chunks only; ann in finance: everything; unrestricted) at
 k = 10 and k = 100 (`ask` asks BM25 for max(2k, 100)).
 
-Per size and M: top-k agreement (the same ids in the same order as the exact statement), rank-
-biased overlap (p = 0.9, extrapolated), the share of queries answered from the first top M ("m1"),
-after raising M fourfold ("m4"), or by the exact statement ("exact"), and p50 / p95 latency of
-both statements (warm, same run, same queries: the ratio is the figure to read).
+Per size and M: top-k agreement (the same ids in the same order as the exact statement, which
+counts each term's df from its postings as before term_df), rank-biased overlap (p = 0.9,
+extrapolated), the share of queries answered from the first top M ("m1"), from the second read
+down to impact thresholds ("m2"), or by the exact statement ("exact"), and p50 / p95 latency of
+both (warm, same run, same queries: the ratio is the figure to read).
 """
 
 from __future__ import annotations

@@ -23,7 +23,13 @@ fixed when the first chunk is written; `docket import` sets it from the whole lo
    w_M the impact of that term's M-th posting. (With len/A in place of len/A0 the tf part grows
    by at most A/A0: the ratio is largest for tf → 0, len → ∞.) When the k-th filtered candidate
    scores above UB, no unread chunk can enter the top k: the result IS the exact BM25 top k.
-   Otherwise M is raised (×4) once, and if that still proves nothing the exact statement runs.
+5. Otherwise the k-th score found, θ (an exact score of a readable chunk, so the true k-th is at
+   least θ), sets how deep to read again: each term with unread postings gets a share τ of
+   θ / slack² (`thresholds`: water-filling, smallest bounds first) and is read down to the
+   impact τ / (idf · max(1, A/A0) · slack), never less than its first read and at most 4M
+   postings. A chunk no read holds then scores below Σ τ < θ, so steps 3-4 on the deeper read
+   prove the top k unless a term's read stopped at 4M; frequent terms (small idf) get thresholds
+   near their best impacts and add few postings. If that proof fails too, the exact statement runs.
 
 So the keyword ranking never differs from reading every posting (the ACL included: postings of
 classes the principal may not read are skipped in the index scans, and a chunk found readable has
@@ -88,8 +94,8 @@ def impact_sql(readable: str, where: str) -> str:
     postings, and per such term (in term order) its bound and its scale (idf · max(1, A/A0) ·
     slack: a posting of impact w adds at most w · scale). Each term's postings are read best first
     down to the threshold given for it (none: 0), at most `limit` of them (NULL: no limit).
-    Parameters: acl args, query text, acl args, thresholded terms, their thresholds, acl args,
-    limit, [filter args], k, k, k."""
+    Parameters: acl args, query text, acl args, limit, thresholded terms, their thresholds, acl
+    args, [filter args], k, k, k."""
     post_cond = f"AND ct.cls = ANY({readable})" if readable else ""
     a0 = "greatest(1.0, coalesce((SELECT value::float8 FROM meta WHERE key = 'bm25_avgdl'), 1.0))"
     score = _SCORE.replace("p.", "x.")
@@ -100,16 +106,17 @@ def impact_sql(readable: str, where: str) -> str:
     else:
         part += "pf AS (SELECT * FROM part), "
     return _head(readable) + (
-        "th AS (SELECT t.term, t.idf, t.df, x.wt FROM t LEFT JOIN unnest(%s::text[], %s::float8[]) AS x(term, wt) "
-        "ON x.term = t.term), "
+        "th AS (SELECT t.term, t.idf, t.df, x.wt, %s::bigint AS lim FROM t "
+        "LEFT JOIN unnest(%s::text[], %s::float8[]) AS x(term, wt) ON x.term = t.term), "
         # each term's readable postings, best impact first (index (term, w DESC)), down to its threshold
         "top AS MATERIALIZED (SELECT th.term, p.chunk, p.tf, p.len, p.w FROM th CROSS JOIN LATERAL "
         f"(SELECT ct.chunk, ct.tf, ct.len, ct.w FROM chunk_terms ct WHERE ct.term = th.term "
-        f"AND ct.w >= coalesce(th.wt, 0) {post_cond} ORDER BY ct.w DESC LIMIT %s) p), "
-        # per term with unread postings: the most one of them can add (below the least impact read and
-        # below the threshold, A/A0 applied)
+        f"AND ct.w >= coalesce(th.wt, 0) {post_cond} ORDER BY ct.w DESC LIMIT th.lim) p), "
+        # per term with unread postings: the most one of them can add (at most the least impact read,
+        # and below the threshold unless the read stopped at its limit; A/A0 applied)
         f"sc AS (SELECT greatest(1.0, (SELECT avg FROM st) / {a0}) AS f), "
-        f"fb AS MATERIALIZED (SELECT th.term, th.idf * least({_K1P1}, coalesce(least(m.w, th.wt) * (SELECT f FROM sc), "
+        "fb AS MATERIALIZED (SELECT th.term, th.idf * least("
+        f"{_K1P1}, coalesce(CASE WHEN m.n >= th.lim THEN m.w ELSE least(m.w, th.wt) END * (SELECT f FROM sc), "
         f"{_K1P1})) * {_SLACK} AS bound, th.idf * (SELECT f FROM sc) * {_SLACK} AS scale FROM th "
         "LEFT JOIN (SELECT term, min(w) AS w, count(*) AS n FROM top GROUP BY term) m ON m.term = th.term "
         "WHERE th.df > coalesce(m.n, 0)), "
@@ -189,8 +196,8 @@ def search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any
     if m:
         sql = impact_sql(readable, where)
 
-        def read(terms: list[str], wts: list[float], limit: int | None) -> list[dict[str, Any]]:
-            params = [*acl_args, query_text, *acl_args, terms, wts, *acl_args, limit, *args, k, k, k]
+        def read(terms: list[str], wts: list[float], limit: int) -> list[dict[str, Any]]:
+            params = [*acl_args, query_text, *acl_args, limit, terms, wts, *acl_args, *args, k, k, k]
             return list(conn.execute(sql, params).fetchall())
 
         rows = read([], [], m)
@@ -199,8 +206,9 @@ def search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any
             hits = [r for r in rows if r["id"] is not None]
             theta = float(hits[k - 1]["score"]) if len(hits) >= k else 0.0
             head = rows[0]
-            rows = read(head["terms"], thresholds(theta, [float(b) for b in head["bounds"]],
-                                                  [float(x) for x in head["scales"]]), None) if theta > 0 else []
+            wts = thresholds(theta, [float(b) for b in head["bounds"]], [float(x) for x in head["scales"]])
+            # at most 4M a term: a low threshold on a long list would cost more than reading it all
+            rows = read(head["terms"], wts, 4 * m) if theta > 0 else []
             tries = "m2"
         if rows and proven(rows, k):
             if stats is not None:

@@ -240,7 +240,7 @@ class _PgSchema:
         #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
         self.retried = 0
         #: keyword search: postings read per term first (None: every posting, the default, see
-        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m4`, `exact`)
+        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m2`, `exact`)
         self.keyword_m: int | None = None
         self.keyword_stats: dict[str, int] = {}
         self._has_chunks = self._table_exists("chunks")
