@@ -42,6 +42,12 @@ from typing import Any
 
 #: BM25 k1 + 1: the tf part of a posting's score never reaches it
 _K1P1 = 2.2
+#: a primary-key lookup of a (chunk, term) pair costs about this many postings read in order
+#: (index pages hold ~100 postings; a lookup descends the tree): more lookups than the readable
+#: postings of the query's terms / this, and reading every posting is cheaper. At 100k chunks a
+#: long question (18 terms, 11 with unread postings) had 17,057 chunks to refine: 187k lookups,
+#: 2.5 s, against 45 ms for reading every posting.
+_LOOKUP = 20
 #: slack on the bound for float4 impacts (w is stored as `real`) and the float8 sums
 _SLACK = 1.0 + 1e-5
 
@@ -129,11 +135,15 @@ def impact_sql(readable: str, where: str) -> str:
         "(SELECT lb FROM pf ORDER BY lb DESC LIMIT %s) x), "
         "ref AS MATERIALIZED (SELECT chunk FROM pf WHERE lb + (SELECT ub FROM tot) - seen >= (SELECT v FROM theta) * "
         "(1 - 1e-9)), "
+        # too many lookups to beat reading every posting: stop here, unproven (the caller reads them all)
+        f"bail AS (SELECT (SELECT count(*) FROM ref) * (SELECT count(*) FROM fb) * {_LOOKUP} > "
+        "(SELECT coalesce(sum(df), 0) FROM t) AS v), "
         # their (chunk, term) pairs not read yet: one primary-key lookup each
-        "miss AS (SELECT r.chunk, fb.term FROM ref r CROSS JOIN fb EXCEPT SELECT chunk, term FROM top), "
+        "miss AS (SELECT r.chunk, fb.term FROM ref r CROSS JOIN fb WHERE NOT (SELECT v FROM bail) "
+        "EXCEPT SELECT chunk, term FROM top), "
         "got AS (SELECT m.term, m.chunk, p.tf, p.len FROM miss m CROSS JOIN LATERAL "
         "(SELECT ct.tf, ct.len FROM chunk_terms ct WHERE ct.term = m.term AND ct.chunk = m.chunk OFFSET 0) p), "
-        "allp AS (SELECT term, chunk, tf, len FROM top WHERE chunk IN (SELECT chunk FROM ref) "
+        "allp AS (SELECT term, chunk, tf, len FROM top WHERE chunk IN (SELECT chunk FROM ref) AND NOT (SELECT v FROM bail) "
         "UNION ALL SELECT term, chunk, tf, len FROM got), "
         f"s AS (SELECT p.chunk, sum({_SCORE} ORDER BY t.term) AS score FROM allp p JOIN t ON t.term = p.term "
         "GROUP BY p.chunk), "
@@ -142,7 +152,8 @@ def impact_sql(readable: str, where: str) -> str:
            # rank first, join only the k winners (as the exact statement does)
            "win AS (SELECT c.id, top_k.score FROM (SELECT chunk, score FROM s ORDER BY score DESC, chunk LIMIT %s) "
            "top_k JOIN chunks c ON c.rowid = top_k.chunk) ") +
-        "SELECT win.id, win.score, tot.ub, tot.cut, tot.terms, tot.bounds, tot.scales FROM tot LEFT JOIN win ON true "
+        "SELECT win.id, win.score, tot.ub, tot.cut, tot.terms, tot.bounds, tot.scales, (SELECT v FROM bail) AS bail "
+        "FROM tot LEFT JOIN win ON true "
         "ORDER BY win.score DESC, win.id"
     )
 
@@ -183,6 +194,8 @@ def proven(rows: list[dict[str, Any]], k: int) -> bool:
     head = rows[0]
     if not head["cut"]:
         return True  # every readable posting of every term was read
+    if head["bail"]:
+        return False  # too many chunks to refine: nothing was scored
     hits = [r for r in rows if r["id"] is not None]
     return len(hits) >= k and float(hits[k - 1]["score"]) > float(head["ub"]) * _SLACK
 
@@ -193,28 +206,32 @@ def search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any
     proves nothing) down to the thresholds its k-th score allows, when either proves it (see
     above); else, or without `m`, by reading every posting. `stats` (for benchmarks) counts which
     statement answered: `m1`, `m2` or `exact`."""
-    if m:
-        sql = impact_sql(readable, where)
-
-        def read(terms: list[str], wts: list[float], limit: int) -> list[dict[str, Any]]:
-            params = [*acl_args, query_text, *acl_args, limit, terms, wts, *acl_args, *args, k, k, k]
-            return list(conn.execute(sql, params).fetchall())
-
-        rows = read([], [], m)
-        tries = "m1"
-        if not proven(rows, k):
-            hits = [r for r in rows if r["id"] is not None]
-            theta = float(hits[k - 1]["score"]) if len(hits) >= k else 0.0
-            head = rows[0]
-            wts = thresholds(theta, [float(b) for b in head["bounds"]], [float(x) for x in head["scales"]])
-            # at most 4M a term: a low threshold on a long list would cost more than reading it all
-            rows = read(head["terms"], wts, 4 * m) if theta > 0 else []
-            tries = "m2"
-        if rows and proven(rows, k):
-            if stats is not None:
-                stats[tries] = stats.get(tries, 0) + 1
-            return [(r["id"], float(r["score"])) for r in rows if r["id"] is not None]
+    answered = _impact_search(conn, query_text, k, readable, acl_args, where, args, m) if m else None
+    how, rows = answered or ("exact", [])
     if stats is not None:
-        stats["exact"] = stats.get("exact", 0) + 1
+        stats[how] = stats.get(how, 0) + 1
+    if answered:
+        return [(r["id"], float(r["score"])) for r in rows if r["id"] is not None]
     params = [*acl_args, query_text, *acl_args, *acl_args, *args, k]
     return [(r["id"], float(r["score"])) for r in conn.execute(exact_sql(readable, where), params)]
+
+
+def _impact_search(conn: Any, query_text: str, k: int, readable: str, acl_args: list[Any], where: str,
+                   args: list[Any], m: int) -> tuple[str, list[dict[str, Any]]] | None:
+    """The proven rows of the first read (`m1`) or the second (`m2`), or None: read every posting."""
+    sql = impact_sql(readable, where)
+
+    def read(terms: list[str], wts: list[float], limit: int) -> list[dict[str, Any]]:
+        params = [*acl_args, query_text, *acl_args, limit, terms, wts, *acl_args, *args, k, k, k]
+        return list(conn.execute(sql, params).fetchall())
+
+    rows = read([], [], m)
+    if proven(rows, k):
+        return "m1", rows
+    head, hits = rows[0], [r for r in rows if r["id"] is not None]
+    if head["bail"] or len(hits) < k:
+        return None  # a deeper read would refine at least as many chunks; no k-th score to aim below
+    wts = thresholds(float(hits[k - 1]["score"]), [float(b) for b in head["bounds"]], [float(x) for x in head["scales"]])
+    # at most 4M a term: a low threshold on a long list would cost more than reading it all
+    rows = read(head["terms"], wts, 4 * m)
+    return ("m2", rows) if proven(rows, k) else None
