@@ -145,8 +145,9 @@ class _PgRead(_PgSchema):
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         """BM25 (k1 = 1.2, b = 0.75). Document frequencies, row count and average length are taken
-        over the ACL classes the principal may read, so text it may not read never moves its
-        ranking; the other filters only choose among the scored rows. With `keyword_m` set, the top
+        over the ACL classes the principal may read (the frequencies summed from term_df, kept per
+        term and class by every write), so text it may not read never moves its ranking; the other
+        filters only choose among the scored rows. With `keyword_m` set, the top
         k are found from each term's best M postings and proven exact against what was not read
         (docket.store.pg_keywords); `keyword_stats` counts which statement answered."""
         terms = fts_terms(query)
