@@ -170,3 +170,29 @@ def test_thresholds_keep_what_no_read_holds_below_the_kth_score(theta: float, te
     shares = [w * x for w, x in zip(wts, scales, strict=True)]
     assert all(0 <= sh <= b * (1 + 1e-12) for sh, b in zip(shares, bounds, strict=True))
     assert sum(shares) * pg_keywords._SLACK < theta
+
+
+def test_keyword_search_raises_work_mem_only_for_itself(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The sorts get 64 MB during the search; the session's setting is what it was after it, inside
+    a snapshot too, and a larger setting is never lowered."""
+    s = open_store(pg_url)
+    s.write_version(version("d", 1, ["refund window policy", "annual salary"]))
+    seen: list[str] = []
+    real = pg_keywords.search
+
+    def spy(conn: Any, *a: Any, **kw: Any) -> Any:
+        seen.append(conn.execute("SELECT current_setting('work_mem') AS v").fetchone()["v"])
+        return real(conn, *a, **kw)
+
+    monkeypatch.setattr(pg_keywords, "search", spy)
+    s._conn.execute("SET work_mem = '4MB'")
+    assert s.search_bm25("refund", 5, Filters())
+    with s.snapshot():
+        s.search_bm25("refund", 5, Filters())
+        assert s._conn.execute("SELECT current_setting('work_mem') AS v").fetchone()["v"] == "4MB"
+    assert s._conn.execute("SELECT current_setting('work_mem') AS v").fetchone()["v"] == "4MB"
+    s._conn.execute("SET work_mem = '256MB'")
+    s.search_bm25("refund", 5, Filters())
+    assert s._conn.execute("SELECT current_setting('work_mem') AS v").fetchone()["v"] == "256MB"
+    assert seen == ["64MB", "64MB", "256MB"]
+    s.close()
