@@ -131,6 +131,11 @@ def _fresh_pg(uri: str, name: str) -> str:
         conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
         conn.execute(f"CREATE SCHEMA {name}")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return _store_url(uri, name)
+
+
+def _store_url(uri: str, name: str) -> str:
+    """The store in schema `name` of the server at `uri`."""
     sep = "&" if "?" in uri else "?"
     return f"{uri}{sep}options=-csearch_path%3D{name}%2Cpublic"
 

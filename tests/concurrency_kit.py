@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conftest_pg import term_df_mismatch
 from store_cases import EMB, version
 
 from docket.ingest import IndexOptions, index_versions
@@ -203,7 +204,8 @@ def escapes(location: str, outcomes: list[Outcome]) -> list[str]:
 
 
 def _stats_mismatch(location: str) -> list[str]:
-    """PostgreSQL keeps per-class BM25 statistics beside the rows: they must still add up."""
+    """PostgreSQL keeps per-class BM25 statistics and per-(term, class) document frequencies
+    beside the rows: they must still add up."""
     if not location.startswith(("postgresql://", "postgres://")):
         return []
     import psycopg
@@ -215,5 +217,6 @@ def _stats_mismatch(location: str) -> list[str]:
             "FROM acl_classes a FULL JOIN (SELECT cls, count(*) AS n, sum(len) AS l FROM chunks GROUP BY cls) c "
             "ON c.cls = a.id WHERE a.n IS DISTINCT FROM coalesce(c.n, 0) OR a.total_len IS DISTINCT FROM coalesce(c.l, 0)"
         ).fetchall()
+        df = term_df_mismatch(conn)
     return [f"acl class {r['id']}: statistics say n={r['n']} len={r['total_len']}, the rows n={r['cn']} len={r['cl']}"
-            for r in rows]
+            for r in rows] + df

@@ -66,3 +66,19 @@ def pg_url(pg_server: str) -> str:
         conn.execute(f"CREATE SCHEMA {name}")
     sep = "&" if "?" in pg_server else "?"
     return f"{pg_server}{sep}options=-csearch_path%3D{name}%2Cpublic"
+
+
+#: each (term, ACL class) whose stored document frequency (term_df, schema 6) is not the count of
+#: its postings; a row left at 0 by deletes stands for a count of 0
+_DF_MISMATCH = """
+SELECT coalesce(d.term, p.term) AS term, coalesce(d.cls, p.cls) AS cls, coalesce(d.df, 0) AS df, coalesce(p.n, 0) AS n
+FROM term_df d FULL JOIN (SELECT term, cls, count(*) AS n FROM chunk_terms GROUP BY term, cls) p
+  ON p.term = d.term AND p.cls = d.cls
+WHERE coalesce(d.df, 0) <> coalesce(p.n, 0) ORDER BY 1, 2
+"""
+
+
+def term_df_mismatch(conn: object) -> list[str]:
+    """One line per stored document frequency that differs from its postings' count (empty: all agree)."""
+    rows = conn.execute(_DF_MISMATCH).fetchall()  # type: ignore[attr-defined]
+    return [f"term {r['term']!r} class {r['cls']}: term_df says {r['df']}, the postings {r['n']}" for r in rows]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest_pg import pg_server, pg_url  # noqa: F401
+from conftest_pg import pg_server, pg_url, term_df_mismatch  # noqa: F401
 
 from docket.errors import InputError
 from docket.store import importer
@@ -107,6 +107,9 @@ def test_import_happy_path(location: str, tmp_path: Path, fmt: str) -> None:
         assert {"c5", "c6"} <= ann
         bob = {cid for cid, _ in s.search_bm25("item5 item6", 50, Filters(principal=Principal("bob", frozenset({"hr"}))))}
         assert bob == {"c6"}
+        if not location.endswith(".db"):  # PostgreSQL: the document frequencies keyword search sums
+            assert s._conn.execute("SELECT count(*) AS n FROM term_df").fetchone()["n"] > 0
+            assert term_df_mismatch(s._conn) == []
 
 
 BAD = [

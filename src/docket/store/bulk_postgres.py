@@ -10,7 +10,8 @@ One transaction holds the whole load (nothing of the file is stored unless all o
    its COMMIT), the chunks go in with one INSERT ... SELECT, then every posting (with its
    impact, A0 = this load's average length: docket.store.pg_keywords) with one more, and the
    indexes are built again, sorted, once;
-3. the ACL classes' statistics and the versions rows, and the generation bump.
+3. each (term, ACL class)'s document frequency (term_df), the ACL classes' statistics and the
+   versions rows, and the generation bump.
 
 After the COMMIT the HNSW index is built once (pgvector's advice for a bulk load) and the posting
 table vacuumed, so keyword search reads postings from the index alone. A crash before the HNSW
@@ -88,7 +89,8 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     with store._lock, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg._DDL_LOCK,))
         # no other writer while the store is built (they wait, then see it whole)
-        conn.execute("LOCK TABLE versions, chunks, chunk_terms, acl_classes, chunk_features IN SHARE ROW EXCLUSIVE MODE")
+        conn.execute("LOCK TABLE versions, chunks, chunk_terms, term_df, acl_classes, chunk_features "
+                     "IN SHARE ROW EXCLUSIVE MODE")
         if conn.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions) AS x").fetchone()["x"]:
             raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
                              "one, then add to it with `docket index`)", where=pg._redact(store.location))
@@ -125,6 +127,8 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
             conn.execute("INSERT INTO chunk_terms(term, chunk, tf, len, cls, w) SELECT u.lexeme, %s::bigint + t.n, "
                          f"cardinality(u.positions), t.len, t.cls, {impact} FROM docket_import_tv t, unnest(t.tv) u",
                          (base, a0))
+        with _stage(stages, "document frequencies"):
+            _document_frequencies(conn, kind)
         _at_least(conn, "maintenance_work_mem", "512MB", local=True)  # the sorts of the keyword indexes
         for name, sql in _REBUILD:
             with _stage(stages, name):
@@ -134,10 +138,21 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
                      "entries = coalesce(acl_classes.entries, EXCLUDED.entries), n = EXCLUDED.n, "
                      "total_len = EXCLUDED.total_len")
         _versions(conn, checker, pg._redact(store.location))
-        conn.execute("DROP TABLE docket_import, docket_import_tv")
+        conn.execute("DROP TABLE docket_import, docket_import_tv, docket_import_df")
         conn.execute(pg._BUMP)
     _after(store, stages)
     return n
+
+
+def _document_frequencies(conn: Any, kind: str) -> None:
+    """Each (term, ACL class)'s document frequency (term_df, which keyword search sums over the
+    classes an asker may read), counted from the tsvectors by a parallel CREATE TABLE AS (an
+    INSERT ... SELECT runs in one process), then added in (a store emptied by deletes keeps rows at 0)."""
+    _at_least(conn, "work_mem", "64MB", local=True)  # the count's hash table, in memory at 1M chunks
+    conn.execute(f"CREATE {kind} TABLE docket_import_df AS SELECT u.lexeme AS term, t.cls, count(*) AS df "
+                 "FROM docket_import_tv t, unnest(t.tv) u GROUP BY u.lexeme, t.cls")
+    conn.execute("INSERT INTO term_df(term, cls, df) SELECT term, cls, df FROM docket_import_df ORDER BY term, cls "
+                 "ON CONFLICT (term, cls) DO UPDATE SET df = term_df.df + EXCLUDED.df")  # rows a delete left at 0
 
 
 def _copy(conn: Any, batches: Iterable[Batch], registry: Registry, note: AclResolution) -> int:
@@ -179,6 +194,7 @@ def _after(store: Any, stages: dict[str, float] | None) -> None:
         store._ensure_hnsw()
     with _stage(stages, "vacuum"):
         conn.execute("VACUUM (ANALYZE) chunk_terms")
+        conn.execute("VACUUM (ANALYZE) term_df")
         conn.execute("ANALYZE chunks")
 
 

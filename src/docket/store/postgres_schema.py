@@ -20,7 +20,7 @@ from docket.store.protocol import (
     chunk_from_row,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _BASE_SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS meta(key text PRIMARY KEY, value text NOT NULL);
@@ -44,6 +44,7 @@ CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk);
 CREATE INDEX IF NOT EXISTS chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len);
 CREATE TABLE IF NOT EXISTS acl_classes(id bigint PRIMARY KEY, entries text[], n bigint NOT NULL DEFAULT 0,
   total_len bigint NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS term_df(term text NOT NULL, cls bigint NOT NULL, df bigint NOT NULL, PRIMARY KEY (term, cls) INCLUDE (df));
 CREATE INDEX IF NOT EXISTS chunks_docver ON chunks(doc, version, position);
 CREATE TABLE IF NOT EXISTS chunk_features(chunk bigint PRIMARY KEY, features text NOT NULL);
 """
@@ -67,6 +68,15 @@ _TSV = ("setweight(to_tsvector('english', coalesce(s.title, '') || ' ' || coales
 #: a posting's impact (docket.store.pg_keywords): the tf part of its BM25 score with the store's
 #: fixed average length A0 (meta `bm25_avgdl`, the last parameter), for the (term, w DESC) index
 IMPACT_SQL = "{tf} * 2.2 / ({tf} + 1.2 * (0.25 + 0.75 * {len} / {a0}))"
+#: adds each (term, ACL class)'s change of document frequency, given as a query of (term, cls, d)
+#: rows, to term_df: net per pair, in (term, cls) order (the lock order every writer shares, see
+#: docket.store.postgres), so two writers of one term both land and never wait in a cycle
+APPLY_DF = ("INSERT INTO term_df(term, cls, df) SELECT term, cls, sum(d) FROM ({deltas}) AS delta(term, cls, d) "
+            "GROUP BY term, cls HAVING sum(d) <> 0 ORDER BY term, cls "
+            "ON CONFLICT (term, cls) DO UPDATE SET df = term_df.df + EXCLUDED.df")
+#: the postings of a set of chunks counted per (term, ACL class), as APPLY_DF's deltas ({cond} on `c`)
+POSTING_COUNTS = ("SELECT ct.term, ct.cls, count(*) AS n FROM chunks c JOIN chunk_terms ct ON ct.chunk = c.rowid "
+                  "WHERE {cond} GROUP BY ct.term, ct.cls")
 #: how many times a transaction PostgreSQL aborted (deadlock victim, serialization failure) is run
 #: in all before the write is reported as not done; the waits between tries grow from ~20 ms
 _TRIES = 6
@@ -151,8 +161,21 @@ def _migrate_v4_to_v5(conn: Any) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS chunk_terms_impact ON chunk_terms(term, w DESC) INCLUDE (chunk, cls, tf, len)")
 
 
+def _migrate_v5_to_v6(conn: Any) -> None:
+    """Schema 5 -> 6 (inside the caller's transaction): the document frequency of each term per
+    ACL class (term_df), counted once from the postings here and kept by every write after, so
+    keyword search sums a few rows instead of counting a term's postings per query."""
+    if conn.execute("SELECT to_regclass('chunk_terms') AS t").fetchone()["t"] is None:
+        return  # no chunks yet: the table comes with them
+    conn.execute("CREATE TABLE IF NOT EXISTS term_df(term text NOT NULL, cls bigint NOT NULL, df bigint NOT NULL, "
+                 "PRIMARY KEY (term, cls) INCLUDE (df))")
+    conn.execute("INSERT INTO term_df(term, cls, df) SELECT term, cls, count(*) FROM chunk_terms GROUP BY term, cls "
+                 "ON CONFLICT (term, cls) DO UPDATE SET df = EXCLUDED.df")
+
+
 #: schema version -> the function that lifts a store from it to the next version
-_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4, 4: _migrate_v4_to_v5}
+_MIGRATIONS = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3, 3: _migrate_v3_to_v4, 4: _migrate_v4_to_v5,
+               5: _migrate_v5_to_v6}
 
 
 class _PipelineAbortNoise(logging.Filter):
@@ -217,7 +240,7 @@ class _PgSchema:
         #: write transactions PostgreSQL aborted (deadlock, serialization failure) that were tried again
         self.retried = 0
         #: keyword search: postings read per term first (None: every posting, the default, see
-        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m4`, `exact`)
+        #: pg_keywords.first_m), and how often each statement gave the answer (`m1`, `m2`, `exact`)
         self.keyword_m: int | None = None
         self.keyword_stats: dict[str, int] = {}
         self._has_chunks = self._table_exists("chunks")

@@ -15,7 +15,7 @@ from docket.errors import InputError
 from docket.features import stored_features
 from docket.store.access import Registry, resolve_acl
 from docket.store.postgres_read import _PgRead, _stored
-from docket.store.postgres_schema import _BUMP, _TSV, IMPACT_SQL, _redact, acl_class
+from docket.store.postgres_schema import _BUMP, _TSV, APPLY_DF, IMPACT_SQL, POSTING_COUNTS, _redact, acl_class
 from docket.store.protocol import (
     DocumentVersion,
     WriteResult,
@@ -68,8 +68,16 @@ SELECT cls, min(entries), sum(n), sum(l) FROM (
 GROUP BY cls HAVING sum(n) <> 0 OR sum(l) <> 0 ORDER BY cls
 ON CONFLICT (id) DO UPDATE SET n = acl_classes.n + EXCLUDED.n, total_len = acl_classes.total_len + EXCLUDED.total_len
 """
+#: a version's (term, ACL class) postings counted (read before its rows are replaced)
+_VERSION_POSTINGS = POSTING_COUNTS.format(cond="c.doc = %s AND c.version = %s")
+#: the document frequencies a version's write changes: its new postings counted, minus the
+#: replaced rows' counts (given as arrays); after the postings, before the classes' statistics
+_APPLY_VERSION_DF = APPLY_DF.format(deltas=_VERSION_POSTINGS + " UNION ALL SELECT * FROM unnest(%s::text[], %s::bigint[], "
+                                    "%s::bigint[]) AS o(term, cls, d)")
 #: the statistics of a version's rows, per ACL class (read before the rows are replaced)
 _CLASS_STATS = "SELECT cls, count(*) AS n, coalesce(sum(len), 0) AS l FROM chunks WHERE doc = %s AND version = %s GROUP BY cls"
+#: takes the postings of the chunks a delete removes out of the document frequencies ({cond} on `c`)
+_DELETE_DF = APPLY_DF.format(deltas="SELECT term, cls, -n FROM (" + POSTING_COUNTS + ") AS p")
 # removes chunks (their postings cascade, their features go with them) and takes them out of their
 # classes' statistics (class order)
 _DELETE_CHUNKS = """
@@ -164,6 +172,7 @@ class _PgWrite(_PgRead):
                     "SELECT id, doc, version FROM chunks WHERE id = ANY(%s) AND NOT (doc = %s AND version = %s) "
                     "ORDER BY id LIMIT 1", ([c.id for c in dv.chunks], dv.doc, dv.version))
                 cur_old = conn.execute(_CLASS_STATS, (dv.doc, dv.version))
+                cur_old_df = conn.execute(_VERSION_POSTINGS, (dv.doc, dv.version))
                 cur_registry = conn.execute("SELECT name, groups FROM principals") if plain else None
                 conn.execute(_CLAIM_A0, ([c.text for c in dv.chunks],))
                 cur_a0 = conn.execute("SELECT value FROM meta WHERE key = 'bm25_avgdl'")
@@ -172,6 +181,7 @@ class _PgWrite(_PgRead):
                 existing = [_stored(r) for r in cur_versions.fetchall()]
                 clash = cur_clash.fetchone()
                 old = cur_old.fetchall()  # the rows this write replaces (stable: the document is ours)
+                old_df = cur_old_df.fetchall()
                 registry = Registry.of((r["name"], r["groups"]) for r in cur_registry.fetchall()) if cur_registry \
                     else Registry()
             check_version(existing, dv)
@@ -205,13 +215,16 @@ class _PgWrite(_PgRead):
                     [acl_class(a) for a in acls], contexts, dv.doc, dv.version, plan.status, a0,
                 ))
                 conn.execute(_INSERT_FEATURES, ([c.id for c in cs], [stored_features(c, plan.status, self.records) for c in cs]))
+                conn.execute(_APPLY_VERSION_DF, (dv.doc, dv.version, [r["term"] for r in old_df],
+                                                 [r["cls"] for r in old_df], [-r["n"] for r in old_df]))
                 conn.execute(_APPLY_STATS, (dv.doc, dv.version, [r["cls"] for r in old], [r["n"] for r in old],
                                             [r["l"] for r in old]))
             self._conn.execute(_BUMP)  # the meta row, last of every write's locks
         return plan
 
     def delete(self, doc: str, version: int | None = None) -> int:
-        cond, args = ("doc = %s", (doc,)) if version is None else ("doc = %s AND version = %s", (doc, version))
+        cols, args = (("doc",), (doc,)) if version is None else (("doc", "version"), (doc, version))
+        cond = " AND ".join(f"{col} = %s" for col in cols)
         where = f"document {doc!r}" if version is None else f"document {doc!r} v{version}"
 
         def run() -> int:
@@ -221,6 +234,7 @@ class _PgWrite(_PgRead):
                 n = 0
                 if self._chunks_ready():
                     n = int(self._conn.execute(f"SELECT count(*) AS n FROM chunks WHERE {cond}", args).fetchone()["n"])
+                    self._conn.execute(_DELETE_DF.format(cond=" AND ".join(f"c.{col} = %s" for col in cols)), args)
                     self._conn.execute(_DELETE_CHUNKS.format(cond=cond), args)
                 self._conn.execute(f"DELETE FROM versions WHERE {cond}", args)
                 self._conn.execute(_BUMP)
