@@ -182,24 +182,8 @@ class _Rows:
             if w not in STOPWORDS:
                 text.remove(w)
         absent = [w for w in special if w not in tf] if len(present) < len(special) else []
-        keys = present + text + absent
-        got = list(map(vocab.ids.get, keys))
-        if None in got:
-            id_of = vocab.id_of
-            got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
-        start = len(self.ids)
-        self.ids += got  # type: ignore[arg-type]  # every None replaced
-        self.counts += map(tf.__getitem__, present)
-        self.counts += map(tf.__getitem__, text)
-        if absent:
-            self.counts += [0] * len(absent)
-        if special:
-            n_text = len(present) + len(text)
-            self.bit_at += range(start, start + len(present))
-            self.bit_at += range(start + n_text, start + len(keys))
-            self.bits += [(w in probes) * 2 + (w in tw) for w in present]
-            self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
-        return len(keys)
+        return self._put(vocab, present, list(map(tf.__getitem__, present)), text, list(map(tf.__getitem__, text)),
+                         absent, tw, probes)
 
     def add_content(self, vocab: Vocabulary, tf: Mapping[str, int], toks: list[str], tw: frozenset[str],
                     probes: tuple[str, ...]) -> int:
@@ -222,6 +206,12 @@ class _Rows:
             if w not in STOPWORDS:
                 i = text.index(w)
                 del text[i], text_counts[i]
+        return self._put(vocab, present, counts, text, text_counts, absent, tw, probes)
+
+    def _put(self, vocab: Vocabulary, present: list[str], present_counts: list[int], text: list[str],
+             text_counts: list[int], absent: list[str], tw: frozenset[str], probes: tuple[str, ...]) -> int:
+        """Append one text's rows: the title words and probes it holds, its other content words,
+        then the title words and probes it lacks (count 0); the first and last kind carry bits."""
         keys = present + text + absent
         got = list(map(vocab.ids.get, keys))
         if None in got:
@@ -229,14 +219,15 @@ class _Rows:
             got = [id_of(w) if i is None else i for w, i in zip(keys, got)]
         start = len(self.ids)
         self.ids += got  # type: ignore[arg-type]  # every None replaced
-        self.counts += counts
+        self.counts += present_counts
         self.counts += text_counts
         if absent:
             self.counts += [0] * len(absent)
-        self.bit_at += range(start, start + len(present))
-        self.bit_at += range(start + len(present) + len(text), start + len(keys))
-        self.bits += [(w in probes) * 2 + (w in tw) for w in present]
-        self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
+        if present or absent:
+            self.bit_at += range(start, start + len(present))
+            self.bit_at += range(start + len(present) + len(text), start + len(keys))
+            self.bits += [(w in probes) * 2 + (w in tw) for w in present]
+            self.bits += [(w in probes) * 2 + (w in tw) for w in absent]
         return len(keys)
 
     def body(self) -> bytes:
