@@ -161,7 +161,7 @@ def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exac
         ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
 
 
-def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any] | None = None) -> set[tuple[int, int]]:
+def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> set[tuple[int, int]]:
     """Pairs (j < i) of passages of different documents, similar enough to be compared for a
     conflict, where one only restates the values of the other (docket.claims.restates)."""
     if not ctx.has_vectors() or len(passages) < 2:
@@ -173,8 +173,6 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any] | No
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     if not rows:
         return set()
-    if feats is None:
-        feats = ctx.features.of_passages(passages)
     said: dict[int, list[Any]] = {}
 
     def of(k: int) -> list[Any]:
