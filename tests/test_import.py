@@ -395,39 +395,25 @@ def test_import_answers_as_index_does(tmp_path: Path, backend: str, request: Any
     with open_store(indexed) as a, open_store(imported) as b:  # type: ignore[attr-defined]
         want = _answers(a, emb)
         assert want == _answers(b, emb)
-    _filled_answers_as_indexed(indexed, imported, emb, want)
+    _filled_answers_alike(imported, emb, want, indexed)
 
 
-def _filled_answers_as_indexed(indexed: str, imported: str, emb: Any, want: list[Any]) -> None:
-    """After docket.store.fill_records the imported store holds the records `docket index` wrote
-    (this store's writer, record_of), byte for byte, and briefs built from them (a fresh process's
-    view: nothing in memory, every feature read from its record) are the same briefs."""
-    import sqlite3
-
+def _filled_answers_alike(imported: str, emb: Any, want: list[Any], indexed: str | None = None) -> None:
+    """After docket.store.fill_records the briefs built from the records (a fresh process's view:
+    nothing in memory, every feature read from its record) are `want`, the briefs the store gave
+    before. With `indexed` (SQLite), the imported store also holds the records `docket index`
+    wrote there (this store's writer, record_of), byte for byte."""
     from docket.features import default_cache, record_of
     from docket.store.fill_records import fill_records
 
     with open_store(imported) as b:  # type: ignore[attr-defined]
         assert fill_records(b, record_of, workers=0).written == 40
-    q = "SELECT c.id, f.features FROM chunks c JOIN chunk_features f ON f.chunk = c.rowid ORDER BY c.id"
-    with sqlite3.connect(indexed) as x, sqlite3.connect(imported) as y:
-        assert x.execute(q).fetchall() == y.execute(q).fetchall()
-    cache = default_cache()
-    cache.clear()
-    cache.computed = cache.loaded = 0
-    with open_store(imported) as b:  # type: ignore[attr-defined]
-        assert _answers(b, emb) == want
-    assert cache.loaded >= 40 and cache.computed == 0
+    if indexed is not None:
+        import sqlite3
 
-
-def _filled_answers_alike(imported: str, emb: Any, want: list[Any]) -> None:
-    """PostgreSQL: the briefs after docket.store.fill_records, read from the records, are the
-    briefs the store gave before (features computed on first sight)."""
-    from docket.features import default_cache, record_of
-    from docket.store.fill_records import fill_records
-
-    with open_store(imported) as b:  # type: ignore[attr-defined]
-        assert fill_records(b, record_of, workers=0).written == 40
+        q = "SELECT c.id, f.features FROM chunks c JOIN chunk_features f ON f.chunk = c.rowid ORDER BY c.id"
+        with sqlite3.connect(indexed) as x, sqlite3.connect(imported) as y:
+            assert x.execute(q).fetchall() == y.execute(q).fetchall()
     cache = default_cache()
     cache.clear()
     cache.computed = cache.loaded = 0
