@@ -73,6 +73,8 @@ def _head(readable: str, *, counted: bool = False) -> str:
     df_cond = f"AND td.cls = ANY({readable})" if readable else ""
     df = (_COUNTED_DF if counted else _STORED_DF).format(post_cond=post_cond, df_cond=df_cond)
     return _HEAD.format(cls_cond=cls_cond, df=df)
+
+
 _SCORE = "t.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / (SELECT avg FROM st)))"
 
 

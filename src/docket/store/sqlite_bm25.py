@@ -83,7 +83,7 @@ class Contenders:
 def _contenders(terms: list[Term], lens: np.ndarray, avg: float, rows: int, k: int,
                 least: int) -> Contenders | None:
     """The rows that can be among the k best, or None when pruning would not save work (few
-    postings, one term, the essential terms holding most postings)."""
+    postings, one term, the essential terms holding a third of the postings or more)."""
     sizes = [at.shape[0] for at, _, _ in terms]
     everything = sum(sizes)
     if len(terms) < 2 or everything < least or k < 1:
@@ -91,7 +91,7 @@ def _contenders(terms: list[Term], lens: np.ndarray, avg: float, rows: int, k: i
     bounds = [_upper_bound(tf, idf) for _, tf, idf in terms]
     order = sorted(range(len(terms)), key=lambda i: (-bounds[i], sizes[i], i))
     # the k-th partial score is at most the essential terms' bounds summed, so fewer essential
-    # terms than `first` can never stop the search: if those already hold most postings, give up now
+    # terms than `first` can never stop the search: if those already hold a third of the postings, give up now
     first = next((j for j in range(1, len(order)) if math.fsum(bounds[o] for o in order[j:])
                   < math.fsum(bounds[o] for o in order[:j])), len(order))
     if 3 * sum(sizes[o] for o in order[:first]) > everything:
