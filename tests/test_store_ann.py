@@ -268,6 +268,8 @@ def test_a_file_read_by_a_new_process_is_mapped_and_copied_to_memory_before_it_c
     reader, writer = _open(path), _open(path)
     assert _answers(reader) == want
     assert reader._ann is not None and reader._ann.mapped and not built
+    mapped_lists = __import__("faiss").downcast_InvertedLists(reader._ann.index.invlists)
+    assert mapped_lists.prefetch_nthread == 0  # no threads started for every search (~2 ms each)
     writer.write_version(version("new", 1, ["salary bands finance salary bands", "refund window"]))
     writer.delete("d3")
     assert _answers(reader) == _exact_answers(reader)
