@@ -39,7 +39,7 @@ _REWRITE_SHARE = 0.02
 
 
 def _shortlist(k: int) -> int:
-    """Candidates asked of the index for k results: the codes' scores err by ~1e-3, so rows near
+    """Candidates asked of the index for k results: the codes' scores err by up to ~2e-3, so rows near
     the k-th can swap places; 2k (at least k + 16) held every row of the exact top k that the
     probed lists hold, on MiniLM vectors at 100k and 1M chunks (docs/store.md)."""
     return k + max(16, k)
