@@ -428,12 +428,28 @@ def _recall(mat: np.ndarray, q: np.ndarray, got: np.ndarray, kth: float, k: int)
     return float((mat[got[:k]] @ q >= kth - 1e-6).sum()) / k
 
 
+def _flat_ivf(dim: int, nlist: int) -> object:
+    """The float32 `IndexIVFFlat` the store used until its index moved to 8-bit codes (compared by
+    `--index-kinds flat`)."""
+    import faiss
+
+    return faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+
+
+def _reranked(mat: np.ndarray, q: np.ndarray, got: np.ndarray, k: int) -> np.ndarray:
+    """The k best of the index's candidates `got` by their exact scores, as sqlite_dense ranks them."""
+    return got[np.argsort(-(mat[got] @ q), kind="stable")[:k]]
+
+
 def ann_sweep(size: int, qs: list[str], k: int, nlist_factors: list[float], nprobes: list[int],
-              share: float = 0.1, mix: str = "own") -> list[dict[str, object]]:
-    """recall@k of the IVF index against exact search, and its search time, per nlist and nprobe,
-    unfiltered and under a filter passing `share` of the rows (the IDSelectorBitmap path, probes
-    scaled as sqlite_dense scales them), on `real_vectors(size)` and the MiniLM questions."""
-    from docket.store.sqlite_ann import AnnIndex, bitmap_of, probes
+              share: float = 0.1, mix: str = "own", kinds: tuple[str, ...] = ("sq8",)) -> list[dict[str, object]]:
+    """recall@k of the IVF index against exact search, and its search time, per index kind (sq8:
+    the store's 8-bit codes; flat: float32 vectors, before), nlist and nprobe, unfiltered and under
+    a filter passing `share` of the rows (the IDSelectorBitmap path, probes scaled as sqlite_dense
+    scales them), on `real_vectors(size)` and the MiniLM questions. Each search asks for the store's
+    short list (2k) and re-ranks it by exact scores (inside the timed part), as the store does."""
+    from docket.store.sqlite_ann import AnnIndex, bitmap_of, new_ivf, probes
+    from docket.store.sqlite_dense import _shortlist
 
     mat = real_vectors(size, mix)
     qv = question_vectors(qs)
@@ -443,31 +459,33 @@ def ann_sweep(size: int, qs: list[str], k: int, nlist_factors: list[float], npro
     passing = np.sort(np.random.default_rng(7).choice(size, size=int(size * share), replace=False))
     kth_f = _kth_scores(mat, qv, k, passing)
     bitmap = bitmap_of(passing)
-    t0 = time.perf_counter()
     mat @ qv[0]
     rows: list[dict[str, object]] = []
-    for factor in nlist_factors:
-        nlist = int(factor * np.sqrt(size))
-        t0 = time.perf_counter()
-        ann = AnnIndex.build(mat, rowids, 0, nlist)
-        build_s = time.perf_counter() - t0
-        for nprobe in nprobes:
-            rec, rec10, rec_f, ms, ms_f = [], [], [], [], []
-            for i in range(qv.shape[0]):
-                t0 = time.perf_counter()
-                got = ann.search(qv[i], k + max(16, k), nprobe, None)[:k]
-                ms.append((time.perf_counter() - t0) * 1000)
-                rec.append(_recall(mat, qv[i], got, kth[i], k))
-                rec10.append(_recall(mat, qv[i], got, kth10[i], 10))
-                t0 = time.perf_counter()
-                got_f = ann.search(qv[i], k + max(16, k), probes(nprobe, share), bitmap)[:k]
-                ms_f.append((time.perf_counter() - t0) * 1000)
-                rec_f.append(_recall(mat, qv[i], got_f, kth_f[i], k))
-            rows.append({"chunks": size, "nlist": nlist, "build_s": build_s, "nprobe": nprobe,
-                         "recall": float(np.mean(rec)), "recall_min": float(np.min(rec)),
-                         "recall10": float(np.mean(rec10)), "search_p50_ms": statistics.median(ms),
-                         "filtered_recall": float(np.mean(rec_f)), "filtered_p50_ms": statistics.median(ms_f)})
-            print(json.dumps({k_: round(v, 4) if isinstance(v, float) else v for k_, v in rows[-1].items()}), flush=True)
+    for kind in kinds:
+        for factor in nlist_factors:
+            nlist = int(factor * np.sqrt(size))
+            t0 = time.perf_counter()
+            ann = AnnIndex.build(mat, rowids, 0, nlist, make=_flat_ivf if kind == "flat" else new_ivf)
+            build_s = time.perf_counter() - t0
+            for nprobe in nprobes:
+                rec, rec10, rec_f, ms, ms_f = [], [], [], [], []
+                for i in range(qv.shape[0]):
+                    t0 = time.perf_counter()
+                    got = _reranked(mat, qv[i], ann.search(qv[i], _shortlist(k), nprobe, None), k)
+                    ms.append((time.perf_counter() - t0) * 1000)
+                    rec.append(_recall(mat, qv[i], got, kth[i], k))
+                    rec10.append(_recall(mat, qv[i], got, kth10[i], 10))
+                    t0 = time.perf_counter()
+                    got_f = _reranked(mat, qv[i], ann.search(qv[i], _shortlist(k), probes(nprobe, share), bitmap), k)
+                    ms_f.append((time.perf_counter() - t0) * 1000)
+                    rec_f.append(_recall(mat, qv[i], got_f, kth_f[i], k))
+                rows.append({"chunks": size, "kind": kind, "nlist": nlist, "build_s": build_s, "nprobe": nprobe,
+                             "recall": float(np.mean(rec)), "recall_min": float(np.min(rec)),
+                             "recall10": float(np.mean(rec10)), "search_p50_ms": statistics.median(ms),
+                             "filtered_recall": float(np.mean(rec_f)), "filtered_p50_ms": statistics.median(ms_f)})
+                print(json.dumps({k_: round(v, 4) if isinstance(v, float) else v for k_, v in rows[-1].items()}),
+                      flush=True)
+            del ann
     t0 = time.perf_counter()
     for i in range(qv.shape[0]):
         np.argpartition(-(mat @ qv[i]), k)[:k]
@@ -534,7 +552,9 @@ def main() -> None:
                     help="only the IVF recall@k / speed sweep over nlist and nprobe on real_vectors (no store)")
     ap.add_argument("--nprobes", default="4,8,16,24,32,48,64")
     ap.add_argument("--mix", default="own", choices=["own", "other"], help="how real_vectors mixes (its docstring)")
-    ap.add_argument("--nlist-factors", default="4", help="nlist = factor x sqrt(chunks), comma-separated")
+    ap.add_argument("--nlist-factors", default="2", help="nlist = factor x sqrt(chunks), comma-separated")
+    ap.add_argument("--index-kinds", default="sq8",
+                    help="with --sweep: sq8 (the store's 8-bit codes) and/or flat (float32 IndexIVFFlat, before)")
     ap.add_argument("--k", type=int, default=100, help="recall@k: k = the dense depth `ask` searches (100)")
     ap.add_argument("--plot", type=Path, default=None, help="PNG of warm ask and dense-search p50 against chunks")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
@@ -605,13 +625,15 @@ def main() -> None:
                 for size in sizes:
                     rows += ann_sweep(size, questions(args.queries), args.k,
                                       [float(x) for x in args.nlist_factors.split(",")],
-                                      [int(x) for x in args.nprobes.split(",")], mix=args.mix)
-                print(f"| chunks | nlist | build s | nprobe | recall@{args.k} (min) | recall@10 | search p50 ms "
+                                      [int(x) for x in args.nprobes.split(",")], mix=args.mix,
+                                      kinds=tuple(args.index_kinds.split(",")))
+                print(f"| chunks | index | nlist | build s | nprobe | recall@{args.k} (min) | recall@10 | search p50 ms "
                       f"| 10 %-filter recall@{args.k} | filtered p50 ms | exact scan ms |")
-                print("|---|---|---|---|---|---|---|---|---|---|")
+                print("|---|---|---|---|---|---|---|---|---|---|---|")
                 for r in rows:
-                    f = {k: float(v) for k, v in r.items()}  # type: ignore[arg-type]
-                    print(f"| {r['chunks']:,} | {r['nlist']} | {f['build_s']:.1f} | {r['nprobe']} | {f['recall']:.4f} "
+                    f = {k: float(v) for k, v in r.items() if k != "kind"}  # type: ignore[arg-type]
+                    print(f"| {r['chunks']:,} | {r['kind']} | {r['nlist']} | {f['build_s']:.1f} | {r['nprobe']} | "
+                          f"{f['recall']:.4f} "
                           f"({f['recall_min']:.2f}) | {f['recall10']:.4f} | {f['search_p50_ms']:.2f} | "
                           f"{f['filtered_recall']:.4f} | {f['filtered_p50_ms']:.2f} | {f['exact_ms']:.1f} |")
                 if args.json:

@@ -5,6 +5,8 @@ for a very selective filter, on request (`Filters.exact`, `docket ask --exact`) 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,70 @@ def test_approximate_search_returns_only_readable_rows_and_k_of_them(loose: SQLi
         assert cid in everything  # never a row the asker may not read (or the filter drops)
         assert score == everything[cid]  # re-scored as exact search scores it
     assert [x for _, x in got] == sorted((x for _, x in got), reverse=True)
+
+
+def _random_store(path: Path, seed: int, docs: int) -> np.ndarray:
+    """A store of `docs` documents of 1-4 chunks with random ACLs and random unit vectors drawn
+    around a few centres (so lists are uneven and near-copies exist), some exact copies among
+    them; the vectors in row order."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(5, EMB.dim))
+    s = _open(path, None)
+    rows = []
+    for d in range(docs):
+        n = int(rng.integers(1, 5))
+        vecs = centres[rng.integers(0, 5, size=n)] + rng.normal(scale=0.4, size=(n, EMB.dim))
+        if d % 7 == 3 and rows:
+            vecs[0] = rows[-1]  # a copy of the previous chunk
+        vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+        rows += list(vecs)
+        v = version(f"d{d}", 1, [f"chunk {d} {i}" for i in range(n)], acl=ACLS[int(rng.integers(0, len(ACLS)))])
+        s.write_version(dataclasses.replace(v, vectors=vecs))
+    s.close()
+    return np.asarray(rows)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(seed=st.integers(0, 2**16), docs=st.integers(20, 70), k=st.integers(1, 50), nprobe=st.integers(1, 4),
+       asker=st.sampled_from(ASKERS), pick=st.integers(0, 3))
+def test_random_vectors_give_only_readable_rows_with_their_exact_scores(tmp_path_factory: pytest.TempPathFactory,
+                                                                       seed: int, docs: int, k: int, nprobe: int,
+                                                                       asker: Filters, pick: int) -> None:
+    """Random vectors, ACLs and probes (the 8-bit codes then rank candidates truly approximately):
+    every result is a row the asker may read and the filter passes, scored with the store's exact
+    cosine, best first, and k of them whenever k exist."""
+    path = tmp_path_factory.mktemp("rand") / "s.db"
+    mat = _random_store(path, seed, docs)
+    s = _open(path, AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=nprobe, cheaper_exact=False))
+    q = mat[(seed * 7 + pick) % mat.shape[0]] + np.random.default_rng(pick).normal(scale=0.2, size=EMB.dim)
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    everything = dict(s.search_dense(q, 10_000, Filters(**{**asker.__dict__, "exact": True})))
+    got = s.search_dense(q, k, asker)
+    assert s.last_dense in ("approximate", "exact-fallback") or not everything
+    assert len(got) == min(k, len(everything))
+    for cid, score in got:
+        assert cid in everything and score == everything[cid]
+    assert [x for _, x in got] == sorted((x for _, x in got), reverse=True)
+    s.close()
+
+
+def test_scores_are_the_exact_cosines_not_the_codes(path: Path) -> None:
+    """The index ranks by 8-bit codes, whose scores differ from the cosines; what a search
+    returns is the store's own cosine of each row (float64 over its float32 vector)."""
+    s = _open(path, LOOSE)
+    q = qvec("refund window")
+    got = s.search_dense(q, 10, Filters(unrestricted=True))
+    assert s.last_dense == "approximate"
+    ann = s._ann
+    assert ann is not None and sqlite_ann.is_ours(ann.index)
+    m = s._search_index()
+    pos = m.live_in_rowid_order()
+    vec = {m.ids[int(i)]: m.mat[int(i)] for i in pos}
+    for cid, score in got:
+        assert score == float((vec[cid].astype(np.float64) * q.astype(np.float64)).sum())
+    coded, ids = ann.index.search(q.reshape(1, -1).astype(np.float32), 10)
+    exact = {int(m.rowids[i]): float(m.mat[i] @ q) for i in pos}
+    assert any(abs(c - exact[int(r)]) > 1e-6 for c, r in zip(coded[0], ids[0]) if r >= 0)  # the codes are approximate
 
 
 def test_the_acl_parametrisation_really_searches_approximately(path: Path) -> None:
@@ -202,6 +268,8 @@ def test_a_file_read_by_a_new_process_is_mapped_and_copied_to_memory_before_it_c
     reader, writer = _open(path), _open(path)
     assert _answers(reader) == want
     assert reader._ann is not None and reader._ann.mapped and not built
+    mapped_lists = __import__("faiss").downcast_InvertedLists(reader._ann.index.invlists)
+    assert mapped_lists.prefetch_nthread == 0  # no threads started for every search (~2 ms each)
     writer.write_version(version("new", 1, ["salary bands finance salary bands", "refund window"]))
     writer.delete("d3")
     assert _answers(reader) == _exact_answers(reader)
@@ -303,6 +371,50 @@ def test_a_missing_or_damaged_file_is_rebuilt_never_trusted(path: Path, monkeypa
     again = _open(path)
     assert _answers(again) == want and built == [1]
     assert sqlite_ann.read(again.ann_path) is not None  # a good file again
+
+
+def _flat_ivf(dim: int, nlist: int) -> Any:
+    import faiss
+
+    return faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+
+
+def _float32_file(s: SQLiteStore, trailer: tuple[bytes, str]) -> None:
+    """`s`'s rows in a float32 `IndexIVFFlat` (the index kind before the 8-bit codes) at the
+    file's state, its stamp otherwise good, ending with `trailer` (magic, layout)."""
+    import faiss
+
+    a, stamp = sqlite_ann.read(s.ann_path)  # type: ignore[misc]
+    m = s._search_index()
+    flat = AnnIndex.build(m.mat, m.rowids, a.seq, a.nlist, make=_flat_ivf)
+    magic, layout = trailer
+    tmp = s.ann_path.with_name(s.ann_path.name + ".tmp")
+    faiss.write_index(flat.index, str(tmp))
+    size = tmp.stat().st_size
+    keep = {k: v for k, v in stamp.items() if k in ("store_id", "generation", "token", "dim")}
+    head = json.dumps({**keep, "layout": layout, "index_bytes": size, "seq": flat.seq, "trained_rows": flat.rows,
+                       "rows": flat.rows}, separators=(",", ":")).encode()
+    with open(tmp, "ab") as f:
+        f.write(head + len(head).to_bytes(8, "little") + magic)
+    tmp.replace(s.ann_path)
+
+
+@pytest.mark.parametrize("trailer", [(b"DKTANN01", "sqlite-ann-1"), (sqlite_ann.MAGIC, sqlite_ann.LAYOUT)],
+                         ids=["file-before-the-bump", "float32-lists-in-a-new-trailer"])
+def test_a_float32_ivf_file_is_rebuilt_with_8_bit_codes(path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       trailer: tuple[bytes, str]) -> None:
+    """A file of the float32 `IndexIVFFlat` (written before the file format moved to 8-bit codes,
+    or one claiming the new layout) is not read: it is rebuilt, and the new file holds codes."""
+    first = _open(path)
+    want = _answers(first)
+    _float32_file(first, trailer)
+    assert sqlite_ann.read(first.ann_path) is None
+    built = _count_builds(monkeypatch)
+    again = _open(path)
+    assert _answers(again) == want and built == [1]
+    got = sqlite_ann.read(again.ann_path)
+    assert got is not None and sqlite_ann.is_ours(got[0].index)
+    assert got[1]["layout"] == "sqlite-ann-2" and again.ann_path.read_bytes()[-8:] == b"DKTANN02"
 
 
 def test_a_file_from_another_store_at_the_same_path_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,18 +1,24 @@
-"""Approximate dense search for a large SQLite store: a faiss IVF-Flat index kept in `FILE.ann`.
+"""Approximate dense search for a large SQLite store: a faiss IVF index of 8-bit codes kept in `FILE.ann`.
 
-Why IVF-Flat (faiss-cpu `IndexIVFFlat`, inner product over the unit vectors): it deletes rows
-(`remove_ids`), so it follows the store's writes row by row; it searches under an `IDSelector`,
-so a filter (the principal's readable rows, metadata) is applied inside the scan; and it keeps
-the vectors themselves, so the scores it ranks by are exact inner products. faiss's HNSW cannot
-delete and usearch's Python API cannot filter (issue 22).
+Why IVF (faiss-cpu `IndexIVFScalarQuantizer`, inner product over the unit vectors): it deletes
+rows (`remove_ids`), so it follows the store's writes row by row; and it searches under an
+`IDSelector`, so a filter (the principal's readable rows, metadata) is applied inside the scan.
+faiss's HNSW cannot delete and usearch's Python API cannot filter (issue 22).
 
-The index only *proposes* candidates, keyed by chunk rowid. The caller (sqlite_search) maps them
-to its own rows, drops any the filter does not pass, re-scores them exactly from its own matrix
-and falls back to exact search when fewer than k come back; so a damaged or foreign file can cost
-recall, never a chunk the asker may not read and never a wrong score. A file is still checked
-before it is used (`read`): its trailer (magic, layout, length) must be whole, and the caller
-checks the stamp (store id, write token, change-log position), the row count and a digest of the
-rowids it holds, and that a sample of rows finds itself.
+Why 8-bit codes (`QT_8bit` of each vector's residual from its list's centroid) instead of the
+float32 vectors (`IndexIVFFlat`, until issue 22's fourth round): a probe reads a quarter of the
+bytes, and the search is bound by memory bandwidth (64 probes at 1M chunks read ~32,000 vectors).
+The codes only rank candidates; the caller (sqlite_dense) re-scores a short list of them exactly
+from the store's own float32 matrix, and on MiniLM vectors a short list of 2k held every row the
+float32 index would have found (docs/store.md).
+
+The index only *proposes* candidates, keyed by chunk rowid. The caller maps them to its own rows,
+drops any the filter does not pass, re-scores them exactly from its own matrix and falls back to
+exact search when fewer than k come back; so a damaged or foreign file can cost recall, never a
+chunk the asker may not read and never a wrong score. A file is still checked before it is used
+(`read`): its trailer (magic, layout, length) must be whole, and the caller checks the stamp
+(store id, write token, change-log position), the row count and a digest of the rowids it holds,
+and that a sample of rows finds itself.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +37,9 @@ from docket.errors import InputError
 from docket.safeio import replacing
 
 #: what ends an index file: the stamp (JSON), its length (8 bytes, little endian), this magic
-MAGIC = b"DKTANN01"
-LAYOUT = "sqlite-ann-1"
+#: (02: 8-bit codes; a float32 `IndexIVFFlat` file of layout 1 is rebuilt, never read)
+MAGIC = b"DKTANN02"
+LAYOUT = "sqlite-ann-2"
 
 #: how many rows of its own a check searches for (`self_check`)
 _CHECK_ROWS = 16
@@ -99,8 +107,27 @@ def available() -> bool:
     return True
 
 
+def new_ivf(dim: int, nlist: int) -> Any:
+    """An untrained IVF index of `nlist` lists holding 8-bit codes of each vector's residual from
+    its list's centroid (per-dimension ranges trained on the residuals: finer steps than over the
+    vectors themselves), scored by inner product."""
+    import faiss
+
+    # faiss's Python constructor keeps a reference to the quantizer: it lives as long as the index
+    return faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                         faiss.METRIC_INNER_PRODUCT, True)
+
+
+def is_ours(index: Any) -> bool:
+    """Whether a read faiss index is of the kind `new_ivf` makes (anything else is rebuilt)."""
+    import faiss
+
+    return (isinstance(index, faiss.IndexIVFScalarQuantizer) and index.metric_type == faiss.METRIC_INNER_PRODUCT
+            and index.sq.qtype == faiss.ScalarQuantizer.QT_8bit and bool(index.by_residual))
+
+
 class AnnIndex:
-    """A trained `IndexIVFFlat` over a store's live rows, ids = chunk rowids, at change-log position
+    """A trained IVF index (`new_ivf`) over a store's live rows, ids = chunk rowids, at change-log position
     `seq` (it holds the store's rows as of that entry)."""
 
     def __init__(self, index: Any, seq: int, trained_rows: int, mapped: bool = False) -> None:
@@ -129,15 +156,13 @@ class AnnIndex:
         self.mapped = False
 
     @classmethod
-    def build(cls, mat: np.ndarray, rowids: np.ndarray, seq: int, nlist: int = 0) -> AnnIndex:
+    def build(cls, mat: np.ndarray, rowids: np.ndarray, seq: int, nlist: int = 0,
+              make: Callable[[int, int], Any] = new_ivf) -> AnnIndex:
         """Train on a fixed-seed sample of `mat` (rows in rowid order, so the same store trains the
-        same lists) and add every row."""
-        import faiss
-
+        same lists) and add every row. `make`: another faiss IVF kind (benchmarks compare them)."""
         n, dim = mat.shape
         nlist = min(nlist or nlist_for(n), n)
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index = make(dim, nlist)
         index.cp.min_points_per_centroid = 1  # the sample below decides; no warning on stderr
         index.cp.seed = 22
         sample = min(n, 64 * nlist)
@@ -171,8 +196,9 @@ class AnnIndex:
         self.seq = seq
 
     def search(self, q: np.ndarray, k: int, nprobe: int, bitmap: np.ndarray | None) -> np.ndarray:
-        """The rowids of up to `k` best rows for `q` (best first), only rows whose bit is set in
-        `bitmap` (bit i of byte i >> 3, little-endian bit order: rowid i) when one is given."""
+        """The rowids of up to `k` best rows for `q` by their codes' scores (best first; the caller
+        re-scores them exactly), only rows whose bit is set in `bitmap` (bit i of byte i >> 3,
+        little-endian bit order: rowid i) when one is given."""
         import faiss
 
         params = faiss.SearchParametersIVF()
@@ -207,20 +233,24 @@ def check_rows(n: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, num=min(n, _CHECK_ROWS)).astype(np.int64)) if n else np.zeros(0, np.int64)
 
 
-def self_check(ann: AnnIndex, vectors: np.ndarray, rowids: np.ndarray) -> bool:
+def self_check(ann: AnnIndex, vectors: np.ndarray, rowids: np.ndarray,
+               exact_scores: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> bool:
     """Each of a sample of rows (`vectors`, `rowids`: see `check_rows`) finds itself among its 10
-    nearest, or ten rows scoring as high (copies of it): the lists, the centroids and the stored
-    vectors agree with the store's own vectors."""
+    nearest by the codes, or ten rows the store's own vectors score as high (copies of it):
+    the lists, the centroids and the codes agree with the store's vectors. `exact_scores(rowids,
+    q)`: the store's exact scores of those rows (-inf for a rowid it does not hold)."""
     import faiss
 
     params = faiss.SearchParametersIVF()
     params.nprobe = min(4, ann.nlist)  # a row sits in its nearest list, the first probed
     for vec, rowid in zip(vectors, rowids.tolist()):
         q = np.ascontiguousarray(vec.reshape(1, -1), dtype=np.float32)
-        scores, ids = ann.index.search(q, 10, params=params)
-        found = rowid in ids[0].tolist()
-        crowded = bool((ids[0] >= 0).all() and (scores[0] >= float(q[0] @ q[0]) - 1e-4).all())  # ten copies
-        if not (found or crowded):
+        _, ids = ann.index.search(q, 10, params=params)
+        if rowid in ids[0].tolist():
+            continue
+        self_score = float(q[0] @ q[0])
+        crowded = bool((ids[0] >= 0).all() and (exact_scores(ids[0], q[0]) >= self_score - 1e-4).all())  # ten copies
+        if not crowded:
             return False
     return True
 
@@ -232,6 +262,18 @@ def bitmap_of(rowids: np.ndarray) -> np.ndarray:
     bits = np.zeros(int(rowids.max()) + 1, dtype=bool)
     bits[rowids] = True
     return np.packbits(bits, bitorder="little")
+
+
+def _no_prefetch_threads(index: Any) -> None:
+    """Mapped lists are faiss's `OnDiskInvertedLists`, which start threads (32 by default) to
+    touch the pages of the lists every search probes: ~2 ms a search on a 2-core machine, more than
+    the scan itself at 100k chunks (issue 22, fourth round: 2.9 ms mapped against 0.7 ms read).
+    Without them a search reads its lists' pages itself as it scans them."""
+    import faiss
+
+    lists = faiss.downcast_InvertedLists(index.invlists)
+    if isinstance(lists, faiss.OnDiskInvertedLists):
+        lists.prefetch_nthread = 0
 
 
 def write(path: Path, ann: AnnIndex, stamp: dict[str, Any], mode: int | None = None) -> None:
@@ -251,7 +293,7 @@ def write(path: Path, ann: AnnIndex, stamp: dict[str, Any], mode: int | None = N
 
 def read(path: Path, mapped: bool = False) -> tuple[AnnIndex, dict[str, Any]] | None:
     """The index and its stamp, or None when `path` holds no whole index file of this layout
-    (missing, truncated, foreign, of another faiss index type or dimension than it says).
+    (missing, truncated, foreign, of another faiss index kind, code or dimension than it says).
 
     `mapped`: the inverted lists are mapped read-only from the file instead of read (faiss's
     `IO_FLAG_MMAP`): a new process's first search reads the ~64 lists it probes, not the whole
@@ -286,9 +328,11 @@ def read(path: Path, mapped: bool = False) -> tuple[AnnIndex, dict[str, Any]] | 
                 raise
             mapped = False  # a file system that cannot map it: read it (a rebuild would cost minutes)
             index = faiss.read_index(str(path))
-        if (not isinstance(index, faiss.IndexIVFFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT
-                or index.d != int(stamp["dim"]) or index.ntotal != int(stamp["rows"]) or not index.is_trained):
+        if (not is_ours(index) or index.d != int(stamp["dim"]) or index.ntotal != int(stamp["rows"])
+                or not index.is_trained):
             return None
+        if mapped:
+            _no_prefetch_threads(index)
         return AnnIndex(index, int(stamp["seq"]), int(stamp["trained_rows"]), mapped), stamp
     except (RuntimeError, KeyError, TypeError, ValueError, ImportError):
         return None
