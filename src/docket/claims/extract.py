@@ -5,6 +5,7 @@ keeps of them (docket.claims)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from docket.claims.quantities import Quantity, _quantities
@@ -77,25 +78,43 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
         tokens = _TOKEN.findall(folded)
         qs, used = _quantities(tokens)
         negated = _negated(folded, tokens)
-        words: set[str] = set()
-        for k, t in enumerate(tokens):
-            if k in used or t in _NOT_CONTENT or not t[0].isalpha():
-                continue
-            if t.isascii():  # (no CJK character, and no "-": a word token never holds one)
-                if len(t) > 1:
-                    words.add(_stem(t))
-                continue
-            if len(t) < 2 and not _CJK.match(t):
-                continue
-            if _CJK.search(t):
-                words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))
-                continue
-            t = t.removeprefix("non-")
-            words.add(_stem(t))
+        # a token's content words depend on the token alone: each distinct one looked up once
+        kept = set(tokens) if not used else {t for k, t in enumerate(tokens) if k not in used}
+        words = set(chain.from_iterable(map(_CONTENT.__getitem__, kept)))
         if len(words) >= 2 or (qs and words):
             anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
             out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
     return out
+
+
+def _content_words(t: str) -> tuple[str, ...]:
+    """The content words a claim takes from one token (not a number or unit a quantity used):
+    none for a stop word, a negation, a sign or a one-letter word; a CJK run's character pairs;
+    else the token's stem."""
+    if t in _NOT_CONTENT or not t[0].isalpha():
+        return ()
+    if t.isascii():  # (no CJK character, and no "-": a word token never holds one)
+        return (_stem(t),) if len(t) > 1 else ()
+    if len(t) < 2 and not _CJK.match(t):
+        return ()
+    if _CJK.search(t):
+        return tuple(t[m : m + 2] for m in range(max(1, len(t) - 1)))
+    return (_stem(t.removeprefix("non-")),)
+
+
+class _ContentOf(dict):  # type: ignore[type-arg]
+    """token -> `_content_words(token)`, filled on first sight of each token (a claim's words are
+    then one C-level pass over its distinct tokens); at most 65,536 remembered, the rest asked
+    each time."""
+
+    def __missing__(self, t: str) -> tuple[str, ...]:
+        out = _content_words(t)
+        if len(self) < 1 << 16:
+            self[t] = out
+        return out
+
+
+_CONTENT = _ContentOf()
 
 
 def to_record(text: str, found: list[Claim]) -> list[Any]:
