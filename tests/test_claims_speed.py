@@ -185,3 +185,17 @@ def test_subject_examples() -> None:
     assert W.subject("Sir Matt Busby was a manager.") == {"matt", "busby"}
     assert W.subject("Wangcun () is a town in China.") == {"wangcun"}
     assert W.subject("Annual plans cost more.") == frozenset()
+
+
+_NO_DIGIT_PIECES = [p for p in _PIECES if not any(ch.isdigit() for ch in p)] + ["twentieth", "halfway", "May"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_NO_DIGIT_PIECES), max_size=25).map(" ".join))
+def test_a_sentence_without_digits_number_or_month_words_has_no_quantity(text: str) -> None:
+    """What claims skips `_quantities` on: ASCII tokens, no digit, no token that opens a quantity
+    but commas. Then there is none to find."""
+    folded = C.fold(text)
+    tokens = W._TOKEN.findall(folded)
+    if folded.isascii() and not W._DIGIT.search(folded) and (Q._OPENS - {","}).isdisjoint(tokens):
+        assert Q._quantities(tokens) == ([], set())

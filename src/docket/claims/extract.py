@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
-from docket.claims.quantities import Quantity, _quantities
+from docket.claims.quantities import _OPENS, Quantity, _quantities
 from docket.claims.words import (
     _CJK,
     _CJK_STOPS,
@@ -70,13 +70,17 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
         if not sent:
             continue
         folded = fold(sent).replace("’", "'")
-        if _DIGIT.search(folded):  # ordinals and fractions hold a digit
+        digits = _DIGIT.search(folded) is not None
+        if digits:  # ordinals and fractions hold a digit
             # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
             folded = _ORDINAL.sub(" ", folded)
             if "/" in folded or "⁄" in folded:
                 folded = _FRACTION.sub(_fraction, folded)
         tokens = _TOKEN.findall(folded)
-        qs, used = _quantities(tokens)
+        if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
+            qs, used = [], set()  # no quantity can start: no digit, no number or month word (a comma opens none alone)
+        else:
+            qs, used = _quantities(tokens)
         negated = _negated(folded, tokens)
         # a token's content words depend on the token alone: each distinct one looked up once
         kept = set(tokens) if not used else {t for k, t in enumerate(tokens) if k not in used}
@@ -85,6 +89,11 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
             anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
             out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
     return out
+
+
+#: the tokens a quantity may start at (docket.claims.quantities) but the comma, which starts one
+#: only next to a number or a month
+_OPENS_BUT_COMMA = _OPENS - {","}
 
 
 def _content_words(t: str) -> tuple[str, ...]:
