@@ -77,6 +77,8 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
             if "/" in folded or "⁄" in folded:
                 folded = _FRACTION.sub(_fraction, folded)
         tokens = _TOKEN.findall(folded)
+        qs: list[Quantity]
+        used: set[int]
         if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
             qs, used = [], set()  # no quantity can start: no digit, no number or month word (a comma opens none alone)
         else:
