@@ -89,3 +89,113 @@ def test_quantities_start_only_at_the_tokens_they_look_at(tok: str) -> None:
     assert Q._date_at(tokens, 0) is None
     assert tok not in Q._MULT
     assert Q._number(tok) is None
+
+
+def claims_reference(text: str) -> list[C.Claim]:
+    """`claims` as it was before its words were read per distinct token (issue 21): one pass over
+    every token, each tested and stemmed where it stands."""
+    from docket.claims.extract import Claim
+
+    out = []
+    subj = W.subject(text)
+    split = W._SENT.split if any(stop in text for stop in W._CJK_STOPS) else W._SENT_LATIN.split
+    for sent in split(text):
+        sent = sent.strip()
+        if not sent:
+            continue
+        folded = W.fold(sent).replace("’", "'")
+        if W._DIGIT.search(folded):
+            folded = W._ORDINAL.sub(" ", folded)
+            if "/" in folded or "⁄" in folded:
+                folded = W._FRACTION.sub(W._fraction, folded)
+        tokens = W._TOKEN.findall(folded)
+        qs, used = Q._quantities(tokens)
+        negated = W._negated(folded, tokens)
+        words: set[str] = set()
+        for k, t in enumerate(tokens):
+            if k in used or t in W._NOT_CONTENT or not t[0].isalpha():
+                continue
+            if t.isascii():
+                if len(t) > 1:
+                    words.add(W._stem(t))
+                continue
+            if len(t) < 2 and not W._CJK.match(t):
+                continue
+            if W._CJK.search(t):
+                words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))
+                continue
+            words.add(W._stem(t.removeprefix("non-")))
+        if len(words) >= 2 or (qs and words):
+            anaphoric = not W._PRONOUNS.isdisjoint(tokens[:8])
+            out.append(Claim(frozenset(words), W._names(sent) | W._row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
+    return out
+
+
+#: whole passages: several sentences of the pieces above, repeated words, numbers a quantity uses
+#: next to the same word elsewhere ("20 days ... days"), CJK runs, tabs and no-break spaces
+_PASSAGE = st.lists(st.one_of(_TEXT, st.text(max_size=40)), min_size=1, max_size=6).map(
+    lambda parts: ". ".join(parts) + " 20 days, days\tday\u00a0Days 中文字 Paris.")
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(_PASSAGE, _TEXT, st.text(max_size=200)))
+def test_claims_equal_the_token_by_token_reference(text: str) -> None:
+    assert C.claims(text) == claims_reference(text)
+
+
+def subject_reference(text: str) -> frozenset[str]:
+    """`subject` as it was before it read the head's tokens lazily (issue 21): every token of the
+    first 160 characters matched first, each name folded twice."""
+    head = text.strip()[:160]
+    toks = list(W._HEAD_TOKEN.finditer(head))
+    run: list[str] = []
+    end = 0
+    for m in toks:
+        t = m.group(0)
+        if not run and t.lower() in ("the", "a", "an"):
+            continue
+        if t in ('"', "“", "”", "'", "&") or (t[:1].isupper() and t.isalpha()):
+            if t.isalpha():
+                run.append(t)
+            end = m.end()
+            continue
+        break
+    names = [W.fold(t) for t in run if W.fold(t) not in W._HONORIFICS]
+    if not names:
+        return frozenset()
+    rest = W._PARENS.sub(" ", head[end:])
+    if len(run) >= 2 or W._DEFINES.match(rest):
+        return frozenset(names)
+    return frozenset()
+
+
+_OPENINGS = ["The", "A", "an", "Sir", "Dame", "Matt", "Busby", "Nirvana", "Wangcun", "Pearl", "Jam", '"', "“", "”", "'",
+             "&", "Baby", "Müller", "ÉCOLE", "Σ", "()", "(born 1950)", "is", "was", "are", "a", "an", "the", "one",
+             "town", "band", "Annual", "plans", "\u00a0", "\t", "\n", " ", "  ", ",", ".", "1945", "İstanbul", "中文"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(_OPENINGS), max_size=30).map(" ".join),
+                 st.lists(st.sampled_from(_OPENINGS), max_size=60).map("".join), st.text(max_size=200)))
+def test_subject_equals_the_eager_reference(text: str) -> None:
+    assert W.subject(text) == subject_reference(text)
+
+
+def test_subject_examples() -> None:
+    assert W.subject("Sir Matt Busby was a manager.") == {"matt", "busby"}
+    assert W.subject("Wangcun () is a town in China.") == {"wangcun"}
+    assert W.subject("Annual plans cost more.") == frozenset()
+
+
+_NO_DIGIT_PIECES = [p for p in _PIECES if not any(ch.isdigit() for ch in p)] + ["twentieth", "halfway", "May"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_NO_DIGIT_PIECES), max_size=25).map(" ".join))
+def test_a_sentence_without_digits_number_or_month_words_has_no_quantity(text: str) -> None:
+    """What claims skips `_quantities` on: ASCII tokens, no digit, no token that opens a quantity
+    but commas. Then there is none to find."""
+    folded = C.fold(text)
+    tokens = W._TOKEN.findall(folded)
+    if folded.isascii() and not W._DIGIT.search(folded) and (Q._OPENS - {","}).isdisjoint(tokens):
+        assert Q._quantities(tokens) == ([], set())

@@ -95,6 +95,26 @@ def test_copy_hash_is_sha256_of_copy_key(text: str) -> None:
     assert copy_hash(text) == copy_hash_reference(text)
 
 
+#: what the non-ASCII path replaces one character at a time: dashes, curly quotes, no-break and
+#: other spaces, CJK punctuation, tabs and line breaks next to words in several scripts
+COPY_PIECES = ["Kenji", "Akinoshū", "–", "—", "’", "“", "”", "\u00a0", "\u2009", "\u3000", "。", "、", "中文", "東京",
+               "\t", "\n", " ", "x", "İ", "\ud800", "\U0001f600", "_", "'", "1945", "е", "ß", "\u0301"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(COPY_PIECES), max_size=60).map("".join))
+def test_copy_hash_of_mixed_scripts_is_sha256_of_copy_key(text: str) -> None:
+    assert copy_hash(text) == copy_hash_reference(text)
+
+
+def test_copy_hash_of_every_code_point_is_sha256_of_copy_key() -> None:
+    """Every non-ASCII code point, 512 to a text, between ASCII words (the bytes path must agree
+    with str.translate on each character: word character kept, any other one a space)."""
+    for start in range(0x80, 0x110000, 512):
+        text = "a " + "b".join(chr(cp) for cp in range(start, min(start + 512, 0x110000))) + " z"
+        assert copy_hash(text) == copy_hash_reference(text), hex(start)
+
+
 def title_variant_words_reference(title: str) -> list[list[str]]:
     """title_variant_words as it was: the parenthetical pattern run on every title."""
     out = [title]

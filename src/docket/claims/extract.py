@@ -5,9 +5,10 @@ keeps of them (docket.claims)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
-from docket.claims.quantities import Quantity, _quantities
+from docket.claims.quantities import _OPENS, Quantity, _quantities
 from docket.claims.words import (
     _CJK,
     _CJK_STOPS,
@@ -69,33 +70,62 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
         if not sent:
             continue
         folded = fold(sent).replace("’", "'")
-        if _DIGIT.search(folded):  # ordinals and fractions hold a digit
+        digits = _DIGIT.search(folded) is not None
+        if digits:  # ordinals and fractions hold a digit
             # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
             folded = _ORDINAL.sub(" ", folded)
             if "/" in folded or "⁄" in folded:
                 folded = _FRACTION.sub(_fraction, folded)
         tokens = _TOKEN.findall(folded)
-        qs, used = _quantities(tokens)
+        qs: list[Quantity]
+        used: set[int]
+        if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
+            qs, used = [], set()  # no quantity can start: no digit, no number or month word (a comma opens none alone)
+        else:
+            qs, used = _quantities(tokens)
         negated = _negated(folded, tokens)
-        words: set[str] = set()
-        for k, t in enumerate(tokens):
-            if k in used or t in _NOT_CONTENT or not t[0].isalpha():
-                continue
-            if t.isascii():  # (no CJK character, and no "-": a word token never holds one)
-                if len(t) > 1:
-                    words.add(_stem(t))
-                continue
-            if len(t) < 2 and not _CJK.match(t):
-                continue
-            if _CJK.search(t):
-                words.update(t[m : m + 2] for m in range(max(1, len(t) - 1)))
-                continue
-            t = t.removeprefix("non-")
-            words.add(_stem(t))
+        # a token's content words depend on the token alone: each distinct one looked up once
+        kept = set(tokens) if not used else {t for k, t in enumerate(tokens) if k not in used}
+        words = set(chain.from_iterable(map(_CONTENT.__getitem__, kept)))
         if len(words) >= 2 or (qs and words):
             anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
             out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
     return out
+
+
+#: the tokens a quantity may start at (docket.claims.quantities) but the comma, which starts one
+#: only next to a number or a month
+_OPENS_BUT_COMMA = _OPENS - {","}
+
+
+def _content_words(t: str) -> tuple[str, ...]:
+    """The content words a claim takes from one token (not a number or unit a quantity used):
+    none for a stop word, a negation, a sign or a one-letter word; a CJK run's character pairs;
+    else the token's stem."""
+    if t in _NOT_CONTENT or not t[0].isalpha():
+        return ()
+    if t.isascii():  # (no CJK character, and no "-": a word token never holds one)
+        return (_stem(t),) if len(t) > 1 else ()
+    if len(t) < 2 and not _CJK.match(t):
+        return ()
+    if _CJK.search(t):
+        return tuple(t[m : m + 2] for m in range(max(1, len(t) - 1)))
+    return (_stem(t.removeprefix("non-")),)
+
+
+class _ContentOf(dict):  # type: ignore[type-arg]
+    """token -> `_content_words(token)`, filled on first sight of each token (a claim's words are
+    then one C-level pass over its distinct tokens); at most 65,536 remembered, the rest asked
+    each time."""
+
+    def __missing__(self, t: str) -> tuple[str, ...]:
+        out = _content_words(t)
+        if len(self) < 1 << 16:
+            self[t] = out
+        return out
+
+
+_CONTENT = _ContentOf()
 
 
 def to_record(text: str, found: list[Claim]) -> list[Any]:

@@ -107,10 +107,9 @@ def subject(text: str) -> frozenset[str]:
     "Nirvana was an American band"). Empty for "Annual plans ..." or "Customers ...", which are
     grammar, not names."""
     head = text.strip()[:160]
-    toks = list(_HEAD_TOKEN.finditer(head))
     run: list[str] = []
     end = 0
-    for m in toks:
+    for m in _HEAD_TOKEN.finditer(head):  # lazily: the run usually ends within a few tokens
         t = m.group(0)
         if not run and t.lower() in ("the", "a", "an"):
             continue
@@ -120,7 +119,7 @@ def subject(text: str) -> frozenset[str]:
             end = m.end()
             continue
         break
-    names = [fold(t) for t in run if fold(t) not in _HONORIFICS]
+    names = [f for f in map(fold, run) if f not in _HONORIFICS]
     if not names:
         return frozenset()
     rest = _PARENS.sub(" ", head[end:])
