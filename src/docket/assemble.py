@@ -188,11 +188,11 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
-    features = ctx.caches.features
-    check_entries([c.chunk for c in ranked], embedder, features)
     qvec = query_vector[1] if query_vector is not None and query_vector[0] == ctx.question else None
     ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
                   trace=ctx.trace, warnings=ctx.warnings, caches=ctx.caches, sizer_factory=RenderSizer, _qvec=qvec)
+    chunks = [c.chunk for c in ranked]
+    check_entries(chunks, embedder, ctx.features, ctx.entries(chunks))  # looked up once: re-scoring reads them too
     brief = _assemble_ranked(ctx, ranked, planned.generator)
     brief.ranked = ranked
     return _with_history(finish_mode(brief, ctx, mode=p.mode), planned.kept)
@@ -235,8 +235,6 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
 
 def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any = None) -> Brief:
     policy = ctx.policy
-    features = ctx.features
-
     retriever_scores = {c.chunk.id: c.score for c in candidates}
     # the pool as (chunk, score, rank): candidates are built only if a move asks for them
     pool: list[Ranked]
@@ -257,7 +255,7 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
     ctx.pool = [c for c, _, _ in above]
     of_chunk = Passage.of_chunk
-    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, features.entries(ctx.pool))]
+    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, ctx.entries(ctx.pool))]
     run = run_steps(Run(passages, generator=generator), ctx)
     if not run.passages:
         return not_found_brief(ctx, budget=run.budget)
@@ -318,7 +316,7 @@ def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     mode = ctx.policy.pack.untrusted
     if mode == "use":
         return candidates
-    flags = [e.features.untrusted for e in ctx.features.entries([c[0] for c in candidates])]
+    flags = [e.features.untrusted for e in ctx.entries([c[0] for c in candidates])]
     strangers = [c for c, u in zip(candidates, flags) if u]
     if not strangers:
         return candidates

@@ -6,6 +6,7 @@ otherwise a duplicate filter may keep the retired version and throw the current 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from datetime import date as Date
 from functools import lru_cache
@@ -40,15 +41,13 @@ def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
 
 def authorities(chunks: Iterable[Chunk], policy: VersionsPolicy) -> list[int]:
     """`authority` of each chunk, worked out once per (source type, trust): a pool has a few."""
-    memo: dict[tuple[str | None, bool], int] = {}
-    out = []
-    for c in chunks:
-        key = (c.source_type, c.untrusted)
-        a = memo.get(key)
-        if a is None:
-            a = memo[key] = authority(c, policy)
-        out.append(a)
-    return out
+    chunks = chunks if isinstance(chunks, (list, tuple)) else list(chunks)
+    keys = list(map(_SOURCE_KEY, chunks))  # what `authority` reads: source type, trust, status
+    memo = {key: authority(c, policy) for key, c in dict(zip(keys, chunks)).items()}  # one chunk per key
+    return list(map(memo.__getitem__, keys))
+
+
+_SOURCE_KEY = operator.attrgetter("source_type", "trust", "status")
 
 
 def _vlabel(v: VersionInfo) -> str:
