@@ -183,7 +183,8 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
                       caches=ctx.caches, sizer_factory=RenderSizer)
     elif candidates is None:
         raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
-    ranked = list(readable(candidates, planned.request.principal))
+    # the plan's own candidates passed the access filter already (the usual call, from `assemble`)
+    ranked = list(candidates) if candidates is planned.candidates else list(readable(candidates, planned.request.principal))
     policy = ctx.policy
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):

@@ -12,6 +12,7 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Date
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,9 @@ class Context:
             return np.zeros((0, 1), dtype=np.float32)
         entries = self.entries(chunks)
         dim = getattr(self.embedder, "dim", None)
+        got = list(map(_VECTOR, entries))
+        if set(map(_CHECKED, entries)) == {dim} and not any(map(operator.is_, got, repeat(None))):
+            return stack(got)  # every chunk has its vector, checked against this embedder (a warm pool)
         rows: list[np.ndarray | None] = []
         need: list[Chunk] = []
         for c, e in zip(chunks, entries):
@@ -202,6 +206,9 @@ class Context:
         if self._render_key is None:
             self._render_key = render_key(self.policy.render)
         return self._render_key
+
+
+_VECTOR, _CHECKED = operator.attrgetter("vector"), operator.attrgetter("checked")
 
 
 def pairs_at_least(sims: np.ndarray, threshold: float) -> tuple[list[int], list[int]]:
