@@ -11,9 +11,12 @@ The steps are a table (docket.steps); each is switchable in the policy (for abla
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -183,8 +186,9 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
                       caches=ctx.caches, sizer_factory=RenderSizer)
     elif candidates is None:
         raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
-    # the plan's own candidates passed the access filter already (the usual call, from `assemble`)
-    ranked = list(candidates) if candidates is planned.candidates else list(readable(candidates, planned.request.principal))
+    filtered = planned.candidates  # the plan's own candidates passed the access filter already (from `assemble`)
+    ranked = list(filtered) if filtered is not None and candidates is filtered else \
+        list(readable(candidates, planned.request.principal))
     policy = ctx.policy
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
@@ -264,14 +268,18 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
 
 Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank
+_SCORE = itemgetter(1)
 
 
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
     floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
-    above = [c for c in candidates if c[1] >= floor]
-    below = [c for c in candidates if c[1] < floor]
+    if all(map(operator.ge, map(_SCORE, candidates), repeat(floor))):
+        above, below = list(candidates), []  # every score clears it (the common case): no pass per candidate
+    else:
+        above = [c for c in candidates if c[1] >= floor]
+        below = [c for c in candidates if c[1] < floor]
     # lowered to a candidate's score (the reader's best, an exact hit) the floor is a raw cosine:
     # traced to 4 places as every other trace number (the comparison above uses the exact value)
     shown = round(floor, 4)

@@ -141,8 +141,8 @@ def ensure(passages: list[Passage], ctx: Context, move: str, authorities: Author
     """The reachable set of `passages` (the pool Moves 1-2 work on), computed once per assembly
     and traced once; None when the whole pool is compared."""
     got = ctx.reach
-    chunks = [p.first for p in passages]
-    if isinstance(got, Reach) and got.covers(chunks):
+    chunks = list(map(_FIRST, passages))
+    if isinstance(got, Reach) and (got.is_pool(chunks) or got.covers(chunks)):
         return got
     if got is not None and got == _key(chunks):
         return None  # already found not to apply to this pool
@@ -183,6 +183,7 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
 
 
 _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
+_FIRST = operator.attrgetter("first")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
 
 
