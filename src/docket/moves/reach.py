@@ -32,6 +32,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -75,9 +76,9 @@ class Reach:
         self.chunks, self.members, self.rows = list(chunks), members, rows
         #: each candidate's copy hash (Move 2 reads them too), when the scan read them
         self.hashes = hashes
-        self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
-        self.position = {id(c): k for k, c in enumerate(chunks)}
-        self.member = {id(chunks[k]): r for r, k in enumerate(members)}
+        self.local = dict(zip(members, range(len(members))))  # position -> row, for the pool's own list
+        self.position = dict(zip(map(id, self.chunks), range(len(self.chunks))))
+        self.member = dict(zip(map(id, map(self.chunks.__getitem__, members)), range(len(members))))
         self.n = len(chunks)
         self.beyond = self.n - len(members)
 
@@ -255,15 +256,14 @@ class _Groups:
         # the first position of each value in one C-level pass (a later position is overwritten by an earlier one)
         first = dict(zip(reversed(values), range(n - 1, -1, -1)))
         more: dict[str, list[int]] = {}
-        if len(first) < n:  # some value repeats: its positions, in order
-            for k, v in enumerate(values):
-                at = first[v]
-                if at != k:
-                    group = more.get(v)
-                    if group is None:
-                        more[v] = [at, k]
-                    else:
-                        group.append(k)
+        if len(first) < n:  # some value repeats: its positions, in order (a Python step per repeat only)
+            at = list(map(first.__getitem__, values))
+            for k in compress(range(n), map(operator.ne, at, range(n))):
+                group = more.get(values[k])
+                if group is None:
+                    more[values[k]] = [at[k], k]
+                else:
+                    group.append(k)
         self.first, self.more = first, more
 
 
