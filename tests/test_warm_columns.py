@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docket import answerable
 from docket.context import Context, stack
 from docket.model import Passage
 from docket.moves import reach, versions
@@ -118,3 +119,29 @@ def test_authority_order_keeps_rank_order_for_one_level() -> None:
     ctx = Context(question="q", store=MemoryStore(chunks), policy=Policy(), counter=default_counter())
     ordered, notes = authority_order(ps[::-1], ctx)
     assert ordered == ps and notes == []
+
+
+def test_the_ascii_lookalikes_are_all_there_are() -> None:
+    """answerable._folded writes these four as their ASCII letter; any other character that `re`
+    matched with an ASCII character ignoring case would let the pre-filter skip a real match."""
+    import re
+    import sys
+
+    # a character without case (and no letter) is matched with itself only: the rest, in one string
+    cased = "".join(ch for ch in map(chr, range(0x80, sys.maxunicode + 1))
+                    if ch.isalpha() or ch.lower() != ch or ch.upper() != ch)
+    found = {m.group(0): a for a in map(chr, range(0x20, 0x7F))
+             for m in re.finditer(re.escape(a), cased, re.IGNORECASE)}
+    assert found == {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+    assert {ch: ch.translate(answerable._ASCII_LOOKALIKES) for ch in found} == found
+
+
+TEXT_CHARS = st.sampled_from(list("abkisKIS -_1.") + ["\u0130", "\u0131", "\u017f", "\u212a", "\u00e9", "\u00df",
+                                                       "\u03a3", "\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list("abkisKIS-1")), min_size=1, max_size=3), min_size=1, max_size=2),
+       st.lists(st.text(TEXT_CHARS, max_size=12), max_size=4))
+def test_holding_finds_what_the_search_finds(terms: list[str], texts: list[str]) -> None:
+    assert answerable._holding(terms, texts) == [any(answerable._holds(t, x) for t in terms) for x in texts]
