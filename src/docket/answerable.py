@@ -250,19 +250,32 @@ def _holds(term: str, text: str) -> bool:
     return _term_pattern(term).search(text) is not None
 
 
+#: the only characters outside ASCII that `re`, ignoring case, matches with an ASCII letter (İ ı ſ K;
+#: tests/test_warm_columns.py checks there are no others), written as that letter
+_ASCII_LOOKALIKES = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _folded(text: str) -> str:
+    """The text in lower case, with the ASCII look-alikes as their letter: wherever an ASCII term
+    matches it ignoring case, the term's lower case is in this text (character for character)."""
+    if not text.isascii() and any(c in text for c in "\u0130\u0131\u017f\u212a"):
+        text = text.translate(_ASCII_LOOKALIKES)
+    return text.lower()
+
+
 def _holding(terms: Sequence[str], texts: Sequence[str]) -> list[bool]:
     """`any(_holds(t, text) for t in terms)` for each text, searching only the texts that can hold
-    a term: an ASCII term matches an ASCII text, ignoring case, only where its lower case is in the
-    text's lower case (for ASCII letters IGNORECASE is exactly that), so those that lack it are not
-    searched (the search, with its look-arounds and case folding, costs ~20 us a passage)."""
+    a term: an ASCII term matches a text, ignoring case, only where its lower case is in the text's
+    `_folded` form, so those that lack it are not searched (the search, with its look-arounds and
+    case folding, costs ~20 us a passage; most texts of a pool hold none of the question's terms)."""
     if not terms:
         return [False] * len(texts)
     lowered = [t.lower() for t in terms if t.isascii()]
     ascii_only = len(lowered) == len(terms)
     out = []
     for text in texts:
-        if ascii_only and text.isascii():
-            low = text.lower()
+        if ascii_only:
+            low = _folded(text)
             if not any(t in low for t in lowered):
                 out.append(False)
                 continue

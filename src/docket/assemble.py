@@ -11,9 +11,12 @@ The steps are a table (docket.steps); each is switchable in the policy (for abla
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -183,16 +186,18 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
                       caches=ctx.caches, sizer_factory=RenderSizer)
     elif candidates is None:
         raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
-    ranked = list(readable(candidates, planned.request.principal))
+    filtered = planned.candidates  # the plan's own candidates passed the access filter already (from `assemble`)
+    ranked = list(filtered) if filtered is not None and candidates is filtered else \
+        list(readable(candidates, planned.request.principal))
     policy = ctx.policy
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
         embedder = default_embedder()
-    features = ctx.caches.features
-    check_entries([c.chunk for c in ranked], embedder, features)
     qvec = query_vector[1] if query_vector is not None and query_vector[0] == ctx.question else None
     ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
                   trace=ctx.trace, warnings=ctx.warnings, caches=ctx.caches, sizer_factory=RenderSizer, _qvec=qvec)
+    chunks = [c.chunk for c in ranked]
+    check_entries(chunks, embedder, ctx.features, ctx.entries(chunks))  # looked up once: re-scoring reads them too
     brief = _assemble_ranked(ctx, ranked, planned.generator)
     brief.ranked = ranked
     return _with_history(finish_mode(brief, ctx, mode=p.mode), planned.kept)
@@ -235,8 +240,6 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
 
 def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any = None) -> Brief:
     policy = ctx.policy
-    features = ctx.features
-
     retriever_scores = {c.chunk.id: c.score for c in candidates}
     # the pool as (chunk, score, rank): candidates are built only if a move asks for them
     pool: list[Ranked]
@@ -257,7 +260,7 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
     ctx.pool = [c for c, _, _ in above]
     of_chunk = Passage.of_chunk
-    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, features.entries(ctx.pool))]
+    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, ctx.entries(ctx.pool))]
     run = run_steps(Run(passages, generator=generator), ctx)
     if not run.passages:
         return not_found_brief(ctx, budget=run.budget)
@@ -265,14 +268,18 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
 
 Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank
+_SCORE = itemgetter(1)
 
 
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
     floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
-    above = [c for c in candidates if c[1] >= floor]
-    below = [c for c in candidates if c[1] < floor]
+    if all(map(operator.ge, map(_SCORE, candidates), repeat(floor))):
+        above, below = list(candidates), []  # every score clears it (the common case): no pass per candidate
+    else:
+        above = [c for c in candidates if c[1] >= floor]
+        below = [c for c in candidates if c[1] < floor]
     # lowered to a candidate's score (the reader's best, an exact hit) the floor is a raw cosine:
     # traced to 4 places as every other trace number (the comparison above uses the exact value)
     shown = round(floor, 4)
@@ -318,7 +325,7 @@ def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     mode = ctx.policy.pack.untrusted
     if mode == "use":
         return candidates
-    flags = [e.features.untrusted for e in ctx.features.entries([c[0] for c in candidates])]
+    flags = [e.features.untrusted for e in ctx.entries([c[0] for c in candidates])]
     strangers = [c for c, u in zip(candidates, flags) if u]
     if not strangers:
         return candidates

@@ -8,9 +8,11 @@ token counts only through this object, sizes passages through `ctx.sizer` (the b
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Date
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,8 @@ class Context:
     #: their cosines), so Move 2 filters Move 1's pairs instead of scanning the matrix again
     _pairs: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
     _render_key: str | None = None
+    #: the feature entries of the last two chunk lists asked (`entries`): (chunks, entries), newest first
+    _entries: list[tuple[list[Chunk], list[Any]]] = field(default_factory=list)
     #: builds the passage sizer for this context (assemble passes docket.brief.sizer.RenderSizer);
     #: a copy made with dataclasses.replace builds its own, for its own policy
     sizer_factory: Callable[[Context], Sizer] | None = None
@@ -97,12 +101,28 @@ class Context:
             self._qvec = self.embedder.embed([self.question])[0]
         return self._qvec
 
+    def entries(self, chunks: Sequence[Chunk]) -> list[Any]:
+        """`features.entries(chunks)`, looked up once per list of chunks: an assembly asks for the
+        pool's entries several times (checks, re-scoring, vectors, the reachable set), in the
+        ranker's order and then in the re-scored one. The same chunk objects in the same order
+        are the same list (compared object by object, without a Python step per chunk)."""
+        n = len(chunks)
+        for seen, entries in self._entries:
+            if len(seen) == n and all(map(operator.is_, seen, chunks)):
+                return entries
+        entries = self.features.entries(chunks)
+        self._entries = [(list(chunks), entries), *self._entries[:1]]
+        return entries
+
     def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
         """Unit vectors for chunks: the record's own `vector` if it has one, else the embedder's."""
         if not chunks:
             return np.zeros((0, 1), dtype=np.float32)
-        entries = self.features.entries(chunks)
+        entries = self.entries(chunks)
         dim = getattr(self.embedder, "dim", None)
+        got = list(map(_VECTOR, entries))
+        if set(map(_CHECKED, entries)) == {dim} and not any(map(operator.is_, got, repeat(None))):
+            return stack(got)  # every chunk has its vector, checked against this embedder (a warm pool)
         rows: list[np.ndarray | None] = []
         need: list[Chunk] = []
         for c, e in zip(chunks, entries):
@@ -188,6 +208,9 @@ class Context:
         return self._render_key
 
 
+_VECTOR, _CHECKED = operator.attrgetter("vector"), operator.attrgetter("checked")
+
+
 def pairs_at_least(sims: np.ndarray, threshold: float) -> tuple[list[int], list[int]]:
     """The pairs (i < j) whose similarity is at least `threshold`, in the order of
     itertools.combinations. The comparison is the exact one of float(sims[i, j]) >= threshold,
@@ -220,9 +243,16 @@ def stack(rows: Sequence[np.ndarray]) -> np.ndarray:
     if not rows:
         return np.zeros((0, 1), dtype=np.float32)
     shape = rows[0].shape
-    if len(shape) != 1 or any(r.shape != shape for r in rows):
-        return np.stack(rows)  # the same error np.stack gives for ragged rows
-    return np.concatenate(rows).reshape(len(rows), shape[0])
+    flat = None
+    if len(shape) == 1:
+        try:  # the lengths read by a C call per row, no Python step; a row of other dimensions fails or is caught below
+            if set(map(len, rows)) == {shape[0]}:
+                flat = np.concatenate(rows)
+        except (TypeError, ValueError):
+            flat = None
+    if flat is None or flat.ndim != 1:
+        return np.stack(rows)  # the same result, or the same error np.stack gives for ragged rows
+    return flat.reshape(len(rows), shape[0])
 
 
 def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
@@ -241,10 +271,12 @@ def check_vectors(chunks: Sequence[Chunk], embedder: Embedder | None) -> None:
                              where=f"chunk {c.id!r}", field="vector")
 
 
-def check_entries(chunks: Sequence[Chunk], embedder: Embedder | None, features: FeatureCache) -> None:
-    """`check_vectors` from the cached norms (the same errors, in the same order)."""
+def check_entries(chunks: Sequence[Chunk], embedder: Embedder | None, features: FeatureCache,
+                  entries: Sequence[Any] | None = None) -> None:
+    """`check_vectors` from the cached norms (the same errors, in the same order); `entries`: the
+    chunks' feature entries when the caller has them."""
     dim = getattr(embedder, "dim", None)
-    for e in features.entries(chunks):
+    for e in features.entries(chunks) if entries is None else entries:
         v = e.vector
         if v is not None and e.checked != dim:
             if (dim is not None and len(v) != dim) or abs(e.norm - 1.0) > 1e-3:  # type: ignore[operator]

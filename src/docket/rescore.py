@@ -126,7 +126,7 @@ class _Pool:
 
     def __init__(self, chunks: list[Any], ctx: Context) -> None:
         self.chunks = chunks
-        entries = self.entries = ctx.features.entries(chunks)
+        entries = self.entries = ctx.entries(chunks)  # the assembler's look-up, not another
         vocab = self.vocab = current_vocabulary()
         index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
         if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary): built together

@@ -15,6 +15,9 @@ the weaker source first and the model reads the stronger one first. The rule, in
 
 from __future__ import annotations
 
+import operator
+from operator import attrgetter
+
 from docket.context import Context
 from docket.model import Passage
 from docket.moves.versions import authorities
@@ -22,6 +25,8 @@ from docket.moves.versions import authorities
 
 def outrankers(passages: list[Passage], ctx: Context) -> dict[int, set[int]]:
     """passage index -> indexes of the passages that outrank it in a reported conflict."""
+    if not any(c.get("kind") == "outranked" and "higher" in c for c in ctx.conflicts):
+        return {}  # no passage is outranked: nothing to place (the common case), no index of the ids
     where = {cid: i for i, p in enumerate(passages) for cid in p.ids}
     out: dict[int, set[int]] = {}
     for c in ctx.conflicts:
@@ -38,12 +43,12 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
     """The passages in authority order (see the module docstring), and one line per passage
     that moved ahead of a better-ranked one (for the trace)."""
     pol = ctx.policy.versions
-    ranked = sorted(passages, key=lambda p: (p.rank, p.ids))
+    ranked = sorted(passages, key=_RANK_IDS)
     n = len(ranked)
-    auth = authorities([p.first for p in ranked], pol)
-    scores = [p.score for p in ranked]
+    auth = authorities(list(map(_FIRST, ranked)), pol)
+    scores = list(map(_SCORE, ranked))
     above = outrankers(ranked, ctx)
-    if len(set(auth)) <= 1 and not above and all(scores[i] >= scores[i + 1] for i in range(n - 1)):
+    if len(set(auth)) <= 1 and not above and all(map(operator.ge, scores, scores[1:])):
         # one authority level, no conflict, scores falling with the rank: the rule below picks the
         # best-ranked remaining passage every time (it has the best remaining score), i.e. rank order
         return ranked, []
@@ -102,6 +107,9 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
         order.append(pick)
         taken[pick] = True
     return [ranked[i] for i in order], notes
+
+
+_RANK_IDS, _FIRST, _SCORE = attrgetter("rank", "ids"), attrgetter("first"), attrgetter("score")
 
 
 def _source(p: Passage) -> str:

@@ -83,15 +83,17 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
     smallest: int | None = None
     add, defer = ctx.trace.add_format, ctx.trace.add_deferred
+    floor, most = pol.floor, pol.max_passages
+    bounded_from = exact_first if pol.enabled else len(ordered)  # where a lower bound may rule a passage out
     for idx, p in enumerate(ordered):
-        if p.score < pol.floor:
+        if p.score < floor:
             rest = [q.first.id for q in ordered[idx:]]
-            ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {pol.floor}", score=round(p.score, 4))
+            ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {floor}", score=round(p.score, 4))
             break
-        if pol.max_passages is not None and len(chosen) >= pol.max_passages:
-            ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {pol.max_passages} reached")
+        if most is not None and len(chosen) >= most:
+            ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {most} reached")
             break
-        if pol.enabled and idx >= exact_first and used + at_least(p) > budget:
+        if idx >= bounded_from and used + at_least(p) > budget:
             unsized.append(p)
             defer(MOVE, "skip", p.ids, partial(_skip, cost_of, p, used, budget))
             continue

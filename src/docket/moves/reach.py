@@ -32,6 +32,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,6 @@ from docket.context import Context, _at_least, pairs_at_least
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.sizing import label_for, raw_budget
-from docket.text import copy_hash as text_hash
 from docket.tokens import O200kCounter
 
 #: pools smaller than this are compared whole: at 50 candidates the scan cost more than the pairs it
@@ -76,9 +76,9 @@ class Reach:
         self.chunks, self.members, self.rows = list(chunks), members, rows
         #: each candidate's copy hash (Move 2 reads them too), when the scan read them
         self.hashes = hashes
-        self.local = {k: r for r, k in enumerate(members)}  # position -> row, for the pool's own list
-        self.position = {id(c): k for k, c in enumerate(chunks)}
-        self.member = {id(chunks[k]): r for r, k in enumerate(members)}
+        self.local = dict(zip(members, range(len(members))))  # position -> row, for the pool's own list
+        self.position = dict(zip(map(id, self.chunks), range(len(self.chunks))))
+        self.member = dict(zip(map(id, map(self.chunks.__getitem__, members)), range(len(members))))
         self.n = len(chunks)
         self.beyond = self.n - len(members)
 
@@ -142,8 +142,8 @@ def ensure(passages: list[Passage], ctx: Context, move: str, authorities: Author
     """The reachable set of `passages` (the pool Moves 1-2 work on), computed once per assembly
     and traced once; None when the whole pool is compared."""
     got = ctx.reach
-    chunks = [p.first for p in passages]
-    if isinstance(got, Reach) and got.covers(chunks):
+    chunks = list(map(_FIRST, passages))
+    if isinstance(got, Reach) and (got.is_pool(chunks) or got.covers(chunks)):
         return got
     if got is not None and got == _key(chunks):
         return None  # already found not to apply to this pool
@@ -175,19 +175,31 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
 
     if not _digits_are_single_tokens(O200kCounter):
         return False
-    if len(set(authorities([p.first for p in passages], pol.versions))) != 1:
-        return False
     trust = {p.untrusted for p in passages}
     if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
         return False
-    rank, score, cid = -(1 << 62), float("inf"), ""
-    for p in passages:
-        c = p.chunks
-        if len(c) != 1 or p.text_override is not None or p.score > score or p.rank < rank or \
-                (p.rank == rank and c[0].id <= cid):
-            return False  # pack's order is (rank, ids): it must be this list's, with scores falling
-        rank, score, cid = p.rank, p.score, c[0].id
-    return True
+    if len(set(authorities([p.first for p in passages], pol.versions))) != 1:
+        return False
+    return _in_pack_order(passages)
+
+
+_CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
+_FIRST = operator.attrgetter("first")
+_RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
+
+
+def _in_pack_order(passages: Sequence[Passage]) -> bool:
+    """Pack's order is (rank, ids): it must be this list's, with scores falling, each passage one
+    whole chunk. Read column by column (no Python step per passage) when the ranks rise strictly."""
+    if set(map(len, map(_CHUNKS, passages))) != {1} or set(map(_OVERRIDE, passages)) != {None}:
+        return False
+    ranks, scores = list(map(_RANK, passages)), list(map(_SCORE, passages))
+    if any(map(operator.lt, scores, scores[1:])) or any(map(operator.gt, ranks, ranks[1:])):
+        return False
+    if all(map(operator.lt, ranks, ranks[1:])):
+        return True
+    ids = [p.first.id for p in passages]  # equal ranks: pack breaks the tie by id
+    return not any(r == s and i >= j for r, s, i, j in zip(ranks, ranks[1:], ids, ids[1:]))
 
 
 def _room(ctx: Context) -> int:
@@ -244,16 +256,18 @@ class _Groups:
         # the first position of each value in one C-level pass (a later position is overwritten by an earlier one)
         first = dict(zip(reversed(values), range(n - 1, -1, -1)))
         more: dict[str, list[int]] = {}
-        if len(first) < n:  # some value repeats: its positions, in order
-            for k, v in enumerate(values):
-                at = first[v]
-                if at != k:
-                    group = more.get(v)
-                    if group is None:
-                        more[v] = [at, k]
-                    else:
-                        group.append(k)
+        if len(first) < n:  # some value repeats: its positions, in order (a Python step per repeat only)
+            at = list(map(first.__getitem__, values))
+            for k in compress(range(n), map(operator.ne, at, range(n))):
+                group = more.get(values[k])
+                if group is None:
+                    more[values[k]] = [at[k], k]
+                else:
+                    group.append(k)
         self.first, self.more = first, more
+
+
+_DOC, _ID, _TEXT = operator.attrgetter("doc"), operator.attrgetter("id"), operator.attrgetter("text")
 
 
 class _Scan:
@@ -272,11 +286,11 @@ class _Scan:
         self.cut = _at_least(min(pol.dedup.threshold, pol.versions.conflict_similarity), vecs.dtype)
         n = len(passages)
         firsts = [p.first for p in passages]
-        feats = ctx.features.of_passages(passages)
-        hashes = [f.copy_hash(c) if f is not None else text_hash(p.text) for p, c, f in zip(passages, firsts, feats)]
+        feats = [e.features for e in ctx.entries(firsts)]  # each passage is one whole chunk (`applies`)
+        hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
-        self.groups = (_Groups([c.doc for c in firsts]), _Groups([c.id for c in firsts]), _Groups(hashes))
+        self.groups = (_Groups(list(map(_DOC, firsts))), _Groups(list(map(_ID, firsts))), _Groups(hashes))
         self.hashes = hashes
         self.in_r = [False] * n
         #: each flushed batch: its positions and their cosines with the pool (one row each)
@@ -297,9 +311,10 @@ class _Scan:
                 for w in range(len(str(n)))]
         #: each candidate's lower bound (its words), and its rendered cost when counted already (any
         #: label up to S999 counts alike): read once, not once per block
-        self.bound = list(map(lower_bound, [c.text for c in firsts]))
+        self.bound = list(map(lower_bound, map(_TEXT, firsts)))
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
+        self.bound_from: list[int] | None = None
         self.authority: int | None = None
 
     def run(self) -> list[int] | None:
@@ -307,6 +322,8 @@ class _Scan:
         in_r, pending = self.in_r, self.pending
         t, block = 0, 16
         while t < n:
+            if self._rest_beyond(t):
+                break  # no later candidate can join R: the members after t are flushed already, and are witnesses only
             end = min(n, t + block)
             if self.certain < self.top_n or not self.anchored:
                 new = [k for k in range(t, end) if not in_r[k]]
@@ -323,12 +340,25 @@ class _Scan:
             t, block = end, min(2 * block, 128)
         return [k for k in range(n) if in_r[k]]
 
+    def _rest_beyond(self, t: int) -> bool:
+        """Every candidate from t on that is not in R is beyond reach on its lower bound, whatever the
+        later witnesses add (`lo` only grows). Then the rest of the scan joins nothing and, past the
+        top hits, every witness check passes: R is found."""
+        if self.certain < self.top_n or not self.anchored:
+            return False
+        if self.bound_from is None:  # each position's smallest bound from there on, read once
+            self.bound_from = np.minimum.accumulate(np.asarray(self.bound[::-1], dtype=np.int64))[::-1].tolist()
+        left = self.room - self.lo
+        if self.bound_from[t] > left:
+            return True
+        rest = [b for b, r in zip(self.bound[t:], self.in_r[t:]) if not r]  # members' bounds do not count
+        return not rest or min(rest) > left
+
     def _cost(self, k: int, known: list[int | None]) -> int:
         """x's rendered cost: counted already, else counted now (pack counts it too)."""
         c = known[k]
         if c is None:
-            f = self.feats[k]
-            c = _cached_cost(f.costs if f is not None else self.ctx.features.features(self.firsts[k]).costs, self.cost_keys)
+            c = _cached_cost(self.feats[k].costs, self.cost_keys)
             if c is None:
                 c = self.ctx.sizer.costs([self.passages[k]], self.label)[0]
             known[k] = c
@@ -356,7 +386,7 @@ class _Scan:
         while pending:
             batch = pending[:]
             del pending[:]
-            sims = self.vecs[batch] @ self.vecs.T
+            sims = _rows_of(self.vecs, batch)
             self.batches.append((batch, sims))
             near = sims >= self.cut
             # the first column at the cut of each row: before the member's own position, it relates to an earlier one
@@ -403,6 +433,16 @@ class _Scan:
         if chunks_of is None:
             return False
         return set(self.authorities(chunks_of(p.doc, p.first.version), pol)) <= {self.authority}
+
+
+def _rows_of(vecs: np.ndarray, batch: list[int]) -> np.ndarray:
+    """`vecs[batch] @ vecs.T`, the same numbers (tests/test_reach_scan.py checks them bit for bit):
+    for more than one row as the transpose of `vecs @ vecs[batch].T`, which reads the pool's matrix
+    in its own (row) order, not through a transposed view (a half to a third of the time for 2 to
+    16 rows of 200 to 900; one row is a matrix-vector product either way)."""
+    if len(batch) == 1:
+        return vecs[batch] @ vecs.T  # type: ignore[no-any-return]
+    return (vecs @ vecs[batch].T).T  # type: ignore[no-any-return]
 
 
 def _cached_cost(costs: dict[Any, int], keys: list[Any]) -> int | None:
