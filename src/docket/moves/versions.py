@@ -17,6 +17,7 @@ import numpy as np
 
 from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
+from docket.claims.compare import PassageClaims, passage_claims
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -299,8 +300,9 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
 
 
 def _disagree(sa: list[Statement], sb: list[Statement], overlap: float, anaphora: bool = True,
-              similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
-    return contradiction(sa, sb, overlap, anaphora, similar, memo)
+              similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None,
+              read: tuple[PassageClaims, PassageClaims] | None = None) -> str | None:
+    return contradiction(sa, sb, overlap, anaphora, similar, memo, read)
 
 
 def _sentence_similarity(ctx: Context) -> Similar | None:
@@ -422,6 +424,15 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             facts[k] = f.statements(p.first) if f is not None else statements(p.text)
         return facts[k]
 
+    read: dict[int, PassageClaims] = {}
+
+    def read_of(k: int) -> PassageClaims:
+        # what contradiction reads of its claims, once per passage: it skips statements the other passage states
+        got = read.get(k)
+        if got is None:
+            got = read[k] = passage_claims(facts_of(k))
+        return got
+
     subjects: dict[int, frozenset[str]] = {}
 
     def opens_with(k: int) -> frozenset[str]:
@@ -447,7 +458,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
             why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                            similar=similar, memo=sentence_pairs) or ""
+                            similar=similar, memo=sentence_pairs, read=(read_of(i), read_of(j))) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
