@@ -196,13 +196,13 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
             got = read[k] = passage_claims(said)
         return got
 
-    def one_way(i: int, j: int) -> bool:
-        return restates_read(view(i), view(j))
-
+    docs = [p.doc for p in passages]
     out = set()
     for j, i in zip(rows, cols):
-        if passages[i].doc != passages[j].doc and not different_subjects(opens_with(i), opens_with(j)) and \
-                (one_way(i, j) or one_way(j, i)):
+        if docs[i] == docs[j] or different_subjects(opens_with(i), opens_with(j)):
+            continue
+        vi, vj = view(i), view(j)
+        if restates_read(vi, vj) or restates_read(vj, vi):
             out.add((j, i))
     return out
 

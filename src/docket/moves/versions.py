@@ -299,12 +299,6 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
-def _disagree(sa: list[Statement], sb: list[Statement], overlap: float, anaphora: bool = True,
-              similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None,
-              read: tuple[PassageClaims, PassageClaims] | None = None) -> str | None:
-    return contradiction(sa, sb, overlap, anaphora, similar, memo, read)
-
-
 def _sentence_similarity(ctx: Context) -> Similar | None:
     """Cosine of two sentences with the assembler's embedder, each sentence embedded once."""
     if ctx.embedder is None:
@@ -442,6 +436,9 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             subjects[k] = f.subject(pool[k].first) if f is not None else subject(pool[k].text)
         return subjects[k]
 
+    # the features key of each whole-chunk passage (what the pair memo is keyed by), else None
+    memo_part = {k: f.key if f is not None and _whole_chunk(pool[k]) else None for k, f in pool_feats.items()}
+    overlap = pol.conflict_overlap
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
@@ -452,13 +449,12 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             continue
         if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
             continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
-        fa, fb = pool_feats[i], pool_feats[j]
-        memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
-                    if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
+        ka, kb = memo_part[i], memo_part[j]
+        memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                            similar=similar, memo=sentence_pairs, read=(read_of(i), read_of(j))) or ""
+            ra, rb = read_of(i), read_of(j)
+            why = contradiction(ra.claims, rb.claims, overlap, _same_title(a, b), similar, sentence_pairs, (ra, rb)) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
