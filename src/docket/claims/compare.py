@@ -149,12 +149,6 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
     return None
 
 
-def stated_keys(found: list[Claim]) -> frozenset[str]:
-    """The `Claim.stated_key` of every claim that has one: a claim with a value or a negation whose
-    key is among them is stated in that passage (`_stated_in`), without a scan."""
-    return frozenset(k for c in found if (k := c.stated_key()))
-
-
 def _unanswered(own: PassageClaims, other: PassageClaims) -> list[Claim]:
     """The claims of `own` that can be in the pair `contradiction` returns against `other`, in
     order. A pair is returned only when neither claim is stated in the other's passage, and a
@@ -162,7 +156,7 @@ def _unanswered(own: PassageClaims, other: PassageClaims) -> list[Claim]:
     it is in is returned, so the first pair returned is the same. (Near-copies share most of their
     sentences: most pairs are left out.)"""
     keys = other.keys
-    if own.fact_key_set.isdisjoint(keys):
+    if own.keys.isdisjoint(keys):
         return own.claims
     return [c for c, k in zip(own.claims, own.own) if k not in keys]
 
@@ -172,7 +166,7 @@ def _all_stated(own: PassageClaims, other: PassageClaims) -> bool:
     returned: a pair `contradiction` compares has a fact on one side at least (its gate skips two
     claims without a value or a negation), and a pair with a fact stated in the other passage is
     never returned."""
-    return own.all_keyed and own.fact_key_set <= other.keys
+    return own.all_keyed and own.keys <= other.keys
 
 
 def _stated_in(c: Claim, others: list[Claim], overlap: float = UNIT_OVERLAP) -> bool:
@@ -242,22 +236,37 @@ class PassageClaims(NamedTuple):
     fact_names: frozenset[str]
     #: `all_names(claims)`
     names: frozenset[str]
-    #: `stated_keys(claims)`: a fact with one of these keys is stated here, without a scan
+    #: the facts' keys: a fact of another passage with one of them is stated here, without a scan
+    #: (only a fact can share a fact's key: the key holds its negation and amounts)
     keys: frozenset[str]
     #: per claim, its key when it is a fact, else "": what `_unanswered` looks up
     own: list[str]
-    #: the facts' keys, and whether every fact has one (a fact without one is never skipped)
-    fact_key_set: frozenset[str]
+    #: every fact has a key (one without is never skipped)
     all_keyed: bool
 
 
 def passage_claims(found: list[Claim]) -> PassageClaims:
-    """What `restates_read` and `contradiction` read of a passage with these claims."""
-    facts = copy_facts(found)
-    fact_keys = [c.stated_key() for c in facts]
-    own = [c.stated_key() if c.quantities or c.negated else "" for c in found]
-    return PassageClaims(found, facts, fact_keys, all_names(facts), all_names(found), stated_keys(found), own,
-                         frozenset(k for k in fact_keys if k), all(fact_keys))
+    """What `restates_read` and `contradiction` read of a passage with these claims, in one pass
+    over them (a pool reads ~150 passages a move); keys of its facts only."""
+    facts: list[Claim] = []
+    fact_keys: list[str] = []
+    own: list[str] = []
+    names: frozenset[str] = frozenset()
+    fact_names: frozenset[str] = frozenset()
+    for c in found:
+        if c.names:
+            names = names | c.names
+        if c.quantities or c.negated:
+            k = c.stated_key()
+            facts.append(c)
+            fact_keys.append(k)
+            own.append(k)
+            if c.names:
+                fact_names = fact_names | c.names
+        else:
+            own.append("")
+    keys = frozenset(fact_keys)
+    return PassageClaims(found, facts, fact_keys, fact_names, names, keys - {""}, own, "" not in keys)
 
 
 def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
@@ -271,7 +280,7 @@ def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
     if different_subjects(copy.claims[0].subject, source.claims[0].subject) or not copy.fact_names <= source.names:
         return False
     keys = source.keys
-    if copy.all_keyed and copy.fact_key_set <= keys:
+    if copy.all_keyed and copy.keys <= keys:
         return True
     others = source.claims
     return all(k in keys or _stated_in(c, others, COPY_OVERLAP) for c, k in zip(facts, copy.fact_keys))

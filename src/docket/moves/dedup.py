@@ -167,8 +167,8 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
     if not ctx.has_vectors() or len(passages) < 2:
         return set()
     from docket.claims import different_subjects, subject
-    from docket.claims.compare import PassageClaims, passage_claims, restates_read
-    from docket.moves.versions import statements
+    from docket.claims.compare import PassageClaims, restates_read
+    from docket.moves.versions import claims_read, statements
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     if not rows:
@@ -193,7 +193,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
             f = feats[k]
             said = f.statements(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
                 statements(passages[k].text)
-            got = read[k] = passage_claims(said)
+            got = read[k] = claims_read(said, ctx)
         return got
 
     docs = [p.doc for p in passages]

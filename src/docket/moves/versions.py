@@ -299,6 +299,15 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
+def claims_read(found: list[Statement], ctx: Context) -> PassageClaims:
+    """`passage_claims(found)`, read once per query for Moves 1 and 2 both (`ctx.claims_read`, by
+    the list's identity: a whole chunk's claims are its features' one list)."""
+    got = ctx.claims_read.get(id(found))
+    if got is None or got.claims is not found:
+        got = ctx.claims_read[id(found)] = passage_claims(found)
+    return got  # type: ignore[no-any-return]
+
+
 def _sentence_similarity(ctx: Context) -> Similar | None:
     """Cosine of two sentences with the assembler's embedder, each sentence embedded once."""
     if ctx.embedder is None:
@@ -424,7 +433,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         # what contradiction reads of its claims, once per passage: it skips statements the other passage states
         got = read.get(k)
         if got is None:
-            got = read[k] = passage_claims(facts_of(k))
+            got = read[k] = claims_read(facts_of(k), ctx)
         return got
 
     subjects: dict[int, frozenset[str]] = {}
