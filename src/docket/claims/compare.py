@@ -158,7 +158,7 @@ def _unanswered(own: PassageClaims, other: PassageClaims) -> list[Claim]:
     keys = other.keys
     if own.keys.isdisjoint(keys):
         return own.claims
-    return [c for c, k in zip(own.claims, own.own) if k not in keys]
+    return [c for c in own.claims if not ((c.quantities or c.negated) and c.stated_key() in keys)]
 
 
 def _all_stated(own: PassageClaims, other: PassageClaims) -> bool:
@@ -229,44 +229,26 @@ class PassageClaims(NamedTuple):
     meet a passage in many pairs (~1,400 ordered pairs a query on near-copies, issue 22)."""
 
     claims: list[Claim]
-    #: `copy_facts(claims)` and the `Claim.stated_key` of each
+    #: `copy_facts(claims)`
     facts: list[Claim]
-    fact_keys: list[str]
     #: every name the facts use: a copy's facts name no one its source does not (`restates`)
     fact_names: frozenset[str]
     #: `all_names(claims)`
     names: frozenset[str]
-    #: the facts' keys: a fact of another passage with one of them is stated here, without a scan
-    #: (only a fact can share a fact's key: the key holds its negation and amounts)
+    #: the facts' `Claim.stated_key`s: a fact of another passage with one of them is stated here,
+    #: without a scan (only a fact can share a fact's key: the key holds its negation and amounts)
     keys: frozenset[str]
-    #: per claim, its key when it is a fact, else "": what `_unanswered` looks up
-    own: list[str]
     #: every fact has a key (one without is never skipped)
     all_keyed: bool
 
 
 def passage_claims(found: list[Claim]) -> PassageClaims:
-    """What `restates_read` and `contradiction` read of a passage with these claims, in one pass
-    over them (a pool reads ~150 passages a move); keys of its facts only."""
-    facts: list[Claim] = []
-    fact_keys: list[str] = []
-    own: list[str] = []
-    names: frozenset[str] = frozenset()
-    fact_names: frozenset[str] = frozenset()
-    for c in found:
-        if c.names:
-            names = names | c.names
-        if c.quantities or c.negated:
-            k = c.stated_key()
-            facts.append(c)
-            fact_keys.append(k)
-            own.append(k)
-            if c.names:
-                fact_names = fact_names | c.names
-        else:
-            own.append("")
-    keys = frozenset(fact_keys)
-    return PassageClaims(found, facts, fact_keys, fact_names, names, keys - {""}, own, "" not in keys)
+    """What `restates_read` and `contradiction` read of a passage with these claims (a few
+    containers a passage: a pool reads ~150 passages a query)."""
+    facts = copy_facts(found)
+    keys = frozenset([c.stated_key() for c in facts])
+    return PassageClaims(found, facts, all_names(facts), all_names(found), keys - {""} if "" in keys else keys,
+                         "" not in keys)
 
 
 def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
@@ -283,7 +265,7 @@ def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
     if copy.all_keyed and copy.keys <= keys:
         return True
     others = source.claims
-    return all(k in keys or _stated_in(c, others, COPY_OVERLAP) for c, k in zip(facts, copy.fact_keys))
+    return all(c.stated_key() in keys or _stated_in(c, others, COPY_OVERLAP) for c in facts)
 
 
 _UNSEEN: Any = object()
