@@ -168,7 +168,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
         return set()
     from docket.claims import different_subjects, subject
     from docket.claims.compare import PassageClaims, restates_read
-    from docket.moves.versions import claims_read, statements
+    from docket.moves.versions import claims_read
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     if not rows:
@@ -190,10 +190,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
         # what `restates` reads of passage k as a copy and as a source, once per passage
         got = read.get(k)
         if got is None:
-            f = feats[k]
-            said = f.statements(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
-                statements(passages[k].text)
-            got = read[k] = claims_read(said, ctx)
+            got = read[k] = claims_read(passages[k], feats[k], ctx)
         return got
 
     docs = [p.doc for p in passages]

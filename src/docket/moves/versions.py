@@ -299,12 +299,15 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
-def claims_read(found: list[Statement], ctx: Context) -> PassageClaims:
-    """`passage_claims(found)`, read once per query for Moves 1 and 2 both (`ctx.claims_read`, by
-    the list's identity: a whole chunk's claims are its features' one list)."""
-    got = ctx.claims_read.get(id(found))
-    if got is None or got.claims is not found:
-        got = ctx.claims_read[id(found)] = passage_claims(found)
+def claims_read(p: Passage, f: Any, ctx: Context) -> PassageClaims:
+    """What Moves 1-2 read of a passage's claims (`passage_claims`): a whole chunk's once per
+    chunk (`ChunkFeatures.claims_read`, features `f`), another passage's once per query for both
+    moves (`ctx.claims_read`, by its text)."""
+    if f is not None:
+        return f.claims_read(p.first)  # type: ignore[no-any-return]
+    got = ctx.claims_read.get(p.text)
+    if got is None:
+        got = ctx.claims_read[p.text] = passage_claims(statements(p.text))
     return got  # type: ignore[no-any-return]
 
 
@@ -413,27 +416,20 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     involved = sorted(set(rows).union(cols))
     pool_feats = dict(zip(involved, ctx.features.of_passages([pool[k] for k in involved])))
     auth = dict(zip(involved, authorities([pool[k].first for k in involved], pol)))
-    facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
     emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
     memo = ctx.caches.pairs
     titles = _Titles(pool)
 
-    def facts_of(k: int) -> list[Statement]:
-        # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
-        if k not in facts:
-            f, p = pool_feats[k], pool[k]
-            facts[k] = f.statements(p.first) if f is not None else statements(p.text)
-        return facts[k]
-
     read: dict[int, PassageClaims] = {}
 
     def read_of(k: int) -> PassageClaims:
-        # what contradiction reads of its claims, once per passage: it skips statements the other passage states
+        # its claims as contradiction reads them, split only for passages in a similar-enough pair (a whole
+        # chunk's: once per chunk); contradiction skips the statements the other passage states
         got = read.get(k)
         if got is None:
-            got = read[k] = claims_read(facts_of(k), ctx)
+            got = read[k] = claims_read(pool[k], pool_feats[k], ctx)
         return got
 
     subjects: dict[int, frozenset[str]] = {}
