@@ -61,6 +61,9 @@ class Context:
     #: the reachable set of the pool Moves 1-2 compare (docket.moves.reach), once found; a key when
     #: it was found not to apply (the whole pool is compared)
     reach: Any = None
+    #: what Moves 1-2 read of the claims of a passage that is not one whole chunk
+    #: (claims.compare.PassageClaims), by its text: one query's, read once for both moves
+    claims_read: dict[str, Any] = field(default_factory=dict)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _qvec: np.ndarray | None = None
     _sims: np.ndarray | None = None

@@ -302,7 +302,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record", "_subject",
+        "_claims_record", "_subject", "_claims_read",
         "costs",
     )
 
@@ -322,6 +322,8 @@ class ChunkFeatures:
         #: the claims as a store persisted them, decoded on first use (most records never are)
         self._claims_record: list[Any] | None = None
         self._subject: frozenset[str] | None = None
+        #: `claims_read`, filled on first use
+        self._claims_read: Any = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -396,6 +398,17 @@ class ChunkFeatures:
                 s = claims(chunk.text, self._subject)
             self._statements = s
         return s
+
+    def claims_read(self, chunk: Chunk) -> Any:
+        """What Moves 1-2 read of the statements to compare them (docket.claims.compare.PassageClaims:
+        the facts, their names and keys), once per chunk: a warm query reads it for every chunk in
+        a similar pair (~150 a query)."""
+        r = self._claims_read
+        if r is None:
+            from docket.claims.compare import passage_claims
+
+            r = self._claims_read = passage_claims(self.statements(chunk))
+        return r
 
     def subject(self, chunk: Chunk) -> frozenset[str]:
         """Every claim's `subject` (docket.claims.subject; empty without claims), known before the

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from docket.claims.extract import Claim
 from docket.claims.quantities import Quantity
@@ -103,7 +103,8 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLAP, anaphora: bool = True,
-                  similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
+                  similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None,
+                  read: tuple[PassageClaims, PassageClaims] | None = None) -> str | None:
     """The first pair of claims, one from each passage, that contradict each other. Passages that
     open with different names ("Sir Matt Busby ..." vs "Sir Alex Ferguson ...") are about
     different subjects, so their "He managed ... from 1945" and "... from 1986" never conflict.
@@ -113,14 +114,23 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
 
     `memo` (sentence pair -> verdict), for claims that `claims()` made from their text (so a
     sentence's text decides its claim): near-copies of one passage in a pool share sentences,
-    and each sentence pair is then compared once per query instead of once per passage pair."""
+    and each sentence pair is then compared once per query instead of once per passage pair.
+
+    `read` (`passage_claims(sa)`, `passage_claims(sb)`), for a caller that keeps them per passage:
+    the pairs that cannot be the answer are not compared (`_unanswered`)."""
     if sa and sb and different_subjects(sa[0].subject, sb[0].subject):
         return None
-    for a in sa:
+    ca, cb = sa, sb  # the claims whose pairs are compared; `_stated_in` reads all of sa and sb
+    if read is not None:
+        ra, rb = read
+        if _all_stated(ra, rb) and _all_stated(rb, ra):
+            return None  # (`_unanswered` would leave no fact on either side)
+        ca, cb = _unanswered(ra, rb), _unanswered(rb, ra)
+    for a in ca:
         if a.anaphoric and not anaphora:
             continue
         aw, an, aneg, aq = a.words, a.names, a.negated, a.quantities
-        for b in sb:
+        for b in cb:
             bw, bn = b.words, b.names
             # `disagreement`'s own early exits, before a call and a memo key: no shared word (most
             # sentence pairs), names that exclude each other, or one negation and amounts on one side only
@@ -137,6 +147,26 @@ def contradiction(sa: list[Claim], sb: list[Claim], overlap: float = YEAR_OVERLA
             if why is not None and not (_stated_in(a, sb) or _stated_in(b, sa)):
                 return why
     return None
+
+
+def _unanswered(own: PassageClaims, other: PassageClaims) -> list[Claim]:
+    """The claims of `own` that can be in the pair `contradiction` returns against `other`, in
+    order. A pair is returned only when neither claim is stated in the other's passage, and a
+    claim with a value or a negation whose key the other passage holds is stated there: no pair
+    it is in is returned, so the first pair returned is the same. (Near-copies share most of their
+    sentences: most pairs are left out.)"""
+    keys = other.keys
+    if own.keys.isdisjoint(keys):
+        return own.claims
+    return [c for c in own.claims if not ((c.quantities or c.negated) and c.stated_key() in keys)]
+
+
+def _all_stated(own: PassageClaims, other: PassageClaims) -> bool:
+    """Every fact of `own` is stated in `other` by key. When that holds both ways no pair can be
+    returned: a pair `contradiction` compares has a fact on one side at least (its gate skips two
+    claims without a value or a negation), and a pair with a fact stated in the other passage is
+    never returned."""
+    return own.all_keyed and own.keys <= other.keys
 
 
 def _stated_in(c: Claim, others: list[Claim], overlap: float = UNIT_OVERLAP) -> bool:
@@ -192,6 +222,50 @@ def restates(copy: list[Claim], source: list[Claim], facts: list[Claim] | None =
         return False  # "Aspermont High School ... 1A ... 2015" is not a copy of "Baird High School ..."
     names = all_names(source) if names is None else names
     return all(c.names <= names and _stated_in(c, source, COPY_OVERLAP) for c in facts)
+
+
+class PassageClaims(NamedTuple):
+    """What `restates` and `contradiction` read of one passage's claims, read once: Moves 1 and 2
+    meet a passage in many pairs (~1,400 ordered pairs a query on near-copies, issue 22)."""
+
+    claims: list[Claim]
+    #: `copy_facts(claims)`
+    facts: list[Claim]
+    #: every name the facts use: a copy's facts name no one its source does not (`restates`)
+    fact_names: frozenset[str]
+    #: `all_names(claims)`
+    names: frozenset[str]
+    #: the facts' `Claim.stated_key`s: a fact of another passage with one of them is stated here,
+    #: without a scan (only a fact can share a fact's key: the key holds its negation and amounts)
+    keys: frozenset[str]
+    #: every fact has a key (one without is never skipped)
+    all_keyed: bool
+
+
+def passage_claims(found: list[Claim]) -> PassageClaims:
+    """What `restates_read` and `contradiction` read of a passage with these claims (a few
+    containers a passage: a pool reads ~150 passages a query)."""
+    facts = copy_facts(found)
+    keys = frozenset([c.stated_key() for c in facts])
+    return PassageClaims(found, facts, all_names(facts), all_names(found), keys - {""} if "" in keys else keys,
+                         "" not in keys)
+
+
+def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
+    """`restates(copy.claims, source.claims)`, from what `passage_claims` read of each. The same
+    tests: every fact's names within the source's (the facts' names together, once), and every
+    fact stated in the source; a fact whose `stated_key` the source holds is stated there (the
+    key's proof), the others are scanned as `restates` scans them."""
+    facts = copy.facts
+    if len(facts) < COPY_MIN_STATEMENTS or not source.claims:
+        return False
+    if different_subjects(copy.claims[0].subject, source.claims[0].subject) or not copy.fact_names <= source.names:
+        return False
+    keys = source.keys
+    if copy.all_keyed and copy.keys <= keys:
+        return True
+    others = source.claims
+    return all(c.stated_key() in keys or _stated_in(c, others, COPY_OVERLAP) for c in facts)
 
 
 _UNSEEN: Any = object()

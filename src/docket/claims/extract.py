@@ -4,6 +4,7 @@ keeps of them (docket.claims)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -44,6 +45,8 @@ class Claim:
     anaphoric: bool = False
     #: `units()`, filled on first use (no part of the claim's value)
     _units: dict[str, tuple[Quantity, ...]] | None = field(default=None, init=False, repr=False, compare=False)
+    #: `stated_key()`, filled on first use (no part of the claim's value)
+    _stated_key: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def units(self) -> dict[str, tuple[Quantity, ...]]:
         """The quantities by unit (computed once per claim: asked for every pair it is in)."""
@@ -54,6 +57,25 @@ class Claim:
                 out.setdefault(q.unit, []).append(q)
             got = {u: tuple(v) for u, v in out.items()}
             object.__setattr__(self, "_units", got)
+        return got
+
+    def stated_key(self) -> str:
+        """What `compare._stated_in` reads of the claim, as one string (its hash is kept: sets of
+        keys are compared for every pair of passages): the repr of its negation, sorted names,
+        sorted words and each amount's unit and value, which tells any two of these apart. Of two
+        claims with a value or a negation and one key, each is stated in a passage holding the
+        other (same negation and names, the same words, and each amount matched by its equal:
+        |v - v| = 0 is within half of any step >= 0), so a copy's statement found by key in its
+        source needs no scan (compare.PassageClaims). "" where that proof fails (a value that is
+        no finite number, or a step that is negative or NaN); "" is never looked up. Once per
+        claim: features keep a chunk's claims."""
+        got = self._stated_key
+        if got is None:
+            qs = self.quantities
+            exact = all(math.isfinite(q.value) and q.step >= 0 for q in qs)
+            got = repr((self.negated, sorted(self.names), sorted(self.words), [(q.unit, q.value) for q in qs])) \
+                if exact else ""
+            object.__setattr__(self, "_stated_key", got)
         return got
 
 

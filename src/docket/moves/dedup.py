@@ -166,21 +166,13 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
     conflict, where one only restates the values of the other (docket.claims.restates)."""
     if not ctx.has_vectors() or len(passages) < 2:
         return set()
-    from docket.claims import different_subjects, restates, subject
-    from docket.claims.compare import all_names, copy_facts
-    from docket.moves.versions import statements
+    from docket.claims import different_subjects, subject
+    from docket.claims.compare import PassageClaims, restates_read
+    from docket.moves.versions import claims_read
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     if not rows:
         return set()
-    said: dict[int, list[Any]] = {}
-
-    def of(k: int) -> list[Any]:
-        if k not in said:
-            f = feats[k]
-            said[k] = f.statements(passages[k].first) if f is not None and len(passages[k].chunks) == 1 else \
-                statements(passages[k].text)
-        return said[k]
 
     subjects: dict[int, frozenset[str]] = {}
 
@@ -192,21 +184,22 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
                 subject(passages[k].text)
         return subjects[k]
 
-    read: dict[int, tuple[list[Any], frozenset[str]]] = {}
+    read: dict[int, PassageClaims] = {}
 
-    def facts_names(k: int) -> tuple[list[Any], frozenset[str]]:
+    def view(k: int) -> PassageClaims:
         # what `restates` reads of passage k as a copy and as a source, once per passage
-        if k not in read:
-            read[k] = (copy_facts(of(k)), all_names(of(k)))
-        return read[k]
+        got = read.get(k)
+        if got is None:
+            got = read[k] = claims_read(passages[k], feats[k], ctx)
+        return got
 
-    def one_way(i: int, j: int) -> bool:
-        return restates(of(i), of(j), facts_names(i)[0], facts_names(j)[1])
-
+    docs = [p.doc for p in passages]
     out = set()
     for j, i in zip(rows, cols):
-        if passages[i].doc != passages[j].doc and not different_subjects(opens_with(i), opens_with(j)) and \
-                (one_way(i, j) or one_way(j, i)):
+        if docs[i] == docs[j] or different_subjects(opens_with(i), opens_with(j)):
+            continue
+        vi, vj = view(i), view(j)
+        if restates_read(vi, vj) or restates_read(vj, vi):
             out.add((j, i))
     return out
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
+from docket.claims.compare import PassageClaims, passage_claims
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -298,9 +299,16 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
-def _disagree(sa: list[Statement], sb: list[Statement], overlap: float, anaphora: bool = True,
-              similar: Similar | None = None, memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
-    return contradiction(sa, sb, overlap, anaphora, similar, memo)
+def claims_read(p: Passage, f: Any, ctx: Context) -> PassageClaims:
+    """What Moves 1-2 read of a passage's claims (`passage_claims`): a whole chunk's once per
+    chunk (`ChunkFeatures.claims_read`, features `f`), another passage's once per query for both
+    moves (`ctx.claims_read`, by its text)."""
+    if f is not None:
+        return f.claims_read(p.first)  # type: ignore[no-any-return]
+    got = ctx.claims_read.get(p.text)
+    if got is None:
+        got = ctx.claims_read[p.text] = passage_claims(statements(p.text))
+    return got  # type: ignore[no-any-return]
 
 
 def _sentence_similarity(ctx: Context) -> Similar | None:
@@ -408,19 +416,21 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     involved = sorted(set(rows).union(cols))
     pool_feats = dict(zip(involved, ctx.features.of_passages([pool[k] for k in involved])))
     auth = dict(zip(involved, authorities([pool[k].first for k in involved], pol)))
-    facts: dict[int, list[Statement]] = {}
     similar = _sentence_similarity(ctx)
     sentence_pairs: dict[tuple[str, str], str | None] = {}  # one query's sentence verdicts (claims.contradiction)
     emb_key = (ctx.embedder.name, ctx.embedder.dim) if ctx.embedder is not None else None
     memo = ctx.caches.pairs
     titles = _Titles(pool)
 
-    def facts_of(k: int) -> list[Statement]:
-        # once per passage, only for passages in a similar-enough pair (a whole chunk's: once per chunk)
-        if k not in facts:
-            f, p = pool_feats[k], pool[k]
-            facts[k] = f.statements(p.first) if f is not None else statements(p.text)
-        return facts[k]
+    read: dict[int, PassageClaims] = {}
+
+    def read_of(k: int) -> PassageClaims:
+        # its claims as contradiction reads them, split only for passages in a similar-enough pair (a whole
+        # chunk's: once per chunk); contradiction skips the statements the other passage states
+        got = read.get(k)
+        if got is None:
+            got = read[k] = claims_read(pool[k], pool_feats[k], ctx)
+        return got
 
     subjects: dict[int, frozenset[str]] = {}
 
@@ -431,6 +441,9 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             subjects[k] = f.subject(pool[k].first) if f is not None else subject(pool[k].text)
         return subjects[k]
 
+    # the features key of each whole-chunk passage (what the pair memo is keyed by), else None
+    memo_part = {k: f.key if f is not None and _whole_chunk(pool[k]) else None for k, f in pool_feats.items()}
+    overlap = pol.conflict_overlap
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
@@ -441,13 +454,12 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             continue
         if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
             continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
-        fa, fb = pool_feats[i], pool_feats[j]
-        memo_key = ((fa.key, fb.key, pol.conflict_overlap, emb_key)
-                    if fa is not None and fb is not None and _whole_chunk(a) and _whole_chunk(b) else None)
+        ka, kb = memo_part[i], memo_part[j]
+        memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            why = _disagree(facts_of(i), facts_of(j), pol.conflict_overlap, anaphora=_same_title(a, b),
-                            similar=similar, memo=sentence_pairs) or ""
+            ra, rb = read_of(i), read_of(j)
+            why = contradiction(ra.claims, rb.claims, overlap, _same_title(a, b), similar, sentence_pairs, (ra, rb)) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
