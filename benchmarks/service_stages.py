@@ -56,7 +56,9 @@ def instrument() -> None:
     import docket.service.responses as responses
     from docket.api import Session
     from docket.embed import HashEmbedder
+    from docket.features import ChunkFeatures
     from docket.model import Trace
+    from docket.moves import dedup, pack, versions
     from docket.service.state import ServiceState
 
     timed(briefs, "assemble_work", "route work (all below)")
@@ -64,6 +66,11 @@ def instrument() -> None:
     timed(Session, "assemble", "assembly")
     timed(HashEmbedder, "embed", "  hash embedding")
     timed(rescore, "rescore_order", "  re-scoring")
+    timed(versions, "resolve", "  versions (Move 1)")
+    timed(versions, "_find_conflicts", "    of which conflicts")
+    timed(ChunkFeatures, "statements", "    claims of the texts in a similar pair (Moves 1-2)")
+    timed(dedup, "collapse", "  duplicates (Move 2)")
+    timed(pack, "pack", "  pack (Move 4)")
     timed(ServiceState, "brief_json", "brief JSON (trace read)")
     timed(Trace, "_settle", "  trace settle (deferred counts)")
     timed(responses, "check_body", "response schema check")
@@ -141,6 +148,8 @@ def main() -> None:
 
 
 ACC_ORDER = ["route work (all below)", "records -> candidates", "assembly", "  hash embedding", "  re-scoring",
+             "  versions (Move 1)", "    of which conflicts", "    claims of the texts in a similar pair (Moves 1-2)",
+             "  duplicates (Move 2)", "  pack (Move 4)",
              "brief JSON (trace read)", "  trace settle (deferred counts)", "response schema check",
              "response json.dumps", "garbage collector", "collections"]
 
