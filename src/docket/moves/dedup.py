@@ -167,7 +167,7 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
     if not ctx.has_vectors() or len(passages) < 2:
         return set()
     from docket.claims import different_subjects, subject
-    from docket.claims.compare import PassageClaims, restates_read
+    from docket.claims.compare import restates_read
     from docket.moves.versions import claims_read
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
@@ -184,21 +184,13 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
                 subject(passages[k].text)
         return subjects[k]
 
-    read: dict[int, PassageClaims] = {}
-
-    def view(k: int) -> PassageClaims:
-        # what `restates` reads of passage k as a copy and as a source, once per passage
-        got = read.get(k)
-        if got is None:
-            got = read[k] = claims_read(passages[k], feats[k], ctx)
-        return got
-
     docs = [p.doc for p in passages]
     out = set()
     for j, i in zip(rows, cols):
         if docs[i] == docs[j] or different_subjects(opens_with(i), opens_with(j)):
             continue
-        vi, vj = view(i), view(j)
+        # what `restates` reads of each as a copy and as a source: read once per chunk (or per text) by claims_read
+        vi, vj = claims_read(passages[i], feats[i], ctx), claims_read(passages[j], feats[j], ctx)
         if restates_read(vi, vj) or restates_read(vj, vi):
             out.add((j, i))
     return out

@@ -422,16 +422,6 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     memo = ctx.caches.pairs
     titles = _Titles(pool)
 
-    read: dict[int, PassageClaims] = {}
-
-    def read_of(k: int) -> PassageClaims:
-        # its claims as contradiction reads them, split only for passages in a similar-enough pair (a whole
-        # chunk's: once per chunk); contradiction skips the statements the other passage states
-        got = read.get(k)
-        if got is None:
-            got = read[k] = claims_read(pool[k], pool_feats[k], ctx)
-        return got
-
     subjects: dict[int, frozenset[str]] = {}
 
     def opens_with(k: int) -> frozenset[str]:
@@ -458,7 +448,9 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            ra, rb = read_of(i), read_of(j)
+            # the claims as contradiction reads them, split only for passages in a similar-enough pair and
+            # read once per chunk (or per text) by claims_read; it skips what the other passage states
+            ra, rb = claims_read(a, pool_feats[i], ctx), claims_read(b, pool_feats[j], ctx)
             why = contradiction(ra.claims, rb.claims, overlap, _same_title(a, b), similar, sentence_pairs, (ra, rb)) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
