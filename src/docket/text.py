@@ -118,11 +118,6 @@ _ASCII_SPACE_NON_WORD = bytes(_SPACE_NON_WORD[b] if b < 128 else b for b in rang
 _ASCII_SPACE_W = bytes(_SPACE_W[b] if b < 128 else b for b in range(256))
 
 
-def words_many(texts: Sequence[str]) -> list[list[str]]:
-    """`words` of each text (see `iter_words`)."""
-    return list(iter_words(texts))
-
-
 def iter_words(texts: Sequence[str]) -> Iterator[list[str]]:
     """`words` of each text, in order, the character work done for all of them at once (a pool
     seen for the first time): the ASCII texts in one bytes.translate, the others decomposed one
