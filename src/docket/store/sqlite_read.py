@@ -82,7 +82,7 @@ class _Reads(_Opened):
         return self.get_many([chunk_id]).get(chunk_id)
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        """The chunks of `ids` that exist, in the order asked. Rows read before at the store's
+        """The chunks of `ids` that exist, by id. Rows read before at the store's
         current write generation come from `_Fetched` (checked inside one read transaction, so
         the generation and the rows are of one state); inside a write transaction of this
         connection nothing is kept or reused (its rows may still roll back)."""
@@ -119,7 +119,7 @@ class _Reads(_Opened):
                 found[c.id] = c
                 if kept is not None:
                     kept.put(c.id, (c, record, vector))
-        return {cid: found[cid] for cid in ids if cid in found}
+        return found  # keyed by each row's own id, as SQLite matched it
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
