@@ -40,7 +40,7 @@ def _dumped(got: dict[str, object]) -> dict[str, object]:
     return {cid: c.model_dump() for cid, c in got.items()}  # type: ignore[attr-defined]
 
 
-IDS = [f"d{d}-v{v}-{i}" for d in range(8) for v in (1, 2) for i in range(3)]
+IDS = [f"d{d}-v{v}-{i}" for d in range(8) for v in (1, *range(10, 18)) for i in range(3)]
 #: what happens between two fetches: a write through the store itself, through another connection,
 #: a write that rolls back, an acl change, a delete, or nothing
 STEPS = st.lists(st.tuples(st.sampled_from(["self", "other", "rollback", "acl", "delete", "none"]),
@@ -52,13 +52,13 @@ STEPS = st.lists(st.tuples(st.sampled_from(["self", "other", "rollback", "acl", 
 def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, steps) -> None:  # noqa: ANN001
     p = _store(tmp_path_factory.mktemp("f"))
     s = SQLiteStore(p)
-    for n, (what, d, ids) in enumerate(steps):
+    for n, (what, d, ids) in enumerate(steps):  # each write a higher version than any before: always accepted
         s.get_many(IDS)  # everything kept at the current generation
         if what == "self":
-            s.write_version(version(f"d{d}", 2, [f"new {n} text", f"new {n} more", "third"]))
+            s.write_version(version(f"d{d}", 10 + n, [f"new {n} text", f"new {n} more", "third"]))
         elif what == "other":
             other = SQLiteStore(p)
-            other.write_version(version(f"d{d}", 1, [f"changed {n}", "changed too"], acl=("group:hr",)))
+            other.write_version(version(f"d{d}", 10 + n, [f"changed {n}", "changed too"], acl=("group:hr",)))
             other.close()
         elif what == "rollback":
             with pytest.raises(RuntimeError), s._transaction() as cur:
@@ -67,7 +67,7 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
                 assert all(c.text == "rolled back" for c in inside.values() if c.doc == f"d{d}")
                 raise RuntimeError("roll back")
         elif what == "acl":
-            s.write_version(version(f"d{d}", 1, [f"text {d} one", f"text {d} two"], acl=("user:bob",)))
+            s.write_version(version(f"d{d}", 10 + n, [f"text {d} one", f"text {d} two"], acl=("user:bob",)))
         elif what == "delete":
             s.delete(f"d{d}")
         asked = [*ids, *IDS]
