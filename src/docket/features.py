@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, copy_hash, iter_words, phrase, title_variant_words, words
+from docket.text import STOPWORDS, copy_hash, folded_codes, iter_words, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -292,6 +292,99 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
             r = RescoreIndex(vocab, _head(n, length, f.untrusted, phrases), body[start * 8 : (start + n) * 8], phrases, tw)
             f._rescore_index = out[k] = r
     return out
+
+
+class Glance(NamedTuple):
+    """What re-scoring reads of chunks it has never seen, for one question (`glance`): each chunk's
+    index without word rows, and where the wanted words occur: one (chunk, word, count) triple
+    for each wanted word a chunk's "title text" holds, as three int64 arrays."""
+
+    indexes: list[RescoreIndex]
+    rows: np.ndarray
+    words: np.ndarray
+    counts: np.ndarray
+
+
+def glance(pairs: Sequence[tuple[ChunkFeatures, Chunk]], wanted: Sequence[str]) -> Glance:
+    """First sight of chunks (issue 21, decision 3): only what this question needs of them. Their
+    "title text"s are folded side by side (text.folded_codes) and the `wanted` words (folded,
+    distinct: the question's content words) are found in them whole by numpy, instead of
+    counting every word of every chunk into the vocabulary (a full `RescoreIndex`, ~35 µs a
+    chunk). Each chunk gets an index without word rows and without a vocabulary: re-scoring
+    reads its head (width 0, length, untrusted, linkable) and title terms, and a later pool,
+    finding it stale but not NO_INDEX, knows the chunk was seen and builds its full index."""
+    n = len(pairs)
+    laid = folded_codes([_title_text(chunk) for _, chunk in pairs])
+    codes = laid.codes
+    space = codes == 32
+    starts = np.flatnonzero(space[:-1] & ~space[1:]) + 1
+    lengths = np.flatnonzero(~space[:-1] & space[1:]) + 1 - starts
+    words_before = np.append(np.searchsorted(starts, laid.starts), len(starts))
+    sizes = [0] * n
+    for i, size in zip(laid.order, np.diff(words_before).tolist()):
+        sizes[i] = size
+    index = []
+    for (f, chunk), length in zip(pairs, sizes):
+        phrases, tw, _ = title_terms(chunk.title)
+        r = RescoreIndex(None, _head(0, length, f.untrusted, phrases), b"", phrases, tw)
+        if f._rescore_index is NO_INDEX:
+            f._rescore_index = r
+        index.append(r)
+    at, k = _occurrences(codes, starts, lengths, wanted)
+    if not len(at):
+        return Glance(index, _NONE, _NONE, _NONE)
+    text = np.asarray(laid.order, dtype=np.int64)[np.searchsorted(laid.starts, at, side="right") - 1]
+    pair, counts = np.unique(text * max(len(wanted), 1) + k, return_counts=True)
+    rows, words_ = np.divmod(pair, max(len(wanted), 1))
+    return Glance(index, rows, words_, counts)
+
+
+def _occurrences(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                 wanted: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each wanted word occurs whole among the words at `starts` (of `lengths`) of `codes`,
+    and which wanted word it is: a key of each word's length and first two code points narrows
+    the candidates in one comparison per wanted word, then the rest is compared."""
+    found: list[np.ndarray] = []
+    which: list[np.ndarray] = []
+    if len(starts) and wanted:
+        key = _word_keys(codes, starts, lengths)
+        for k, w in enumerate(wanted):
+            at = _found(codes, starts, lengths, key, [ord(ch) for ch in w])
+            if len(at):
+                found.append(at)
+                which.append(np.full(len(at), k, dtype=np.int64))
+    if not found:
+        return _NONE, _NONE
+    return np.concatenate(found), np.concatenate(which)
+
+
+#: words this long or longer get no key (-1) and are compared by length (a code point needs 21 bits)
+_LONG = 1 << 20
+
+
+def _word_keys(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each word's length, first and second code point (a space for a one-letter word) as one int64."""
+    key = (lengths.astype(np.int64) << 42) | (codes[starts].astype(np.int64) << 21) | codes[starts + 1]
+    key[lengths >= _LONG] = -1
+    return key  # type: ignore[no-any-return]
+
+
+def _found(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, key: np.ndarray, cp: list[int]) -> np.ndarray:
+    """Where the word of code points `cp` begins, at each of its whole occurrences."""
+    if len(cp) < _LONG:
+        at = starts[key == ((len(cp) << 42) | (cp[0] << 21) | (cp[1] if len(cp) > 1 else 32))]
+        compared = 2
+    else:
+        at = starts[lengths == len(cp)]
+        compared = 0
+    for j in range(compared, len(cp)):
+        if not len(at):
+            break
+        at = at[codes[at + j] == cp[j]]
+    return at
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 class ChunkFeatures:
