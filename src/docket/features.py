@@ -536,9 +536,24 @@ class _Entry:
                 self.vector = vector
                 self.norm = _norm(vector.astype(np.float64))  # type: ignore[union-attr]
             else:  # the tuple read once: float64 -> float32 rounds each value as converting it directly does
-                v64 = np.frombuffer(array.array("d", chunk.vector))  # the tuple's doubles, ~25% cheaper than asarray
+                v64 = _doubles(chunk.vector)
                 self.vector = v64.astype(np.float32)
                 self.norm = _norm(v64)
+
+
+def _doubles(values: Sequence[float]) -> np.ndarray:
+    """The values as a float64 array: packed by a struct of their length (one C call over the
+    arguments, ~2.5 µs for 384 where array.array's item-by-item loop takes ~6: a first sight
+    reads every candidate's vector tuple once), else as array.array reads them."""
+    try:
+        return np.frombuffer(_packer(len(values)).pack(*values))
+    except struct.error:  # a value struct will not take as a double: the general path says what it is
+        return np.frombuffer(array.array("d", values))
+
+
+@lru_cache(maxsize=64)
+def _packer(n: int) -> struct.Struct:
+    return struct.Struct(f"{n}d")
 
 
 def _norm(v64: np.ndarray) -> float:
