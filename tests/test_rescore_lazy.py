@@ -179,6 +179,44 @@ def test_glance_reads_what_the_words_of_each_text_say(rows: list[tuple[str, str,
     assert all(n > 0 for n in found.values())
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(TEXT, st.text(max_size=20)), st.one_of(TEXT, st.text(max_size=60)),
+                          st.booleans(), st.booleans()), max_size=10),
+       st.lists(st.sampled_from(["kenji", "rock", "band", "akinoshu", "cafe", "o'neil", "s", "x", "fi", "1945"]),
+                max_size=6, unique=True))
+def test_a_glance_from_record_terms_reads_what_one_from_the_text_reads(rows: list[tuple[str, str, bool, bool]],
+                                                                       wanted: list[str]) -> None:
+    """A chunk read with its feature record (its words as a set and the repeats) is glanced at
+    from those terms, beside chunks glanced at from their text: the same heads, title terms,
+    probes and counts as glancing at every one from its text."""
+    chunks = [mk(f"c{i}", text.strip() or "x", title=title, trust="untrusted" if u else "trusted")
+              for i, (title, text, u, _) in enumerate(rows)]
+    from_text = glance([(features.ChunkFeatures(c, features.content_key(c)), c) for c in chunks], wanted)
+    mixed = []
+    for c, (*_, recorded) in zip(chunks, rows):
+        f = features.ChunkFeatures(c, features.content_key(c))
+        if recorded:
+            f = features.from_record(c, features.content_key(c), features.record_of(c))  # type: ignore[assignment]
+            assert f is not None and f._rescore is not None
+        mixed.append((f, c))
+    got = glance(mixed, wanted)
+    assert [r[1:] for r in got.indexes] == [r[1:] for r in from_text.indexes]
+    assert got.probes == from_text.probes == [title_terms(c.title)[2] for c in chunks]
+
+    def triples(g: Any) -> list[tuple[int, int, int]]:
+        return sorted(zip(g.rows.tolist(), g.words.tolist(), g.counts.tolist()))
+
+    assert triples(got) == triples(from_text)
+
+
+def test_a_glance_from_record_terms_counts_repeats() -> None:
+    c = mk("a", "Rock, rock and the band's rock.", title="Rock band")
+    f = features.from_record(c, features.content_key(c), features.record_of(c))
+    assert f is not None
+    seen = glance([(f, c)], ["band", "rock", "absent"])
+    assert sorted(zip(seen.rows.tolist(), seen.words.tolist(), seen.counts.tolist())) == [(0, 0, 2), (0, 1, 4)]
+
+
 def test_glance_of_no_chunks_and_no_words() -> None:
     assert glance([], ["x"]).indexes == []
     c = mk("a", "x y", title="")

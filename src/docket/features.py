@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, copy_hash, folded_codes, iter_words, phrase, title_variant_words, words
+from docket.text import STOPWORDS, Folded, copy_hash, folded_codes, iter_words, phrase, title_variant_words, words
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -295,48 +295,94 @@ def rescore_indexes(pairs: Sequence[tuple[ChunkFeatures, Chunk]], vocab: Vocabul
 
 
 class Glance(NamedTuple):
-    """What re-scoring reads of chunks it has never seen, for one question (`glance`): each chunk's
-    index without word rows, and where the wanted words occur: one (chunk, word, count) triple
-    for each wanted word a chunk's "title text" holds, as three int64 arrays."""
+    """What re-scoring reads of chunks it has not indexed, for one question (`glance`): each
+    chunk's index without word rows and its title's probe words, and where the wanted words
+    occur: one (chunk, word, count) triple for each wanted word a chunk's "title text" holds, as
+    three int64 arrays."""
 
     indexes: list[RescoreIndex]
+    probes: list[tuple[str, ...]]
     rows: np.ndarray
     words: np.ndarray
     counts: np.ndarray
 
 
 def glance(pairs: Sequence[tuple[ChunkFeatures, Chunk]], wanted: Sequence[str]) -> Glance:
-    """First sight of chunks (issue 21, decision 3): only what this question needs of them. Their
-    "title text"s are folded side by side (text.folded_codes) and the `wanted` words (folded,
-    distinct: the question's content words) are found in them whole by numpy, instead of
-    counting every word of every chunk into the vocabulary (a full `RescoreIndex`, ~35 µs a
-    chunk). Each chunk gets an index without word rows and without a vocabulary: re-scoring
-    reads its head (width 0, length, untrusted, linkable) and title terms, and a later pool,
-    finding it stale but not NO_INDEX, knows the chunk was seen and builds its full index."""
-    n = len(pairs)
-    laid = folded_codes([_title_text(chunk) for _, chunk in pairs])
-    codes = laid.codes
-    space = codes == 32
-    starts = np.flatnonzero(space[:-1] & ~space[1:]) + 1
-    lengths = np.flatnonzero(~space[:-1] & space[1:]) + 1 - starts
-    words_before = np.append(np.searchsorted(starts, laid.starts), len(starts))
-    sizes = [0] * n
-    for i, size in zip(laid.order, np.diff(words_before).tolist()):
+    """First sight of chunks (issue 21, decision 3): only what this question needs of them. The
+    "title text"s of those never seen are folded side by side (text.folded_codes) and the
+    `wanted` words (folded, distinct: the question's content words) are found in them whole by
+    numpy; a chunk whose terms a feature record gave is looked up in them. Nothing counts every
+    word of every chunk into the vocabulary (a full `RescoreIndex`, ~35 µs a chunk from its text).
+    Each chunk gets an index without word rows and without a vocabulary: re-scoring reads its
+    head (width 0, length, untrusted, linkable) and title terms, and a later pool, finding it
+    stale but not NO_INDEX, knows the chunk was seen and builds its full index."""
+    terms = [f._rescore for f, _ in pairs]
+    texts = [i for i, t in enumerate(terms) if t is None]
+    laid = _LaidWords(folded_codes([_title_text(pairs[i][1]) for i in texts]))
+    sizes = [0] * len(pairs)
+    for i, size in zip(texts, laid.sizes()):
         sizes[i] = size
-    index = []
-    for (f, chunk), length in zip(pairs, sizes):
-        phrases, tw, _ = title_terms(chunk.title)
-        r = RescoreIndex(None, _head(0, length, f.untrusted, phrases), b"", phrases, tw)
+    index, probes = [], []
+    for (f, chunk), t, size in zip(pairs, terms, sizes):
+        phrases, tw, probe = title_terms(chunk.title) if t is None else (t.title_phrases, t.title_words, t.probes)
+        r = RescoreIndex(None, _head(0, size if t is None else t.length, f.untrusted, phrases), b"", phrases, tw)
         if f._rescore_index is NO_INDEX:
             f._rescore_index = r
         index.append(r)
-    at, k = _occurrences(codes, starts, lengths, wanted)
-    if not len(at):
-        return Glance(index, _NONE, _NONE, _NONE)
-    text = np.asarray(laid.order, dtype=np.int64)[np.searchsorted(laid.starts, at, side="right") - 1]
-    pair, counts = np.unique(text * max(len(wanted), 1) + k, return_counts=True)
-    rows, words_ = np.divmod(pair, max(len(wanted), 1))
-    return Glance(index, rows, words_, counts)
+        probes.append(probe)
+    # each (chunk, wanted word) as one number, chunk * width + word: found in the folded texts (an
+    # occurrence each, counted by unique), then in the record terms (counted already)
+    width = max(len(wanted), 1)
+    found, counts = laid.found(wanted, np.asarray(texts, dtype=np.int64), width)
+    recorded = _recorded_counts(terms, wanted)
+    if recorded:
+        found = np.concatenate((found, np.fromiter(recorded, dtype=np.int64, count=len(recorded))))
+        counts = np.concatenate((counts, np.fromiter(recorded.values(), dtype=np.int64, count=len(recorded))))
+    rows, words_ = np.divmod(found, width)
+    return Glance(index, probes, rows, words_, counts)
+
+
+class _LaidWords:
+    """The words of texts laid side by side (text.Folded): where each begins and how long it is."""
+
+    __slots__ = ("laid", "starts", "lengths")
+
+    def __init__(self, laid: Folded) -> None:
+        self.laid = laid
+        space = laid.codes == 32
+        self.starts = np.flatnonzero(space[:-1] & ~space[1:]) + 1
+        self.lengths = np.flatnonzero(~space[:-1] & space[1:]) + 1 - self.starts
+
+    def sizes(self) -> list[int]:
+        """How many words each text has, in the order the texts were given."""
+        laid = self.laid
+        per_laid = np.diff(np.append(np.searchsorted(self.starts, laid.starts), len(self.starts))).tolist()
+        out = [0] * len(per_laid)
+        for k, size in zip(laid.order, per_laid):
+            out[k] = size
+        return out
+
+    def found(self, wanted: Sequence[str], rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each (text, wanted word) that occurs, as rows[text] * width + word, and how often."""
+        at, k = _occurrences(self.laid.codes, self.starts, self.lengths, wanted)
+        if not len(at):
+            return _NONE, _NONE
+        laid = self.laid
+        text = np.asarray(laid.order, dtype=np.int64)[np.searchsorted(laid.starts, at, side="right") - 1]
+        return np.unique(rows[text] * width + k, return_counts=True)  # type: ignore[no-any-return]
+
+
+def _recorded_counts(terms: Sequence[RescoreTerms | None], wanted: Sequence[str]) -> dict[int, int]:
+    """(chunk * len(wanted) + wanted word) -> its count, for the chunks whose terms a record gave:
+    a word of the set occurs once unless `repeats` says more."""
+    width = max(len(wanted), 1)
+    out: dict[int, int] = {}
+    for i, t in enumerate(terms):
+        if t is not None:
+            for k, w in enumerate(wanted):
+                if w in t.words:
+                    out[i * width + k] = t.repeats.get(w, 1)
+    return out
 
 
 def _occurrences(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

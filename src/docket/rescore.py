@@ -51,7 +51,6 @@ from docket.features import (
     current_vocabulary,
     glance,
     rescore_indexes,
-    title_terms,
 )
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
@@ -136,7 +135,8 @@ class _Pool:
     glanced at (features.glance): its index has no word rows, and `glanced` holds where the
     question's content words occur in it (candidate, word, count)."""
 
-    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends", "fresh", "glanced")
+    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends", "fresh", "fresh_probe_words",
+                 "glanced")
 
     def __init__(self, chunks: list[Any], ctx: Context, wanted: list[str]) -> None:
         self.chunks = chunks
@@ -145,6 +145,7 @@ class _Pool:
         index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
         #: the candidates glanced at (ascending), and where the question's words occur in them
         self.fresh: list[int] = []
+        self.fresh_probe_words: list[tuple[str, ...]] = []
         self.glanced = (_EMPTY, _EMPTY, _EMPTY)
         if len(index) != len(entries):  # a chunk not indexed under this vocabulary
             index = self._first_sight(vocab, wanted)
@@ -156,11 +157,11 @@ class _Pool:
 
     def _first_sight(self, vocab: Vocabulary, wanted: list[str]) -> list[RescoreIndex]:
         """Indexes for a pool with chunks not indexed under `vocab`. One seen before (glanced at
-        by an earlier pool, or indexed under an older vocabulary) or with terms from a feature
-        record gets its full index, built once and kept; one never seen is glanced at (issue 21,
-        decision 3: what this question needs, for the candidates it touches)."""
+        by an earlier pool, or indexed under an older vocabulary) gets its full index, built once
+        and kept; one never indexed (never seen, or read with terms from a feature record) is
+        glanced at (issue 21, decision 3: what this question needs, for the candidates it touches)."""
         pairs = [(e.features, c) for e, c in zip(self.entries, self.chunks)]
-        fresh = [i for i, (f, _) in enumerate(pairs) if f._rescore_index is NO_INDEX and f._rescore is None]
+        fresh = [i for i, (f, _) in enumerate(pairs) if f._rescore_index is NO_INDEX]
         if not fresh:
             return rescore_indexes(pairs, vocab)
         index: list[Any] = [None] * len(pairs)
@@ -172,6 +173,7 @@ class _Pool:
         for i, r in zip(fresh, seen.indexes):
             index[i] = r
         self.fresh = fresh
+        self.fresh_probe_words = seen.probes
         self.glanced = (np.asarray(fresh, dtype=np.int64)[seen.rows], seen.words, seen.counts)
         return index
 
@@ -190,10 +192,9 @@ class _Pool:
         """probe word -> the glanced-at candidates that may earn a link and have it (ascending)."""
         out: dict[str, list[int]] = {}
         linkable = self.head[:, 3]
-        chunks = self.chunks
-        for i in self.fresh:
+        for i, words_ in zip(self.fresh, self.fresh_probe_words):
             if linkable[i]:
-                for w in title_terms(chunks[i].title)[2]:
+                for w in words_:
                     out.setdefault(w, []).append(i)
         return out
 
