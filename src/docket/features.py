@@ -450,8 +450,9 @@ class ChunkFeatures:
         self.untrusted = chunk.untrusted
         self.retired = chunk.retired
         self._rescore: RescoreTerms | None = None
-        #: rescore_terms as vocabulary ids (NO_INDEX until first built); docket.rescore reads the
-        #: slot directly on its hot path and calls rescore_index() when it is stale
+        #: rescore_terms as vocabulary ids: NO_INDEX until the chunk is first seen, then `glance`'s
+        #: index without word rows (vocab None: stale, and the mark that it was seen), then the full
+        #: one, built on its next pool; docket.rescore reads the slot directly on its hot path
         self._rescore_index: RescoreIndex = NO_INDEX
         self._text_word_ids: tuple[Vocabulary, np.ndarray] | None = None
         self._text_phrase: str | None = None
