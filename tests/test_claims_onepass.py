@@ -153,3 +153,15 @@ def test_claims_equal_the_reference_on_real_paragraphs(shared_data: Path) -> Non
     texts = {c["paragraph_text"] for line in path.open(encoding="utf-8") for c in json.loads(line)["contexts"]}
     differ = [t for t in sorted(texts) if plain(C.claims(t)) != plain(R.claims(t))]
     assert not differ, differ[:3]
+
+
+_LETTERS = st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Nd", "No"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.text(alphabet=_LETTERS, min_size=1, max_size=6), max_size=12).map(" ".join),
+       st.sampled_from(["", "ΟΔΟΣ ", "Σ ", "İ ", "ǅ ", "ﬁ ", "Å "]))
+def test_names_of_non_ascii_sentences_equal_the_reference(words: str, head: str) -> None:
+    """The non-ASCII names are folded in one call: each as if alone (final sigma, marks)."""
+    text = head + words + " ΣΑΣ. Müller Ωμέγα"
+    assert W._names(text) == R._names(text)

@@ -190,8 +190,12 @@ def _names(raw: str) -> frozenset[str]:
         return found if found.isdisjoint(_NOT_A_NAME) else found - _NOT_A_NAME
     toks = _CELL_WORD.findall(raw)
     # a capitalised word after the first, or an all-capitals one anywhere ("NASA"), of 2+ letters
-    found = {fold(t) for k, t in enumerate(toks) if len(t) > 1 and (t.isupper() or (k > 0 and t[0].isupper()))}
-    return frozenset(found).difference(_NOT_A_NAME)
+    picked = [t for k, t in enumerate(toks) if len(t) > 1 and (t.isupper() or (k > 0 and t[0].isupper()))]
+    if not picked:
+        return _NO_NAMES
+    # folded in one call: "\x00" is no letter, cased or case-ignorable (lower()'s final sigma stops
+    # at it) and no combining mark (NFKD reorders none across it), so each word folds as alone
+    return frozenset(fold("\x00".join(picked)).split("\x00")).difference(_NOT_A_NAME)
 
 
 #: an ordinal ("16th", "2e", "1º"): digits after no word character, a suffix, then a word's end
