@@ -135,11 +135,16 @@ def _date_at(tokens: list[str], i: int) -> tuple[Quantity, int] | None:
     """A calendar date starting at token i ("21 october 1992", "november 8 2044", "june 2000"):
     one value (days since year 0), not a day number and a year."""
     first = tokens[i]
-    if first != "," and first not in _MONTHS:
-        if not first[0].isdigit():
+    if first not in _MONTHS:
+        # the readings below open (commas aside) with a day followed by its month, or a month
+        if first == ",":
+            if i + 1 == len(tokens) or (tokens[i + 1] != "," and not tokens[i + 1].isdecimal()
+                                        and tokens[i + 1] not in _MONTHS):
+                return None
+        elif not first[0].isdigit():
             return None  # every date opens with a day, a month or (after a comma) one of them
-        if i + 1 == len(tokens) or (tokens[i + 1] != "," and tokens[i + 1] not in _MONTHS):
-            return None  # a day is followed by its month (the one reading below that opens with a day)
+        elif i + 1 == len(tokens) or (tokens[i + 1] != "," and tokens[i + 1] not in _MONTHS):
+            return None
 
     # (isdecimal, not isdigit: int() reads only decimal digits; "፩ may 2020" used to raise here)
     t = [x for x in tokens[i : i + 5] if x != ","][:3]
