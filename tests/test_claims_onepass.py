@@ -165,3 +165,14 @@ def test_names_of_non_ascii_sentences_equal_the_reference(words: str, head: str)
     """The non-ASCII names are folded in one call: each as if alone (final sigma, marks)."""
     text = head + words + " ΣΑΣ. Müller Ωμέγα"
     assert W._names(text) == R._names(text)
+
+
+def test_a_fraction_over_zero_is_left_as_written() -> None:
+    """"10/0" (a score, a ratio) raised ZeroDivisionError out of claims, and so out of indexing and
+    assembly; it is now read as written, and a fraction over a digit that is not zero still is one."""
+    with pytest.raises(ZeroDivisionError):
+        R.claims("The score was 10/0 at half time.")
+    found = C.claims("The score was 10/0 at half time.")
+    assert [q.text for c in found for q in c.quantities] == ["10", "0", "half"]
+    assert [q.value for c in C.claims("The trail is 2 1/2 km long.") for q in c.quantities] == [2500.0]
+    assert plain(C.claims("The trail is 2 1/2 km long.")) == plain(R.claims("The trail is 2 1/2 km long."))

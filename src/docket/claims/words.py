@@ -252,7 +252,9 @@ def _row_key(sent: str) -> frozenset[str]:
 
 
 def _fraction(m: re.Match[str]) -> str:
-    """ "2 1/2" -> "2.5" """
-    return f"{int(m.group(1)) + int(m.group(2)) / int(m.group(3)):g}"
+    """ "2 1/2" -> "2.5"; a fraction over zero ("10/0", a score) is left as written (it raised
+    ZeroDivisionError out of `claims`, and so out of indexing and assembly)."""
+    over = int(m.group(3))
+    return f"{int(m.group(1)) + int(m.group(2)) / over:g}" if over else m.group(0)
 
 
