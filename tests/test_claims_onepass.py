@@ -176,3 +176,14 @@ def test_a_fraction_over_zero_is_left_as_written() -> None:
     assert [q.text for c in found for q in c.quantities] == ["10", "0", "half"]
     assert [q.value for c in C.claims("The trail is 2 1/2 km long.") for q in c.quantities] == [2500.0]
     assert plain(C.claims("The trail is 2 1/2 km long.")) == plain(R.claims("The trail is 2 1/2 km long."))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["The", "Paris", "NASA", "x", "Müller", "ÉCOLE", "–", "—", "“", "”", "’", "…", "\u00a0",
+                                 "²", "_", "A", "Ab", "aB", "O'Neil", "€5", "Σ", "1st", "May", " ", " ", ". "]), max_size=15).map("".join),
+       st.sampled_from(["", " ", "“", "– "]))
+def test_names_of_sentences_with_only_ascii_letters_equal_the_reference(body: str, head: str) -> None:
+    """A sentence whose only non-ASCII characters are no word characters (dashes, quotes, spaces)
+    is read by the ASCII names path."""
+    text = head + body
+    assert W._names(text) == R._names(text)

@@ -171,6 +171,8 @@ _ASCII_WORD = re.compile(r"[A-Za-z]+")
 #: an ASCII word of two letters or more that opens with a capital (the capital first, so the engine
 #: scans for it; the look-behind then asks that no letter comes before it)
 _ASCII_CAPITALISED = re.compile(r"[A-Z](?<![A-Za-z][A-Z])[A-Za-z]+")
+#: a word character outside ASCII (a letter, digit or mark `_CELL_WORD` may read)
+_NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")
 #: what is never a name: month and weekday names are dates
 _NOT_A_NAME = frozenset(_MONTHS) | _NOT_NAMES
 _NO_NAMES: frozenset[str] = frozenset()
@@ -179,7 +181,9 @@ _NO_NAMES: frozenset[str] = frozenset()
 def _names(raw: str) -> frozenset[str]:
     """Capitalised words that do not start the sentence (proper names, in most languages);
     month and weekday names are dates, not names."""
-    if raw.isascii():  # words are [A-Za-z]+ runs: only the capitalised ones are looked at
+    if raw.isascii() or _NON_ASCII_WORD.search(raw) is None:
+        # words are [A-Za-z]+ runs (a sentence whose only non-ASCII characters are dashes, quotes
+        # or spaces has no other letter): only the capitalised ones are looked at
         caps = _ASCII_CAPITALISED.findall(raw)
         if not caps:
             return _NO_NAMES
