@@ -23,8 +23,9 @@ _SENT_CUT = re.compile(r"[.!?;\n](?:(?<=\n)|(?=\s))\s*")
 #: mark; the branches start with disjoint characters, so their order only decides which is tried first
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*|[%€$£,;:()\-–—]")
 #: _TOKEN for an ASCII text, where it finds the same tokens: its classes become ASCII ranges, which
-#: the engine tests by a bit table instead of a Unicode category look-up (~1.5x faster)
-_TOKEN_ASCII = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[0-9]+(?:[.,][0-9]+)*|[%$,;:()\-]")
+#: the engine tests by a bit table instead of a Unicode category look-up, and its repeats are
+#: possessive (no backtracking could find another token: what follows each run cannot extend it)
+_TOKEN_ASCII = re.compile(r"[A-Za-z]++(?:'[A-Za-z]++)?+|[0-9]++(?:[.,][0-9]++)*+|[%$,;:()\-]")
 _DIGIT = re.compile(r"\d")
 _FRACTION = re.compile(r"(\d+)\s?(\d)[⁄/](\d)\b")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -170,7 +171,7 @@ _NOT_NAMES = frozenset("monday tuesday wednesday thursday friday saturday sunday
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
 #: an ASCII word of two letters or more that opens with a capital (the capital first, so the engine
 #: scans for it; the look-behind then asks that no letter comes before it)
-_ASCII_CAPITALISED = re.compile(r"[A-Z](?<![A-Za-z][A-Z])[A-Za-z]+")
+_ASCII_CAPITALISED = re.compile(r"[A-Z](?<![A-Za-z][A-Z])[A-Za-z]++")
 #: a word character outside ASCII (a letter, digit or mark `_CELL_WORD` may read)
 _NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")
 #: what is never a name: month and weekday names are dates
