@@ -209,12 +209,12 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
         if tok.isdecimal() and (i == 0 or tokens[i - 1] not in _CURRENCY_BEFORE):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
             if nxt not in _AFTER_NUMBER:  # digits alone: a year, a count or a plain number (the steps below, short)
-                value = float(tok)
-                if not 1800 <= value <= 2100 and nxt.isalpha() and nxt not in STOP and nxt not in NEGATIONS:
-                    out.append(_quantity(round(value, 6), f"count:{_stem(nxt)}", f"{tok} {nxt}", 1.0,
+                number = float(tok)
+                if not 1800 <= number <= 2100 and nxt.isalpha() and nxt not in STOP and nxt not in NEGATIONS:
+                    out.append(_quantity(round(number, 6), f"count:{_stem(nxt)}", f"{tok} {nxt}", 1.0,
                                          _qualifier(tokens, i + 2)))
                 else:
-                    out.append(_quantity(round(value, 6), "year" if 1800 <= value <= 2100 else "plain", tok, 1.0,
+                    out.append(_quantity(round(number, 6), "year" if 1800 <= number <= 2100 else "plain", tok, 1.0,
                                          _qualifier(tokens, i + 1)))
                 spans.append((i, i + 1))
                 used.add(i)
