@@ -1,10 +1,11 @@
 """The claims code of this tree against an older revision's, on every text of ../shared/data.
 
-    .venv/bin/python benchmarks/claims_equivalence.py [--rev 3deb547] [--random-pairs 40000]
+    .venv/bin/python benchmarks/claims_equivalence.py [--rev main] [--random-pairs 40000]
 
 A change meant to make claims extraction or the conflict search cheaper must not change what
-they decide. This loads `src/docket/claims.py` as it was at `--rev` (git show; the single
-module before issue 21 split it into a package) next to the working tree's `docket.claims`,
+they decide. This loads `docket.claims` as it was at `--rev` (git show: the package, or the
+single module `src/docket/claims.py` before issue 21 split it, e.g. 3deb547) next to the working
+tree's `docket.claims`,
 and compares on every distinct passage text of ../shared/data (paragraphs, contexts, adversarial
 passages, evidence, questions, answers: 21,8xx texts):
 
@@ -81,13 +82,31 @@ def groups() -> list[list[str]]:
     return out
 
 
+def _git_show(rev: str, path: str) -> str | None:
+    got = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True)
+    return got.stdout if got.returncode == 0 else None
+
+
 def reference(rev: str) -> ModuleType:
-    """`src/docket/claims.py` at `rev`, imported as the module `claims_reference`."""
-    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:src/docket/claims.py"], check=True,
-                         capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "claims_reference.py"
-    path.write_text(src, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("claims_reference", path)
+    """`docket.claims` at `rev`, imported as `claims_reference`: the single module
+    `src/docket/claims.py` before issue 21 split it, else the package `src/docket/claims/` (its
+    imports of `docket.claims.*` pointed at the copy)."""
+    tmp = Path(tempfile.mkdtemp())
+    single = _git_show(rev, "src/docket/claims.py")
+    if single is not None:
+        path = tmp / "claims_reference.py"
+        path.write_text(single, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("claims_reference", path)
+    else:
+        pkg = tmp / "claims_reference"
+        pkg.mkdir()
+        for name in ("__init__", "words", "quantities", "extract", "compare"):
+            src = _git_show(rev, f"src/docket/claims/{name}.py")
+            if src is None:
+                raise SystemExit(f"{rev} has neither src/docket/claims.py nor src/docket/claims/{name}.py")
+            (pkg / f"{name}.py").write_text(src.replace("docket.claims.", "claims_reference."), encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("claims_reference", pkg / "__init__.py",
+                                                      submodule_search_locations=[str(pkg)])
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules["claims_reference"] = mod  # (dataclasses look their module up)
@@ -102,7 +121,7 @@ def _plain(cs: list[Any]) -> list[tuple[Any, ...]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rev", default="3deb547", help="the revision whose src/docket/claims.py is the reference")
+    ap.add_argument("--rev", default="main", help="the revision whose docket.claims is the reference (module or package)")
     ap.add_argument("--random-pairs", type=int, default=40_000)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
@@ -143,7 +162,7 @@ def main() -> int:
         found["restates"] += any(copies)
         diff["restates"] += copies != (new.restates(na, nb), new.restates(nb, na))
 
-    print(f"reference: src/docket/claims.py at {args.rev}; data: {DATA}\n")
+    print(f"reference: docket.claims at {args.rev}; data: {DATA}\n")
     print("| compared | items | differ | found by the reference |")
     print("|---|---|---|---|")
     print(f"| claims (words, names, quantities, negation, sentence, subject, anaphora) | {len(all_texts)} texts | "

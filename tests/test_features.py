@@ -136,7 +136,11 @@ def test_rescore_and_pack_read_cached_features(nimbus) -> None:
     """The features a pool reads are the ones computed for its chunks (not recomputed per query)."""
     cache = default_cache()
     pool = cands(nimbus)
+    cache.clear()
     assemble(REFUND_QUESTION, pool, store=MemoryStore(nimbus), embedder=HashEmbedder(), budget=300)
     f = cache.features(nimbus[0])
-    # filled by re-scoring (its index, straight from the text) and packing (the best passage is counted)
-    assert f._rescore_index.vocab is not None and f.costs
+    # filled by packing (the best passage is counted) and re-scoring: on first sight a glance (an
+    # index without word rows, issue 21), when the chunk is seen again its full index
+    assert f._rescore_index.vocab is None and f._rescore_index.head and f.costs
+    assemble(REFUND_QUESTION, pool, store=MemoryStore(nimbus), embedder=HashEmbedder(), budget=300)
+    assert cache.features(nimbus[0]) is f and f._rescore_index.vocab is not None and f._rescore_index.body

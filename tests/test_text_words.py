@@ -9,7 +9,17 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docket.text import _PAREN, STOPWORDS, copy_hash, copy_key, fold, iter_words, title_variant_words, words
+from docket.text import (
+    _PAREN,
+    STOPWORDS,
+    copy_hash,
+    copy_key,
+    fold,
+    folded_codes,
+    iter_words,
+    title_variant_words,
+    words,
+)
 
 _RUN = re.compile(r"[\w']+")
 
@@ -86,6 +96,33 @@ def test_words_many_examples() -> None:
     texts = ["Akinoshū Kenji's", "", "plain ascii, text's", "ﬁne", "\u0301", "Σ x"]
     assert words_many(texts) == [words(t) for t in texts]
     assert words_many([]) == []
+
+
+def folded_words(texts: list[str]) -> list[list[str]]:
+    """The words `folded_codes` lays out for each text: the runs of non-space code points in its stretch."""
+    laid = folded_codes(texts)
+    ends = [*laid.starts.tolist()[1:], len(laid.codes)]
+    out: list[list[str]] = [[] for _ in texts]
+    for i, start, end in zip(laid.order, laid.starts.tolist(), ends):
+        stretch = laid.codes[start:end].astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+        out[i] = [w for w in stretch.split(" ") if w]
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.lists(st.sampled_from([*BATCH_PIECES, "'s", "''", "x's's", "s'"]), max_size=30).map("".join),
+                          st.text(max_size=40), st.text(alphabet=st.characters(max_codepoint=127), max_size=40)),
+                max_size=12))
+def test_folded_codes_lay_out_the_words_of_each_text(texts: list[str]) -> None:
+    assert folded_words(texts) == [words(t) for t in texts]
+    laid = folded_codes(texts)
+    assert sorted(laid.order) == list(range(len(texts))) and laid.codes[0] == 32 and laid.codes[-1] == 32
+
+
+def test_folded_codes_examples() -> None:
+    texts = ["Akinoshū Kenji's", "", "plain ascii, text's", "ﬁne", "\u0301", "Σ x", "'''", "rock''s' o'neil's", "x's's"]
+    assert folded_words(texts) == [words(t) for t in texts]
+    assert folded_words([]) == []
 
 
 def copy_hash_reference(text: str) -> str:

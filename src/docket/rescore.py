@@ -24,8 +24,11 @@ by the new score (ties keep the old order) and get new `rank`s; the trace logs e
 
 The signals are computed for the whole pool at once from each chunk's words as vocabulary ids
 (docket.features.RescoreIndex, built once per chunk): numpy finds the question's words in the
-pool, and only candidates with a hit get Python work (a phrase check). Every float is the one the
-per-candidate formulas give, bit for bit (tests/test_rescore_fast.py keeps those as a reference).
+pool, and only candidates with a hit get Python work (a phrase check). A chunk seen for the first
+time is only glanced at (docket.features.glance, issue 21 decision 3): the question's words are
+found in the pool's folded texts directly, and its full index is built when it is seen again.
+Every float is the one the per-candidate formulas give, bit for bit (tests/test_rescore_fast.py
+replays recorded decisions; tests/test_rescore_lazy.py checks every path against the formulas).
 """
 
 from __future__ import annotations
@@ -40,7 +43,15 @@ from typing import Any
 import numpy as np
 
 from docket.context import Context
-from docket.features import HEAD_FIELDS, current_vocabulary, rescore_indexes
+from docket.features import (
+    HEAD_FIELDS,
+    NO_INDEX,
+    RescoreIndex,
+    Vocabulary,
+    current_vocabulary,
+    glance,
+    rescore_indexes,
+)
 from docket.model import Candidate
 from docket.text import STOPWORDS, content_words, fold, phrase, title_variants, words
 
@@ -119,34 +130,73 @@ def _bm25(query: str, docs: Sequence[tuple[Any, ...]], k1: float = K1, b: float 
 
 class _Pool:
     """What re-scoring reads about one pool, gathered once: each candidate's features and its
-    `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every candidate's words
-    side by side (`ids`, `code`)."""
+    `RescoreIndex`, the per-candidate numbers (`head`, one row each) and every indexed
+    candidate's words side by side (`ids`, `code`). A candidate never seen before is only
+    glanced at (features.glance): its index has no word rows, and `glanced` holds where the
+    question's content words occur in it (candidate, word, count)."""
 
-    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends")
+    __slots__ = ("chunks", "entries", "index", "vocab", "head", "ids", "code", "ends", "fresh", "fresh_probe_words",
+                 "glanced")
 
-    def __init__(self, chunks: list[Any], ctx: Context) -> None:
+    def __init__(self, chunks: list[Any], ctx: Context, wanted: list[str]) -> None:
         self.chunks = chunks
         entries = self.entries = ctx.entries(chunks)  # the assembler's look-up, not another
         vocab = self.vocab = current_vocabulary()
         index = [r for e in entries if (r := e.features._rescore_index).vocab is vocab]
-        if len(index) != len(entries):  # first sight of a chunk (or a new vocabulary): built together
-            index = rescore_indexes([(e.features, c) for e, c in zip(entries, chunks)], vocab)
+        #: the candidates glanced at (ascending), and where the question's words occur in them
+        self.fresh: list[int] = []
+        self.fresh_probe_words: list[tuple[str, ...]] = []
+        self.glanced = (_EMPTY, _EMPTY, _EMPTY)
+        if len(index) != len(entries):  # a chunk not indexed under this vocabulary
+            index = self._first_sight(vocab, wanted)
         self.index = index
         self.head = np.frombuffer(b"".join(map(_HEAD, index)), dtype=np.int32).reshape(len(index), HEAD_FIELDS)
         body = np.frombuffer(b"".join(map(_BODY, index)), dtype=np.int32).reshape(-1, 2)
         self.ids, self.code = np.ascontiguousarray(body[:, 0]), body[:, 1]
         self.ends = np.cumsum(self.head[:, 0])
 
+    def _first_sight(self, vocab: Vocabulary, wanted: list[str]) -> list[RescoreIndex]:
+        """Indexes for a pool with chunks not indexed under `vocab`. One seen before (glanced at
+        by an earlier pool, or indexed under an older vocabulary) gets its full index, built once
+        and kept; one never indexed (never seen, or read with terms from a feature record) is
+        glanced at (issue 21, decision 3: what this question needs, for the candidates it touches)."""
+        pairs = [(e.features, c) for e, c in zip(self.entries, self.chunks)]
+        fresh = [i for i, (f, _) in enumerate(pairs) if f._rescore_index is NO_INDEX]
+        if not fresh:
+            return rescore_indexes(pairs, vocab)
+        index: list[Any] = [None] * len(pairs)
+        if len(fresh) < len(pairs):
+            known = sorted(set(range(len(pairs))).difference(fresh))
+            for i, r in zip(known, rescore_indexes([pairs[i] for i in known], vocab)):
+                index[i] = r
+        seen = glance([pairs[i] for i in fresh], wanted)
+        for i, r in zip(fresh, seen.indexes):
+            index[i] = r
+        self.fresh = fresh
+        self.fresh_probe_words = seen.probes
+        self.glanced = (np.asarray(fresh, dtype=np.int64)[seen.rows], seen.words, seen.counts)
+        return index
+
     def rows(self, pos: Any) -> Any:
         """The candidate (row) each position in `ids` belongs to."""
         return np.searchsorted(self.ends, pos, side="right")
 
     def probes(self) -> tuple[Any, Any]:
-        """(id, row) of every probe word of the candidates that may earn a link."""
+        """(id, row) of every probe word of the indexed candidates that may earn a link."""
         pos = np.flatnonzero(self.code & 2)
         rows = self.rows(pos)
         keep = self.head[:, 3][rows] == 1
         return self.ids[pos[keep]], rows[keep]
+
+    def fresh_probes(self) -> dict[str, list[int]]:
+        """probe word -> the glanced-at candidates that may earn a link and have it (ascending)."""
+        out: dict[str, list[int]] = {}
+        linkable = self.head[:, 3]
+        for i, words_ in zip(self.fresh, self.fresh_probe_words):
+            if linkable[i]:
+                for w in words_:
+                    out.setdefault(w, []).append(i)
+        return out
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -175,28 +225,31 @@ def _rows_meeting(sorted_ids: Any, ids: Any, rows: Any) -> list[int]:
     return sorted(set(rows[sorted_ids[at] == ids].tolist()))
 
 
-def _bm25_pool(query_words: Sequence[str], pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
+def _bm25_pool(q: list[str], pool: _Pool, k1: float = K1, b: float = B) -> tuple[Any, Any, Any]:
     """`_bm25` over the pool, vectorised: per document the same terms added in the same order
     (the question's word order, by a sequential accumulate; an absent word adds 0.0, which
     changes no sum of positive terms), each term the same IEEE operations in the same order.
-    `query_words` is `words(query)`. Also returns the matches of the question's content words
-    and their codes (for the title signal)."""
+    `q` is `content_words(query)`, each word once. Also returns the matches of the question's
+    words in the indexed candidates and their codes (for the title signal)."""
     n = len(pool.index)
     out = np.zeros(n)
     if n == 0:
         return out, _EMPTY, _EMPTY
     lengths = pool.head[:, 1]
     avgdl = int(lengths.sum(dtype=np.int64)) / n or 1.0  # the exact integer sum, as Python's
-    q = list(dict.fromkeys(w for w in query_words if w not in STOPWORDS))  # content_words(query)
     pos, k = _match(pool.ids, pool.vocab.lookup(q))
     codes = pool.code[pos]
     tf = codes >> 2
     in_text = tf > 0
     bk = k[in_text]
+    doc = pool.rows(pos[in_text])
+    btf = tf[in_text]
+    fresh_doc, fresh_k, fresh_tf = pool.glanced
+    if len(fresh_doc):  # the glanced-at candidates' matches: other rows, so no cell is set twice
+        bk, doc, btf = np.concatenate((bk, fresh_k)), np.concatenate((doc, fresh_doc)), np.concatenate((btf, fresh_tf))
     if not len(bk):
         return out, pos, codes
-    doc = pool.rows(pos[in_text])
-    btf = tf[in_text].astype(np.float64)
+    btf = btf.astype(np.float64)
     idf = [math.log(1 + (n - c + 0.5) / (c + 0.5)) if c else 0.0 for c in np.bincount(bk, minlength=len(q)).tolist()]
     length = lengths[doc].astype(np.float64)
     term = np.asarray(idf)[bk] * btf * (k1 + 1) / (btf + k1 * (1 - b + b * length / avgdl))
@@ -209,12 +262,15 @@ def _titles_pool(question_words: list[str], pool: _Pool, pos: Any, codes: Any) -
     """`_titles`, computed only for candidates with a title word among the question's words."""
     out = np.zeros(len(pool.index))
     hit = pos[(codes & 1) == 1]
-    if not len(hit):
+    qwords = set(question_words)
+    index = pool.index
+    rows = set(pool.rows(hit).tolist()) if len(hit) else set()
+    rows.update(i for i in pool.fresh if not index[i].title_words.isdisjoint(qwords))
+    if not rows:
         return out
     qphrase = " " + " ".join(question_words) + " "  # phrase(question)
-    qwords = set(question_words)
-    for i in sorted(set(pool.rows(hit).tolist())):
-        r = pool.index[i]
+    for i in sorted(rows):
+        r = index[i]
         tw = r.title_words
         if any(p in qphrase for p in r.title_phrases):
             out[i] = 1.0
@@ -226,9 +282,10 @@ def _titles_pool(question_words: list[str], pool: _Pool, pos: Any, codes: Any) -
 
 def _signals(candidates: Sequence[Candidate], ctx: Context) -> tuple[_Pool, Any, Any]:
     """The pool, and the title and lexical signals as float64 arrays."""
-    pool = _Pool([c.chunk for c in candidates], ctx)
     qw = words(ctx.question)
-    bm, pos, codes = _bm25_pool(qw, pool)
+    q = list(dict.fromkeys(w for w in qw if w not in STOPWORDS))  # content_words(question), each once
+    pool = _Pool([c.chunk for c in candidates], ctx, q)
+    bm, pos, codes = _bm25_pool(q, pool)
     top_bm = bm.max() if len(bm) else 0.0
     lexical = bm / top_bm if top_bm > 0 else np.zeros(len(bm))
     return pool, _titles_pool(qw, pool, pos, codes), lexical
@@ -317,7 +374,8 @@ def _link_rounds(pool: _Pool, pol: Any, untrusted: list[bool], link: list[float]
     kw = pol.link_weight
     new = first
     probe_ids, probe_rows = pool.probes()
-    entries, chunks, vocab, index = pool.entries, pool.chunks, pool.vocab, pool.index
+    fresh_probes = pool.fresh_probes() if pool.fresh else {}
+    entries, chunks, index = pool.entries, pool.chunks, pool.index
     for _ in range(pol.link_rounds):
         top = order[: pol.link_top]
         if fast:
@@ -325,9 +383,8 @@ def _link_rounds(pool: _Pool, pol: Any, untrusted: list[bool], link: list[float]
         linking = [j for j in top if not untrusted[j]]
         if not linking:
             break
-        hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], vocab) for j in linking]))
         in_top = set(top)
-        probed = [i for i in _rows_meeting(hay, probe_ids, probe_rows) if not link[i] and i not in in_top]
+        probed = [i for i in _probed(pool, linking, probe_ids, probe_rows, fresh_probes) if not link[i] and i not in in_top]
         found = False
         if probed:
             # the top's phrases end to end: a phrase (single spaces between words) cannot match
@@ -342,6 +399,22 @@ def _link_rounds(pool: _Pool, pol: Any, untrusted: list[bool], link: list[float]
         new = first + kw * np.asarray(link) if fast else [f + kw * x for f, x in zip(first, link)]
         order = _order(new, rk, fast)
     return new, order
+
+
+def _probed(pool: _Pool, linking: list[int], probe_ids: Any, probe_rows: Any, fresh_probes: dict[str, list[int]]) -> list[int]:
+    """The candidates (ascending) with a probe word among the words of the linking passages'
+    texts: the indexed ones by vocabulary id, the glanced-at ones by the word itself."""
+    entries, chunks = pool.entries, pool.chunks
+    rows: list[int] = []
+    if len(probe_ids):
+        hay = np.sort(np.concatenate([entries[j].features.text_word_ids(chunks[j], pool.vocab) for j in linking]))
+        rows = _rows_meeting(hay, probe_ids, probe_rows)
+    if fresh_probes:
+        hay_words = frozenset().union(*[entries[j].features.text_words(chunks[j]) for j in linking])
+        met = [fresh_probes[w] for w in hay_words.intersection(fresh_probes)]
+        if met:
+            rows = sorted(set(rows).union(*met))
+    return rows
 
 
 _SCORE = operator.attrgetter("score")

@@ -16,6 +16,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -170,6 +171,12 @@ def _fold_space_many(decomposed: list[str]) -> tuple[list[int], str]:
     """`_FOLD_SPACE` over decomposed texts side by side, as numpy code points (UTF-32): ASCII by
     a table, each distinct other code point asked of _FOLD_SPACE once. Returns each text's
     folded length and the folded texts side by side."""
+    lengths, folded = fold_space_codes(decomposed)
+    return lengths, folded.astype("<u4", copy=False).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def fold_space_codes(decomposed: list[str]) -> tuple[list[int], np.ndarray]:
+    """`_fold_space_many` as code points (uint32): each text's folded length, and the texts."""
     codes = np.frombuffer("".join(decomposed).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     folded = np.empty_like(codes)
     low = codes < 128
@@ -185,7 +192,63 @@ def _fold_space_many(decomposed: list[str]) -> tuple[list[int], str]:
         kept_before = np.concatenate(([0], np.cumsum(kept)))
         lengths = np.diff(kept_before[np.concatenate(([0], ends))]).tolist()
         folded = folded[kept]
-    return lengths, folded.astype("<u4", copy=False).tobytes().decode("utf-32-le", "surrogatepass")
+    return lengths, folded
+
+
+class Folded(NamedTuple):
+    """Texts folded for `words`, laid side by side as code points (`folded_codes`)."""
+
+    #: uint32 code points: a space, then each text followed by a space
+    codes: np.ndarray
+    #: the position (in the given list) of each text as laid: ASCII texts first
+    order: list[int]
+    #: where each laid text begins in `codes`
+    starts: np.ndarray
+
+
+def folded_codes(texts: Sequence[str]) -> Folded:
+    """The texts as `words` reads them, side by side, without splitting them into words: each folded
+    (lower case, accents dropped, every character `[\\w']` does not match a space) and its
+    apostrophes stripped as `words` strips them (turned into spaces), so the words of a text are
+    the runs of non-space codes in its stretch: `words(text)` exactly (tests/test_text_words.py).
+    For a pool's first sight (docket.features.glance): numpy then finds a question's words in
+    every text at once, and no text is split into words."""
+    plain = [i for i, t in enumerate(texts) if t.isascii()]
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    lengths = [len(texts[i]) + 1 for i in plain]
+    if plain:  # one C pass: ASCII lower case and the table are per byte
+        laid = (" " + "".join([texts[i] + " " for i in plain])).encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD)
+        head = np.frombuffer(laid, dtype=np.uint8).astype(np.uint32)
+    else:
+        head = np.full(1, 32, dtype=np.uint32)
+    if other:
+        other_lengths, tail = fold_space_codes([unicodedata.normalize("NFKD", texts[i].lower()) + " " for i in other])
+        codes = np.concatenate((head, tail))
+        lengths += other_lengths
+    else:
+        codes = head
+    if 39 in codes:
+        _strip_apostrophe_codes(codes)
+    starts = np.cumsum([1, *lengths[:-1]]) if lengths else np.zeros(0, dtype=np.int64)
+    return Folded(codes, plain + other, starts)
+
+
+def _strip_apostrophe_codes(codes: np.ndarray) -> None:
+    """`_drop_apostrophes` on folded code points, in place, the dropped apostrophes (and the "s"
+    of a final "'s") turned into spaces: those that open a word, then those that close one (a run
+    a pass per apostrophe), then one "'s" that ends a word. `codes` begins and ends with a space."""
+    at = np.flatnonzero(codes == 39)
+    for side in (-1, 1):
+        while len(at):
+            edge = codes[at + side] == 32
+            if not edge.any():
+                break
+            codes[at[edge]] = 32
+            at = at[~edge]
+    if len(at):
+        s = at[(codes[at + 1] == 115) & (codes[at + 2] == 32)]
+        codes[s] = 32
+        codes[s + 1] = 32
 
 
 def _strip_apostrophes(w: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from docket.claims.extract import Claim
+from docket.claims.extract import Claim, StatedKey
 from docket.claims.quantities import Quantity
 from docket.claims.words import different_subjects
 
@@ -237,7 +237,7 @@ class PassageClaims(NamedTuple):
     names: frozenset[str]
     #: the facts' `Claim.stated_key`s: a fact of another passage with one of them is stated here,
     #: without a scan (only a fact can share a fact's key: the key holds its negation and amounts)
-    keys: frozenset[str]
+    keys: frozenset[StatedKey]
     #: every fact has a key (one without is never skipped)
     all_keyed: bool
 

@@ -6,27 +6,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
-from docket.claims.quantities import _OPENS, Quantity, _quantities
+from docket.claims.quantities import _OPENS, Quantity, _quantities, _slot_setters
 from docket.claims.words import (
     _CJK,
-    _CJK_STOPS,
     _DIGIT,
     _FRACTION,
     _NOT_CONTENT,
     _ORDINAL,
     _PRONOUNS,
-    _SENT,
-    _SENT_LATIN,
     _TOKEN,
+    _TOKEN_ASCII,
     _fraction,
     _names,
     _negated,
     _row_key,
     _stem,
     fold,
+    sentences,
     subject,
 )
 
@@ -46,7 +44,7 @@ class Claim:
     #: `units()`, filled on first use (no part of the claim's value)
     _units: dict[str, tuple[Quantity, ...]] | None = field(default=None, init=False, repr=False, compare=False)
     #: `stated_key()`, filled on first use (no part of the claim's value)
-    _stated_key: str | None = field(default=None, init=False, repr=False, compare=False)
+    _stated_key: StatedKey | None = field(default=None, init=False, repr=False, compare=False)
 
     def units(self) -> dict[str, tuple[Quantity, ...]]:
         """The quantities by unit (computed once per claim: asked for every pair it is in)."""
@@ -59,24 +57,52 @@ class Claim:
             object.__setattr__(self, "_units", got)
         return got
 
-    def stated_key(self) -> str:
-        """What `compare._stated_in` reads of the claim, as one string (its hash is kept: sets of
-        keys are compared for every pair of passages): the repr of its negation, sorted names,
-        sorted words and each amount's unit and value, which tells any two of these apart. Of two
-        claims with a value or a negation and one key, each is stated in a passage holding the
-        other (same negation and names, the same words, and each amount matched by its equal:
-        |v - v| = 0 is within half of any step >= 0), so a copy's statement found by key in its
-        source needs no scan (compare.PassageClaims). "" where that proof fails (a value that is
-        no finite number, or a step that is negative or NaN); "" is never looked up. Once per
-        claim: features keep a chunk's claims."""
+    def stated_key(self) -> StatedKey:
+        """What `compare._stated_in` reads of the claim, as one hashable value (sets of keys are
+        compared for every pair of passages): its negation, names, words and each amount's unit
+        and value, in a tuple; two keys are equal when all of these are. Of two claims with a
+        value or a negation and one key, each is stated in a passage holding the other (same
+        negation and names, the same words, and each amount matched by an equal one: |v - w| = 0
+        is within half of any step >= 0, -0.0 and 0.0 included), so a copy's statement found by
+        key in its source needs no scan (compare.PassageClaims). "" where that proof fails (a
+        value that is no finite number, or a step that is negative or NaN); "" is never looked
+        up. Once per claim: features keep a chunk's claims. (The name and word sets go in as
+        they are: a frozenset keeps its hash, where sorting and printing them cost ~3 µs a claim.)"""
         got = self._stated_key
         if got is None:
             qs = self.quantities
             exact = all(math.isfinite(q.value) and q.step >= 0 for q in qs)
-            got = repr((self.negated, sorted(self.names), sorted(self.words), [(q.unit, q.value) for q in qs])) \
-                if exact else ""
+            got = (self.negated, self.names, self.words, tuple([(q.unit, q.value) for q in qs])) if exact else ""
             object.__setattr__(self, "_stated_key", got)
         return got
+
+
+#: `Claim.stated_key`: (negated, names, words, ((unit, value), ...)), or "" for no key
+StatedKey = tuple[bool, frozenset[str], frozenset[str], tuple[tuple[str, float], ...]] | str
+
+_NEW = object.__new__
+_CLAIM_SETTERS = _slot_setters(Claim, ("words", "names", "quantities", "negated", "text", "subject", "anaphoric",
+                                       "_units", "_stated_key"))
+
+
+def _claim(words: frozenset[str], names: frozenset[str], quantities: tuple[Quantity, ...], negated: bool, text: str,
+           subject: frozenset[str], anaphoric: bool) -> Claim:
+    """`Claim(words, names, quantities, negated, text, subject, anaphoric)`, its slots set
+    directly (the frozen dataclass's `__init__` makes one `object.__setattr__` call per field,
+    ~2x the cost of this, and a passage makes ~4 claims)."""
+    c = _NEW(Claim)
+    set_words, set_names, set_quantities, set_negated, set_text, set_subject, set_anaphoric, set_units, set_key = \
+        _CLAIM_SETTERS
+    set_words(c, words)
+    set_names(c, names)
+    set_quantities(c, quantities)
+    set_negated(c, negated)
+    set_text(c, text)
+    set_subject(c, subject)
+    set_anaphoric(c, anaphoric)
+    set_units(c, None)
+    set_key(c, None)
+    return c
 
 
 def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
@@ -86,32 +112,33 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
     `subject(text)` when the caller has it already."""
     out = []
     subj = subject(text) if opening is None else opening
-    split = _SENT.split if any(stop in text for stop in _CJK_STOPS) else _SENT_LATIN.split
-    for sent in split(text):
-        sent = sent.strip()
-        if not sent:
-            continue
-        folded = fold(sent).replace("’", "'")
+    plain = text.isascii()  # then a sentence's fold is its lower case (and holds no ’)
+    for sent in sentences(text):
+        folded = sent.lower() if plain else fold(sent).replace("’", "'")
         digits = _DIGIT.search(folded) is not None
         if digits:  # ordinals and fractions hold a digit
             # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
             folded = _ORDINAL.sub(" ", folded)
             if "/" in folded or "⁄" in folded:
                 folded = _FRACTION.sub(_fraction, folded)
-        tokens = _TOKEN.findall(folded)
+        tokens = (_TOKEN_ASCII if plain or folded.isascii() else _TOKEN).findall(folded)  # (words.tokens_of)
         qs: list[Quantity]
-        used: set[int]
         if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
-            qs, used = [], set()  # no quantity can start: no digit, no number or month word (a comma opens none alone)
+            qs, kept = [], tokens  # no quantity can start: no digit, no number or month word (a comma opens none alone)
         else:
             qs, used = _quantities(tokens)
-        negated = _negated(folded, tokens)
-        # a token's content words depend on the token alone: each distinct one looked up once
-        kept = set(tokens) if not used else {t for k, t in enumerate(tokens) if k not in used}
-        words = set(chain.from_iterable(map(_CONTENT.__getitem__, kept)))
+            kept = tokens
+            if used:  # a number or unit a quantity used is no content word (the same word elsewhere is)
+                kept = tokens.copy()
+                for k in used:
+                    kept[k] = ""
+        words = _words(kept)
         if len(words) >= 2 or (qs and words):
+            names = _names(sent)
+            if sent[0] == "|":
+                names |= _row_key(sent)
             anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
-            out.append(Claim(frozenset(words), _names(sent) | _row_key(sent), tuple(qs), negated, sent, subj, anaphoric))
+            out.append(_claim(words, names, tuple(qs), _negated(folded, tokens), sent, subj, anaphoric))
     return out
 
 
@@ -135,19 +162,34 @@ def _content_words(t: str) -> tuple[str, ...]:
     return (_stem(t.removeprefix("non-")),)
 
 
-class _ContentOf(dict):  # type: ignore[type-arg]
-    """token -> `_content_words(token)`, filled on first sight of each token (a claim's words are
-    then one C-level pass over its distinct tokens); at most 65,536 remembered, the rest asked
-    each time."""
+#: `_WordOf`'s mark for a token with more than one content word (a CJK run): never a word itself
+#: (a word holds letters only)
+_SEVERAL = "\x00"
 
-    def __missing__(self, t: str) -> tuple[str, ...]:
-        out = _content_words(t)
+
+class _WordOf(dict):  # type: ignore[type-arg]
+    """token -> its one content word, "" for none, `_SEVERAL` for more (`_content_words`), filled
+    on first sight of each token (a claim's words are then one C-level pass over its tokens); at
+    most 65,536 remembered, the rest asked each time. "" (a token a quantity used) has none."""
+
+    def __missing__(self, t: str) -> str:
+        got = _content_words(t)
+        out = got[0] if len(got) == 1 else _SEVERAL if got else ""
         if len(self) < 1 << 16:
             self[t] = out
         return out
 
 
-_CONTENT = _ContentOf()
+_WORD_OF = _WordOf({"": ""})
+
+
+def _words(tokens: list[str]) -> frozenset[str]:
+    """The content words of a sentence's tokens ("" for a token left out): one C-level pass (the
+    table's look-ups, `filter` dropping the empty "")."""
+    words = frozenset(filter(None, map(_WORD_OF.__getitem__, tokens)))
+    if _SEVERAL in words:  # a CJK run: its character pairs
+        words = words.union(*[_content_words(t) for t in tokens if t and _WORD_OF[t] == _SEVERAL]) - {_SEVERAL}
+    return words
 
 
 def to_record(text: str, found: list[Claim]) -> list[Any]:

@@ -15,9 +15,17 @@ _SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 #: _SENT for a text without a CJK stop (its zero-width branch, tried at every character, never matches there)
 _SENT_LATIN = re.compile(r"(?<=[.!?;])\s+|\n+")
 _CJK_STOPS = "。！？；"
+#: where _SENT_LATIN cuts, found in one scan: a stop before white space or a line break, with the
+#: white space after it (which `sentences` strips anyway). The class opens the pattern, so the
+#: engine jumps from one candidate character to the next instead of trying a look-behind at each.
+_SENT_CUT = re.compile(r"[.!?;\n](?:(?<=\n)|(?=\s))\s*")
 #: a word (letters, one apostrophe inside), a number (with its separators), a sign or a punctuation
 #: mark; the branches start with disjoint characters, so their order only decides which is tried first
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*|[%€$£,;:()\-–—]")
+#: _TOKEN for an ASCII text, where it finds the same tokens: its classes become ASCII ranges, which
+#: the engine tests by a bit table instead of a Unicode category look-up, and its repeats are
+#: possessive (no backtracking could find another token: what follows each run cannot extend it)
+_TOKEN_ASCII = re.compile(r"[A-Za-z]++(?:'[A-Za-z]++)?+|[0-9]++(?:[.,][0-9]++)*+|[%$,;:()\-]")
 _DIGIT = re.compile(r"\d")
 _FRACTION = re.compile(r"(\d+)\s?(\d)[⁄/](\d)\b")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -72,6 +80,26 @@ for _canon, _words in {
         _SYNONYMS[_w] = _canon
 
 
+def sentences(text: str) -> list[str]:
+    """The non-empty sentences of a passage, stripped: `_SENT` (or `_SENT_LATIN` without a CJK stop)
+    splits, each piece stripped, the empty ones left out."""
+    if any(stop in text for stop in _CJK_STOPS):
+        return [s for s in map(str.strip, _SENT.split(text)) if s]
+    out = []
+    prev = 0
+    for m in _SENT_CUT.finditer(text):
+        cut = m.start()
+        out.append(text[prev:cut] if text[cut] == "\n" else text[prev : cut + 1])  # (a stop stays in its sentence)
+        prev = m.end()
+    out.append(text[prev:])
+    return [s for s in map(str.strip, out) if s]
+
+
+def tokens_of(folded: str) -> list[str]:
+    """`_TOKEN.findall(folded)`, by the ASCII pattern where it finds the same."""
+    return (_TOKEN_ASCII if folded.isascii() else _TOKEN).findall(folded)
+
+
 def fold(text: str) -> str:
     """Lower case without accents (docket.text.fold: NFKD, combining marks dropped at C speed)."""
     return _fold_text(text)
@@ -122,8 +150,10 @@ def subject(text: str) -> frozenset[str]:
     names = [f for f in map(fold, run) if f not in _HONORIFICS]
     if not names:
         return frozenset()
-    rest = _PARENS.sub(" ", head[end:])
-    if len(run) >= 2 or _DEFINES.match(rest):
+    if len(run) >= 2:
+        return frozenset(names)
+    rest = head[end:]
+    if _DEFINES.match(_PARENS.sub(" ", rest) if "(" in rest else rest):
         return frozenset(names)
     return frozenset()
 
@@ -139,28 +169,43 @@ _NOT_NAMES = frozenset("monday tuesday wednesday thursday friday saturday sunday
 
 
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
-#: an ASCII word of two letters or more that opens with a capital
-_ASCII_CAPITALISED = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]+")
+#: an ASCII word of two letters or more that opens with a capital (the capital first, so the engine
+#: scans for it; the look-behind then asks that no letter comes before it)
+_ASCII_CAPITALISED = re.compile(r"[A-Z](?<![A-Za-z][A-Z])[A-Za-z]++")
+#: a word character outside ASCII (a letter, digit or mark `_CELL_WORD` may read)
+_NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")
+#: what is never a name: month and weekday names are dates
+_NOT_A_NAME = frozenset(_MONTHS) | _NOT_NAMES
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _names(raw: str) -> frozenset[str]:
     """Capitalised words that do not start the sentence (proper names, in most languages);
     month and weekday names are dates, not names."""
-    if raw.isascii():  # words are [A-Za-z]+ runs: only the capitalised ones are looked at
+    if raw.isascii() or _NON_ASCII_WORD.search(raw) is None:
+        # words are [A-Za-z]+ runs (a sentence whose only non-ASCII characters are dashes, quotes
+        # or spaces has no other letter): only the capitalised ones are looked at
         caps = _ASCII_CAPITALISED.findall(raw)
-        if caps:
-            first = _ASCII_WORD.search(raw)
-            if first is not None and first.group() == caps[0] and not caps[0].isupper():
-                caps = caps[1:]  # the sentence's first word: capitalised by grammar
-        found = {t.lower() for t in caps}
-        return frozenset(w for w in found if w not in _MONTHS and w not in _NOT_NAMES)
+        if not caps:
+            return _NO_NAMES
+        first = _ASCII_WORD.search(raw)
+        if first is not None and first.group() == caps[0] and not caps[0].isupper():
+            del caps[0]  # the sentence's first word: capitalised by grammar
+        found = frozenset(map(str.lower, caps))
+        return found if found.isdisjoint(_NOT_A_NAME) else found - _NOT_A_NAME
     toks = _CELL_WORD.findall(raw)
     # a capitalised word after the first, or an all-capitals one anywhere ("NASA"), of 2+ letters
-    found = {fold(t) for k, t in enumerate(toks) if len(t) > 1 and (t.isupper() or (k > 0 and t[0].isupper()))}
-    return frozenset(w for w in found if w not in _MONTHS and w not in _NOT_NAMES)
+    picked = [t for k, t in enumerate(toks) if len(t) > 1 and (t.isupper() or (k > 0 and t[0].isupper()))]
+    if not picked:
+        return _NO_NAMES
+    # folded in one call: "\x00" is no letter, cased or case-ignorable (lower()'s final sigma stops
+    # at it) and no combining mark (NFKD reorders none across it), so each word folds as alone
+    return frozenset(fold("\x00".join(picked)).split("\x00")).difference(_NOT_A_NAME)
 
 
-_ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th|er|eme|e|º|ª)\b")
+#: an ordinal ("16th", "2e", "1º"): digits after no word character, a suffix, then a word's end
+#: (the digit first, then the look-behind, so the engine scans for digits)
+_ORDINAL = re.compile(r"\d(?<!\w\d)\d*(?:st|nd|rd|th|er|eme|e|º|ª)\b")
 _HEDGES = re.compile(r"\b(?:not|nicht|pas)\s+(?:only|always|just|necessarily|nur|immer|seulement|toujours)\b|\bif not\b")
 _PARENS = re.compile(r"\([^()]*\)")
 _PRONOUNS = frozenset("it its he his she her they their them this these those there er sie es il elle ils elles".split())
@@ -184,11 +229,16 @@ def _negated(folded: str, tokens: list[str]) -> bool:
     if "non-" not in folded and NEGATIONS.isdisjoint(tokens) and ("'" not in folded or not (
             "n'" in folded or "not" in folded or "pas" in folded or "nicht" in folded)):
         return False  # (an apostrophe joins words: then no hedge may cut one, so none of its words opens one)
-    bare = _HEDGES.sub(" ", _PARENS.sub(" ", folded))
-    if any(w.endswith(("able", "ible")) or w in _NON_PREDICATES for w in _NON_WORD.findall(bare)):
-        return True
-    bare = _NON.sub(" ", bare)  # what is left of "non-": compound nouns ("non-album singles")
-    return any(t in NEGATIONS for t in _TOKEN.findall(bare)) or bool(_NT.search(bare))
+    # each pattern is run only where its text can match: a parenthesis holds "(", a hedge "not",
+    # "nicht" or "pas", "non-" itself, and a "n't" or "n'" holds "n'"
+    bare = _PARENS.sub(" ", folded) if "(" in folded else folded
+    if "not" in bare or "pas" in bare or "nicht" in bare:
+        bare = _HEDGES.sub(" ", bare)
+    if "non-" in bare:
+        if any(w.endswith(("able", "ible")) or w in _NON_PREDICATES for w in _NON_WORD.findall(bare)):
+            return True
+        bare = _NON.sub(" ", bare)  # what is left of "non-": compound nouns ("non-album singles")
+    return not NEGATIONS.isdisjoint(tokens_of(bare)) or ("n'" in bare and _NT.search(bare) is not None)
 
 
 _CELL_WORD = re.compile(r"[^\W\d_]+")
@@ -207,7 +257,9 @@ def _row_key(sent: str) -> frozenset[str]:
 
 
 def _fraction(m: re.Match[str]) -> str:
-    """ "2 1/2" -> "2.5" """
-    return f"{int(m.group(1)) + int(m.group(2)) / int(m.group(3)):g}"
+    """ "2 1/2" -> "2.5"; a fraction over zero ("10/0", a score) is left as written (it raised
+    ZeroDivisionError out of `claims`, and so out of indexing and assembly)."""
+    over = int(m.group(3))
+    return f"{int(m.group(1)) + int(m.group(2)) / over:g}" if over else m.group(0)
 
 
