@@ -106,6 +106,7 @@ def stage_profile(store: Store, embedder: Embedder, qs: list[str], repeat: bool 
                 times["retrieve"].append(r.timings["retrieve"])
                 times["assemble"].append(r.timings["assemble"])
             out[label] = {k: statistics.median(v) for k, v in times.items()}
+            out[label]["ask_p90"] = pct(times["ask"], 90)
             out[label]["ask_p95"] = pct(times["ask"], 95)
         return out
     finally:

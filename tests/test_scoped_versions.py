@@ -31,6 +31,17 @@ class _Slow:
         return self._s.versions(doc)
 
 
+class _TwoQueries(_Slow):
+    """The store with the two-query path only (`versions_many` and `readable_versions`), as before
+    SQLite answered both at once (`readable_versions_of`)."""
+
+    def versions_many(self, docs):  # noqa: ANN001, ANN201
+        return self._s.versions_many(docs)
+
+    def readable_versions(self, docs, who):  # noqa: ANN001, ANN201
+        return self._s.readable_versions(docs, who)
+
+
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path):  # noqa: ANN001, ANN201
     loc = str(tmp_path / "s.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
@@ -52,7 +63,30 @@ def test_readable_versions_equal_the_filtered_chunks(store) -> None:  # noqa: AN
     for who in ASKERS:
         fast, slow = ScopedView(store, who), ScopedView(_Slow(store), who)
         assert fast.versions_many(docs) == slow.versions_many(docs), who
+        assert ScopedView(_TwoQueries(store), who).versions_many(docs) == slow.versions_many(docs), who
         assert fast.in_force(docs) == slow.in_force(docs), who
         assert [fast.versions(d) for d in docs] == [slow.versions(d) for d in docs], who
     anon = ScopedView(store, None).versions_many(docs)
     assert [v.version for v in anon["hr"]] == [1] and anon["mine"] == [] and anon["missing"] == []
+
+
+def test_readable_versions_of_is_the_two_queries_joined(tmp_path) -> None:  # noqa: ANN001
+    """SQLite's one query equals `versions_many` filtered by `readable_versions`, for every asker,
+    with dated and retired versions and more documents than one batch of 500."""
+    from dataclasses import replace
+    from datetime import date
+
+    s = open_store(str(tmp_path / "s.db"))
+    s.set_meta({"embedder": EMB.name, "dim": str(EMB.dim)})
+    s.write_version(version("hr", 1, ["open first"]))
+    s.write_version(version("hr", 2, ["finance only"], acl=("group:finance",)))
+    s.write_version(version("mix", 2, ["for ann", "for bob"], acl=("user:ann", "user:bob")))
+    s.write_version(replace(version("dated", 1, ["dated text"], when=date(2024, 1, 2)), effective_to=date(2024, 6, 30)))
+    s.write_version(version("dated", 2, ["retired text"], status="superseded", when=date(2024, 7, 1)))
+    docs = ["hr", "mix", "dated", "missing", *(f"none{i}" for i in range(600))]
+    for who in ASKERS:
+        got = s.readable_versions_of(docs, who)
+        infos, ok = s.versions_many(docs), s.readable_versions(docs, who)
+        assert got == {d: [v for v in infos[d] if v.version in ok.get(d, ())] for d in docs}, who
+    assert s.readable_versions_of(["dated"], None)["dated"][0].effective_to == date(2024, 6, 30)
+    s.close()

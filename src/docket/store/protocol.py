@@ -261,9 +261,14 @@ class ScopedView:
         """The readable versions of `docs` not yet remembered (all of them without the memo). A
         store that can say which versions have a chunk the principal may read
         (`readable_versions`, one query) is asked that together with `versions_many`; otherwise
-        each version's chunks are read and filtered."""
+        each version's chunks are read and filtered. A store that answers both at once
+        (`readable_versions_of`, SQLite) is asked that."""
         docs = [d for d in dict.fromkeys(docs) if d not in self._versions or not self._memo]
         if not docs:
+            return
+        at_once = getattr(self._store, "readable_versions_of", None)
+        if at_once is not None:
+            self._versions.update(at_once(docs, self.principal))
             return
         readable = getattr(self._store, "readable_versions", None)
         many = getattr(self._store, "versions_many", None)

@@ -21,9 +21,55 @@ from docket.store.base import VersionInfo
 from docket.store.protocol import DocumentVersion, Filters, StoredVersion, chunk_from_row
 from docket.store.sqlite_schema import _COLS, _FROM, _Opened
 
+#: how many fetched rows an open store keeps (`_Fetched`): a few asks' worth of candidates
+FETCHED_ROWS = 4096
+
+
+class _Fetched:
+    """The rows `get_many` read at one write generation, by chunk id, as (chunk, feature record,
+    float32 vector): a repeated candidate is handed out again (the same frozen `Chunk`) without
+    its SQL row, its 384 floats unpacked again or its record offered from a new object. Any write
+    changes the generation and empties it. Bounded: two halves of `capacity` / 2, the older one
+    dropped when the newer fills (a row met again moves to the newer)."""
+
+    __slots__ = ("generation", "half", "old", "young")
+
+    def __init__(self, capacity: int = FETCHED_ROWS) -> None:
+        self.generation = ""
+        self.half = max(1, capacity // 2)
+        self.young: dict[str, tuple[Chunk, Any, np.ndarray]] = {}
+        self.old: dict[str, tuple[Chunk, Any, np.ndarray]] = {}
+
+    def at(self, generation: str) -> _Fetched:
+        """These rows if they were read at `generation`, else emptied for it."""
+        if generation != self.generation:
+            self.young, self.old, self.generation = {}, {}, generation
+        return self
+
+    def get(self, chunk_id: str) -> tuple[Chunk, Any, np.ndarray] | None:
+        got = self.young.get(chunk_id)
+        if got is None:
+            got = self.old.get(chunk_id)
+            if got is not None:
+                self.put(chunk_id, got)
+        return got
+
+    def put(self, chunk_id: str, row: tuple[Chunk, Any, np.ndarray]) -> None:
+        self.young[chunk_id] = row
+        if len(self.young) >= self.half:
+            self.old, self.young = self.young, {}
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
+
 
 class _Reads(_Opened):
     """The read side of `SQLiteStore`."""
+
+    _fetched: _Fetched | None = None
+
+    def _generation(self) -> str:
+        return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
     def principal(self, name: str, extra_groups: Sequence[str] = ()) -> Principal:
         p = Principal(name, frozenset(extra_groups))
@@ -36,15 +82,44 @@ class _Reads(_Opened):
         return self.get_many([chunk_id]).get(chunk_id)
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        out: dict[str, Chunk] = {}
+        """The chunks of `ids` that exist, by id. Rows read before at the store's
+        current write generation come from `_Fetched` (checked inside one read transaction, so
+        the generation and the rows are of one state); inside a write transaction of this
+        connection nothing is kept or reused (its rows may still roll back)."""
         ids = list(dict.fromkeys(ids))
         with self._lock:
-            for start in range(0, len(ids), 500):
-                part = ids[start : start + 500]
-                q = f"SELECT {_COLS} FROM {_FROM} WHERE c.id IN ({','.join('?' * len(part))})"
-                for r in self._conn.execute(q, part):
-                    out[r["id"]] = self._chunk(r)
-        return out
+            if self._conn.in_transaction and not self._snapshot_depth:
+                return self._read_chunks(ids, None)
+            with self.snapshot():
+                if self._fetched is None:
+                    self._fetched = _Fetched(FETCHED_ROWS)
+                return self._read_chunks(ids, self._fetched.at(self._generation()))
+
+    def _read_chunks(self, ids: list[str], kept: _Fetched | None) -> dict[str, Chunk]:
+        """`get_many` of distinct `ids`: the rows in `kept` re-offered to the feature cache (it
+        may have let them go), the others read (500 a query) and kept."""
+        found: dict[str, Chunk] = {}
+        missing = ids
+        if kept is not None:
+            missing = []
+            offer = self.features.offer
+            for cid in ids:
+                row = kept.get(cid)
+                if row is None:
+                    missing.append(cid)
+                else:
+                    found[cid] = row[0]
+                    offer(*row)
+        for start in range(0, len(missing), 500):
+            part = missing[start : start + 500]
+            q = f"SELECT {_COLS} FROM {_FROM} WHERE c.id IN ({','.join('?' * len(part))})"
+            for r in self._conn.execute(q, part):
+                c, record, vector = self._row_parts(r)
+                self.features.offer(c, record, vector)
+                found[c.id] = c
+                if kept is not None:
+                    kept.put(c.id, (c, record, vector))
+        return found  # keyed by each row's own id, as SQLite matched it
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
         q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
@@ -78,7 +153,30 @@ class _Reads(_Opened):
 
     def versions_many(self, docs: Sequence[str]) -> dict[str, list[VersionInfo]]:
         """`versions` of each document, in one query per 500 documents."""
-        return {d: [v.info() for v in vs] for d, vs in self.stored_versions_of(docs).items()}
+        return self._version_infos(docs, "")
+
+    def readable_versions_of(self, docs: Sequence[str], principal: Principal | None) -> dict[str, list[VersionInfo]]:
+        """`versions_many` keeping only the versions that hold a chunk `principal` may read
+        (anonymous: a public one): what a scoped view lists, in one query instead of two."""
+        acl, acl_args = _where_sql(Filters(principal=principal))
+        return self._version_infos(docs, f" AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc = v.doc AND "
+                                         f"c.version = v.version{acl})", acl_args)
+
+    def _version_infos(self, docs: Sequence[str], where: str, args: Sequence[Any] = ()) -> dict[str, list[VersionInfo]]:
+        """The versions of `docs` (lowest first) passing `where`, built straight from plain rows:
+        Move 1 reads them on every `ask`, so no `StoredVersion` in between and no by-name row access."""
+        out: dict[str, list[VersionInfo]] = {d: [] for d in docs}
+        names = list(out)
+        cur = self._conn.cursor()
+        cur.row_factory = None
+        with self._lock:
+            for start in range(0, len(names), 500):
+                part = names[start : start + 500]
+                q = (f"SELECT v.doc, v.version, v.status, v.date, v.effective_to FROM versions v "
+                     f"WHERE v.doc IN ({','.join('?' * len(part))}){where} ORDER BY v.doc, v.version")
+                for doc, version, status, day, until in cur.execute(q, [*part, *args]):
+                    out[doc].append(VersionInfo(doc, version, status, _date(day), _date(until)))
+        return out
 
     def readable_versions(self, docs: Sequence[str], principal: Principal | None) -> dict[str, set[int]]:
         """The versions of `docs` holding at least one chunk `principal` may read (anonymous: a
@@ -102,13 +200,19 @@ class _Reads(_Opened):
         return int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def _chunk(self, r: sqlite3.Row) -> Chunk:
+        c, record, vector = self._row_parts(r)
+        # the features record is parsed only if this content's features are not in memory; the
+        # blob's float32 array is the vector the assembler reads (the same values as the tuple)
+        self.features.offer(c, record, vector)
+        return c
+
+    @staticmethod
+    def _row_parts(r: sqlite3.Row) -> tuple[Chunk, Any, np.ndarray]:
+        """A row's chunk, its feature record and its vector as float32 (what `features.offer` takes)."""
         blob = r["vector"]
         # struct gives the float32 values as Python floats at once (numpy's frombuffer + tolist, in one step)
         c = chunk_from_row(r, struct.unpack(f"={len(blob) // 4}f", blob))
-        # the features record is parsed only if this content's features are not in memory; the
-        # blob's float32 array is the vector the assembler reads (the same values as the tuple)
-        self.features.offer(c, r["features"], np.frombuffer(blob, dtype=np.float32))
-        return c
+        return c, r["features"], np.frombuffer(blob, dtype=np.float32)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -83,9 +83,6 @@ class _Search(_Writes):
         """The write counter: it changes whenever any process writes to the store."""
         return self._generation()
 
-    def _generation(self) -> str:
-        return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
-
     def _search_index(self) -> _Index:
         """The index of the current generation (of the snapshot, inside `snapshot()`): the warm
         one when nothing changed, the warm one with the logged changes applied after a write

@@ -1,0 +1,114 @@
+"""`get_many` keeps the rows it read at the store's write generation (`_Fetched`) and hands a
+repeated chunk out again without reading it: whatever was written in between (by this store or
+another connection), rolled back or not, every answer equals a fresh read of the file, and the
+kept rows stay within their bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from store_cases import EMB, version
+
+from docket.store import sqlite_read
+from docket.store.sqlite import SQLiteStore
+from docket.store.sqlite_read import _Fetched
+
+
+def _store(tmp_path: Path) -> Path:
+    p = tmp_path / "s.db"
+    s = SQLiteStore(p)
+    s.set_meta({"embedder": EMB.name, "dim": str(EMB.dim)})
+    for d in range(6):
+        s.write_version(version(f"d{d}", 1, [f"text {d} one", f"text {d} two"], acl=None if d % 2 else ("user:ann",)))
+    s.close()
+    return p
+
+
+def _fresh(p: Path, ids: list[str]) -> dict[str, object]:
+    """The same ids read by a store opened now (nothing kept)."""
+    s = SQLiteStore(p, read_only=True)
+    try:
+        return {cid: c.model_dump() for cid, c in s.get_many(ids).items()}
+    finally:
+        s.close()
+
+
+def _dumped(got: dict[str, object]) -> dict[str, object]:
+    return {cid: c.model_dump() for cid, c in got.items()}  # type: ignore[attr-defined]
+
+
+IDS = [f"d{d}-v{v}-{i}" for d in range(8) for v in (1, *range(10, 18)) for i in range(3)]
+#: what happens between two fetches: a write through the store itself, through another connection,
+#: a write that rolls back, an acl change, a delete, or nothing
+STEPS = st.lists(st.tuples(st.sampled_from(["self", "other", "rollback", "acl", "delete", "none"]),
+                           st.integers(0, 7), st.lists(st.sampled_from(IDS), max_size=8)), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, steps) -> None:  # noqa: ANN001
+    p = _store(tmp_path_factory.mktemp("f"))
+    s = SQLiteStore(p)
+    for n, (what, d, ids) in enumerate(steps):  # each write a higher version than any before: always accepted
+        s.get_many(IDS)  # everything kept at the current generation
+        if what == "self":
+            s.write_version(version(f"d{d}", 10 + n, [f"new {n} text", f"new {n} more", "third"]))
+        elif what == "other":
+            other = SQLiteStore(p)
+            other.write_version(version(f"d{d}", 10 + n, [f"changed {n}", "changed too"], acl=("group:hr",)))
+            other.close()
+        elif what == "rollback":
+            with pytest.raises(RuntimeError), s._transaction() as cur:
+                cur.execute("UPDATE chunks SET text = 'rolled back' WHERE doc = ?", (f"d{d}",))
+                inside = s.get_many(IDS)  # uncommitted rows: read, never kept
+                assert all(c.text == "rolled back" for c in inside.values() if c.doc == f"d{d}")
+                raise RuntimeError("roll back")
+        elif what == "acl":
+            s.write_version(version(f"d{d}", 10 + n, [f"text {d} one", f"text {d} two"], acl=("user:bob",)))
+        elif what == "delete":
+            s.delete(f"d{d}")
+        asked = [*ids, *IDS]
+        assert _dumped(s.get_many(asked)) == _fresh(p, asked)
+        with s.snapshot():
+            assert _dumped(s.get_many(ids)) == _fresh(p, ids)
+    s.close()
+
+
+def test_a_repeated_fetch_hands_out_the_same_chunk_and_offers_it_again(tmp_path: Path) -> None:
+    s = SQLiteStore(_store(tmp_path))
+    first = s.get_many(["d1-v1-0", "d2-v1-1"])
+    s.features.clear()  # the feature cache let everything go: the kept rows are offered to it again
+    again = s.get_many(["d2-v1-1", "missing", "d1-v1-0"])
+    assert set(again) == {"d2-v1-1", "d1-v1-0"}
+    assert again["d1-v1-0"] is first["d1-v1-0"]
+    assert len(s.features._offered) == 2  # type: ignore[attr-defined]
+    s.write_version(version("d9", 1, ["something new"]))
+    assert s.get_many(["d1-v1-0"])["d1-v1-0"] is not first["d1-v1-0"]  # a write empties what was kept
+    s.close()
+
+
+def test_kept_rows_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_read, "FETCHED_ROWS", 4)
+    s = SQLiteStore(_store(tmp_path))
+    ids = [f"d{d}-v1-{i}" for d in range(6) for i in range(2)]
+    for cid in ids:
+        assert s.get_many([cid])[cid].id == cid
+        assert s._fetched is not None and len(s._fetched) <= 4
+    assert _dumped(s.get_many(ids)) == _fresh(s.path, ids)
+    s.close()
+
+
+def test_fetched_halves() -> None:
+    kept = _Fetched(4).at("1")
+    row = object()
+    for cid in "abc":
+        kept.put(cid, row)  # type: ignore[arg-type]
+    assert set(kept.young) == {"c"} and set(kept.old) == {"a", "b"}
+    assert kept.get("a") is row  # met again: moved to the newer half, which filled and became the older
+    assert set(kept.old) == {"c", "a"} and not kept.young and kept.get("b") is None  # b, not met again, went
+    assert kept.at("1") is kept and len(kept) == 2
+    assert len(kept.at("2")) == 0  # another generation: emptied
+
