@@ -117,7 +117,9 @@ class _Reads(_Opened):
                 c, record, vector = self._row_parts(r)
                 self.features.offer(c, record, vector)
                 found[c.id] = c
-                if kept is not None:
+                if kept is not None and record is not None:
+                    # a row without its feature record is not kept: `fill_records` writes records
+                    # without a new generation (no chunk changes), and the next read must offer them
                     kept.put(c.id, (c, record, vector))
         return found  # keyed by each row's own id, as SQLite matched it
 
