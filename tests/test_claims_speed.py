@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import claims_reference as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +76,7 @@ def test_negation_names_and_words_match_the_plain_definitions(text: str) -> None
 @settings(max_examples=1000, deadline=None)
 @given(_TEXT)
 def test_sentence_split_without_cjk_stops_is_the_same(text: str) -> None:
-    split = W._SENT.split if any(s in text for s in W._CJK_STOPS) else W._SENT_LATIN.split
+    split = R._SENT.split if any(s in text for s in R._CJK_STOPS) else R._SENT_LATIN.split
     assert split(text) == _OLD_SENT.split(text)
 
 
@@ -98,7 +99,7 @@ def claims_reference(text: str) -> list[C.Claim]:
 
     out = []
     subj = W.subject(text)
-    split = W._SENT.split if any(stop in text for stop in W._CJK_STOPS) else W._SENT_LATIN.split
+    split = R._SENT.split if any(stop in text for stop in R._CJK_STOPS) else R._SENT_LATIN.split
     for sent in split(text):
         sent = sent.strip()
         if not sent:

@@ -16,8 +16,6 @@ from docket.claims.words import (
     _NOT_CONTENT,
     _ORDINAL,
     _PRONOUNS,
-    _TOKEN,
-    _TOKEN_ASCII,
     _fraction,
     _names,
     _negated,
@@ -26,6 +24,7 @@ from docket.claims.words import (
     fold,
     sentences,
     subject,
+    tokens_of,
 )
 
 
@@ -121,7 +120,7 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
             folded = _ORDINAL.sub(" ", folded)
             if "/" in folded or "⁄" in folded:
                 folded = _FRACTION.sub(_fraction, folded)
-        tokens = (_TOKEN_ASCII if plain or folded.isascii() else _TOKEN).findall(folded)  # (words.tokens_of)
+        tokens = tokens_of(folded)
         qs: list[Quantity]
         if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
             qs, kept = [], tokens  # no quantity can start: no digit, no number or month word (a comma opens none alone)

@@ -12,12 +12,11 @@ from docket.text import fold as _fold_text
 # --- words ------------------------------------------------------------------------------------
 
 _SENT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
-#: _SENT for a text without a CJK stop (its zero-width branch, tried at every character, never matches there)
-_SENT_LATIN = re.compile(r"(?<=[.!?;])\s+|\n+")
 _CJK_STOPS = "。！？；"
-#: where _SENT_LATIN cuts, found in one scan: a stop before white space or a line break, with the
-#: white space after it (which `sentences` strips anyway). The class opens the pattern, so the
-#: engine jumps from one candidate character to the next instead of trying a look-behind at each.
+#: where _SENT cuts a text without a CJK stop, found in one scan: a stop before white space or a
+#: line break, with the white space after it (which `sentences` strips anyway). The class opens the
+#: pattern, so the engine jumps from one candidate character to the next instead of trying a
+#: look-behind at each (as _SENT's branches do).
 _SENT_CUT = re.compile(r"[.!?;\n](?:(?<=\n)|(?=\s))\s*")
 #: a word (letters, one apostrophe inside), a number (with its separators), a sign or a punctuation
 #: mark; the branches start with disjoint characters, so their order only decides which is tried first
@@ -81,8 +80,8 @@ for _canon, _words in {
 
 
 def sentences(text: str) -> list[str]:
-    """The non-empty sentences of a passage, stripped: `_SENT` (or `_SENT_LATIN` without a CJK stop)
-    splits, each piece stripped, the empty ones left out."""
+    """The non-empty sentences of a passage, stripped: the pieces `_SENT` splits it into (cut by
+    `_SENT_CUT` in a text without a CJK stop), each stripped, the empty ones left out."""
     if any(stop in text for stop in _CJK_STOPS):
         return [s for s in map(str.strip, _SENT.split(text)) if s]
     out = []
