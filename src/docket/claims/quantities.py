@@ -56,9 +56,6 @@ _HYPHENS = frozenset("- – —".split())
 #: the tokens a quantity can open with besides a number: a word number, a multiplier, a month (a
 #: date), a comma (a date after it); `_quantities` looks at these and digits only
 _OPENS = frozenset(_WORD_NUM) | frozenset(_MULT) | frozenset(_MONTHS) | {","}
-#: what may follow a number and change what it is: a unit (plain, business, square), a scale word
-#: or a hyphen (a range, "twenty-five", "30-day")
-_AFTER_NUMBER = frozenset(_UNITS) | _BUSINESS | _SQUARE | frozenset(_SCALE) | _HYPHENS
 #: _OPENS in a sentence that names no month (so holds no date)
 _NUMBER_OPENS = frozenset(_WORD_NUM) | frozenset(_MULT)
 
@@ -206,20 +203,6 @@ def _quantities(tokens: list[str]) -> tuple[list[Quantity], set[int]]:
             spans.append((i, i + 1))
             used.add(i)
             continue
-        if tok.isdecimal() and (i == 0 or tokens[i - 1] not in _CURRENCY_BEFORE):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
-            if nxt not in _AFTER_NUMBER:  # digits alone: a year, a count or a plain number (the steps below, short)
-                number = float(tok)
-                if not 1800 <= number <= 2100 and nxt.isalpha() and nxt not in STOP and nxt not in NEGATIONS:
-                    out.append(_quantity(round(number, 6), f"count:{_stem(nxt)}", f"{tok} {nxt}", 1.0,
-                                         _qualifier(tokens, i + 2)))
-                else:
-                    out.append(_quantity(round(number, 6), "year" if 1800 <= number <= 2100 else "plain", tok, 1.0,
-                                         _qualifier(tokens, i + 1)))
-                spans.append((i, i + 1))
-                used.add(i)
-                resume = i + 1
-                continue
         value = float(tok) if tok.isdecimal() else _number(tok)  # (_number's first case, without the call)
         if value is None:
             continue
