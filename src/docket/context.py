@@ -117,6 +117,14 @@ class Context:
         self._entries = [(list(chunks), entries), *self._entries[:1]]
         return entries
 
+    def passage_features(self, passages: Sequence[Any]) -> list[Any]:
+        """`features.of_passages(passages)`: a passage's chunk features when it is one whole chunk,
+        else None. When every passage is one (the pool as Moves 1-2 see it), read through
+        `entries`, which holds the pool's list already: no Python step per passage."""
+        if set(map(len, map(_CHUNKS, passages))) <= {1} and set(map(_OVERRIDE, passages)) <= {None}:
+            return list(map(_FEATURES, self.entries(list(map(_FIRST, passages)))))
+        return self.features.of_passages(passages)
+
     def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
         """Unit vectors for chunks: the record's own `vector` if it has one, else the embedder's."""
         if not chunks:
@@ -212,6 +220,8 @@ class Context:
 
 
 _VECTOR, _CHECKED = operator.attrgetter("vector"), operator.attrgetter("checked")
+_CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
+_FIRST, _FEATURES = operator.attrgetter("first"), operator.attrgetter("features")
 
 
 def pairs_at_least(sims: np.ndarray, threshold: float) -> tuple[list[int], list[int]]:

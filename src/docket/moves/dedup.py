@@ -46,7 +46,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
         reach.ensure(passages, ctx, MOVE, authorities)  # what can reach the prompt: compared with the pool, not every pair
     sims, near_rows, near_cols = reach.similar_pairs(passages, ctx, pol.threshold) if ctx.has_vectors() else (None, [], [])
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
-    feats = ctx.features.of_passages(passages)
+    feats = ctx.passage_features(passages)
     # the reachable set read them for this pool already (whole chunks: a passage's hash is its chunk's)
     hashes = reach.hashes_of(passages, ctx) if None not in feats else None
     if hashes is None:
@@ -95,6 +95,8 @@ def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int
         related.setdefault(i, set()).add(j)
     for j, i in restated:
         related.setdefault(i, set()).add(j)
+    if len(set(hashes)) == len(hashes):
+        return related  # no two passages share a text (the common case): no Python step per passage
     first_of: dict[str, list[int]] = {}
     for i, h in enumerate(hashes):
         earlier = first_of.setdefault(h, [])

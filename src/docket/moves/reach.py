@@ -175,17 +175,22 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
 
     if not _digits_are_single_tokens(O200kCounter):
         return False
-    trust = {p.untrusted for p in passages}
+    trust = set(map(_UNTRUSTED, passages))
     if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
         return False
-    if len(set(authorities([p.first for p in passages], pol.versions))) != 1:
+    # one chunk per source key (what `authorities` reads): a pool has one or a few
+    firsts = list(dict(zip(map(_SOURCE_KEY, map(_FIRST, passages)), map(_FIRST, passages))).values())
+    if len(set(authorities(firsts, pol.versions))) != 1:
         return False
     return _in_pack_order(passages)
 
 
 _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
-_FIRST = operator.attrgetter("first")
+_FIRST, _UNTRUSTED = operator.attrgetter("first"), operator.attrgetter("untrusted")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
+#: what docket.moves.versions.authority reads of a chunk (that module imports this one)
+_SOURCE_KEY = operator.attrgetter("source_type", "trust", "status")
+_FEATURES, _COPY_HASH = operator.attrgetter("features"), operator.attrgetter("_copy_hash")
 
 
 def _in_pack_order(passages: Sequence[Passage]) -> bool:
@@ -235,9 +240,9 @@ def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) ->
     room = _room(ctx)
     if room <= 0:
         return None
-    chunks = [p.first for p in passages]
+    chunks = list(map(_FIRST, passages))
     vecs = ctx.vectors(chunks)
-    scan = _Scan(passages, ctx, vecs, room, authorities)
+    scan = _Scan(passages, ctx, vecs, room, authorities, chunks)
     members = scan.run()
     if members is None or len(members) > MAX_SHARE * len(passages):
         return None
@@ -279,18 +284,22 @@ class _Scan:
     (tests/reach_reference.py, checked by tests/test_reach_scan.py)."""
 
     def __init__(self, passages: list[Passage], ctx: Context, vecs: np.ndarray, room: int,
-                 authorities: Authorities) -> None:
+                 authorities: Authorities, firsts: list[Chunk] | None = None) -> None:
         self.passages, self.ctx, self.vecs, self.room = passages, ctx, vecs, room
         self.authorities = authorities
         pol = ctx.policy
         self.cut = _at_least(min(pol.dedup.threshold, pol.versions.conflict_similarity), vecs.dtype)
         n = len(passages)
-        firsts = [p.first for p in passages]
-        feats = [e.features for e in ctx.entries(firsts)]  # each passage is one whole chunk (`applies`)
-        hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
+        firsts = list(map(_FIRST, passages)) if firsts is None else firsts
+        feats = list(map(_FEATURES, ctx.entries(firsts)))  # each passage is one whole chunk (`applies`)
+        hashes = list(map(_COPY_HASH, feats))  # the hashes known already (warm: every one)
+        if None in hashes:
+            hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
         self.groups = (_Groups(list(map(_DOC, firsts))), _Groups(list(map(_ID, firsts))), _Groups(hashes))
+        #: some document, chunk id or text is shared (else no member joins another through them)
+        self.shared = any(g.more for g in self.groups)
         self.hashes = hashes
         self.in_r = [False] * n
         #: each flushed batch: its positions and their cosines with the pool (one row each)
@@ -351,8 +360,8 @@ class _Scan:
         left = self.room - self.lo
         if self.bound_from[t] > left:
             return True
-        rest = [b for b, r in zip(self.bound[t:], self.in_r[t:]) if not r]  # members' bounds do not count
-        return not rest or min(rest) > left
+        rest = min(compress(self.bound[t:], map(operator.not_, self.in_r[t:])), default=None)  # members' do not count
+        return rest is None or rest > left
 
     def _cost(self, k: int, known: list[int | None]) -> int:
         """x's rendered cost: counted already, else counted now (pack counts it too)."""
@@ -391,12 +400,13 @@ class _Scan:
             near = sims >= self.cut
             # the first column at the cut of each row: before the member's own position, it relates to an earlier one
             first = np.where(near.any(axis=1), near.argmax(axis=1), n).tolist()
-            for k, f in zip(batch, first):
-                self.earlier[k] = f < k
+            self.earlier.update(zip(batch, map(operator.lt, first, batch)))
             for j in np.flatnonzero(near.any(axis=0)).tolist():
                 if not in_r[j]:
                     in_r[j] = True
                     pending.append(j)
+            if not self.shared:
+                continue
             for k in batch:
                 for groups, value in zip(self.groups, self._values(k)):
                     for j in groups.more.get(value, ()):
@@ -409,15 +419,18 @@ class _Scan:
         document holds another authority level (its grown passage could move in pack's order)."""
         if self.certain < self.top_n and not self._grows_alike(k):
             return False
-        values = self._values(k)
-        if self.earlier[k] or any(g.first[v] < k for g, v in zip(self.groups, values)):
+        if self.earlier[k]:
             return True  # related to an earlier candidate: Move 2 may fold it
+        shared = self.shared
+        if shared:
+            values = self._values(k)
+            if any(g.first[v] < k for g, v in zip(self.groups, values)):
+                return True  # the same document, id or text as an earlier candidate: Move 2 may fold it
         self.certain += 1
-        p = self.passages[k]
-        doc, same_id = self.groups[0].more, self.groups[1].more
-        if self.certain <= self.top_n or values[0] in doc or values[1] in same_id:
+        if self.certain <= self.top_n or (shared and (values[0] in self.groups[0].more or values[1] in self.groups[1].more)):
             return True  # may grow (a top hit) or be absorbed or merged (a shared document)
-        cost = self.ctx.sizer.costs([p], self.label)[0]
+        p = self.passages[k]
+        cost = self._cost(k, self.known)  # the rendered cost under this pool's label (any label up to S999 counts alike)
         self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
         self.anchored = self.anchored or (cost <= self.room and p.score >= self.ctx.policy.pack.floor)
         self.witnesses += 1
