@@ -141,6 +141,8 @@ class DateRef:
 
 def fold(text: str) -> str:
     """Lower case, accents off, typographic apostrophes straight (month and cue words compare folded)."""
+    if text.isascii():
+        return text.lower()  # no apostrophe to straighten, NFKD keeps ASCII as it is, none of it is combining
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
@@ -211,10 +213,23 @@ def _period(kind: str, m: re.Match[str]) -> tuple[Date, Date] | None:
     return Date(y, 1, 1), Date(y, 12, 31)
 
 
+#: what every date pattern needs (a year of _YEAR: each of _PATTERNS holds one) or every relative
+#: one (a word for "year"), found anywhere: a question without any has no date reference, and is
+#: read by one search instead of every pattern (most questions name no date)
+_MAYBE_DATE = re.compile(r"1[89]\d\d|2[01]\d\d|year|jahr|annee|ano|anno|jaar")
+
+
 def find_dates(question: str, today: Date) -> list[DateRef]:
     """Every date reference in the question, in reading order (overlapping matches: the most
     specific wins, so "1 March 2025" is one day, not also a month and a year)."""
     folded = fold(question)
+    if _MAYBE_DATE.search(folded) is None:
+        return []
+    return _dates_in(folded, today)
+
+
+def _dates_in(folded: str, today: Date) -> list[DateRef]:
+    """`find_dates` of a folded question, every pattern tried."""
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, DateRef]] = []
 
