@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import date as Date
+from types import SimpleNamespace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docket import dates
+from docket.model import Passage, Trace
+from docket.moves import expand
+
+from helpers import mk
 
 TODAY = Date(2026, 3, 1)
 
@@ -50,3 +56,94 @@ def test_the_shortcut_still_finds_dates() -> None:
     assert [r.text for r in dates.find_dates("What was the refund window in 2024?", TODAY)] == ["in 2024"]
     assert dates.find_dates("What is the refund window?", TODAY) == []
     assert dates.find_dates("What changed two years ago?", TODAY)
+
+
+# --- expand (Move 3): the passes skipped when no chunk repeats -----------------------------------
+
+def _absorb_reference(merged: list[Passage], remaining: list[Passage], ctx: Any) -> list[Passage]:
+    """expand._absorb before its shortcut."""
+    out = list(merged)
+    holding: dict[str, list[int]] = {}
+    for pos, m in enumerate(out):
+        for cid in m.ids:
+            holding.setdefault(cid, []).append(pos)
+    ids = [p.ids[0] for p in remaining if len(p.chunks) == 1]
+    register = len(ids) != len(remaining) or len(set(ids)) != len(ids)
+    for p in remaining:
+        at = None
+        for pos in holding.get(p.first.id, ()):
+            if out[pos].doc == p.doc and out[pos].version == p.version:
+                at = pos
+                break
+        if at is not None:
+            holder = out[at]
+            out[at] = holder.with_(hits=holder.hits + p.hits, score=max(holder.score, p.score),
+                                   also_in=holder.also_in + p.also_in)
+            ctx.trace.add(expand.MOVE, "absorb", [p.first.id], f"{p.first.id} (rank {p.rank}) is already inside the "
+                          f"passage grown from {holder.hits[0]}")
+            continue
+        if register:
+            n = len(out)
+            for cid in p.ids:
+                holding.setdefault(cid, []).append(n)
+        out.append(p)
+    return out
+
+
+def _drop_repeats_reference(out: list[Passage], ctx: Any) -> list[Passage]:
+    """expand._drop_repeats before its shortcut."""
+    seen: set[str] = set()
+    final: list[Passage] = []
+    for p in sorted(out, key=lambda x: (x.rank, x.ids)):
+        if not seen.isdisjoint(p.ids):
+            rest = tuple(c for c in p.chunks if c.id not in seen)
+            shared = [i for i in p.ids if i in seen]
+            if not rest:
+                ctx.trace.add(expand.MOVE, "absorb", list(p.ids), "every chunk of this passage is already in a "
+                              "better-ranked one")
+                continue
+            ctx.trace.add(expand.MOVE, "trim", shared, f"already in a better-ranked passage; kept "
+                          f"{', '.join(c.id for c in rest)}")
+            p = p.with_(chunks=rest)
+        seen.update(p.ids)
+        final.append(p)
+    return final
+
+
+def _dropped_copies_reference(passages: list[Passage]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in passages:
+        for extra in p.also_in:
+            for cid in extra.get("chunks", []):
+                if cid not in p.ids:
+                    out.setdefault(cid, p.first.id)
+    return out
+
+
+_CHUNKS = [mk(f"c{i}", f"text {i}", doc=f"d{i % 3}", version=1 + i % 2) for i in range(8)]
+
+
+@st.composite
+def _passages(draw: Any, size: int) -> list[Passage]:
+    out = []
+    for rank in draw(st.lists(st.integers(1, 30), min_size=0, max_size=size)):
+        ks = draw(st.lists(st.integers(0, len(_CHUNKS) - 1), min_size=1, max_size=3))
+        chunks = tuple(_CHUNKS[k] for k in ks)
+        also = draw(st.sampled_from([(), ({"chunks": ["c1", "c5"]},), ({"chunks": ["c7"]},)]))
+        out.append(Passage(chunks=chunks, score=draw(st.floats(0, 1)), rank=rank, hits=(chunks[0].id,), also_in=also))
+    return out
+
+
+def _events(trace: Trace) -> list[Any]:
+    return trace.to_json()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_passages(4), _passages(8))
+def test_absorb_and_drop_repeats_match_the_loops(merged: list[Passage], remaining: list[Passage]) -> None:
+    got, ref = SimpleNamespace(trace=Trace()), SimpleNamespace(trace=Trace())
+    a, b = expand._absorb(merged, remaining, got), _absorb_reference(merged, remaining, ref)  # type: ignore[arg-type]
+    assert a == b and _events(got.trace) == _events(ref.trace)
+    a, b = expand._drop_repeats(a, got), _drop_repeats_reference(b, ref)  # type: ignore[arg-type]
+    assert a == b and _events(got.trace) == _events(ref.trace)
+    assert expand.dropped_copies(merged + remaining) == _dropped_copies_reference(merged + remaining)

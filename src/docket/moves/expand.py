@@ -13,6 +13,7 @@ grown window, after we paid to build it.
 
 from __future__ import annotations
 
+from itertools import chain
 from operator import attrgetter
 
 from docket.context import Context
@@ -116,10 +117,15 @@ def _pos(store_chunks: list[Chunk]) -> dict[str, int]:
     return {c.id: i for i, c in enumerate(store_chunks)}
 
 
+_ALSO_IN, _IDS = attrgetter("also_in"), attrgetter("ids")
+
+
 def dropped_copies(passages: list[Passage]) -> dict[str, str]:
     """Chunk id -> the passage it was folded into, for every copy Move 2 dropped (its provenance
     stays in the kept passage's `also_in`): expansion must never paste such a chunk back."""
     out: dict[str, str] = {}
+    if not any(map(_ALSO_IN, passages)):
+        return out  # no copy was folded (the common case): no Python step per passage
     for p in passages:
         for extra in p.also_in:
             for cid in extra.get("chunks", []):
@@ -186,6 +192,9 @@ def _absorb(merged: list[Passage], remaining: list[Passage], ctx: Context) -> li
     # passage is one distinct chunk, only the grown spans need looking up
     ids = [p.ids[0] for p in remaining if len(p.chunks) == 1]
     register = len(ids) != len(remaining) or len(set(ids)) != len(ids)
+    if not register and holding.keys().isdisjoint(ids):
+        out.extend(remaining)  # no grown span holds a remaining hit, and none of them can hold another
+        return out
     for p in remaining:
         at = None
         for pos in holding.get(p.first.id, ()):
@@ -214,9 +223,13 @@ def _absorb(merged: list[Passage], remaining: list[Passage], ctx: Context) -> li
 def _drop_repeats(out: list[Passage], ctx: Context) -> list[Passage]:
     """A grown span may have swallowed a chunk that is also a later standalone passage: drop the
     repeat (or the chunks it shares with a better-ranked passage)."""
+    ordered = sorted(out, key=attrgetter("rank", "ids"))
+    every = list(chain.from_iterable(map(_IDS, ordered)))
+    if len(set(every)) == len(every):
+        return ordered  # no chunk is in two passages: nothing to drop or trim
     seen: set[str] = set()
     final: list[Passage] = []
-    for p in sorted(out, key=attrgetter("rank", "ids")):
+    for p in ordered:
         if not seen.isdisjoint(p.ids):
             rest = tuple(c for c in p.chunks if c.id not in seen)
             shared = [i for i in p.ids if i in seen]
