@@ -43,7 +43,9 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
     """The passages in authority order (see the module docstring), and one line per passage
     that moved ahead of a better-ranked one (for the trace)."""
     pol = ctx.policy.versions
-    ranked = sorted(passages, key=_RANK_IDS)
+    ranks = list(map(_RANK, passages))
+    # already in rank order (the pool as the moves keep it): the sort would give the same list
+    ranked = list(passages) if all(map(operator.lt, ranks, ranks[1:])) else sorted(passages, key=_RANK_IDS)
     n = len(ranked)
     auth = authorities(list(map(_FIRST, ranked)), pol)
     scores = list(map(_SCORE, ranked))
@@ -110,6 +112,7 @@ def authority_order(passages: list[Passage], ctx: Context) -> tuple[list[Passage
 
 
 _RANK_IDS, _FIRST, _SCORE = attrgetter("rank", "ids"), attrgetter("first"), attrgetter("score")
+_RANK = attrgetter("rank")
 
 
 def _source(p: Passage) -> str:
