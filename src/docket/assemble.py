@@ -197,8 +197,9 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
     ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
                   trace=ctx.trace, warnings=ctx.warnings, caches=ctx.caches, sizer_factory=RenderSizer, _qvec=qvec)
     chunks = [c.chunk for c in ranked]
-    check_entries(chunks, embedder, ctx.features, ctx.entries(chunks))  # looked up once: re-scoring reads them too
-    brief = _assemble_ranked(ctx, ranked, planned.generator)
+    entries = ctx.entries(chunks)
+    check_entries(chunks, embedder, ctx.features, entries)  # looked up once: re-scoring reads them too
+    brief = _assemble_ranked(ctx, ranked, planned.generator, entries)
     brief.ranked = ranked
     return _with_history(finish_mode(brief, ctx, mode=p.mode), planned.kept)
 
@@ -238,11 +239,14 @@ def _with_overrides(policy: Policy | None, budget: int | None, floor: float | No
     return policy
 
 
-def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any = None) -> Brief:
+def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any = None,
+                     entries: list[Any] | None = None) -> Brief:
+    """`entries`: the candidates' feature entries, in their order, when the caller looked them up."""
     policy = ctx.policy
     retriever_scores = {c.chunk.id: c.score for c in candidates}
     # the pool as (chunk, score, rank): candidates are built only if a move asks for them
     pool: list[Ranked]
+    best: list[int] | None = None
     if policy.rescore.enabled and len(candidates) >= 2:
         best, scores = rescore.rescore_order(candidates, ctx)
         pool = [(candidates[i].chunk, s, r) for r, (i, s) in enumerate(zip(best, scores), 1)]
@@ -259,6 +263,9 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
             return not_found_brief(ctx)
 
     ctx.pool = [c for c, _, _ in above]
+    if best is not None and entries is not None and len(above) == len(pool):
+        # every candidate cleared the screens: the pool's entries are the candidates' in the new order
+        ctx.remember_entries(ctx.pool, list(map(entries.__getitem__, best)))
     of_chunk = Passage.of_chunk
     passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, ctx.entries(ctx.pool))]
     run = run_steps(Run(passages, generator=generator), ctx)

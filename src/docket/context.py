@@ -117,6 +117,11 @@ class Context:
         self._entries = [(list(chunks), entries), *self._entries[:1]]
         return entries
 
+    def remember_entries(self, chunks: list[Chunk], entries: list[Any]) -> None:
+        """Hold `entries` as `entries(chunks)`: a caller that has them already (the candidates'
+        entries in the re-scored order) spares the look-up of each chunk."""
+        self._entries = [(list(chunks), entries), *self._entries[:1]]
+
     def passage_features(self, passages: Sequence[Any]) -> list[Any]:
         """`features.of_passages(passages)`: a passage's chunk features when it is one whole chunk,
         else None. When every passage is one (the pool as Moves 1-2 see it), read through
