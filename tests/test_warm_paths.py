@@ -8,10 +8,12 @@ from datetime import date as Date
 from types import SimpleNamespace
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from docket import dates
+from docket import answerable, dates
+from docket.errors import InputError
+from docket.features import ChunkFeatures, content_key
 from docket.model import Passage, Trace
 from docket.moves import expand
 
@@ -147,3 +149,25 @@ def test_absorb_and_drop_repeats_match_the_loops(merged: list[Passage], remainin
     a, b = expand._drop_repeats(a, got), _drop_repeats_reference(b, ref)  # type: ignore[arg-type]
     assert a == b and _events(got.trace) == _events(ref.trace)
     assert expand.dropped_copies(merged + remaining) == _dropped_copies_reference(merged + remaining)
+
+
+# --- the not-found floor's exact-term test: every candidate's text searched side by side --------
+
+_TERM_WORDS = ["ABC-12", "abc-12", "x9", "X9", "Kelvin", "\u212aelvin", "\u0130stanbul", "istanbul", "ſtar", "star",
+               "a b", "\x00", "\n", "-", "é", "ΣΑΣ", "q", ""]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_TERM_WORDS[:-1]) | st.text(min_size=1, max_size=4), max_size=3),
+       st.lists(st.tuples(st.one_of(st.none(), st.lists(st.sampled_from(_TERM_WORDS), max_size=3).map(" ".join)),
+                          st.lists(st.sampled_from(_TERM_WORDS) | st.text(max_size=5), max_size=8).map(" ".join)),
+                max_size=6))
+def test_chunks_holding_matches_the_search_of_each_text(terms: list[str], rows: list[tuple[str | None, str]]) -> None:
+    try:
+        chunks = [mk(f"c{k}", x or "-", title=t or "") for k, (t, x) in enumerate(rows)]
+    except InputError:
+        assume(False)  # not a chunk docket accepts
+    texts = [f"{c.title or ''}\n{c.text}" for c in chunks]
+    feats = [ChunkFeatures(c, content_key(c)) for c in chunks]
+    assert answerable._chunks_holding(terms, chunks, feats) == answerable._holding(terms, texts)
+    assert answerable._chunks_holding(terms, chunks, feats) == answerable._holding(terms, texts)  # the kept folds

@@ -283,6 +283,21 @@ def _holding(terms: Sequence[str], texts: Sequence[str]) -> list[bool]:
     return out
 
 
+def _chunks_holding(terms: Sequence[str], chunks: Sequence[Chunk], features: Sequence[Any]) -> list[bool]:
+    """`_holding(terms, texts)` of each chunk's "title\ntext" (`features`: the chunks' features),
+    with each text's `_folded` form kept with its chunk (ChunkFeatures.head_folded): the pool's
+    texts are not lower-cased again on every query."""
+    lowered = [t.lower() for t in terms if t.isascii()]
+    if not terms or len(lowered) != len(terms):
+        return _holding(terms, [f"{c.title or ''}\n{c.text}" for c in chunks])
+    out = [False] * len(chunks)
+    for k, low in enumerate(f.head_folded(c, _folded) for c, f in zip(chunks, features)):
+        if any(t in low for t in lowered):
+            text = f"{chunks[k].title or ''}\n{chunks[k].text}"
+            out[k] = any(_holds(x, text) for x in terms)
+    return out
+
+
 def evidence(question: str, chunks: Sequence[Chunk], scores: Sequence[float]) -> Evidence:
     """The lexical evidence of the pool (`scores`: each chunk's ranker score)."""
     terms = exact_terms(question)
@@ -318,7 +333,7 @@ def noise_floor(ctx: Context, ranked: Sequence[tuple[Chunk, float, int]] = ()) -
             return min(f, max(s for _, s, _ in ranked))  # the best candidate always reaches it
     terms = exact_terms(ctx.question)
     if terms:
-        held = _holding(terms, [f"{c.title or ''}\n{c.text}" for c, _, _ in ranked])
+        held = _chunks_holding(terms, chunks, [e.features for e in ctx.entries(chunks)])
         hits = [s for (_, s, _), h in zip(ranked, held) if h]
         if hits:
             return min(f, max(hits))

@@ -246,10 +246,11 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
     retriever_scores = {c.chunk.id: c.score for c in candidates}
     # the pool as (chunk, score, rank): candidates are built only if a move asks for them
     pool: list[Ranked]
-    best: list[int] | None = None
     if policy.rescore.enabled and len(candidates) >= 2:
         best, scores = rescore.rescore_order(candidates, ctx)
         pool = [(candidates[i].chunk, s, r) for r, (i, s) in enumerate(zip(best, scores), 1)]
+        if entries is not None:  # the pool's entries are the candidates' (looked up once) in the new order
+            ctx.remember_entries([c for c, _, _ in pool], list(map(entries.__getitem__, best)))
     else:
         pool = [(c.chunk, c.score, c.rank) for c in candidates]
     above = _screen_untrusted(_apply_floor(pool, ctx), ctx)
@@ -263,9 +264,6 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
             return not_found_brief(ctx)
 
     ctx.pool = [c for c, _, _ in above]
-    if best is not None and entries is not None and len(above) == len(pool):
-        # every candidate cleared the screens: the pool's entries are the candidates' in the new order
-        ctx.remember_entries(ctx.pool, list(map(entries.__getitem__, best)))
     of_chunk = Passage.of_chunk
     passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, ctx.entries(ctx.pool))]
     run = run_steps(Run(passages, generator=generator), ctx)
