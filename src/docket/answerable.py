@@ -26,8 +26,10 @@ noise floor until calibrated, and the brief says so once, with the command that 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Sequence
+from itertools import compress, repeat
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -290,12 +292,20 @@ def _chunks_holding(terms: Sequence[str], chunks: Sequence[Chunk], features: Seq
     lowered = [t.lower() for t in terms if t.isascii()]
     if not terms or len(lowered) != len(terms):
         return _holding(terms, [f"{c.title or ''}\n{c.text}" for c in chunks])
+    lows = list(map(_HEAD_FOLDED, features))  # kept already (warm: every one)
+    if None in lows:
+        lows = [f.head_folded(c, _folded) for c, f in zip(chunks, features)]
+    maybe = [False] * len(chunks)
+    for t in lowered:  # which texts hold some term's lower case, one C pass per term
+        maybe = list(map(operator.or_, maybe, map(operator.contains, lows, repeat(t))))
     out = [False] * len(chunks)
-    for k, low in enumerate(f.head_folded(c, _folded) for c, f in zip(chunks, features)):
-        if any(t in low for t in lowered):
-            text = f"{chunks[k].title or ''}\n{chunks[k].text}"
-            out[k] = any(_holds(x, text) for x in terms)
+    for k in compress(range(len(chunks)), maybe):
+        text = f"{chunks[k].title or ''}\n{chunks[k].text}"
+        out[k] = any(_holds(x, text) for x in terms)
     return out
+
+
+_HEAD_FOLDED = operator.attrgetter("_head_folded")
 
 
 def evidence(question: str, chunks: Sequence[Chunk], scores: Sequence[float]) -> Evidence:
