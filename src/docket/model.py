@@ -340,10 +340,11 @@ class Passage:
         directly instead of through the frozen dataclass's __init__. Equal to the slow way."""
         p = object.__new__(cls)
         ids = (chunk.id,)
-        p.__dict__.update(chunks=(chunk,), score=score, rank=rank, hits=ids, also_in=(), text_override=None,
-                          first=chunk, doc=chunk.doc, version=chunk.version, ids=ids)
+        fields = {"chunks": (chunk,), "score": score, "rank": rank, "hits": ids, "also_in": (), "text_override": None,
+                  "first": chunk, "doc": chunk.doc, "version": chunk.version, "ids": ids}
         if untrusted is not None:
-            p.__dict__["untrusted"] = untrusted
+            fields["untrusted"] = untrusted
+        object.__setattr__(p, "__dict__", fields)  # the instance's dict given whole: no keyword dict to copy in
         return p
 
 
