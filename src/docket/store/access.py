@@ -15,8 +15,10 @@ and it says what it did, so an index run can report it instead of losing access 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from docket.errors import InputError
@@ -116,10 +118,15 @@ def readable(candidates: Iterable[Candidate], principal: Principal | None) -> li
     ranked 2 under a restricted one would tell its reader, in the trace and the source map,
     that something ranked above it. Ranks a caller chose otherwise are kept as given."""
     given = list(candidates)
+    if all(map(operator.is_, map(_ACL, map(_CHUNK, given)), repeat(None))):
+        return given  # every chunk public (the common case): no Python step per candidate
     kept = [c for c in given if c.chunk.acl is None or may_read(principal, c.chunk.acl)]
     if len(kept) == len(given) or any(c.rank != n for n, c in enumerate(given, 1)):
         return kept
     return [c if c.rank == n else replace(c, rank=n) for n, c in enumerate(kept, 1)]
+
+
+_ACL, _CHUNK = operator.attrgetter("acl"), operator.attrgetter("chunk")
 
 
 def readable_chunks(chunks: Iterable[Chunk], principal: Principal | None) -> list[Chunk]:
