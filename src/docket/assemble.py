@@ -243,7 +243,7 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
                      entries: list[Any] | None = None) -> Brief:
     """`entries`: the candidates' feature entries, in their order, when the caller looked them up."""
     policy = ctx.policy
-    retriever_scores = {c.chunk.id: c.score for c in candidates}
+    retriever_scores = dict(zip(map(_CHUNK_ID, candidates), map(_CANDIDATE_SCORE, candidates)))  # the last per id
     # the pool as (chunk, score, rank): candidates are built only if a move asks for them
     pool: list[Ranked]
     if policy.rescore.enabled and len(candidates) >= 2:
@@ -273,7 +273,8 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
 
 Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank
-_SCORE = itemgetter(1)
+_CHUNK, _SCORE = itemgetter(0), itemgetter(1)
+_ID, _CHUNK_ID, _CANDIDATE_SCORE = operator.attrgetter("id"), operator.attrgetter("chunk.id"), operator.attrgetter("score")
 
 
 def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
@@ -320,8 +321,9 @@ def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str
                             pool: Sequence[Candidate] = ()) -> bool:
     """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores; the reader
     reads the whole `pool` as the ranker gave it."""
-    return answerable.clears_not_found([c[0] for c in candidates],
-                                       [retriever_scores.get(c[0].id, c[1]) for c in candidates], ctx, pool=pool)
+    chunks = list(map(_CHUNK, candidates))
+    scores = list(map(retriever_scores.get, map(_ID, chunks), map(_SCORE, candidates)))  # .get(id, its own score)
+    return answerable.clears_not_found(chunks, scores, ctx, pool=pool)
 
 
 def _screen_untrusted(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
