@@ -196,7 +196,7 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
     qvec = query_vector[1] if query_vector is not None and query_vector[0] == ctx.question else None
     ctx = Context(question=ctx.question, store=ctx.store, policy=policy, counter=ctx.counter, embedder=embedder,
                   trace=ctx.trace, warnings=ctx.warnings, caches=ctx.caches, sizer_factory=RenderSizer, _qvec=qvec)
-    chunks = [c.chunk for c in ranked]
+    chunks = list(map(_OF_CANDIDATE, ranked))
     entries = ctx.entries(chunks)
     check_entries(chunks, embedder, ctx.features, entries)  # looked up once: re-scoring reads them too
     brief = _assemble_ranked(ctx, ranked, planned.generator, entries)
@@ -248,11 +248,11 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
     pool: list[Ranked]
     if policy.rescore.enabled and len(candidates) >= 2:
         best, scores = rescore.rescore_order(candidates, ctx)
-        pool = [(candidates[i].chunk, s, r) for r, (i, s) in enumerate(zip(best, scores), 1)]
+        pool = list(zip(map(_OF_CANDIDATE, map(candidates.__getitem__, best)), scores, range(1, len(best) + 1)))
         if entries is not None:  # the pool's entries are the candidates' (looked up once) in the new order
             ctx.remember_entries([c for c, _, _ in pool], list(map(entries.__getitem__, best)))
     else:
-        pool = [(c.chunk, c.score, c.rank) for c in candidates]
+        pool = list(map(_RANKED, candidates))
     above = _screen_untrusted(_apply_floor(pool, ctx), ctx)
     if not above or not _clears_not_found_floor(above, retriever_scores, ctx, candidates):
         return not_found_brief(ctx)
@@ -263,9 +263,9 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
             ctx.trace.add("answerable", "not_found", [], "the answerability check says the pool does not answer the question", **signals)
             return not_found_brief(ctx)
 
-    ctx.pool = [c for c, _, _ in above]
+    ctx.pool = list(map(_CHUNK, above))
     of_chunk = Passage.of_chunk
-    passages = [of_chunk(c, s, r, e.features.untrusted) for (c, s, r), e in zip(above, ctx.entries(ctx.pool))]
+    passages = list(map(of_chunk, ctx.pool, map(_SCORE, above), map(_RANK, above), map(_UNTRUSTED, ctx.entries(ctx.pool))))
     run = run_steps(Run(passages, generator=generator), ctx)
     if not run.passages:
         return not_found_brief(ctx, budget=run.budget)
@@ -273,7 +273,9 @@ def _assemble_ranked(ctx: Context, candidates: list[Candidate], generator: Any =
 
 
 Ranked = tuple[Chunk, float, int]  # a candidate as the moves read it: chunk, score, rank
-_CHUNK, _SCORE = itemgetter(0), itemgetter(1)
+_CHUNK, _SCORE, _RANK = itemgetter(0), itemgetter(1), itemgetter(2)
+_OF_CANDIDATE, _RANKED = operator.attrgetter("chunk"), operator.attrgetter("chunk", "score", "rank")
+_UNTRUSTED = operator.attrgetter("features.untrusted")
 _ID, _CHUNK_ID, _CANDIDATE_SCORE = operator.attrgetter("id"), operator.attrgetter("chunk.id"), operator.attrgetter("score")
 
 

@@ -294,7 +294,10 @@ def check_entries(chunks: Sequence[Chunk], embedder: Embedder | None, features: 
     """`check_vectors` from the cached norms (the same errors, in the same order); `entries`: the
     chunks' feature entries when the caller has them."""
     dim = getattr(embedder, "dim", None)
-    for e in features.entries(chunks) if entries is None else entries:
+    entries = features.entries(chunks) if entries is None else entries
+    if set(map(_CHECKED, entries)) <= {dim}:
+        return  # every entry checked against this embedder already (a warm pool): nothing to check
+    for e in entries:
         v = e.vector
         if v is not None and e.checked != dim:
             if (dim is not None and len(v) != dim) or abs(e.norm - 1.0) > 1e-3:  # type: ignore[operator]
