@@ -29,9 +29,9 @@ import math
 import operator
 import re
 from collections.abc import Sequence
-from itertools import compress, repeat
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

@@ -324,7 +324,7 @@ def _clears_not_found_floor(candidates: list[Ranked], retriever_scores: dict[str
     """The not-found gate (docket.answerable.clears_not_found), on the ranker's scores; the reader
     reads the whole `pool` as the ranker gave it."""
     chunks = list(map(_CHUNK, candidates))
-    scores = list(map(retriever_scores.get, map(_ID, chunks), map(_SCORE, candidates)))  # .get(id, its own score)
+    scores: list[float] = list(map(retriever_scores.get, map(_ID, chunks), map(_SCORE, candidates)))  # type: ignore[arg-type]  # .get(id, its own score): never None
     return answerable.clears_not_found(chunks, scores, ctx, pool=pool)
 
 
