@@ -301,7 +301,7 @@ class ScopedView:
         public = getattr(self._store, "public_docs", None)
         inner = getattr(self._store, "in_force", None)
         known: dict[str, VersionInfo | None] = {}
-        if docs and public is not None and inner is not None and public.issuperset(docs):
+        if docs and public is not None and inner is not None and all(map(public.__contains__, docs)):
             known = inner(list(docs), as_of)  # every document public (the common case): no pass to sort them out
             return {d: known[d] for d in docs}
         if public is not None and inner is not None:
