@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from datetime import date as Date
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import repeat
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
-from docket.claims.compare import PassageClaims, passage_claims
+from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -299,15 +299,15 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
-def claims_read(p: Passage, f: Any, ctx: Context) -> PassageClaims:
-    """What Moves 1-2 read of a passage's claims (`passage_claims`): a whole chunk's once per
-    chunk (`ChunkFeatures.claims_read`, features `f`), another passage's once per query for both
-    moves (`ctx.claims_read`, by its text)."""
+def claims_read(p: Passage, f: Any, ctx: Context) -> PassageRead:
+    """What Moves 1-2 read of a passage's claims (`PassageRead`: a sketch, the claims split when a
+    pair needs them): a whole chunk's once per chunk (`ChunkFeatures.claims_read`, features `f`),
+    another passage's once per query for both moves (`ctx.claims_read`, by its text)."""
     if f is not None:
         return f.claims_read(p.first)  # type: ignore[no-any-return]
     got = ctx.claims_read.get(p.text)
     if got is None:
-        got = ctx.claims_read[p.text] = passage_claims(statements(p.text))
+        got = ctx.claims_read[p.text] = PassageRead(p.text, partial(statements, p.text))
     return got  # type: ignore[no-any-return]
 
 
@@ -448,10 +448,11 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            # the claims as contradiction reads them, split only for passages in a similar-enough pair and
-            # read once per chunk (or per text) by claims_read; it skips what the other passage states
+            # the claims as contradiction reads them, read once per chunk (or per text) by claims_read and
+            # split only when the two sketches leave the answer open (most similar pairs: they cannot
+            # conflict, issue 21 decision 3); it skips what the other passage states
             ra, rb = claims_read(a, pool_feats[i], ctx), claims_read(b, pool_feats[j], ctx)
-            why = contradiction(ra.claims, rb.claims, overlap, _same_title(a, b), similar, sentence_pairs, (ra, rb)) or ""
+            why = contradiction_read(ra, rb, overlap, _same_title(a, b), similar, sentence_pairs) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
