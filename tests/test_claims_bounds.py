@@ -173,3 +173,16 @@ def test_a_pair_left_open_is_split_once_and_compared() -> None:
     assert K.contradiction_read(a, b) is not None
     assert K.contradiction_read(a, b) is not None
     assert sorted(split) == sorted([a.text, b.text])
+
+
+def test_a_passage_read_again_by_another_assembly_is_split_then() -> None:
+    split: list[str] = []
+    text = "Wangcun is a town in Jimo. It had 30,000 inhabitants in 2010."
+    r = K.PassageRead(text, lambda: split.append(text) or claims(text))
+    first, second = object(), object()
+    assert r.seen_by(first) is r and r.seen_by(first) is r
+    assert split == [] and r.passage is None  # one assembly, however many pairs: the sketch only
+    r.seen_by(second)
+    assert split == [text] and r.passage == K.passage_claims(claims(text))
+    r.seen_by(first)
+    assert split == [text]  # split once

@@ -154,11 +154,12 @@ def may_restate(copy: Sketch, source: Sketch, overlap: float, least: int) -> boo
         return False
     if least <= 0:
         return True
+    everything = source.words  # (a sentence shares no more words with one sentence than with them all)
+    close = [f for f in facts if len(f.high & everything) >= overlap * len(f.low) - _SLACK]
+    if len(close) < least:
+        return False
     found = 0
-    everything = source.words
-    for low_c, high_c, _, _, neg_c, _ in facts:
-        if len(high_c & everything) < overlap * len(low_c) - _SLACK:
-            continue  # (no sentence of the source shares enough of its words: the union holds all its words)
+    for low_c, high_c, _, _, neg_c, _ in close:
         for low_s, high_s, _, _, neg_s, _ in source.sentences:
             if neg_s == neg_c and len(high_c & high_s) >= overlap * len(low_c | low_s) - _SLACK:
                 found += 1

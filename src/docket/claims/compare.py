@@ -257,7 +257,7 @@ class PassageRead:
     decision 3): its sketch (docket.claims.bounds) decides most pairs without them, and `read()`
     splits them (`PassageClaims`) on first use. Features keep one per chunk."""
 
-    __slots__ = ("text", "_split", "_claims", "_read", "_sketch")
+    __slots__ = ("text", "_split", "_claims", "passage", "_sketch", "_seen_by")
 
     def __init__(self, text: str, split: Callable[[], list[Claim]], found: list[Claim] | None = None) -> None:
         """`split` gives the text's claims (`claims(text)`); `found`: the claims when they are in
@@ -265,25 +265,40 @@ class PassageRead:
         self.text = text
         self._split = split
         self._claims = found
-        self._read: PassageClaims | None = None
+        #: the claims as `restates_read` and `contradiction` read them, once split (`read()`), else None
+        self.passage: PassageClaims | None = None
         self._sketch: Sketch | None = None
+        self._seen_by: int | None = None
 
     @property
     def is_split(self) -> bool:
         """The claims are in hand: comparing them costs no more than bounding them."""
-        return self._read is not None or self._claims is not None
+        return self.passage is not None or self._claims is not None
+
+    def seen_by(self, assembly: object) -> PassageRead:
+        """Mark that `assembly` (an object one assembly holds throughout: its Context) reads this
+        passage. The second assembly to read it splits its claims: a passage met again is compared
+        by them from then on, as cheap per pair as its sketch is on a first sight (re-scoring
+        builds a chunk's full index on its second sight alike). Either way the answers are the same."""
+        mark = id(assembly)
+        if self._seen_by != mark:
+            if self._seen_by is not None and self.passage is None:
+                self.read()
+            self._seen_by = mark
+        return self
 
     def read(self) -> PassageClaims:
-        got = self._read
+        got = self.passage
         if got is None:
             found = self._claims if self._claims is not None else self._split()
-            got = self._read = passage_claims(found)
+            got = self.passage = passage_claims(found)
+            self._sketch = None  # (a text's sketch is about the size of its claims: not both kept)
         return got
 
     def sketch(self) -> Sketch:
         got = self._sketch
         if got is None:
-            found = self._read.claims if self._read is not None else self._claims
+            found = self.passage.claims if self.passage is not None else self._claims
             got = self._sketch = sketch(self.text) if found is None else sketch_of(found)
         return got
 
@@ -306,7 +321,12 @@ def restates_read(copy: PassageClaims | PassageRead, source: PassageClaims | Pas
     fact stated in the source; a fact whose `stated_key` the source holds is stated there (the
     key's proof), the others are scanned as `restates` scans them. Of a `PassageRead` the claims
     are split only when the sketches leave the answer open (`bounds.may_restate`)."""
-    if isinstance(copy, PassageRead) or isinstance(source, PassageRead):
+    if type(copy) is PassageRead and type(source) is PassageRead:  # (the moves' reads: the common case inline)
+        if (copy.passage is None or source.passage is None) and not may_restate(
+                copy._sketch or copy.sketch(), source._sketch or source.sketch(), COPY_OVERLAP, COPY_MIN_STATEMENTS):
+            return False  # (a read whose claims are only in hand, not read, is bounded by its sketch of them)
+        copy, source = copy.passage or copy.read(), source.passage or source.read()
+    elif isinstance(copy, PassageRead) or isinstance(source, PassageRead):
         if not _may_restate(copy, source):
             return False
         copy = copy.read() if isinstance(copy, PassageRead) else copy

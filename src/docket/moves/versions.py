@@ -301,10 +301,12 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
 
 def claims_read(p: Passage, f: Any, ctx: Context) -> PassageRead:
     """What Moves 1-2 read of a passage's claims (`PassageRead`: a sketch, the claims split when a
-    pair needs them): a whole chunk's once per chunk (`ChunkFeatures.claims_read`, features `f`),
-    another passage's once per query for both moves (`ctx.claims_read`, by its text)."""
+    pair needs them, or when a later assembly reads the chunk again: `PassageRead.seen_by`): a
+    whole chunk's once per chunk (`ChunkFeatures.claims_read`, features `f`), another passage's
+    once per query for both moves (`ctx.claims_read`, by its text)."""
     if f is not None:
-        return f.claims_read(p.first)  # type: ignore[no-any-return]
+        got = f.claims_read(p.first)
+        return got if got.passage is not None else got.seen_by(ctx)  # type: ignore[no-any-return]
     got = ctx.claims_read.get(p.text)
     if got is None:
         got = ctx.claims_read[p.text] = PassageRead(p.text, partial(statements, p.text))
