@@ -381,11 +381,20 @@ class _Titles:
         return n
 
     def different_subjects(self, i: int, j: int) -> bool:
-        """Whether pool[i] and pool[j] are about different subjects (the class docstring)."""
-        (ta, pa, sa), (tb, pb, sb) = self._head(i), self._head(j)
+        """Whether pool[i] and pool[j] are about different subjects (the class docstring). (Asked
+        for every similar pair: what was read of each passage is looked up inline, without a call.)"""
+        heads = self.heads
+        (ta, pa, sa), (tb, pb, sb) = heads.get(i) or self._head(i), heads.get(j) or self._head(j)
         if not ta or not tb or pa == pb:
             return False
-        return sa == sb or (self._names(i) and self._names(j))
+        if sa == sb:
+            return True
+        named = self.named
+        ni = named.get(i)
+        if not (self._names(i) if ni is None else ni):
+            return False
+        nj = named.get(j)
+        return self._names(j) if nj is None else nj
 
 
 def _same_title(a: Passage, b: Passage) -> bool:
@@ -444,7 +453,8 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
-        if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
+        if titles.different_subjects(i, j) or different_subjects(subjects.get(i) or opens_with(i),
+                                                                 subjects.get(j) or opens_with(j)):
             continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
         ka, kb = memo_part[i], memo_part[j]
         memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
