@@ -69,6 +69,14 @@ def instrument() -> None:
     timed(versions, "resolve", "  versions (Move 1)")
     timed(versions, "_find_conflicts", "    of which conflicts")
     timed(ChunkFeatures, "statements", "    claims of the texts in a similar pair (Moves 1-2)")
+    try:  # a tree with sketches (issue 21 decision 3): claims are split by PassageRead.read, not statements
+        import docket.claims.compare as compare
+
+        timed(compare, "sketch", "    sketches of the texts in a similar pair (Moves 1-2)")
+        timed(compare.PassageRead, "read", "    claims split for a pair the sketches left open (Moves 1-2)")
+    except AttributeError:
+        pass
+    timed(versions._Titles, "different_subjects", "    title tests of the similar pairs")
     timed(dedup, "collapse", "  duplicates (Move 2)")
     timed(pack, "pack", "  pack (Move 4)")
     timed(ServiceState, "brief_json", "brief JSON (trace read)")
@@ -149,6 +157,8 @@ def main() -> None:
 
 ACC_ORDER = ["route work (all below)", "records -> candidates", "assembly", "  hash embedding", "  re-scoring",
              "  versions (Move 1)", "    of which conflicts", "    claims of the texts in a similar pair (Moves 1-2)",
+             "    sketches of the texts in a similar pair (Moves 1-2)",
+             "    claims split for a pair the sketches left open (Moves 1-2)", "    title tests of the similar pairs",
              "  duplicates (Move 2)", "  pack (Move 4)",
              "brief JSON (trace read)", "  trace settle (deferred counts)", "response schema check",
              "response json.dumps", "garbage collector", "collections"]

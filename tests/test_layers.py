@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("docket.errors", "docket.safeio", "docket.text", "docket.dates", "docket.tokens", "docket._unassigned14",
                     "docket.counting",
                     "docket.blas", "docket.claims", "docket.claims.words", "docket.claims.quantities",
-                    "docket.claims.extract", "docket.claims.compare", "docket.model", "docket.results", "docket.store.access",
+                    "docket.claims.extract", "docket.claims.bounds", "docket.claims.compare", "docket.model", "docket.results", "docket.store.access",
                     "docket.embed", "docket.ingest.unicode", "docket.deadline")),
     ("formats", ("docket.brief.formats", "docket.brief.clean", "docket.brief.lookalikes",
                  "docket.brief._lookalikes_data")),

@@ -29,7 +29,7 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import filterfalse
 from typing import Any, NamedTuple
 
@@ -551,14 +551,19 @@ class ChunkFeatures:
         return s
 
     def claims_read(self, chunk: Chunk) -> Any:
-        """What Moves 1-2 read of the statements to compare them (docket.claims.compare.PassageClaims:
-        the facts, their names and keys), once per chunk: a warm query reads it for every chunk in
-        a similar pair (~150 a query)."""
+        """What Moves 1-2 read of the statements to compare them (docket.claims.compare.PassageRead:
+        a sketch, then the facts, their names and keys when a pair needs them), once per chunk: a
+        warm query reads it for every chunk in a similar pair (~150 a query). Claims in hand (or in
+        a record, which decodes cheaply) are read from; others are split only when a pair needs
+        them, and kept there (not in `statements`: the split holds the text, not these features)."""
         r = self._claims_read
         if r is None:
-            from docket.claims.compare import passage_claims
+            from docket.claims import claims
+            from docket.claims.compare import PassageRead
 
-            r = self._claims_read = passage_claims(self.statements(chunk))
+            known = self._statements is not None or self._claims_record is not None
+            r = self._claims_read = PassageRead(chunk.text, partial(claims, chunk.text, self._subject),
+                                                self.statements(chunk) if known else None)
         return r
 
     def subject(self, chunk: Chunk) -> frozenset[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from docket.claims.bounds import Sketch, may_contradict, may_restate, sketch, sketch_of
 from docket.claims.extract import Claim, StatedKey
 from docket.claims.quantities import Quantity
 from docket.claims.words import different_subjects
@@ -251,11 +252,85 @@ def passage_claims(found: list[Claim]) -> PassageClaims:
                          "" not in keys)
 
 
-def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
+class PassageRead:
+    """One passage as Moves 1-2 read it, split into claims only when a pair needs them (issue 21,
+    decision 3): its sketch (docket.claims.bounds) decides most pairs without them, and `read()`
+    splits them (`PassageClaims`) on first use. Features keep one per chunk."""
+
+    __slots__ = ("text", "_split", "_claims", "passage", "_sketch", "_seen_by")
+
+    def __init__(self, text: str, split: Callable[[], list[Claim]], found: list[Claim] | None = None) -> None:
+        """`split` gives the text's claims (`claims(text)`); `found`: the claims when they are in
+        hand already (then the sketch is read from them)."""
+        self.text = text
+        self._split = split
+        self._claims = found
+        #: the claims as `restates_read` and `contradiction` read them, once split (`read()`), else None
+        self.passage: PassageClaims | None = None
+        self._sketch: Sketch | None = None
+        self._seen_by: int | None = None
+
+    @property
+    def is_split(self) -> bool:
+        """The claims are in hand: comparing them costs no more than bounding them."""
+        return self.passage is not None or self._claims is not None
+
+    def seen_by(self, assembly: object) -> PassageRead:
+        """Mark that `assembly` (an object one assembly holds throughout: its Context) reads this
+        passage. The second assembly to read it splits its claims: a passage met again is compared
+        by them from then on, as cheap per pair as its sketch is on a first sight (re-scoring
+        builds a chunk's full index on its second sight alike). Either way the answers are the same."""
+        mark = id(assembly)
+        if self._seen_by != mark:
+            if self._seen_by is not None and self.passage is None:
+                self.read()
+            self._seen_by = mark
+        return self
+
+    def read(self) -> PassageClaims:
+        got = self.passage
+        if got is None:
+            found = self._claims if self._claims is not None else self._split()
+            got = self.passage = passage_claims(found)
+            self._sketch = None  # (a text's sketch is about the size of its claims: not both kept)
+        return got
+
+    def sketch(self) -> Sketch:
+        got = self._sketch
+        if got is None:
+            found = self.passage.claims if self.passage is not None else self._claims
+            got = self._sketch = sketch(self.text) if found is None else sketch_of(found)
+        return got
+
+
+def contradiction_read(ra: PassageRead, rb: PassageRead, overlap: float = YEAR_OVERLAP, anaphora: bool = True,
+                       similar: Similar | None = None,
+                       memo: dict[tuple[str, str], str | None] | None = None) -> str | None:
+    """`contradiction` of the two passages' claims (given their `passage_claims`), split only when
+    their sketches leave it open (`bounds.may_contradict`): the same answer."""
+    if not (ra.is_split and rb.is_split) and not may_contradict(
+            ra.sketch(), rb.sketch(), overlap, anaphora, similar is not None, NEGATION_OVERLAP, UNIT_OVERLAP):
+        return None
+    a, b = ra.read(), rb.read()
+    return contradiction(a.claims, b.claims, overlap, anaphora, similar, memo, (a, b))
+
+
+def restates_read(copy: PassageClaims | PassageRead, source: PassageClaims | PassageRead) -> bool:
     """`restates(copy.claims, source.claims)`, from what `passage_claims` read of each. The same
     tests: every fact's names within the source's (the facts' names together, once), and every
     fact stated in the source; a fact whose `stated_key` the source holds is stated there (the
-    key's proof), the others are scanned as `restates` scans them."""
+    key's proof), the others are scanned as `restates` scans them. Of a `PassageRead` the claims
+    are split only when the sketches leave the answer open (`bounds.may_restate`)."""
+    if type(copy) is PassageRead and type(source) is PassageRead:  # (the moves' reads: the common case inline)
+        if (copy.passage is None or source.passage is None) and not may_restate(
+                copy._sketch or copy.sketch(), source._sketch or source.sketch(), COPY_OVERLAP, COPY_MIN_STATEMENTS):
+            return False  # (a read whose claims are only in hand, not read, is bounded by its sketch of them)
+        copy, source = copy.passage or copy.read(), source.passage or source.read()
+    elif isinstance(copy, PassageRead) or isinstance(source, PassageRead):
+        if not _may_restate(copy, source):
+            return False
+        copy = copy.read() if isinstance(copy, PassageRead) else copy
+        source = source.read() if isinstance(source, PassageRead) else source
     facts = copy.facts
     if len(facts) < COPY_MIN_STATEMENTS or not source.claims:
         return False
@@ -266,6 +341,17 @@ def restates_read(copy: PassageClaims, source: PassageClaims) -> bool:
         return True
     others = source.claims
     return all(c.stated_key() in keys or _stated_in(c, others, COPY_OVERLAP) for c in facts)
+
+
+def _may_restate(copy: PassageClaims | PassageRead, source: PassageClaims | PassageRead) -> bool:
+    """`bounds.may_restate` of the two, unless both are split already (then their own tests are as cheap)."""
+    if (not isinstance(copy, PassageRead) or copy.is_split) and (not isinstance(source, PassageRead) or source.is_split):
+        return True
+    return may_restate(_sketch_of(copy), _sketch_of(source), COPY_OVERLAP, COPY_MIN_STATEMENTS)
+
+
+def _sketch_of(x: PassageClaims | PassageRead) -> Sketch:
+    return x.sketch() if isinstance(x, PassageRead) else sketch_of(x.claims)
 
 
 _UNSEEN: Any = object()

@@ -113,14 +113,7 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
     subj = subject(text) if opening is None else opening
     plain = text.isascii()  # then a sentence's fold is its lower case (and holds no ’)
     for sent in sentences(text):
-        folded = sent.lower() if plain else fold(sent).replace("’", "'")
-        digits = _DIGIT.search(folded) is not None
-        if digits:  # ordinals and fractions hold a digit
-            # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
-            folded = _ORDINAL.sub(" ", folded)
-            if "/" in folded or "⁄" in folded:
-                folded = _FRACTION.sub(_fraction, folded)
-        tokens = tokens_of(folded)
+        folded, tokens, digits = sentence_tokens(sent, plain)
         qs: list[Quantity]
         if not digits and folded.isascii() and _OPENS_BUT_COMMA.isdisjoint(tokens):
             qs, kept = [], tokens  # no quantity can start: no digit, no number or month word (a comma opens none alone)
@@ -139,6 +132,20 @@ def claims(text: str, opening: frozenset[str] | None = None) -> list[Claim]:
             anaphoric = not _PRONOUNS.isdisjoint(tokens[:8])
             out.append(_claim(words, names, tuple(qs), _negated(folded, tokens), sent, subj, anaphoric))
     return out
+
+
+def sentence_tokens(sent: str, plain: bool) -> tuple[str, list[str], bool]:
+    """A sentence as `claims` reads it: folded (its lower case when the passage is ASCII, `plain`),
+    ordinals blanked and fractions written as decimals; its tokens; whether it holds a digit.
+    (docket.claims.bounds sketches a sentence from the same tokens.)"""
+    folded = sent.lower() if plain else fold(sent).replace("’", "'")
+    digits = _DIGIT.search(folded) is not None
+    if digits:  # ordinals and fractions hold a digit
+        # ordinals name an edition ("the 16th Annual Awards"), they are not amounts
+        folded = _ORDINAL.sub(" ", folded)
+        if "/" in folded or "⁄" in folded:
+            folded = _FRACTION.sub(_fraction, folded)
+    return folded, tokens_of(folded), digits
 
 
 #: the tokens a quantity may start at (docket.claims.quantities) but the comma, which starts one

@@ -58,6 +58,14 @@ _HYPHENS = frozenset("- – —".split())
 _OPENS = frozenset(_WORD_NUM) | frozenset(_MULT) | frozenset(_MONTHS) | {","}
 #: _OPENS in a sentence that names no month (so holds no date)
 _NUMBER_OPENS = frozenset(_WORD_NUM) | frozenset(_MULT)
+#: every word `_quantities` may take into an amount, and so out of a claim's content words (the
+#: numbers, signs and commas it takes are no content word): number, multiplier, scale, unit and
+#: currency words, "business", "square" and months (docket.claims.bounds)
+AMOUNT_WORDS = (frozenset(_WORD_NUM) | frozenset(_MULT) | frozenset(_SCALE) | frozenset(_UNITS) | _BUSINESS | _SQUARE
+                | frozenset(_CURRENCY_BEFORE) | frozenset(_MONTHS))
+#: what stands right before a unit word `_quantities` reads as the unit of an amount: the end of the
+#: number (besides its digits: a number word, a hyphen, a scale word), "business" or "square"
+_BEFORE_UNIT = frozenset(_WORD_NUM) | _HYPHENS | frozenset(_SCALE) | _BUSINESS | _SQUARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,3 +311,33 @@ def _qualifier(tokens: list[str], j: int) -> str:
         return ""
     return ""
 
+
+
+def may_have_unit(tokens: list[str]) -> bool:
+    """Whether `_quantities(tokens)` may find an amount whose unit a word gives (a currency, a
+    percentage or multiplier, days, bytes, ...: any unit but a year, a date, a count, a plain
+    number or a clock time), read without reading the amounts: every such unit comes from a
+    multiplier, a currency word before a number, or a unit word right after a number's end,
+    "business" or "square" (a range takes its second number's unit). False is certain; True
+    may be wrong (docket.claims.bounds)."""
+    if not _MULT.keys().isdisjoint(tokens):
+        return True
+    present = _UNIT_WORDS.intersection(tokens)
+    if not present:
+        return False  # (most sentences: no unit or currency word at all)
+    last = len(tokens) - 1
+    for word in present:  # each place it stands at, found by a C scan (a sentence has few)
+        k = tokens.index(word)
+        while True:
+            if word in _CURRENCY_BEFORE and k < last:
+                return True
+            if word in _UNITS and k and (tokens[k - 1] in _BEFORE_UNIT or tokens[k - 1][0].isdigit()):
+                return True
+            try:
+                k = tokens.index(word, k + 1)
+            except ValueError:
+                break
+    return False
+
+
+_UNIT_WORDS = frozenset(_UNITS) | frozenset(_CURRENCY_BEFORE)

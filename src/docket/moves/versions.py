@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from datetime import date as Date
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import repeat
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from docket import deadline
 from docket.claims import Claim, Similar, claims, contradiction, different_subjects, subject
-from docket.claims.compare import PassageClaims, passage_claims
+from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.model import Chunk, Passage
@@ -299,15 +299,17 @@ def disagree(a: str, b: str, overlap: float = 0.6) -> str | None:
     return contradiction(claims(a), claims(b), overlap)
 
 
-def claims_read(p: Passage, f: Any, ctx: Context) -> PassageClaims:
-    """What Moves 1-2 read of a passage's claims (`passage_claims`): a whole chunk's once per
-    chunk (`ChunkFeatures.claims_read`, features `f`), another passage's once per query for both
-    moves (`ctx.claims_read`, by its text)."""
+def claims_read(p: Passage, f: Any, ctx: Context) -> PassageRead:
+    """What Moves 1-2 read of a passage's claims (`PassageRead`: a sketch, the claims split when a
+    pair needs them, or when a later assembly reads the chunk again: `PassageRead.seen_by`): a
+    whole chunk's once per chunk (`ChunkFeatures.claims_read`, features `f`), another passage's
+    once per query for both moves (`ctx.claims_read`, by its text)."""
     if f is not None:
-        return f.claims_read(p.first)  # type: ignore[no-any-return]
+        got = f.claims_read(p.first)
+        return got if got.passage is not None else got.seen_by(ctx)  # type: ignore[no-any-return]
     got = ctx.claims_read.get(p.text)
     if got is None:
-        got = ctx.claims_read[p.text] = passage_claims(statements(p.text))
+        got = ctx.claims_read[p.text] = PassageRead(p.text, partial(statements, p.text))
     return got  # type: ignore[no-any-return]
 
 
@@ -379,11 +381,20 @@ class _Titles:
         return n
 
     def different_subjects(self, i: int, j: int) -> bool:
-        """Whether pool[i] and pool[j] are about different subjects (the class docstring)."""
-        (ta, pa, sa), (tb, pb, sb) = self._head(i), self._head(j)
+        """Whether pool[i] and pool[j] are about different subjects (the class docstring). (Asked
+        for every similar pair: what was read of each passage is looked up inline, without a call.)"""
+        heads = self.heads
+        (ta, pa, sa), (tb, pb, sb) = heads.get(i) or self._head(i), heads.get(j) or self._head(j)
         if not ta or not tb or pa == pb:
             return False
-        return sa == sb or (self._names(i) and self._names(j))
+        if sa == sb:
+            return True
+        named = self.named
+        ni = named.get(i)
+        if not (self._names(i) if ni is None else ni):
+            return False
+        nj = named.get(j)
+        return self._names(j) if nj is None else nj
 
 
 def _same_title(a: Passage, b: Passage) -> bool:
@@ -442,16 +453,18 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
         auth_a, auth_b = auth[i], auth[j]
         if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
             continue
-        if titles.different_subjects(i, j) or different_subjects(opens_with(i), opens_with(j)):
+        if titles.different_subjects(i, j) or different_subjects(subjects.get(i) or opens_with(i),
+                                                                 subjects.get(j) or opens_with(j)):
             continue  # different subjects (the second is contradiction's own first test): no claims split, no memo
         ka, kb = memo_part[i], memo_part[j]
         memo_key = (ka, kb, overlap, emb_key) if ka is not None and kb is not None else None
         why = memo.get(memo_key) if memo_key is not None else None
         if why is None:
-            # the claims as contradiction reads them, split only for passages in a similar-enough pair and
-            # read once per chunk (or per text) by claims_read; it skips what the other passage states
+            # the claims as contradiction reads them, read once per chunk (or per text) by claims_read and
+            # split only when the two sketches leave the answer open (most similar pairs: they cannot
+            # conflict, issue 21 decision 3); it skips what the other passage states
             ra, rb = claims_read(a, pool_feats[i], ctx), claims_read(b, pool_feats[j], ctx)
-            why = contradiction(ra.claims, rb.claims, overlap, _same_title(a, b), similar, sentence_pairs, (ra, rb)) or ""
+            why = contradiction_read(ra, rb, overlap, _same_title(a, b), similar, sentence_pairs) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
         if not why:
