@@ -228,6 +228,25 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def gc_pauses(url: str) -> str:
+    """The serving process's GC policy passes from /metrics (docket.service.collector): count,
+    total and mean ms per kind; a tree without the policy says so."""
+    import httpx
+
+    text = httpx.get(url + "/metrics", timeout=10).text
+    found: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        for part in ("count", "sum"):
+            head = f"docket_gc_pause_seconds_{part}{{kind=\""
+            if line.startswith(head):
+                kind = line[len(head):].split('"', 1)[0]
+                found.setdefault(kind, {})[part] = float(line.rsplit(" ", 1)[1])
+    if not found:
+        return "none (this tree has no docket_gc_pause_seconds)"
+    return ", ".join(f"{k} {v.get('count', 0):.0f} passes, {1000 * v.get('sum', 0):.0f} ms in all "
+                     f"({1000 * v.get('sum', 0) / max(v.get('count', 1), 1):.1f} ms each)" for k, v in found.items())
+
+
 def load_average() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -265,6 +284,7 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
         peak = round(sum(peak_rss_mb(pid) for pid in server_pids(proc)), 1)
         for row in rows:
             row.update(server_peak_mb=peak, workers=args.workers)
+        print(f"[{name}] server GC policy: {gc_pauses(url)}", flush=True)
     finally:
         if indexer is not None:
             stop(indexer)
