@@ -67,11 +67,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: str, log: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db: str, log: Path, workers: int = 1, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "-m", "docket", "serve", "--db", db, "--port", str(port), "--host",
-                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning", "--workers", str(workers)],
+                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning", "--workers", str(workers),
+                             *extra],
                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -255,7 +256,7 @@ def load_average() -> str:
 
 
 def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    proc, url = start_server(loc, tmp / f"{name}.log", args.workers)
+    proc, url = start_server(loc, tmp / f"{name}.log", args.workers, tuple(args.serve_args.split()))
     indexer = None
     rows: list[dict[str, Any]] = []
     try:
@@ -306,6 +307,7 @@ def main() -> None:
     ap.add_argument("--first-sight", type=int, default=0, metavar="N",
                     help="also N /v1/assemble requests whose 200 records were never seen, at each concurrency")
     ap.add_argument("--workers", type=int, default=1, help="docket serve --workers (worker processes)")
+    ap.add_argument("--serve-args", default="", help="more options for docket serve, e.g. '--no-gc-freeze'")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="docket-load-"))
