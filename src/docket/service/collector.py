@@ -5,9 +5,9 @@ its caches (the feature cache keeps up to 100k chunks' features, ~30 tracked obj
 full pass costs 0.1-0.4 s at a few thousand cached chunks and more later, and one comes every
 ~30 first-sight requests, stalling every request in flight: that set the p99.
 
-The policy: when a request's response has been sent, collect what is not frozen (only the
-objects made since the last freeze, a few ms) and freeze the survivors. Young collections then
-scan one request's objects, and the automatic full pass has almost nothing to scan. A cycle
+The policy: when a request's response has been sent, collect the young generations (objects made
+since the last freeze, a fraction of a millisecond) and freeze the survivors. Young collections
+then scan one request's objects, and the automatic full pass has almost nothing to scan. A cycle
 that dies after it was frozen (a cache eviction, or a request that was in flight while another
 froze) is not collected while frozen, so every `sweep_requests` requests, and whenever the
 server has been idle `sweep_idle_seconds`, a sweep unfreezes everything and collects it once:
@@ -73,7 +73,7 @@ class Collector:
     def activate(self) -> None:
         """Take over the process's collector: collect once and freeze what start-up loaded."""
         self.active = True
-        self._timed("startup", _collect_and_freeze)
+        self._timed("startup", _collect_all_and_freeze)
 
     def started(self) -> None:
         self.in_flight += 1
@@ -116,7 +116,17 @@ class Collector:
 
 
 def _collect_and_freeze() -> int:
-    """Everything not frozen is what was made since the last freeze: a short pass."""
+    """Collect the young generations, then freeze. Everything not frozen was made since the last
+    freeze; the young generations hold at most a few thousand of those objects, so this pass is
+    bounded (0.5 ms median against 7.5 ms for a full pass over them, 90 first-sight requests) and
+    it finds the cycles a request made and dropped. One that had aged into the oldest generation
+    before it died waits for the sweep (none did in those 90 requests: the sweep freed 0)."""
+    found = gc.collect(1)
+    gc.freeze()
+    return found
+
+
+def _collect_all_and_freeze() -> int:
     found = gc.collect()
     gc.freeze()
     return found
