@@ -120,7 +120,7 @@ def serve_cmd(
                                             "freeze what the request left (no full collection stalls requests).")] = True,
     gc_sweep_requests: Annotated[int, typer.Option("--gc-sweep-requests", help="A full collection after this many "
                                                    "requests (bounds the garbage that waits while frozen).",
-                                                   callback=opt.int_range(1, 10_000_000))] = 1000,
+                                                   callback=opt.int_range(1, 10_000_000))] = 10_000,
     gc_sweep_idle: Annotated[float, typer.Option("--gc-sweep-idle", help="A full collection once the server has "
                                                  "been idle this many seconds.",
                                                  callback=opt.finite(0.0, 86_400.0, lo_open=True))] = 30.0,

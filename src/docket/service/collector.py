@@ -12,6 +12,8 @@ that dies after it was frozen (a cache eviction, or a request that was in flight
 froze) is not collected while frozen, so every `sweep_requests` requests, and whenever the
 server has been idle `sweep_idle_seconds`, a sweep unfreezes everything and collects it once:
 the memory such cycles hold is bounded by what `sweep_requests` requests leave behind.
+Measured: the young collection takes 0.7-1.9 ms a request; 4 sweeps over ~500 first-sight
+requests (concurrency 1 and 4) freed 867 objects in all, at 1.1 s each; so sweeps are rare.
 
 The process is global state: only the process owner turns the policy on (`activate`, called by
 `docket serve`); an app built by `create_app` in someone else's process leaves the GC alone.
@@ -30,12 +32,14 @@ from docket.errors import InputError
 
 @dataclass(frozen=True)
 class GcSettings:
-    """What the policy does; the defaults bound frozen garbage to 1,000 requests' worth."""
+    """What the policy does; the defaults bound frozen garbage to 10,000 requests' worth (measured:
+    ~2 objects a request reach a sweep, at concurrency 1 and 4), and the sweep, which scans the whole
+    heap (1.1 s at a 10k-chunk store after 500 first-sight requests), stays rare."""
 
     #: collect and freeze after every request (False: only the start-up objects are frozen)
     freeze: bool = True
     #: a full sweep (unfreeze, collect, freeze) after this many requests
-    sweep_requests: int = 1000
+    sweep_requests: int = 10_000
     #: a full sweep once the server has had no request in flight this long (and served one since)
     sweep_idle_seconds: float = 30.0
 
