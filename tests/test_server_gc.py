@@ -215,3 +215,22 @@ def test_the_served_app_reports_its_policy_in_metrics(tmp_path: Any) -> None:
     assert 'docket_gc_pause_seconds_count{kind="collect"}' in text
     assert 'docket_gc_pause_seconds_count{kind="sweep"} 1.0' in text
     assert "docket_gc_frozen_objects" in text
+
+
+def test_the_idle_watch_sweeps_once_the_server_is_quiet() -> None:
+    """The lifespan's watch (docket.server runs it for the app's life) sweeps after the idle time."""
+    import anyio
+
+    from docket.service.collector import watch_idle
+
+    collector = Collector(GcSettings(sweep_idle_seconds=0.05))
+    collector.activate()
+    collector.started()
+    collector.finished()
+
+    async def briefly() -> None:
+        with anyio.move_on_after(0.5):
+            await watch_idle(collector, tick=0.01)
+
+    anyio.run(briefly)
+    assert collector.sweeps == 1 and collector.since_sweep == 0  # once: nothing served since
