@@ -7,12 +7,16 @@ time limit per cell; it stops by itself and stops every process it started.
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --requests 100 --concurrency 1,8
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --backends sqlite --concurrency 1 --first-sight 60
     .venv/bin/python benchmarks/service_load.py --chunks 10000 --backends sqlite --concurrency 2,4 --first-sight 40 --workers 2
+    .venv/bin/python benchmarks/service_load.py --chunks 100000 --backends sqlite --concurrency 1 --first-sight-ask 150
 
 The store is built once per size (cached under benchmarks/out/) from the paragraphs of
 ../shared/data, as benchmarks/store_speed.py builds it; `--embedder hash` (the default) keeps the
 100k build to a minute; with it the question embedding costs ~0, so the MiniLM cost per
 question is measured separately and printed beside the figures. Only 127.0.0.1 is contacted.
-`--workers N` starts `docket serve --workers N`. The first-sight cells run at each concurrency
+`--workers N` starts `docket serve --workers N`; `--serve-args` passes more options (an A/B of
+one tree: `--serve-args=--no-gc-freeze`). `--first-sight-ask N` adds N /v1/ask requests whose
+questions were never asked. The server's GC policy passes (/metrics) are printed after the cells;
+p99 and the server's peak RSS are in the table. The first-sight cells run at each concurrency
 (fresh bodies per cell); the load average before and after each cell is printed (figures are only
 comparable on a machine nobody else is loading).
 """
@@ -67,11 +71,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: str, log: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db: str, log: Path, workers: int = 1, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "-m", "docket", "serve", "--db", db, "--port", str(port), "--host",
-                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning", "--workers", str(workers)],
+                             "127.0.0.1", "--embedder", "hash", "--log-level", "warning", "--workers", str(workers),
+                             *extra],
                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -144,6 +149,18 @@ def first_sight_payloads(count: int, start: int = 0) -> list[dict[str, Any]]:
             cands.append({"id": f"fs{r}-{i}", "doc": f"fsdoc{r}-{i // 4}", "text": variant(t, 1 + (r * 200 + i) // len(items)),
                           "title": title, "position": i % 4, "score": round(0.9 - i * 0.002, 4)})
         out.append({"question": QUESTIONS[r % len(QUESTIONS)], "candidates": cands, "budget": 1500})
+    return out
+
+
+def first_sight_questions(count: int, start: int = 0) -> list[dict[str, Any]]:
+    """`count` /v1/ask bodies with questions never asked before, each on a different paragraph
+    (its title and opening words), so retrieval reaches chunks the server has not assembled yet."""
+    items = corpus(5000)
+    out = []
+    for r in range(start, start + count):
+        title, text = items[(r * 7919) % len(items)]
+        opening = " ".join(text.split()[:8])
+        out.append({"question": f"What does the record about {title} say of {opening}? ({r})", "budget": 1500})
     return out
 
 
@@ -228,6 +245,27 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def gc_pauses(url: str) -> str:
+    """The serving process's GC policy passes from /metrics (docket.service.collector): count,
+    total and mean ms per kind; a tree without the policy says so."""
+    import httpx
+
+    text = httpx.get(url + "/metrics", timeout=10).text
+    found: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        for metric, part in (("docket_gc_pause_seconds_count", "count"), ("docket_gc_pause_seconds_sum", "sum"),
+                             ("docket_gc_collected_objects_total", "freed")):
+            head = metric + '{kind="'
+            if line.startswith(head):
+                kind = line[len(head):].split('"', 1)[0]
+                found.setdefault(kind, {})[part] = float(line.rsplit(" ", 1)[1])
+    if not found:
+        return "none (this tree has no docket_gc_pause_seconds)"
+    return ", ".join(f"{k} {v.get('count', 0):.0f} passes, {1000 * v.get('sum', 0):.0f} ms in all "
+                     f"({1000 * v.get('sum', 0) / max(v.get('count', 1), 1):.1f} ms each, "
+                     f"{v.get('freed', 0):.0f} objects freed)" for k, v in found.items())
+
+
 def load_average() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -236,7 +274,7 @@ def load_average() -> str:
 
 
 def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    proc, url = start_server(loc, tmp / f"{name}.log", args.workers)
+    proc, url = start_server(loc, tmp / f"{name}.log", args.workers, tuple(args.serve_args.split()))
     indexer = None
     rows: list[dict[str, Any]] = []
     try:
@@ -255,6 +293,13 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
             row.update(backend=name, endpoint="/v1/assemble (first sight)", load=f"{before} -> {load_average()}")
             rows.append(row)
             print(json.dumps(row), flush=True)
+        for k, conc in enumerate(args.concurrency if args.first_sight_ask else []):
+            before = load_average()
+            bodies = first_sight_questions(args.first_sight_ask, start=k * args.first_sight_ask)
+            row = run_cell(url, "/v1/ask", bodies, args.first_sight_ask, conc, args.time_limit, server_pids(proc))
+            row.update(backend=name, endpoint="/v1/ask (first sight)", load=f"{before} -> {load_average()}")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
         for conc in args.concurrency:
             for path, payloads in (("/v1/assemble", asm), ("/v1/ask", ask)):
                 before = load_average()
@@ -265,6 +310,7 @@ def bench_backend(name: str, loc: str, args: argparse.Namespace, tmp: Path) -> l
         peak = round(sum(peak_rss_mb(pid) for pid in server_pids(proc)), 1)
         for row in rows:
             row.update(server_peak_mb=peak, workers=args.workers)
+        print(f"[{name}] server GC policy: {gc_pauses(url)}", flush=True)
     finally:
         if indexer is not None:
             stop(indexer)
@@ -285,7 +331,10 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per cell at most")
     ap.add_argument("--first-sight", type=int, default=0, metavar="N",
                     help="also N /v1/assemble requests whose 200 records were never seen, at each concurrency")
+    ap.add_argument("--first-sight-ask", type=int, default=0, metavar="N",
+                    help="also N /v1/ask requests with questions never asked before, at each concurrency")
     ap.add_argument("--workers", type=int, default=1, help="docket serve --workers (worker processes)")
+    ap.add_argument("--serve-args", default="", help="more options for docket serve, e.g. '--no-gc-freeze'")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="docket-load-"))

@@ -33,6 +33,7 @@ from docket.keys import KeyFile
 from docket.schemas import ErrorOut
 from docket.service import briefs, ops, store
 from docket.service.auth import Identity, bearer_token
+from docket.service.collector import CollectAfterResponse, Collector, GcSettings, watch_idle
 from docket.service.config import CONFIG_ENV, Limits, ServerConfig, session_from_config
 from docket.service.errors import ApiError, install_handlers
 from docket.service.metrics import SECTIONS, Metrics
@@ -47,13 +48,17 @@ except ImportError as e:  # pragma: no cover - depends on the environment (docke
 log = logging.getLogger("docket.server")
 
 
-def _lifespan(threads: int) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(threads: int, collector: Collector) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        import anyio
         import anyio.to_thread
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = max(1, threads)
-        yield
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_idle, collector)  # sweeps only once `docket serve` activated it
+            yield
+            tg.cancel_scope.cancel()
 
     return lifespan
 
@@ -69,7 +74,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
     session = session if session is not None else session_from_config(config)
     service = ServiceState(config, session, keys)
     app = FastAPI(
-        lifespan=_lifespan(config.threads),
+        lifespan=_lifespan(config.threads, service.collector),
         title="docket",
         version=_version(),
         description="Context assembly for RAG: which passages go into the prompt, in what form and order, and why. "
@@ -83,6 +88,7 @@ def create_app(config: ServerConfig | None = None, *, session: Session | None = 
     app.state.keys = keys
     app.add_middleware(BodyLimit, limits=config.limits)  # inside observe: its 413/408 are logged too
     app.middleware("http")(observe)
+    app.add_middleware(CollectAfterResponse, collector=service.collector)  # outermost: after the send
     install_handlers(app)
     for router in (ops.router, briefs.router, store.router):
         app.include_router(router)
@@ -104,18 +110,16 @@ def app_from_env() -> FastAPI:
     limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
     app = create_app(config)
     app.state.session.warm_up()
-    freeze_startup_objects()
+    freeze_startup_objects(app)
     return app
 
 
-def freeze_startup_objects() -> None:
-    """Move what start-up loaded (models, indexes) out of the garbage collector's view: a full
-    collection during a large request then scans only that request's objects, which keeps the
-    pauses that stall every other request (and /healthz) short."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
+def freeze_startup_objects(app: FastAPI) -> None:
+    """Move what start-up loaded (models, indexes) out of the garbage collector's view and hand
+    the process's collector to the app's policy (docket.service.collector): from now on each
+    request's survivors are frozen once its response is sent, so no full collection scans the
+    caches while requests wait. Only the process owner calls this; a library never does."""
+    app.state.service.collector.activate()
 
 
 def configure_logging(level: str = "info") -> None:
@@ -127,6 +131,6 @@ def configure_logging(level: str = "info") -> None:
     log.propagate = False
 
 
-__all__ = ["CONFIG_ENV", "SECTIONS", "ApiError", "Identity", "Limits", "Metrics", "ServerConfig", "ServiceState",
+__all__ = ["CONFIG_ENV", "SECTIONS", "ApiError", "GcSettings", "Identity", "Limits", "Metrics", "ServerConfig", "ServiceState",
            "app_from_env", "bearer_token", "configure_logging", "create_app", "freeze_startup_objects",
            "session_from_config"]

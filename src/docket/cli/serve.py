@@ -116,6 +116,14 @@ def serve_cmd(
                                                 "body (then 408).", callback=opt.finite(0.0, 3600.0, lo_open=True))] = 30.0,
     max_connections: Annotated[int, typer.Option("--max-connections", help="Open connections per worker (more get "
                                                  "503 at once).", callback=opt.int_range(1, 100_000))] = 512,
+    gc_freeze: Annotated[bool, typer.Option("--gc-freeze/--no-gc-freeze", help="After each response, collect and "
+                                            "freeze what the request left (no full collection stalls requests).")] = True,
+    gc_sweep_requests: Annotated[int, typer.Option("--gc-sweep-requests", help="A full collection after this many "
+                                                   "requests (bounds the garbage that waits while frozen).",
+                                                   callback=opt.int_range(1, 10_000_000))] = 10_000,
+    gc_sweep_idle: Annotated[float, typer.Option("--gc-sweep-idle", help="A full collection once the server has "
+                                                 "been idle this many seconds.",
+                                                 callback=opt.finite(0.0, 86_400.0, lo_open=True))] = 30.0,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.",
                                            callback=opt.choice("debug", "info", "warning", "error"))] = "info",
 ) -> None:
@@ -128,7 +136,8 @@ def serve_cmd(
     except ImportError:
         raise InputError("needs the server extra: pip install 'docket[server]'", field="serve") from None
     from docket.http_guard import LIMITS_ENV, GuardedH11Protocol
-    from docket.server import CONFIG_ENV, Limits, ServerConfig, configure_logging, create_app, freeze_startup_objects
+    from docket.server import CONFIG_ENV, GcSettings, Limits, ServerConfig, configure_logging, create_app
+    from docket.server import freeze_startup_objects as take_over_gc
 
     opt.requires(model, llm, "--model", "--llm")
     check_listen(host, port)  # a bad address or a port in use: one line and exit 2, before any loading
@@ -136,7 +145,9 @@ def serve_cmd(
                           generator_timeout=timeout, policy=str(policy) if policy else None, embedder=embedder,
                           threads=threads, log_level=log_level,
                           limits=Limits(body_bytes=max_body, candidates=max_candidates, wall_seconds=request_timeout,
-                                        cpu_seconds=request_cpu, body_seconds=body_timeout))
+                                        cpu_seconds=request_cpu, body_seconds=body_timeout),
+                          gc=GcSettings(freeze=gc_freeze, sweep_requests=gc_sweep_requests,
+                                        sweep_idle_seconds=gc_sweep_idle))
     configure_logging(log_level)
     os.environ[LIMITS_ENV] = f"{header_timeout},{body_timeout}"  # read by the protocol, in every worker
     # slow clients: a head and a body have their time limits (docket.http_guard, 408), idle
@@ -150,7 +161,7 @@ def serve_cmd(
         limit_process()  # requests run in worker threads, where docket.blas cannot hold BLAS per call
         application = create_app(config)  # bad settings fail here, with docket's one-line error
         application.state.session.warm_up()
-        freeze_startup_objects()
+        take_over_gc(application)
         err.print(f"docket serving {db} on http://{host}:{port} (docs: http://{host}:{port}/docs)", soft_wrap=True)
         uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False, **net)  # type: ignore[arg-type]
         return

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from docket.api import Session, embedder_named
 from docket.policy import Policy, load_policy
+from docket.service.collector import GcSettings
 
 CONFIG_ENV = "DOCKET_SERVER_CONFIG"
 
@@ -56,6 +57,11 @@ class ServerConfig:
     #: briefs kept per process for GET /v1/trace/{id} (the oldest go first)
     traces: int = 256
     limits: Limits = field(default_factory=Limits)
+    #: the garbage-collection policy of the serving process (docket.service.collector)
+    gc: GcSettings = field(default_factory=GcSettings)
+
+    def __post_init__(self) -> None:
+        self.gc.check()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -64,6 +70,7 @@ class ServerConfig:
     def from_json(cls, text: str) -> ServerConfig:
         data = json.loads(text)
         data["limits"] = Limits(**data.get("limits", {}))
+        data["gc"] = GcSettings(**data.get("gc", {}))
         return cls(**data)
 
 

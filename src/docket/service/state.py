@@ -26,6 +26,7 @@ from docket.keys import ApiKey, KeyFile
 from docket.policy import Policy
 from docket.schemas import AskRequest, CandidateIn
 from docket.service.auth import Identity, owner_of
+from docket.service.collector import Collector
 from docket.service.config import Limits, ServerConfig
 from docket.service.errors import ApiError
 from docket.service.metrics import Metrics
@@ -60,8 +61,11 @@ class ServiceState:
     policies: dict[str | None, Policy] = field(init=False)
     #: readiness never waits behind the requests' threads
     ready_threads: anyio.CapacityLimiter = field(init=False)
+    #: the GC policy; it acts only once the process owner activates it (`docket serve`)
+    collector: Collector = field(init=False)
 
     def __post_init__(self) -> None:
+        self.collector = Collector(self.config.gc, on_pause=self.metrics.gc_observed)
         self.traces = TraceStore(self.config.traces)
         self.policies = {None: self.session.policy}
         self.ready_threads = anyio.CapacityLimiter(2)
