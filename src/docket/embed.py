@@ -46,7 +46,14 @@ def _tokenizer_path() -> Path:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, int8 ONNX, CPU. ~65 sentences/s on two cores."""
+    """all-MiniLM-L6-v2, int8 ONNX, CPU. ~65 sentences/s on two cores.
+
+    A question costs ~7-9 ms, nearly all of it the model: onnxruntime folds the int8 weights to
+    float32 at load, so its 36 weight matmuls run in float32 (~70% of the time). Cheaper paths
+    were measured and left out (benchmarks/embed_speed.py; the stores need these exact bits): a
+    one-thread session for questions (~20% less CPU, but ~25% more wall time when a core is free,
+    and ~100 MB for a second session), a single-text tokenizer path (~12 us of ~8 ms), IOBinding
+    or OrtValues (no gain); real int8 matmuls would be 2.3x cheaper but move vectors by 0.06."""
 
     name = "all-MiniLM-L6-v2-onnx-int8"
     dim = 384
