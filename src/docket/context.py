@@ -62,7 +62,8 @@ class Context:
     #: it was found not to apply (the whole pool is compared)
     reach: Any = None
     #: what Moves 1-2 read of the claims of a passage that is not one whole chunk
-    #: (claims.compare.PassageClaims), by its text: one query's, read once for both moves
+    #: (claims.compare.PassageRead: its sketch, its claims once a pair needs them), by its text: one
+    #: query's, read once for both moves
     claims_read: dict[str, Any] = field(default_factory=dict)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _qvec: np.ndarray | None = None
