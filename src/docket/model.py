@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
+from itertools import repeat
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
@@ -442,6 +443,12 @@ class Trace:
         it holds, so the trace reads the same whenever it is read; it should hold no more than
         that (a trace may be kept long after its assembly)."""
         self._raw.append((move, action, chunks, event, None))  # numbers None: the reason is the event
+
+    def add_deferred_many(self, move: str, action: str, chunks: Sequence[Sequence[str]],
+                          events: Iterable[Callable[[], tuple[str, dict[str, Any]]]]) -> None:
+        """`add_deferred(move, action, c, e)` for each pair of `chunks` and `events`, in order, added
+        in one step (the packer rules out most of a large pool on their bounds)."""
+        self._raw.extend(zip(repeat(move), repeat(action), chunks, events, repeat(None)))
 
     @staticmethod
     def _event(r: tuple[str, str, Any, Any, dict[str, Any] | None]) -> tuple[str, str, list[str], str, dict[str, Any]]:
