@@ -193,3 +193,23 @@ def _words_less_slashed_reference(text: str) -> int:
 def test_the_ascii_word_count_is_the_general_one(text: str) -> None:
     """The ASCII fast path of words_at_least (issue 21) counts what sanitize, strip and split count."""
     assert sizer._ascii_words_less_slashed(text) == _words_less_slashed_reference(text)
+
+
+def test_deferred_events_added_many_at_once_read_as_one_by_one() -> None:
+    made: list[str] = []
+
+    def event(held: str) -> tuple[str, dict[str, int]]:
+        made.append(held)
+        return f"{held} skipped", {"tokens": len(held)}
+
+    many, single = Trace(), Trace()
+    many.add("pack", "take", ["a"], "3 tokens", tokens=3)
+    many.add_deferred_many("pack", "skip", [("b",), ("c", "d")], event, ["bb", "ccc"])  # held values may be strings
+    single.add("pack", "take", ["a"], "3 tokens", tokens=3)
+    for chunks, held in [(("b",), "bb"), (("c", "d"), "ccc")]:
+        single.add_deferred("pack", "skip", chunks, lambda h=held: event(h))  # type: ignore[misc]
+    assert made == [] and len(many) == 3
+    assert many.to_json() == single.to_json()
+    assert many.to_json()[2] == {"move": "pack", "action": "skip", "chunks": ["c", "d"], "reason": "ccc skipped",
+                                 "numbers": {"tokens": 3}}
+    assert many.events[1].reason == "bb skipped" and made == ["bb", "ccc", "bb", "ccc"]  # each made once per trace

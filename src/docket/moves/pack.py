@@ -109,8 +109,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             end = next(compress(count(idx + 1), map(operator.le, bounds[idx + 1:below], repeat(left))), below)
             run = ordered[idx:end]
             unsized.extend(run)
-            skips(MOVE, "skip", list(map(_IDS, run)),
-                  map(partial, repeat(_skip), repeat(cost_of), run, repeat(used), repeat(budget)))
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
             idx = end
             continue
         idx += 1
@@ -142,6 +141,11 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
                             f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")
     return chosen, budget
+
+
+def _skip_at(cost: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
+    """`_skip` with the passage last: one function for a run of skips, each event holding its passage."""
+    return _skip(cost, passage, used, budget)
 
 
 def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:
