@@ -297,9 +297,11 @@ class _Scan:
             hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
-        self.groups = (_Groups(list(map(_DOC, firsts))), _Groups(list(map(_ID, firsts))), _Groups(hashes))
-        #: some document, chunk id or text is shared (else no member joins another through them)
-        self.shared = any(g.more for g in self.groups)
+        values = (list(map(_DOC, firsts)), list(map(_ID, firsts)), hashes)
+        #: some document, chunk id or text is shared (else no member joins another through them, and
+        #: the groups are not built: a set per column tells)
+        self.shared = any(len(set(v)) < n for v in values)
+        self.groups = tuple(map(_Groups, values)) if self.shared else ()
         self.hashes = hashes
         self.in_r = [False] * n
         #: each flushed batch: its positions and their cosines with the pool (one row each)
