@@ -193,42 +193,27 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities,
 
     if not _digits_are_single_tokens(O200kCounter):
         return False
-    # what the checks read of each passage, in one pass (then column by column, no Python step per passage)
-    chunks, overrides, untrusted, ranks, scores = zip(*map(_PACK_COLUMNS, passages))
-    trust = set(untrusted)
+    trust = set(map(_UNTRUSTED, passages))
     if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
         return False
-    # one chunk per source key (what `authorities` reads): a pool has one or a few
     firsts = list(map(_FIRST, passages)) if firsts is None else firsts
-    keyed = list(dict(zip(map(_SOURCE_KEY, firsts), firsts)).values())
-    if len(set(authorities(keyed, pol.versions))) != 1:
+    if len(set(authorities(firsts, pol.versions))) != 1:  # (worked out once per source key)
         return False
-    return _in_order(chunks, overrides, ranks, scores, passages)
+    return _in_pack_order(passages)
 
 
 _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
 _FIRST, _UNTRUSTED = operator.attrgetter("first"), operator.attrgetter("untrusted")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
-_PACK_COLUMNS = operator.attrgetter("chunks", "text_override", "untrusted", "rank", "score")
-#: what docket.moves.versions.authority reads of a chunk (that module imports this one)
-_SOURCE_KEY = operator.attrgetter("source_type", "trust", "status")
 _FEATURES, _COPY_HASH = operator.attrgetter("features"), operator.attrgetter("_copy_hash")
 
 
 def _in_pack_order(passages: Sequence[Passage]) -> bool:
     """Pack's order is (rank, ids): it must be this list's, with scores falling, each passage one
     whole chunk. Read column by column (no Python step per passage) when the ranks rise strictly."""
-    if not passages:
+    if set(map(len, map(_CHUNKS, passages))) != {1} or set(map(_OVERRIDE, passages)) != {None}:
         return False
-    chunks, overrides, ranks, scores = zip(*map(operator.attrgetter("chunks", "text_override", "rank", "score"), passages))
-    return _in_order(chunks, overrides, ranks, scores, passages)
-
-
-def _in_order(chunks: Sequence[Any], overrides: Sequence[Any], ranks: Sequence[Any], scores: Sequence[Any],
-              passages: Sequence[Passage]) -> bool:
-    """`_in_pack_order` of the passages, from their columns."""
-    if set(map(len, chunks)) != {1} or set(overrides) != {None}:
-        return False
+    ranks, scores = list(map(_RANK, passages)), list(map(_SCORE, passages))
     if any(map(operator.lt, scores, scores[1:])) or any(map(operator.gt, ranks, ranks[1:])):
         return False
     if all(map(operator.lt, ranks, ranks[1:])):
@@ -326,7 +311,7 @@ class _Groups:
         self.first, self.more = first, more
 
 
-_DOC_ID_TEXT = operator.attrgetter("doc", "id", "text")
+_DOC, _ID, _TEXT = operator.attrgetter("doc"), operator.attrgetter("id"), operator.attrgetter("text")
 
 
 class _Scan:
@@ -351,8 +336,7 @@ class _Scan:
             hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
-        docs, ids, texts = zip(*map(_DOC_ID_TEXT, firsts))  # one pass over the chunks (`applies`: n > 0)
-        values = (docs, ids, hashes)
+        values = (list(map(_DOC, firsts)), list(map(_ID, firsts)), hashes)
         #: some document, chunk id or text is shared (else no member joins another through them, and
         #: the groups are not built: a set per column tells)
         self.shared = any(len(set(v)) < n for v in values)
@@ -380,7 +364,7 @@ class _Scan:
                 for w in range(min(len(str(n)), 3))]
         #: each candidate's lower bound (its words), and its rendered cost when counted already (any
         #: label up to S999 counts alike): read once, not once per block
-        self.bound = lower_bounds(texts)
+        self.bound = lower_bounds(list(map(_TEXT, firsts)))
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.bound_from: list[int] | None = None
