@@ -88,10 +88,10 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     floor, most = pol.floor, pol.max_passages
     n = len(ordered)
     bounded_from = min(exact_first, n) if pol.enabled else n  # where a lower bound may rule a passage out
-    # every bound read at once (most passages of a large pool are ruled out on theirs), and where
-    # the floor stops the loop: a run of passages ruled out on their bounds is logged in one step
-    bounds = [0] * bounded_from + sizer.bounds(ordered[bounded_from:], widest) if bounded_from < n else []
+    # where the floor stops the loop, and every bound before it read at once (most passages of a
+    # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
+    bounds = [0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest) if bounded_from < below else []
     idx = 0
     while idx < n:
         p = ordered[idx]
