@@ -54,9 +54,10 @@ class Scan:
         self.lo = 0
         self.anchored = False
         self.witnesses = 0
-        self.label = label_for(n)
+        self.label = label_for(n) if n <= 999 else "S999"  # pack's count: this one's, or `extra` more
+        self.extra = max(0, -(-len(str(n)) // 3) - 1)
         self.cost_keys = [("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label_for(10**w)))
-                          for w in range(len(str(n)))]
+                          for w in range(min(len(str(n)), 3))]
         self.authority: int | None = None
 
     def run(self) -> list[int] | None:
@@ -124,8 +125,8 @@ class Scan:
         if self.certain <= self.top_n or values[0] in doc or values[1] in same_id:
             return True
         cost = self.ctx.sizer.costs([p], self.label)[0]
-        self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
-        self.anchored = self.anchored or (cost <= self.room and p.score >= self.ctx.policy.pack.floor)
+        self.lo = min(self.lo + cost, max(self.lo, self.room - cost - self.extra + 1))
+        self.anchored = self.anchored or (cost + self.extra <= self.room and p.score >= self.ctx.policy.pack.floor)
         self.witnesses += 1
         return True
 

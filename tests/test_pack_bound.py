@@ -105,12 +105,40 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
     monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
+    monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label: [0] * len(ps))
+    asked: list[str] = []
+    size = sizer.Costing.__call__
+
+    def sizing(self: sizer.Costing, p: Passage) -> int:
+        asked.append(p.first.id)
+        return size(self, p)
+
+    monkeypatch.setattr(sizer.Costing, "__call__", sizing)
     eager = context([p.first for p in ps], policy=pol)
     chosen_eager, _ = pack(ps, eager)
+    monkeypatch.setattr(sizer.Costing, "__call__", size)
     assert [p.ids for p in chosen] == [p.ids for p in chosen_eager]
     assert lazy.warnings == eager.warnings
     assert lazily_counted < len(ps) or budget >= 2000
     assert lazy.trace.to_json() == eager.trace.to_json()  # the skipped passages counted now, when read
+    assert set(asked) == {p.first.id for p in ps}  # no bound (floor 0): the eager run sized every passage
+
+
+@pytest.mark.parametrize("fmt", formats.text_formats())
+def test_bounds_reads_what_at_least_gives_each_passage(fmt: str) -> None:
+    """`Costing.bounds` (the whole list at once) gives each passage's `at_least`: counted, not yet
+    counted, grown (two chunks) and compressed passages mixed, and again once some are counted."""
+    ps = _pool(40, seed=3)
+    grown = Passage(chunks=(ps[0].first, ps[1].first), score=0.5, rank=41, hits=(ps[0].first.id,))
+    short = ps[2].with_(text_override="a shortened text")
+    mixed = [*ps, grown, short]
+    ctx = context([p.first for p in ps], policy=_policy(fmt, "off"))
+    costing = RenderSizer(ctx).costing("S42")
+    for p in ps[::3]:
+        costing(p)  # counted: its exact count is cached with its features
+    assert costing.bounds(ps) == [costing.at_least(p) for p in ps]
+    assert costing.bounds(mixed) == [costing.at_least(p) for p in mixed]
+    assert costing.bounds([]) == []
 
 
 def test_nothing_fits_warns_with_the_smallest_exact_count() -> None:
@@ -165,3 +193,23 @@ def _words_less_slashed_reference(text: str) -> int:
 def test_the_ascii_word_count_is_the_general_one(text: str) -> None:
     """The ASCII fast path of words_at_least (issue 21) counts what sanitize, strip and split count."""
     assert sizer._ascii_words_less_slashed(text) == _words_less_slashed_reference(text)
+
+
+def test_deferred_events_added_many_at_once_read_as_one_by_one() -> None:
+    made: list[str] = []
+
+    def event(held: str) -> tuple[str, dict[str, int]]:
+        made.append(held)
+        return f"{held} skipped", {"tokens": len(held)}
+
+    many, single = Trace(), Trace()
+    many.add("pack", "take", ["a"], "3 tokens", tokens=3)
+    many.add_deferred_many("pack", "skip", [("b",), ("c", "d")], event, ["bb", "ccc"])  # held values may be strings
+    single.add("pack", "take", ["a"], "3 tokens", tokens=3)
+    for chunks, held in [(("b",), "bb"), (("c", "d"), "ccc")]:
+        single.add_deferred("pack", "skip", chunks, lambda h=held: event(h))  # type: ignore[misc]
+    assert made == [] and len(many) == 3
+    assert many.to_json() == single.to_json()
+    assert many.to_json()[2] == {"move": "pack", "action": "skip", "chunks": ["c", "d"], "reason": "ccc skipped",
+                                 "numbers": {"tokens": 3}}
+    assert many.events[1].reason == "bb skipped" and made == ["bb", "ccc", "bb", "ccc"]  # each made once per trace

@@ -196,3 +196,38 @@ def test_the_lower_bound_never_exceeds_the_rendered_count(text: str) -> None:
     p = Passage.of_chunk(chunk, 1.0, 1)
     for label in ("S1", "S999"):
         assert reach.lower_bound(chunk.text) <= COUNTER.count(render_passage(p, label, Policy().render).block)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=80).filter(lambda t: t.strip()), st.sampled_from(["xml", "lines"]),
+       st.sampled_from([1000, 4321, 99999, 999999]))
+def test_a_wider_label_counts_at_most_label_extra_more(text: str, fmt: str, n: int) -> None:
+    """What the scan assumes of pools of a thousand and more (reach module doc, "Labels"): a
+    passage counted under pack's label for n passages counts at least what it counts under S999,
+    and at most `label_extra(n)` more."""
+    from docket.brief.render import render_passage
+    from docket.model import Passage
+
+    p = Passage.of_chunk(mk("x", text=text, title=text[:20]), 1.0, 1)
+    policy = Policy().updated(render={"format": fmt}).render
+    base = COUNTER.count(render_passage(p, "S999", policy).block)
+    for label in (f"S{n}", f"S{10 ** (len(str(n)) - 1)}"):  # n itself and the smallest label as wide
+        wide = COUNTER.count(render_passage(p, label, policy).block)
+        assert base <= wide <= base + reach.label_extra(n), (label, base, wide)
+    assert reach.label_extra(999) == 0 and reach.label_extra(1000) == 1 and reach.label_extra(999_999) == 1
+
+
+@pytest.mark.parametrize("n,copies", [(1000, 0), (1001, 1), (1003, 4)])
+def test_a_pool_of_a_thousand_and_more_keeps_every_brief(n: int, copies: int) -> None:
+    """From 1,000 candidates pack's label may be one digit wider than S999 or not, as duplicates
+    beyond reach decide: the scan bounds both (module doc, "Labels"). Exact copies deep in the pool
+    bring what pack sees below 1,000 or keep it above; budgets step through the boundaries."""
+    deep = {n - 1 - k: {"text": f"Rule {k}: " + " ".join(f"{w}{k}" for w in FILLER[: 10 + k % 15]) + "."}
+            for k in range(copies)}  # a copy of chunk k's text near the bottom of the pool
+    chunks = _pool(n, deep)
+    seen = 0
+    for budget in range(40, 400, 23):
+        fast, full = _both("What is the taxi allowance?", chunks, budget)
+        assert _brief_fields(fast) == _brief_fields(full), budget
+        seen += _reach_event(fast) is not None
+    assert seen >= 10, seen  # the reachable set applied (the pool is past the old limit of 999)

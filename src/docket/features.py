@@ -25,12 +25,13 @@ import hashlib
 import itertools
 import json
 import math
+import operator
 import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -719,6 +720,10 @@ class FeatureCache:
 
     def entries(self, chunks: Sequence[Chunk]) -> list[_Entry]:
         get = self._objects.young.get
+        # every chunk object's entry among the young ones (a warm pool): read by C-level look-ups
+        found = list(map(get, map(id, chunks)))
+        if not any(map(operator.is_, found, repeat(None))) and all(map(operator.is_, map(_ENTRY_CHUNK, found), chunks)):
+            return found  # type: ignore[return-value]  # no None among them
         out = []
         for c in chunks:
             e = get(id(c))
@@ -729,6 +734,8 @@ class FeatureCache:
 
     def of_passages(self, passages: Sequence[Any]) -> list[ChunkFeatures | None]:
         """The features of each passage that is one whole chunk (its text is the chunk's), else None."""
+        if set(map(len, map(_CHUNKS, passages))) <= {1} and set(map(_OVERRIDE, passages)) <= {None}:
+            return list(map(_FEATURES, self.entries(list(map(_FIRST, passages)))))  # every one a whole chunk
         get = self._objects.young.get
         out: list[ChunkFeatures | None] = []
         for p in passages:
@@ -765,6 +772,9 @@ class FeatureCache:
         self._content.clear()
         self._offered.clear()
 
+
+_ENTRY_CHUNK, _FEATURES = operator.attrgetter("chunk"), operator.attrgetter("features")
+_CHUNKS, _OVERRIDE, _FIRST = operator.attrgetter("chunks"), operator.attrgetter("text_override"), operator.attrgetter("first")
 
 _default: FeatureCache | None = None
 _lock = threading.Lock()

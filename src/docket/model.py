@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
+from itertools import repeat
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
@@ -422,7 +423,9 @@ class Trace:
     __slots__ = ("_raw", "_events")
 
     def __init__(self, events: Iterable[TraceEvent] = ()) -> None:
-        self._raw: list[tuple[str, str, Any, Any, dict[str, Any] | None]] = [
+        #: (move, action, chunks, reason, numbers); a deferred event holds None (add_deferred) or its
+        #: function (add_deferred_many) as numbers until it is read
+        self._raw: list[tuple[str, str, Any, Any, Any]] = [
             (e.move, e.action, e.chunks, e.reason, e.numbers) for e in events]
         self._events: list[TraceEvent] = []
 
@@ -443,11 +446,20 @@ class Trace:
         that (a trace may be kept long after its assembly)."""
         self._raw.append((move, action, chunks, event, None))  # numbers None: the reason is the event
 
+    def add_deferred_many(self, move: str, action: str, chunks: Sequence[Sequence[str]],
+                          event: Callable[[Any], tuple[str, dict[str, Any]]], held: Sequence[Any]) -> None:
+        """`add_deferred(move, action, c, lambda: event(h))` for each pair of `chunks` and `held`, in
+        order, added in one step and without a function object per event (the packer rules out
+        most of a large pool on their bounds). The same rules as `add_deferred` hold for `event`."""
+        self._raw.extend(zip(repeat(move), repeat(action), chunks, held, repeat(event)))
+
     @staticmethod
-    def _event(r: tuple[str, str, Any, Any, dict[str, Any] | None]) -> tuple[str, str, list[str], str, dict[str, Any]]:
+    def _event(r: tuple[str, str, Any, Any, Any]) -> tuple[str, str, list[str], str, dict[str, Any]]:
         move, action, chunks, reason, maybe = r
         if maybe is None:  # add_deferred: the event makes both now
             reason, numbers = reason()
+        elif type(maybe) is not dict:  # add_deferred_many: the event makes both from what it held
+            reason, numbers = maybe(reason)
         else:
             numbers = maybe
             if type(reason) is tuple:
@@ -457,7 +469,7 @@ class Trace:
     def _settle(self) -> list[tuple[str, str, list[str], str, dict[str, Any]]]:
         raw = self._raw
         for i, r in enumerate(raw):
-            if type(r[3]) is not str or type(r[2]) is not list:
+            if type(r[3]) is not str or type(r[2]) is not list or type(r[4]) is not dict:
                 raw[i] = self._event(r)
         return raw  # type: ignore[return-value]
 

@@ -47,6 +47,11 @@ class Sizer(Protocol):
         """`at_least(·, label)` for many passages."""
         ...
 
+    def bounds(self, passages: Sequence[Passage], label: str) -> list[int]:
+        """`at_least(p, label)` of each passage, read for the whole list at once (the packer asks
+        for every passage of the pool: one call, not one per passage)."""
+        ...
+
     def cost_function(self, label: str) -> Callable[[Passage], int]:
         """`cost(·, label)` for many passages, as a function that holds only what counting needs
         (not the assembly context): a trace event may keep it to count a passage when read."""

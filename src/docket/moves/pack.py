@@ -9,9 +9,10 @@ first passage that does not fit.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from functools import partial
-from operator import attrgetter
+from itertools import compress, count, repeat
 from typing import Any
 
 from docket import sizing
@@ -21,7 +22,8 @@ from docket.moves import compress as compress_move
 from docket.moves.authority import authority_order
 from docket.sizing import label_for
 
-_RANK = attrgetter("rank")
+_RANK, _SCORE, _IDS = operator.attrgetter("rank"), operator.attrgetter("score"), operator.attrgetter("ids")
+_UNTRUSTED = operator.attrgetter("untrusted")
 
 MOVE = "pack"
 
@@ -53,7 +55,7 @@ def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
     ordered, moved_up = authority_order(passages, ctx)
     if moved_up:
         ctx.trace.add(MOVE, "reorder", [p.first.id for p in ordered], "authority order: " + "; ".join(moved_up))
-    if ctx.policy.pack.untrusted_last:
+    if ctx.policy.pack.untrusted_last and True in map(_UNTRUSTED, ordered):  # none untrusted: nothing moves
         official = [p for p in ordered if not p.untrusted]
         strangers = [p for p in ordered if p.untrusted]
         worst_official = max((p.rank for p in official), default=0)
@@ -75,28 +77,42 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
     sizer = ctx.sizer
-    cost_of, at_least = sizer.cost_function(widest), sizer.bound_function(widest)
+    cost_of = sizer.cost_function(widest)
     # a passage the compression move may shorten is counted exactly, as is the one that stops naive packing
     exact_first = ctx.policy.compress.needed_top if ctx.policy.compress.enabled else 0
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
     smallest: int | None = None
-    add, defer = ctx.trace.add_format, ctx.trace.add_deferred
+    add, skips = ctx.trace.add_format, ctx.trace.add_deferred_many
     floor, most = pol.floor, pol.max_passages
-    bounded_from = exact_first if pol.enabled else len(ordered)  # where a lower bound may rule a passage out
-    for idx, p in enumerate(ordered):
-        if p.score < floor:
+    n = len(ordered)
+    bounded_from = min(exact_first, n) if pol.enabled else n  # where a lower bound may rule a passage out
+    # where the floor stops the loop, and every bound before it read at once (most passages of a
+    # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
+    below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
+    bounds = [0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest) if bounded_from < below else []
+    idx = 0
+    while idx < n:
+        p = ordered[idx]
+        if idx == below:
             rest = [q.first.id for q in ordered[idx:]]
             ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {floor}", score=round(p.score, 4))
             break
         if most is not None and len(chosen) >= most:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {most} reached")
             break
-        if idx >= bounded_from and used + at_least(p) > budget:
-            unsized.append(p)
-            defer(MOVE, "skip", p.ids, partial(_skip, cost_of, p, used, budget))
+        if idx >= bounded_from and used + bounds[idx] > budget:
+            # this passage and the next ones whose bounds are over what is left, up to the floor
+            # (`used` cannot change while passages are skipped): skipped, each counted when the trace is read
+            left = budget - used
+            end = next(compress(count(idx + 1), map(operator.le, bounds[idx + 1:below], repeat(left))), below)
+            run = ordered[idx:end]
+            unsized.extend(run)
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
+            idx = end
             continue
+        idx += 1
         cost = cost_of(p)
         smallest = cost if smallest is None or cost < smallest else smallest
         if used + cost <= budget:
@@ -104,7 +120,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             chosen.append(p)
             add(MOVE, "take", p.ids, "{} tokens: take, {} of {} used", (cost, used, budget), tokens=cost, used=used)
             continue
-        if idx < exact_first:
+        if idx - 1 < exact_first:
             small = compress_move.compress(p, budget - used, ctx, widest)
             if small is not None:
                 c2 = passage_cost(small, ctx, widest)
@@ -114,7 +130,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                               tokens=c2, used=used)
                 continue
         if not pol.enabled:
-            rest = [q.first.id for q in ordered[idx:]]
+            rest = [q.first.id for q in ordered[idx - 1:]]
             ctx.trace.add(MOVE, "stop", rest, f"{cost} tokens would reach {used + cost} > {budget}: stop (packing off)",
                           tokens=cost)
             break
@@ -125,6 +141,11 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
                             f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")
     return chosen, budget
+
+
+def _skip_at(cost: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
+    """`_skip` with the passage last: one function for a run of skips, each event holding its passage."""
+    return _skip(cost, passage, used, budget)
 
 
 def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:

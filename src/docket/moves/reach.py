@@ -22,8 +22,17 @@ closed, so every pair that could matter is still compared:
 The bound needs pack's order to be rank order in every run: one authority level and one trust
 level in the pool (and in the documents the top hits grow into), scores falling with the rank,
 packing on, no compression, no summary, no MMR, an o200k_base counter (the lower bound is its) and
-fewer than 1,000 passages (the widest label S1000 counts one token more than S999, and how many
-passages pack sees depends on duplicates beyond reach). Otherwise R is the whole pool, as before.
+fewer than a million passages. Otherwise R is the whole pool, as before.
+
+**Labels.** Pack counts each passage under its widest label, S + the number of passages it sees,
+and how many it sees depends on duplicates beyond reach. Under o200k_base every label of one to
+three digits counts alike, and the digits of a longer label are one more pre-token per three
+digits, each one token (docket.counting): so with c a passage's count under a label of up to
+three digits, pack's count is c, or at most c + `extra` where the pool's own label is longer
+(`label_extra`: 1 from 1,000 to 999,999 passages). The scan counts under the three-digit class
+and keeps the bounds sound for either: a candidate is beyond reach when `lo` + c exceeds the room
+(c is at most pack's count), and after a witness `lo` is min(lo + c, max(lo, room - c - extra + 1))
+(taken: at least c more; skipped: more than room - (c + extra) was used).
 """
 
 from __future__ import annotations
@@ -31,7 +40,6 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 from itertools import compress
 from typing import Any
 
@@ -49,8 +57,16 @@ from docket.tokens import O200kCounter
 MIN_POOL = 100
 #: when more than this share of the pool is reachable, the whole pool is compared
 MAX_SHARE = 0.6
-#: pack's labels: up to S999 every label counts alike under o200k_base (docket.counting)
-MAX_PASSAGES = 999
+#: the largest pool the bound is kept for: labels of up to six digits (docket.counting, `label_extra`)
+MAX_PASSAGES = 999_999
+#: the widest label of the class every label of one to three digits counts in (o200k_base)
+LABEL_CLASS = "S999"
+
+
+def label_extra(n: int) -> int:
+    """At most how many tokens a label of `n`'s width counts above one of three digits under
+    o200k_base: one per further group of up to three digits (0 up to 999, 1 up to 999,999)."""
+    return max(0, -(-len(str(n)) // 3) - 1)
 
 
 class PairSims:
@@ -163,11 +179,13 @@ def _key(chunks: Sequence[Chunk]) -> tuple[int, ...]:
     return tuple(id(c) for c in chunks)
 
 
-def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities) -> bool:
-    """The conditions under which pack's order is rank order and the cost bound holds (module doc)."""
+def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities,
+            firsts: Sequence[Chunk] | None = None) -> bool:
+    """The conditions under which pack's order is rank order and the cost bound holds (module doc).
+    `firsts`: the passages' first chunks, when the caller has them."""
     pol = ctx.policy
     n = len(passages)
-    if n < MIN_POOL or n > MAX_PASSAGES or not ctx.has_vectors() or type(ctx.counter) is not O200kCounter:
+    if n == 0 or n < MIN_POOL or n > MAX_PASSAGES or not ctx.has_vectors() or type(ctx.counter) is not O200kCounter:
         return False
     if not pol.pack.enabled or pol.compress.enabled or pol.compress.summary or (pol.dedup.enabled and pol.dedup.mmr):
         return False
@@ -178,9 +196,8 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
     trust = set(map(_UNTRUSTED, passages))
     if len(trust) != 1 or (True in trust and pol.render.spotlight == "datamark"):
         return False
-    # one chunk per source key (what `authorities` reads): a pool has one or a few
-    firsts = list(dict(zip(map(_SOURCE_KEY, map(_FIRST, passages)), map(_FIRST, passages))).values())
-    if len(set(authorities(firsts, pol.versions))) != 1:
+    firsts = list(map(_FIRST, passages)) if firsts is None else firsts
+    if len(set(authorities(firsts, pol.versions))) != 1:  # (worked out once per source key)
         return False
     return _in_pack_order(passages)
 
@@ -188,8 +205,6 @@ def applies(passages: Sequence[Passage], ctx: Context, authorities: Authorities)
 _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
 _FIRST, _UNTRUSTED = operator.attrgetter("first"), operator.attrgetter("untrusted")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
-#: what docket.moves.versions.authority reads of a chunk (that module imports this one)
-_SOURCE_KEY = operator.attrgetter("source_type", "trust", "status")
 _FEATURES, _COPY_HASH = operator.attrgetter("features"), operator.attrgetter("_copy_hash")
 
 
@@ -222,8 +237,32 @@ _PRINTABLE_REMOVED = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3
 _SURE = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u4e00-\u9fff]")
 
 
-@lru_cache(maxsize=1 << 15)
+#: text -> `lower_bound(text)`, bounded (cleared when full): a pool's bounds are read with one C-level
+#: look-up each (an lru_cache hit cost ~0.4 us a text, at 1,000 candidates 0.4 ms an assembly)
+_BOUNDS: dict[str, int] = {}
+BOUNDS_CAPACITY = 1 << 15
+
+
+def lower_bounds(texts: Sequence[str]) -> list[int]:
+    """`lower_bound` of each text."""
+    got = list(map(_BOUNDS.get, texts))
+    if None in got:
+        return [g if g is not None else lower_bound(t) for g, t in zip(got, texts)]
+    return got  # type: ignore[return-value]  # no None among them
+
+
 def lower_bound(text: str) -> int:
+    """`_lower_bound(text)`, memoised."""
+    got = _BOUNDS.get(text)
+    if got is None:
+        got = _lower_bound(text)
+        if len(_BOUNDS) >= BOUNDS_CAPACITY:
+            _BOUNDS.clear()
+        _BOUNDS[text] = got
+    return got
+
+
+def _lower_bound(text: str) -> int:
     """A lower bound of the o200k_base tokens of any rendering of `text`: its words. The
     tokenizer's pre-tokens never hold two runs of text a space apart, and each is one token or
     more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
@@ -235,12 +274,12 @@ def lower_bound(text: str) -> int:
 
 
 def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) -> Reach | None:
-    if not applies(passages, ctx, authorities):
+    chunks = list(map(_FIRST, passages))
+    if not applies(passages, ctx, authorities, chunks):
         return None
     room = _room(ctx)
     if room <= 0:
         return None
-    chunks = list(map(_FIRST, passages))
     vecs = ctx.vectors(chunks)
     scan = _Scan(passages, ctx, vecs, room, authorities, chunks)
     members = scan.run()
@@ -256,7 +295,7 @@ class _Groups:
 
     __slots__ = ("first", "more")
 
-    def __init__(self, values: list[str]) -> None:
+    def __init__(self, values: Sequence[str]) -> None:
         n = len(values)
         # the first position of each value in one C-level pass (a later position is overwritten by an earlier one)
         first = dict(zip(reversed(values), range(n - 1, -1, -1)))
@@ -297,9 +336,11 @@ class _Scan:
             hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
-        self.groups = (_Groups(list(map(_DOC, firsts))), _Groups(list(map(_ID, firsts))), _Groups(hashes))
-        #: some document, chunk id or text is shared (else no member joins another through them)
-        self.shared = any(g.more for g in self.groups)
+        values = (list(map(_DOC, firsts)), list(map(_ID, firsts)), hashes)
+        #: some document, chunk id or text is shared (else no member joins another through them, and
+        #: the groups are not built: a set per column tells)
+        self.shared = any(len(set(v)) < n for v in values)
+        self.groups = tuple(map(_Groups, values)) if self.shared else ()
         self.hashes = hashes
         self.in_r = [False] * n
         #: each flushed batch: its positions and their cosines with the pool (one row each)
@@ -315,12 +356,15 @@ class _Scan:
         #: so its "nothing fits" warning (which names the smallest cost it saw) cannot depend on what is beyond
         self.anchored = False
         self.witnesses = 0
-        self.label = label_for(n)
+        #: the scan counts under a label of up to three digits (the pool's own when it is no wider):
+        #: pack's count is that, or at most `extra` more (module doc, "Labels")
+        self.label = label_for(n) if n <= 999 else LABEL_CLASS
+        self.extra = label_extra(n)
         keys = [("cost", ctx.counter.name, ctx.render_key(), counting.label_class(ctx.counter, label_for(10**w)))
-                for w in range(len(str(n)))]
+                for w in range(min(len(str(n)), 3))]
         #: each candidate's lower bound (its words), and its rendered cost when counted already (any
         #: label up to S999 counts alike): read once, not once per block
-        self.bound = list(map(lower_bound, map(_TEXT, firsts)))
+        self.bound = lower_bounds(list(map(_TEXT, firsts)))
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.bound_from: list[int] | None = None
@@ -430,9 +474,10 @@ class _Scan:
         if self.certain <= self.top_n or (shared and (values[0] in self.groups[0].more or values[1] in self.groups[1].more)):
             return True  # may grow (a top hit) or be absorbed or merged (a shared document)
         p = self.passages[k]
-        cost = self._cost(k, self.known)  # the rendered cost under this pool's label (any label up to S999 counts alike)
-        self.lo = min(self.lo + cost, max(self.lo, self.room - cost + 1))
-        self.anchored = self.anchored or (cost <= self.room and p.score >= self.ctx.policy.pack.floor)
+        cost = self._cost(k, self.known)  # counted under a label of up to three digits (pack: at most `extra` more)
+        # taken (at least `cost` more), or skipped (more than room - (cost + extra) used: pack's count is at most that)
+        self.lo = min(self.lo + cost, max(self.lo, self.room - cost - self.extra + 1))
+        self.anchored = self.anchored or (cost + self.extra <= self.room and p.score >= self.ctx.policy.pack.floor)
         self.witnesses += 1
         return True
 

@@ -44,12 +44,15 @@ def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
 def authorities(chunks: Iterable[Chunk], policy: VersionsPolicy) -> list[int]:
     """`authority` of each chunk, worked out once per (source type, trust): a pool has a few."""
     chunks = chunks if isinstance(chunks, (list, tuple)) else list(chunks)
+    if chunks and all(len(set(map(get, chunks))) == 1 for get in _SOURCE_PARTS):
+        return [authority(chunks[0], policy)] * len(chunks)  # one source key (most pools): no tuple per chunk
     keys = list(map(_SOURCE_KEY, chunks))  # what `authority` reads: source type, trust, status
     memo = {key: authority(c, policy) for key, c in dict(zip(keys, chunks)).items()}  # one chunk per key
     return list(map(memo.__getitem__, keys))
 
 
 _SOURCE_KEY = operator.attrgetter("source_type", "trust", "status")
+_SOURCE_PARTS = tuple(map(operator.attrgetter, ("source_type", "trust", "status")))
 
 
 def _vlabel(v: VersionInfo) -> str:
