@@ -101,8 +101,10 @@ def reference(rev: str) -> ModuleType:
     else:
         pkg = tmp / "claims_reference"
         pkg.mkdir()
-        for name in ("__init__", "words", "quantities", "extract", "compare"):
+        for name in ("__init__", "words", "quantities", "extract", "compare", "bounds"):
             src = _git_show(rev, f"src/docket/claims/{name}.py")
+            if src is None and name == "bounds":
+                continue  # (sketches came in round 5 of issue 21: an older package has none)
             if src is None:
                 raise SystemExit(f"{rev} has neither src/docket/claims.py nor src/docket/claims/{name}.py")
             (pkg / f"{name}.py").write_text(src.replace("docket.claims.", "claims_reference."), encoding="utf-8")

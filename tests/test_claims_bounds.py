@@ -23,7 +23,7 @@ from test_claims_onepass import _ANY, _PIECES, _TEXT
 
 from docket.claims import claims, contradiction, restates
 from docket.claims import compare as K
-from docket.claims.bounds import _has_unit, may_contradict, may_restate, sketch, sketch_of
+from docket.claims.bounds import Sketch, _has_unit, may_contradict, may_restate, sketch, sketch_of
 from docket.claims.words import sentences
 
 _OVERLAPS = (0.0, 0.3, K.YEAR_OVERLAP, 1.0)
@@ -128,6 +128,32 @@ def test_the_sketch_of_claims_in_hand_rules_out_only_what_they_do(pair: tuple[li
                     assert contradiction(x, y, overlap, anaphora, similar) is None
     if not may_restate(sx, sy, K.COPY_OVERLAP, K.COPY_MIN_STATEMENTS):
         assert not restates(x, y)
+
+
+def _may_restate_per_fact(copy: Sketch, source: Sketch, overlap: float, least: int) -> bool:
+    """`may_restate` as it was before its one-set-operation bound: each fact tested alone."""
+    if len(copy.facts) < least:
+        return False
+    if least <= 0:
+        return True
+    close = [f for f in copy.facts if len(f.high & source.words) >= overlap * len(f.low) - 1e-9]
+    found = 0
+    for f in close:
+        if any(s.negated == f.negated and len(f.high & s.high) >= overlap * len(f.low | s.low) - 1e-9
+               for s in source.sentences):
+            found += 1
+    return found >= least
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_near(), st.sampled_from([0.0, 0.3, K.COPY_OVERLAP, 1.0]), st.integers(0, 4))
+def test_may_restate_bounds_a_pair_by_all_facts_words_as_each_fact_would(pair: tuple[str, str], overlap: float,
+                                                                          least: int) -> None:
+    sx, sy = sketch(pair[0]), sketch(pair[1])
+    assert sx.fact_words == frozenset().union(*[f.high for f in sx.facts])
+    assert sx.fact_lows == tuple(sorted(len(f.low) for f in sx.facts))
+    for a, b in ((sx, sy), (sy, sx)):
+        assert may_restate(a, b, overlap, least) == _may_restate_per_fact(a, b, overlap, least)
 
 
 def _read(text: str, split_already: bool) -> K.PassageRead:

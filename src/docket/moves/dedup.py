@@ -186,13 +186,20 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
                 subject(passages[k].text)
         return subjects[k]
 
+    reads: dict[int, Any] = {}
+
+    def read(k: int) -> Any:
+        # what `restates` reads of passage k as a copy and as a source (claims_read: once per chunk
+        # or per text, the same object for every pair), looked up once per passage here
+        got = reads[k] = claims_read(passages[k], feats[k], ctx)
+        return got
+
     docs = [p.doc for p in passages]
     out = set()
     for j, i in zip(rows, cols):
-        if docs[i] == docs[j] or different_subjects(opens_with(i), opens_with(j)):
+        if docs[i] == docs[j] or different_subjects(subjects.get(i) or opens_with(i), subjects.get(j) or opens_with(j)):
             continue
-        # what `restates` reads of each as a copy and as a source: read once per chunk (or per text) by claims_read
-        vi, vj = claims_read(passages[i], feats[i], ctx), claims_read(passages[j], feats[j], ctx)
+        vi, vj = reads.get(i) or read(i), reads.get(j) or read(j)
         if restates_read(vi, vj) or restates_read(vj, vi):
             out.add((j, i))
     return out
