@@ -103,7 +103,7 @@ def test_kept_rows_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_fetched_halves() -> None:
     kept = _Fetched(4).at("1")
-    row = object()
+    row = (object(), "record", object())
     for cid in "abc":
         kept.put(cid, row)  # type: ignore[arg-type]
     assert set(kept.young) == {"c"} and set(kept.old) == {"a", "b"}
@@ -112,3 +112,52 @@ def test_fetched_halves() -> None:
     assert kept.at("1") is kept and len(kept) == 2
     assert len(kept.at("2")) == 0  # another generation: emptied
 
+
+
+def test_a_row_without_its_record_is_kept_while_the_records_stamp_holds() -> None:
+    kept = _Fetched(8).at("1")  # no stamp: a row without its record is not kept
+    bare, full = (object(), None, object()), (object(), "record", object())
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.get("a") is None
+    kept.at("1", (5, 0)).put("a", bare)  # type: ignore[arg-type]
+    kept.put("b", full)  # type: ignore[arg-type]
+    assert kept.at("1", (5, 0)).get("a") is bare
+    assert kept.at("1", (6, 0)).get("a") is None and kept.get("b") is full  # the records may have changed
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.at("1", (6, 1)).get("a") is None  # a change through this connection
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.at("1", None).get("a") is None and kept.get("b") is full
+
+
+def test_kept_rows_offer_records_filled_later(tmp_path: Path) -> None:
+    """Rows read before their records existed are kept (a repeat fetch reads nothing), and once
+    a record is written, by another connection or this one, without a new generation, the next
+    fetch reads the rows again and offers the record."""
+    p = _store(tmp_path)
+    s = SQLiteStore(p)
+    s._conn.execute("DELETE FROM chunk_features")  # as an import leaves a store
+    s.close()
+    s = SQLiteStore(p)
+    ids = ["d1-v1-0", "d2-v1-1", "d3-v1-0"]
+    first = s.get_many(ids)
+    again = s.get_many(ids)
+    assert all(again[cid] is first[cid] for cid in ids)  # kept without a record
+    generation = s.generation()
+    for n, writer in enumerate(("other", "self")):
+        w = SQLiteStore(p) if writer == "other" else s
+        with w._lock:
+            w._conn.execute("BEGIN IMMEDIATE")
+            w._conn.execute("INSERT INTO chunk_features SELECT rowid, ? FROM chunks WHERE id = ?",
+                            (f'{{"by": "{writer}"}}', ids[n]))
+            w._conn.execute("COMMIT")
+        if w is not s:
+            w.close()
+        assert s.generation() == generation  # as fill_records writes: no new generation
+        s.features.clear()
+        got = s.get_many(ids)
+        assert got[ids[n]] is not first[ids[n]]  # read again: its record is offered
+        offered = s.features._offered.get(id(got[ids[n]]))  # type: ignore[attr-defined]
+        assert offered is not None and writer in str(offered[1])
+        first = got
+    assert s.get_many(ids)[ids[2]] is first[ids[2]]  # nothing written since: kept again
+    s.close()
