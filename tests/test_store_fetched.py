@@ -36,6 +36,14 @@ def _fresh(p: Path, ids: list[str]) -> dict[str, object]:
         s.close()
 
 
+def _fresh_version(p: Path, doc: str, version: int) -> list[object]:
+    s = SQLiteStore(p, read_only=True)
+    try:
+        return [c.model_dump() for c in s.chunks_of(doc, version)]
+    finally:
+        s.close()
+
+
 def _dumped(got: dict[str, object]) -> dict[str, object]:
     return {cid: c.model_dump() for cid, c in got.items()}  # type: ignore[attr-defined]
 
@@ -72,6 +80,8 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
             s.delete(f"d{d}")
         asked = [*ids, *IDS]
         assert _dumped(s.get_many(asked)) == _fresh(p, asked)
+        for v in (1, 10 + n):  # a version's chunks, through the kept rows, equal a fresh read in order
+            assert [c.model_dump() for c in s.chunks_of(f"d{d}", v)] == _fresh_version(p, f"d{d}", v)
         with s.snapshot():
             assert _dumped(s.get_many(ids)) == _fresh(p, ids)
     s.close()
@@ -85,8 +95,11 @@ def test_a_repeated_fetch_hands_out_the_same_chunk_and_offers_it_again(tmp_path:
     assert set(again) == {"d2-v1-1", "d1-v1-0"}
     assert again["d1-v1-0"] is first["d1-v1-0"]
     assert len(s.features._offered) == 2  # type: ignore[attr-defined]
+    assert s.chunks_of("d1", 1)[0] is first["d1-v1-0"]  # a version's chunks come from the kept rows
     s.write_version(version("d9", 1, ["something new"]))
     assert s.get_many(["d1-v1-0"])["d1-v1-0"] is not first["d1-v1-0"]  # a write empties what was kept
+    with s._transaction():
+        assert [c.id for c in s.chunks_of("d1", 1)] == ["d1-v1-0", "d1-v1-1"]  # inside a write: read as it stands
     s.close()
 
 
