@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from store_cases import EMB, version
 
 from docket.store import sqlite_read
+from docket.store.access import Principal
 from docket.store.sqlite import SQLiteStore
 from docket.store.sqlite_read import _Fetched
 
@@ -44,6 +45,18 @@ def _fresh_version(p: Path, doc: str, version: int) -> list[object]:
         s.close()
 
 
+DOCS = [f"d{d}" for d in range(8)]
+WHO = [None, Principal("user:ann"), Principal("user:bob"), Principal("user:cy", frozenset({"group:hr"}))]
+
+
+def _fresh_versions(p: Path, who: Principal | None) -> dict[str, object]:
+    s = SQLiteStore(p, read_only=True)
+    try:
+        return s.readable_versions_of(DOCS, who)  # type: ignore[return-value]
+    finally:
+        s.close()
+
+
 def _dumped(got: dict[str, object]) -> dict[str, object]:
     return {cid: c.model_dump() for cid, c in got.items()}  # type: ignore[attr-defined]
 
@@ -62,6 +75,8 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
     s = SQLiteStore(p)
     for n, (what, d, ids) in enumerate(steps):  # each write a higher version than any before: always accepted
         s.get_many(IDS)  # everything kept at the current generation
+        for who in WHO:
+            s.readable_versions_of(DOCS, who)
         if what == "self":
             s.write_version(version(f"d{d}", 10 + n, [f"new {n} text", f"new {n} more", "third"]))
         elif what == "other":
@@ -80,6 +95,8 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
             s.delete(f"d{d}")
         asked = [*ids, *IDS]
         assert _dumped(s.get_many(asked)) == _fresh(p, asked)
+        for who in WHO:  # the readable versions, kept per acl, equal a fresh listing
+            assert s.readable_versions_of(DOCS, who) == _fresh_versions(p, who)
         for v in (1, 10 + n):  # a version's chunks, through the kept rows, equal a fresh read in order
             assert [c.model_dump() for c in s.chunks_of(f"d{d}", v)] == _fresh_version(p, f"d{d}", v)
         with s.snapshot():

@@ -80,10 +80,39 @@ class _Fetched:
         return len(self.young) + len(self.old)
 
 
+#: how many documents' readable versions an open store keeps (`_Listed`), per principal's acl
+LISTED_DOCS = 4096
+
+
+class _Listed:
+    """The readable versions `readable_versions_of` listed at one write generation, by (the
+    access condition, document): Move 1 asks for the versions of the same candidates' documents
+    on every `ask`. Any write changes the generation and empties it (versions and acls are only
+    written in write transactions, which move it). Bounded: emptied when it holds `capacity`."""
+
+    __slots__ = ("capacity", "generation", "lists")
+
+    def __init__(self, capacity: int = LISTED_DOCS) -> None:
+        self.capacity = capacity
+        self.generation = ""
+        self.lists: dict[tuple[object, str], tuple[VersionInfo, ...]] = {}
+
+    def at(self, generation: str) -> _Listed:
+        if generation != self.generation:
+            self.lists, self.generation = {}, generation
+        return self
+
+    def put(self, key: tuple[object, str], infos: list[VersionInfo]) -> None:
+        if len(self.lists) >= self.capacity:
+            self.lists = {}
+        self.lists[key] = tuple(infos)
+
+
 class _Reads(_Opened):
     """The read side of `SQLiteStore`."""
 
     _fetched: _Fetched | None = None
+    _listed: _Listed | None = None
 
     def _generation(self) -> str:
         return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
@@ -189,8 +218,29 @@ class _Reads(_Opened):
         """`versions_many` keeping only the versions that hold a chunk `principal` may read
         (anonymous: a public one): what a scoped view lists, in one query instead of two."""
         acl, acl_args = _where_sql(Filters(principal=principal))
-        return self._version_infos(docs, f" AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc = v.doc AND "
-                                         f"c.version = v.version{acl})", acl_args)
+        where = f" AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc = v.doc AND c.version = v.version{acl})"
+        with self._lock:
+            if self._conn.in_transaction and not self._snapshot_depth:  # inside a write: nothing kept
+                return self._version_infos(docs, where, acl_args)
+            with self.snapshot():  # the generation and the lists of one state
+                if self._listed is None:
+                    self._listed = _Listed(LISTED_DOCS)
+                kept = self._listed.at(self._generation())
+                cond = (acl, tuple(acl_args))
+                out: dict[str, list[VersionInfo]] = {}
+                missing = []
+                for d in dict.fromkeys(docs):
+                    got = kept.lists.get((cond, d))
+                    if got is None:
+                        missing.append(d)
+                    else:
+                        out[d] = list(got)
+                if not missing:
+                    return out
+                for d, infos in self._version_infos(missing, where, acl_args).items():
+                    kept.put((cond, d), infos)
+                    out[d] = infos
+        return {d: out[d] for d in dict.fromkeys(docs)}
 
     def _version_infos(self, docs: Sequence[str], where: str, args: Sequence[Any] = ()) -> dict[str, list[VersionInfo]]:
         """The versions of `docs` (lowest first) passing `where`, built straight from plain rows:
