@@ -127,6 +127,9 @@ class _Index:
     stats: dict[tuple[str, ...] | None, tuple[int, float]] = field(default_factory=dict)
     #: rowid -> row of the live appended rows (made on first use by `positions`)
     appended_at: dict[int, int] | None = None
+    #: whether the loaded rows' rowids run without a gap (None: not yet looked at): then a rowid's
+    #: row is its offset from the first, with no bisection (an imported store's rowids do)
+    consecutive: bool | None = None
 
     @classmethod
     def load(cls, rows: _Rows, acl_rows: Sequence[tuple[str, int]], generation: str, seq: int) -> _Index:
@@ -262,8 +265,15 @@ class _Index:
         base = self.rowids[: self.base_rows]
         out = np.full(rowids.shape[0], -1, dtype=np.int64)
         if base.size:
-            at = np.minimum(np.searchsorted(base, rowids), base.size - 1)
-            hit = base[at] == rowids
+            if self.consecutive is None:  # rowids in increasing order, each once: no gap iff the span is the count
+                self.consecutive = int(base[-1]) - int(base[0]) == base.size - 1
+            if self.consecutive:
+                at = rowids - base[0]
+                hit = (at >= 0) & (at < base.size)
+                at[~hit] = 0
+            else:
+                at = np.minimum(np.searchsorted(base, rowids), base.size - 1)
+                hit = base[at] == rowids
             if self.alive is not None:
                 hit &= self.alive[at]
             out[hit] = at[hit]
