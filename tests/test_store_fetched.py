@@ -191,3 +191,13 @@ def test_kept_rows_offer_records_filled_later(tmp_path: Path) -> None:
         first = got
     assert s.get_many(ids)[ids[2]] is first[ids[2]]  # nothing written since: kept again
     s.close()
+
+
+def test_kept_version_lists_are_bounded_and_of_one_generation() -> None:
+    from docket.store.sqlite_read import _Listed
+
+    kept = _Listed(4).at("1")
+    for d in range(9):
+        kept.put(("public", f"d{d}"), [])
+        assert len(kept.lists) <= 4
+    assert kept.at("1").lists and not kept.at("2").lists  # another generation: emptied
