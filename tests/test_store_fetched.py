@@ -112,7 +112,6 @@ def test_a_repeated_fetch_hands_out_the_same_chunk_and_offers_it_again(tmp_path:
     assert set(again) == {"d2-v1-1", "d1-v1-0"}
     assert again["d1-v1-0"] is first["d1-v1-0"]
     assert len(s.features._offered) == 2  # type: ignore[attr-defined]
-    assert s.chunks_of("d1", 1)[0] is first["d1-v1-0"]  # a version's chunks come from the kept rows
     s.write_version(version("d9", 1, ["something new"]))
     assert s.get_many(["d1-v1-0"])["d1-v1-0"] is not first["d1-v1-0"]  # a write empties what was kept
     with s._transaction():

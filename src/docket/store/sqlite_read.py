@@ -9,7 +9,7 @@ import json
 import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import date as Date
 from typing import Any
 
@@ -174,16 +174,9 @@ class _Reads(_Opened):
         return found  # keyed by each row's own id, as SQLite matched it
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
-        """The version's chunks in position order: their ids in one light query, their rows
-        through `get_many` (Move 3 asks for the neighbours of the same candidates on every
-        `ask`: kept rows are not read and unpacked again), both in one snapshot."""
-        q = "SELECT c.id FROM chunks c WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
+        q = f"SELECT {_COLS} FROM {_FROM} WHERE c.doc = ? AND c.version = ? ORDER BY c.position IS NULL, c.position, c.id"
         with self._lock:
-            writing = self._conn.in_transaction and not self._snapshot_depth  # inside a write: read as it stands
-            with nullcontext() if writing else self.snapshot():
-                ids = [r[0] for r in self._conn.execute(q, (doc, version))]
-                found = self.get_many(ids)
-        return [found[cid] for cid in ids]
+            return [self._chunk(r) for r in self._conn.execute(q, (doc, version))]
 
     def versions(self, doc: str) -> list[VersionInfo]:
         return [v.info() for v in self.stored_versions(doc)]
