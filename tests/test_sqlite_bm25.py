@@ -77,3 +77,36 @@ def test_no_pruning_below_the_size_or_with_one_term() -> None:
     assert bm25._contenders(one, lens, 1.0, 5, 3, 0) is None
     two = one + [(np.arange(2), np.ones(2, dtype=np.float32), 1.0)]
     assert bm25._contenders(two, lens, 1.0, 5, 3, bm25.PRUNE_MIN_POSTINGS) is None  # 7 postings
+
+
+@given(values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.25, 3.0, 7.5]), min_size=2, max_size=400),
+       noise=st.booleans(), k=st.integers(1, 60), seed=st.integers(0, 2**31))
+@settings(max_examples=300, deadline=None)
+def test_kth_through_a_sample_equals_a_full_partition(values: list[float], noise: bool, k: int, seed: int) -> None:
+    """`_kth` narrowed by a sample (from 16 scores on here) gives the full partition's value,
+    ties at the k-th included; `_top` with `rows` orders as with the keys gathered first."""
+    from docket.store import sqlite_index
+
+    scores = np.asarray(values, dtype=np.float64)
+    if noise:
+        scores = scores + np.random.default_rng(seed).random(scores.shape[0])
+    k = min(k, scores.shape[0] - 1)
+    want = np.partition(scores, scores.shape[0] - k)[scores.shape[0] - k]
+    old = sqlite_index._KTH_SAMPLE_FROM
+    sqlite_index._KTH_SAMPLE_FROM = 16
+    try:
+        assert sqlite_index._kth(scores, k) == want
+        rows = np.random.default_rng(seed).permutation(scores.shape[0] + 5)[: scores.shape[0]]
+        keys = np.arange(scores.shape[0] + 5, dtype=np.int64)[::-1]
+        assert _top(scores, keys, k, rows=rows).tolist() == _top(scores, keys[rows], k).tolist()
+    finally:
+        sqlite_index._KTH_SAMPLE_FROM = old
+
+
+def test_kth_of_many_scores_takes_the_sampled_path() -> None:
+    from docket.store import sqlite_index
+
+    rng = np.random.default_rng(3)
+    for n, k in ((5000, 100), (20000, 100), (20000, 1), (9000, 50)):
+        scores = np.round(rng.random(n) * 50) / 7  # many ties
+        assert sqlite_index._kth(scores, k) == np.partition(scores, n - k)[n - k]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from store_cases import EMB, version
 
 from docket.store import sqlite_read
+from docket.store.access import Principal
 from docket.store.sqlite import SQLiteStore
 from docket.store.sqlite_read import _Fetched
 
@@ -36,6 +37,26 @@ def _fresh(p: Path, ids: list[str]) -> dict[str, object]:
         s.close()
 
 
+def _fresh_version(p: Path, doc: str, version: int) -> list[object]:
+    s = SQLiteStore(p, read_only=True)
+    try:
+        return [c.model_dump() for c in s.chunks_of(doc, version)]
+    finally:
+        s.close()
+
+
+DOCS = [f"d{d}" for d in range(8)]
+WHO = [None, Principal("user:ann"), Principal("user:bob"), Principal("user:cy", frozenset({"group:hr"}))]
+
+
+def _fresh_versions(p: Path, who: Principal | None) -> dict[str, object]:
+    s = SQLiteStore(p, read_only=True)
+    try:
+        return s.readable_versions_of(DOCS, who)  # type: ignore[return-value]
+    finally:
+        s.close()
+
+
 def _dumped(got: dict[str, object]) -> dict[str, object]:
     return {cid: c.model_dump() for cid, c in got.items()}  # type: ignore[attr-defined]
 
@@ -54,6 +75,8 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
     s = SQLiteStore(p)
     for n, (what, d, ids) in enumerate(steps):  # each write a higher version than any before: always accepted
         s.get_many(IDS)  # everything kept at the current generation
+        for who in WHO:
+            s.readable_versions_of(DOCS, who)
         if what == "self":
             s.write_version(version(f"d{d}", 10 + n, [f"new {n} text", f"new {n} more", "third"]))
         elif what == "other":
@@ -72,6 +95,10 @@ def test_kept_rows_equal_a_fresh_read(tmp_path_factory: pytest.TempPathFactory, 
             s.delete(f"d{d}")
         asked = [*ids, *IDS]
         assert _dumped(s.get_many(asked)) == _fresh(p, asked)
+        for who in WHO:  # the readable versions, kept per acl, equal a fresh listing
+            assert s.readable_versions_of(DOCS, who) == _fresh_versions(p, who)
+        for v in (1, 10 + n):  # a version's chunks, through the kept rows, equal a fresh read in order
+            assert [c.model_dump() for c in s.chunks_of(f"d{d}", v)] == _fresh_version(p, f"d{d}", v)
         with s.snapshot():
             assert _dumped(s.get_many(ids)) == _fresh(p, ids)
     s.close()
@@ -87,6 +114,8 @@ def test_a_repeated_fetch_hands_out_the_same_chunk_and_offers_it_again(tmp_path:
     assert len(s.features._offered) == 2  # type: ignore[attr-defined]
     s.write_version(version("d9", 1, ["something new"]))
     assert s.get_many(["d1-v1-0"])["d1-v1-0"] is not first["d1-v1-0"]  # a write empties what was kept
+    with s._transaction():
+        assert [c.id for c in s.chunks_of("d1", 1)] == ["d1-v1-0", "d1-v1-1"]  # inside a write: read as it stands
     s.close()
 
 
@@ -103,7 +132,7 @@ def test_kept_rows_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_fetched_halves() -> None:
     kept = _Fetched(4).at("1")
-    row = object()
+    row = (object(), "record", object())
     for cid in "abc":
         kept.put(cid, row)  # type: ignore[arg-type]
     assert set(kept.young) == {"c"} and set(kept.old) == {"a", "b"}
@@ -112,3 +141,62 @@ def test_fetched_halves() -> None:
     assert kept.at("1") is kept and len(kept) == 2
     assert len(kept.at("2")) == 0  # another generation: emptied
 
+
+
+def test_a_row_without_its_record_is_kept_while_the_records_stamp_holds() -> None:
+    kept = _Fetched(8).at("1")  # no stamp: a row without its record is not kept
+    bare, full = (object(), None, object()), (object(), "record", object())
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.get("a") is None
+    kept.at("1", (5, 0)).put("a", bare)  # type: ignore[arg-type]
+    kept.put("b", full)  # type: ignore[arg-type]
+    assert kept.at("1", (5, 0)).get("a") is bare
+    assert kept.at("1", (6, 0)).get("a") is None and kept.get("b") is full  # the records may have changed
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.at("1", (6, 1)).get("a") is None  # a change through this connection
+    kept.put("a", bare)  # type: ignore[arg-type]
+    assert kept.at("1", None).get("a") is None and kept.get("b") is full
+
+
+def test_kept_rows_offer_records_filled_later(tmp_path: Path) -> None:
+    """Rows read before their records existed are kept (a repeat fetch reads nothing), and once
+    a record is written, by another connection or this one, without a new generation, the next
+    fetch reads the rows again and offers the record."""
+    p = _store(tmp_path)
+    s = SQLiteStore(p)
+    s._conn.execute("DELETE FROM chunk_features")  # as an import leaves a store
+    s.close()
+    s = SQLiteStore(p)
+    ids = ["d1-v1-0", "d2-v1-1", "d3-v1-0"]
+    first = s.get_many(ids)
+    again = s.get_many(ids)
+    assert all(again[cid] is first[cid] for cid in ids)  # kept without a record
+    generation = s.generation()
+    for n, writer in enumerate(("other", "self")):
+        w = SQLiteStore(p) if writer == "other" else s
+        with w._lock:
+            w._conn.execute("BEGIN IMMEDIATE")
+            w._conn.execute("INSERT INTO chunk_features SELECT rowid, ? FROM chunks WHERE id = ?",
+                            (f'{{"by": "{writer}"}}', ids[n]))
+            w._conn.execute("COMMIT")
+        if w is not s:
+            w.close()
+        assert s.generation() == generation  # as fill_records writes: no new generation
+        s.features.clear()
+        got = s.get_many(ids)
+        assert got[ids[n]] is not first[ids[n]]  # read again: its record is offered
+        offered = s.features._offered.get(id(got[ids[n]]))  # type: ignore[attr-defined]
+        assert offered is not None and writer in str(offered[1])
+        first = got
+    assert s.get_many(ids)[ids[2]] is first[ids[2]]  # nothing written since: kept again
+    s.close()
+
+
+def test_kept_version_lists_are_bounded_and_of_one_generation() -> None:
+    from docket.store.sqlite_read import _Listed
+
+    kept = _Listed(4).at("1")
+    for d in range(9):
+        kept.put(("public", f"d{d}"), [])
+        assert len(kept.lists) <= 4
+    assert kept.at("1").lists and not kept.at("2").lists  # another generation: emptied

@@ -117,9 +117,10 @@ class _Dense(_Search):
         if pos.shape[0] < min(k, selected):
             self.last_dense = "exact-fallback"
             return None
-        scores = m.mat[pos] @ q
-        top, exact = _dense_top(scores, pos, m.mat, q, m.rowids, k)
-        return [(m.ids[int(r)], float(x)) for r, x in zip(pos[top], exact)]
+        rows = m.mat[pos]  # gathered once: scored here, the contenders re-scored from it
+        top, exact = _dense_top(rows @ q, np.arange(pos.shape[0]), rows, q, m.rowids[pos], k)
+        ids = m.ids
+        return [(ids[r], x) for r, x in zip(pos[top].tolist(), exact.tolist())]
 
     # --- keeping the index ---------------------------------------------------------------------
     def _ann_current(self, m: _Index, settings: AnnSettings) -> AnnIndex | None:

@@ -30,20 +30,33 @@ class _Fetched:
     float32 vector): a repeated candidate is handed out again (the same frozen `Chunk`) without
     its SQL row, its 384 floats unpacked again or its record offered from a new object. Any write
     changes the generation and empties it. Bounded: two halves of `capacity` / 2, the older one
-    dropped when the newer fills (a row met again moves to the newer)."""
+    dropped when the newer fills (a row met again moves to the newer).
 
-    __slots__ = ("generation", "half", "old", "young")
+    A row read without its feature record (an imported store before `docket features`) is kept
+    only while the records can be known unchanged: `fill_records` writes records without a new
+    generation (no chunk changes), so such rows are dropped whenever the records' `stamp` moves
+    (see `_Reads._records_stamp`), and the next read offers the filled records."""
+
+    __slots__ = ("bare", "generation", "half", "old", "stamp", "young")
 
     def __init__(self, capacity: int = FETCHED_ROWS) -> None:
         self.generation = ""
+        self.stamp: object = None
+        self.bare = False  # whether a row without its record may be kept
         self.half = max(1, capacity // 2)
         self.young: dict[str, tuple[Chunk, Any, np.ndarray]] = {}
         self.old: dict[str, tuple[Chunk, Any, np.ndarray]] = {}
 
-    def at(self, generation: str) -> _Fetched:
-        """These rows if they were read at `generation`, else emptied for it."""
+    def at(self, generation: str, stamp: object = None) -> _Fetched:
+        """These rows if they were read at `generation`, else emptied for it; the rows without a
+        record only if they were read at the records' `stamp` too (None: keep no such row)."""
         if generation != self.generation:
-            self.young, self.old, self.generation = {}, {}, generation
+            self.young, self.old, self.generation, self.bare = {}, {}, generation, False
+        elif self.bare and (stamp is None or stamp != self.stamp):
+            self.young = {cid: row for cid, row in self.young.items() if row[1] is not None}
+            self.old = {cid: row for cid, row in self.old.items() if row[1] is not None}
+            self.bare = False
+        self.stamp = stamp
         return self
 
     def get(self, chunk_id: str) -> tuple[Chunk, Any, np.ndarray] | None:
@@ -55,6 +68,10 @@ class _Fetched:
         return got
 
     def put(self, chunk_id: str, row: tuple[Chunk, Any, np.ndarray]) -> None:
+        if row[1] is None:
+            if self.stamp is None:
+                return
+            self.bare = True
         self.young[chunk_id] = row
         if len(self.young) >= self.half:
             self.old, self.young = self.young, {}
@@ -63,10 +80,39 @@ class _Fetched:
         return len(self.young) + len(self.old)
 
 
+#: how many documents' readable versions an open store keeps (`_Listed`), per principal's acl
+LISTED_DOCS = 4096
+
+
+class _Listed:
+    """The readable versions `readable_versions_of` listed at one write generation, by (the
+    access condition, document): Move 1 asks for the versions of the same candidates' documents
+    on every `ask`. Any write changes the generation and empties it (versions and acls are only
+    written in write transactions, which move it). Bounded: emptied when it holds `capacity`."""
+
+    __slots__ = ("capacity", "generation", "lists")
+
+    def __init__(self, capacity: int = LISTED_DOCS) -> None:
+        self.capacity = capacity
+        self.generation = ""
+        self.lists: dict[tuple[object, str], tuple[VersionInfo, ...]] = {}
+
+    def at(self, generation: str) -> _Listed:
+        if generation != self.generation:
+            self.lists, self.generation = {}, generation
+        return self
+
+    def put(self, key: tuple[object, str], infos: list[VersionInfo]) -> None:
+        if len(self.lists) >= self.capacity:
+            self.lists = {}
+        self.lists[key] = tuple(infos)
+
+
 class _Reads(_Opened):
     """The read side of `SQLiteStore`."""
 
     _fetched: _Fetched | None = None
+    _listed: _Listed | None = None
 
     def _generation(self) -> str:
         return str(self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
@@ -93,7 +139,13 @@ class _Reads(_Opened):
             with self.snapshot():
                 if self._fetched is None:
                     self._fetched = _Fetched(FETCHED_ROWS)
-                return self._read_chunks(ids, self._fetched.at(self._generation()))
+                return self._read_chunks(ids, self._fetched.at(self._generation(), self._records_stamp()))
+
+    def _records_stamp(self) -> tuple[int, int]:
+        """What moves when feature records may have been written without a new generation:
+        another connection's commit (`PRAGMA data_version`, read inside the snapshot) or any
+        change made through this one (`total_changes`, rolled back or not)."""
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._conn.total_changes
 
     def _read_chunks(self, ids: list[str], kept: _Fetched | None) -> dict[str, Chunk]:
         """`get_many` of distinct `ids`: the rows in `kept` re-offered to the feature cache (it
@@ -117,10 +169,8 @@ class _Reads(_Opened):
                 c, record, vector = self._row_parts(r)
                 self.features.offer(c, record, vector)
                 found[c.id] = c
-                if kept is not None and record is not None:
-                    # a row without its feature record is not kept: `fill_records` writes records
-                    # without a new generation (no chunk changes), and the next read must offer them
-                    kept.put(c.id, (c, record, vector))
+                if kept is not None:
+                    kept.put(c.id, (c, record, vector))  # without its record: while the records' stamp holds
         return found  # keyed by each row's own id, as SQLite matched it
 
     def chunks_of(self, doc: str, version: int) -> list[Chunk]:
@@ -161,8 +211,29 @@ class _Reads(_Opened):
         """`versions_many` keeping only the versions that hold a chunk `principal` may read
         (anonymous: a public one): what a scoped view lists, in one query instead of two."""
         acl, acl_args = _where_sql(Filters(principal=principal))
-        return self._version_infos(docs, f" AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc = v.doc AND "
-                                         f"c.version = v.version{acl})", acl_args)
+        where = f" AND EXISTS (SELECT 1 FROM chunks c WHERE c.doc = v.doc AND c.version = v.version{acl})"
+        with self._lock:
+            if self._conn.in_transaction and not self._snapshot_depth:  # inside a write: nothing kept
+                return self._version_infos(docs, where, acl_args)
+            with self.snapshot():  # the generation and the lists of one state
+                if self._listed is None:
+                    self._listed = _Listed(LISTED_DOCS)
+                kept = self._listed.at(self._generation())
+                cond = (acl, tuple(acl_args))
+                out: dict[str, list[VersionInfo]] = {}
+                missing = []
+                for d in dict.fromkeys(docs):
+                    got = kept.lists.get((cond, d))
+                    if got is None:
+                        missing.append(d)
+                    else:
+                        out[d] = list(got)
+                if not missing:
+                    return out
+                for d, infos in self._version_infos(missing, where, acl_args).items():
+                    kept.put((cond, d), infos)
+                    out[d] = infos
+        return {d: out[d] for d in dict.fromkeys(docs)}
 
     def _version_infos(self, docs: Sequence[str], where: str, args: Sequence[Any] = ()) -> dict[str, list[VersionInfo]]:
         """The versions of `docs` (lowest first) passing `where`, built straight from plain rows:

@@ -213,7 +213,8 @@ class _Search(_Writes):
                 scores = m.mat @ q
             rows_of = idx if idx is not None else np.arange(scores.shape[0])
             top, exact = _dense_top(scores, rows_of, m.mat, q, m.rowids, k)
-        return [(m.ids[int(r)], float(x)) for r, x in zip(rows_of[top], exact)]
+        ids = m.ids
+        return [(ids[r], x) for r, x in zip(rows_of[top].tolist(), exact.tolist())]
 
     def search_bm25(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         terms = query_terms(query)
