@@ -80,8 +80,13 @@ def title_match(title: str, text: str) -> float:
 
 def title_match_strict(title: str, text: str) -> float:
     """Only whole-phrase mentions count as links (partial word overlap is too loose for them)."""
-    hay = phrase(text)
-    return 1.0 if any(phrase(v) in hay for v in title_variants(title)) else 0.0
+    return 1.0 if title_in(title, phrase(text)) else 0.0
+
+
+def title_in(title: str, hay: str) -> bool:
+    """Whether some variant of `title` is a whole phrase of `hay` (a text's `phrase`): the test of
+    `title_match_strict`, for a caller that holds the text's phrase already."""
+    return any(phrase(v) in hay for v in title_variants(title))
 
 
 def bm25_scores(query: str, docs: Sequence[str], k1: float = K1, b: float = B) -> list[float]:

@@ -17,7 +17,7 @@ from docket import deadline
 from docket.context import Context
 from docket.model import Passage
 from docket.moves import reach
-from docket.moves.versions import authorities, authority
+from docket.moves.versions import ClaimsReads, authorities, authority
 from docket.text import copy_hash as text_hash
 from docket.text import copy_key as normalize
 
@@ -170,7 +170,6 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
         return set()
     from docket.claims import different_subjects, subject
     from docket.claims.compare import restates_read
-    from docket.moves.versions import claims_read
 
     _, rows, cols = reach.similar_pairs(passages, ctx, ctx.policy.versions.conflict_similarity)
     if not rows:
@@ -186,20 +185,13 @@ def _restated_pairs(passages: list[Passage], ctx: Context, feats: list[Any]) -> 
                 subject(passages[k].text)
         return subjects[k]
 
-    reads: dict[int, Any] = {}
-
-    def read(k: int) -> Any:
-        # what `restates` reads of passage k as a copy and as a source (claims_read: once per chunk
-        # or per text, the same object for every pair), looked up once per passage here
-        got = reads[k] = claims_read(passages[k], feats[k], ctx)
-        return got
-
+    reads = ClaimsReads(passages, feats, ctx)  # what `restates` reads of each, as a copy and as a source
     docs = [p.doc for p in passages]
     out = set()
     for j, i in zip(rows, cols):
         if docs[i] == docs[j] or different_subjects(subjects.get(i) or opens_with(i), subjects.get(j) or opens_with(j)):
             continue
-        vi, vj = reads.get(i) or read(i), reads.get(j) or read(j)
+        vi, vj = reads[i], reads[j]
         if restates_read(vi, vj) or restates_read(vj, vi):
             out.add((j, i))
     return out

@@ -23,7 +23,7 @@ from docket.dates import find_dates
 from docket.model import Chunk, Passage
 from docket.moves import reach
 from docket.policy import VersionsPolicy
-from docket.rescore import phrase, title_variants
+from docket.rescore import phrase, title_in
 from docket.store.base import VersionInfo, section_of, version_in_force
 
 MOVE = "versions"
@@ -316,6 +316,20 @@ def claims_read(p: Passage, f: Any, ctx: Context) -> PassageRead:
     return got  # type: ignore[no-any-return]
 
 
+class ClaimsReads(dict[int, PassageRead]):
+    """`claims_read` of each passage of a pool, by its position: `reads[k]`. Moves 1-2 read a
+    passage in every similar pair it is in; it is looked up once per passage, and a read after that
+    is one dict look-up."""
+
+    def __init__(self, pool: Any, feats: Any, ctx: Context) -> None:
+        super().__init__()
+        self.pool, self.feats, self.ctx = pool, feats, ctx  # indexable by position: the passages, their features
+
+    def __missing__(self, k: int) -> PassageRead:
+        got = self[k] = claims_read(self.pool[k], self.feats[k], self.ctx)
+        return got
+
+
 def _sentence_similarity(ctx: Context) -> Similar | None:
     """Cosine of two sentences with the assembler's embedder, each sentence embedded once."""
     if ctx.embedder is None:
@@ -344,9 +358,8 @@ def _names_title(title: str, text: str) -> bool:
     of two strings, asked for every similar pair, so a passage in many pairs was re-tokenised for
     each (and again on every query over the same chunks)."""
     head = title.split(",")[0].strip()
-    hay = phrase(text)  # (read once for both variants: `title_match_strict` of each, as it reads them)
-    return any(phrase(v) in hay for v in title_variants(title)) or (
-        head != title and bool(head) and any(phrase(v) in hay for v in title_variants(head)))
+    hay = phrase(text)  # read once for the title and its head
+    return title_in(title, hay) or (head != title and bool(head) and title_in(head, hay))
 
 
 @lru_cache(maxsize=8192)
@@ -450,13 +463,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
     # the features key of each whole-chunk passage (what the pair memo is keyed by), else None
     memo_part = {k: f.key if f is not None and _whole_chunk(pool[k]) else None for k, f in pool_feats.items()}
     overlap = pol.conflict_overlap
-    reads: dict[int, PassageRead] = {}
-
-    def read(k: int) -> PassageRead:
-        # passage k's claims_read (the same object for every pair it is in), looked up once per pool
-        got = reads[k] = claims_read(pool[k], pool_feats[k], ctx)
-        return got
-
+    reads = ClaimsReads(pool, pool_feats, ctx)
     for i, j in zip(rows, cols):
         deadline.check()  # pairs grow with the square of the pool: a request's budget bounds them
         a, b = pool[i], pool[j]
@@ -475,7 +482,7 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
             # the claims as contradiction reads them, read once per chunk (or per text) by claims_read and
             # split only when the two sketches leave the answer open (most similar pairs: they cannot
             # conflict, issue 21 decision 3); it skips what the other passage states
-            ra, rb = reads.get(i) or read(i), reads.get(j) or read(j)
+            ra, rb = reads[i], reads[j]
             why = contradiction_read(ra, rb, overlap, _same_title(a, b), similar, sentence_pairs) or ""
             if memo_key is not None:
                 memo.put(memo_key, why)
