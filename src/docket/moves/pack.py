@@ -91,7 +91,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     # where the floor stops the loop, and every bound before it read at once (most passages of a
     # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
-    bounds = [0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest) if bounded_from < below else []
+    bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest)) if bounded_from < below else []
     idx = 0
     while idx < n:
         p = ordered[idx]
@@ -112,7 +112,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
             idx = end
             continue
-        idx += 1
+        at, idx = idx, idx + 1  # p is ordered[at]: counted now
         cost = cost_of(p)
         smallest = cost if smallest is None or cost < smallest else smallest
         if used + cost <= budget:
@@ -120,7 +120,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             chosen.append(p)
             add(MOVE, "take", p.ids, "{} tokens: take, {} of {} used", (cost, used, budget), tokens=cost, used=used)
             continue
-        if idx - 1 < exact_first:
+        if at < exact_first:
             small = compress_move.compress(p, budget - used, ctx, widest)
             if small is not None:
                 c2 = passage_cost(small, ctx, widest)
@@ -130,7 +130,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                               tokens=c2, used=used)
                 continue
         if not pol.enabled:
-            rest = [q.first.id for q in ordered[idx - 1:]]
+            rest = [q.first.id for q in ordered[at:]]
             ctx.trace.add(MOVE, "stop", rest, f"{cost} tokens would reach {used + cost} > {budget}: stop (packing off)",
                           tokens=cost)
             break
