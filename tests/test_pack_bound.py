@@ -5,6 +5,7 @@ and traces exactly as when every passage is counted."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -87,6 +88,18 @@ def _pool(n: int, seed: int = 7) -> list[Passage]:
     return passages(chunks, [1.0 - 0.001 * i for i in range(n)])
 
 
+def _record(monkeypatch: pytest.MonkeyPatch, method: str, into: list[str]) -> Any:
+    """Wrap `Costing.<method>` so each passage it sizes is noted in `into`; returns the original."""
+    original = getattr(sizer.Costing, method)
+
+    def recorded(self: sizer.Costing, p: Passage) -> int:
+        into.append(p.first.id)
+        return original(self, p)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(sizer.Costing, method, recorded)
+    return original
+
+
 @pytest.mark.parametrize("budget", [60, 400, 2000])
 @pytest.mark.parametrize("compress", [True, False])
 def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress: bool,
@@ -94,26 +107,14 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     ps = _pool(80)
     pol = Policy().updated(pack={"budget": budget, "floor": 0.0}, compress={"enabled": compress})
     counted: list[str] = []
-    count = sizer.Costing.count
-
-    def counting(self: sizer.Costing, p: Passage) -> int:
-        counted.append(p.first.id)
-        return count(self, p)
-
-    monkeypatch.setattr(sizer.Costing, "count", counting)
+    _record(monkeypatch, "count", counted)
     lazy = context([p.first for p in ps], policy=pol)
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
     monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
     monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label: [0] * len(ps))
     asked: list[str] = []
-    size = sizer.Costing.__call__
-
-    def sizing(self: sizer.Costing, p: Passage) -> int:
-        asked.append(p.first.id)
-        return size(self, p)
-
-    monkeypatch.setattr(sizer.Costing, "__call__", sizing)
+    size = _record(monkeypatch, "__call__", asked)
     eager = context([p.first for p in ps], policy=pol)
     chosen_eager, _ = pack(ps, eager)
     monkeypatch.setattr(sizer.Costing, "__call__", size)
