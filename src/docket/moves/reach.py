@@ -364,6 +364,9 @@ class _Scan:
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.bound_from: list[int] | None = None
+        #: positions in order of their bounds, and how far `_rest_beyond` has read them
+        self.by_bound: list[int] | None = None
+        self.cursor = 0
         self.authority: int | None = None
 
     def run(self) -> list[int] | None:
@@ -400,8 +403,16 @@ class _Scan:
         left = self.room - self.lo
         if self.bound_from[t] > left:
             return True
-        rest = min(compress(self.bound[t:], map(operator.not_, self.in_r[t:])), default=None)  # members' do not count
-        return rest is None or rest > left
+        # the smallest bound of a non-member from t on (members' do not count): positions by bound, read
+        # from a cursor that only moves on (a position before t, or in R, stays so for the rest of the scan)
+        by_bound, in_r, n = self.by_bound, self.in_r, len(self.in_r)
+        if by_bound is None:
+            by_bound = self.by_bound = np.argsort(np.asarray(self.bound, dtype=np.int64), kind="stable").tolist()
+        c = self.cursor
+        while c < n and (by_bound[c] < t or in_r[by_bound[c]]):
+            c += 1
+        self.cursor = c
+        return c == n or self.bound[by_bound[c]] > left
 
     def _cost(self, k: int, known: list[int | None]) -> int:
         """x's rendered cost: counted already, else counted now (pack counts it too)."""
