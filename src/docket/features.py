@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import operator
+import re
 import struct
 import threading
 from collections import Counter
@@ -442,7 +443,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record", "_subject", "_claims_read", "_head_folded",
+        "_claims_record", "_subject", "_claims_read", "_head_folded", "_words_bound",
         "costs",
     )
 
@@ -467,6 +468,8 @@ class ChunkFeatures:
         self._claims_read: Any = None
         #: `head_folded`, filled on first use
         self._head_folded: str | None = None
+        #: `words_bound`, filled on first use
+        self._words_bound: int | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -530,6 +533,14 @@ class ChunkFeatures:
         if h is None:
             h = self._copy_hash = copy_hash(chunk.text)
         return h
+
+    def words_bound(self, chunk: Chunk) -> int:
+        """`text_words_bound(chunk.text)`, once per chunk (the reachable set reads it for every
+        candidate of every pool the chunk is in)."""
+        b = self._words_bound
+        if b is None:
+            b = self._words_bound = text_words_bound(chunk.text)
+        return b
 
     def statements(self, chunk: Chunk) -> list[Any]:
         """The text's claims (docket.claims: the statements conflict detection compares)."""
@@ -774,6 +785,28 @@ class FeatureCache:
 
 
 _ENTRY_CHUNK, _FEATURES = operator.attrgetter("chunk"), operator.attrgetter("features")
+
+
+_ASCII_SPACE = re.compile(r"[ \n]+")
+#: the printable characters docket.brief.clean removes (its _INVISIBLE class less what is not printable)
+_PRINTABLE_REMOVED = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                                "\U000e0100-\U000e01ef]")
+#: letters and digits that docket.brief.clean never removes and o200k_base never joins across a space
+_SURE = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u4e00-\u9fff]")
+
+
+def text_words_bound(text: str) -> int:
+    """A lower bound of the o200k_base tokens of any rendering of `text`: its words. The
+    tokenizer's pre-tokens never hold two runs of text a space apart, and each is one token or
+    more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
+    between spaces and newlines holding a letter or digit that cleaning never removes. (The
+    reachable set's bound, docket.moves.reach; a pure function of the text, kept per chunk.)"""
+    flat = text.replace("\n", " ")
+    if flat.isprintable() and (flat.isascii() or _PRINTABLE_REMOVED.search(flat) is None):
+        return len(flat.split())  # printable: " " is its only space, and cleaning removes nothing
+    return sum(1 for w in _ASCII_SPACE.split(text) if _SURE.search(w))
+
+
 _CHUNKS, _OVERRIDE, _FIRST = operator.attrgetter("chunks"), operator.attrgetter("text_override"), operator.attrgetter("first")
 
 _default: FeatureCache | None = None

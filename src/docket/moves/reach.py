@@ -38,15 +38,15 @@ and keeps the bounds sound for either: a candidate is beyond reach when `lo` + c
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
 
 from docket import counting
 from docket.context import Context, _at_least, pairs_at_least
+from docket.features import text_words_bound
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.sizing import label_for, raw_budget
@@ -61,6 +61,9 @@ MAX_SHARE = 0.6
 MAX_PASSAGES = 999_999
 #: the widest label of the class every label of one to three digits counts in (o200k_base)
 LABEL_CLASS = "S999"
+#: a batch's near pairs (cosine at the cut, each member with itself included) read as Python lists
+#: up to this many a member; more (a pool of copies) are read by whole-array reductions
+_FEW_NEAR = 8
 
 
 def label_extra(n: int) -> int:
@@ -85,7 +88,7 @@ class PairSims:
 class Reach:
     """R for one pool: each member's cosines with every candidate (|R| x n, linear in the pool)."""
 
-    __slots__ = ("chunks", "members", "local", "position", "member", "rows", "beyond", "n", "hashes")
+    __slots__ = ("chunks", "members", "local", "_position", "_member", "rows", "beyond", "n", "hashes")
 
     def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray,
                  hashes: list[str] | None = None) -> None:
@@ -93,10 +96,26 @@ class Reach:
         #: each candidate's copy hash (Move 2 reads them too), when the scan read them
         self.hashes = hashes
         self.local = dict(zip(members, range(len(members))))  # position -> row, for the pool's own list
-        self.position = dict(zip(map(id, self.chunks), range(len(self.chunks))))
-        self.member = dict(zip(map(id, map(self.chunks.__getitem__, members)), range(len(members))))
+        #: chunk object id -> position, and -> member row: built when a list other than the pool's
+        #: own asks (`covers`, `similar_pairs`); Moves 1-2 over the pool itself never read them
+        self._position: dict[int, int] | None = None
+        self._member: dict[int, int] | None = None
         self.n = len(chunks)
         self.beyond = self.n - len(members)
+
+    @property
+    def position(self) -> dict[int, int]:
+        pos = self._position
+        if pos is None:
+            pos = self._position = dict(zip(map(id, self.chunks), range(self.n)))
+        return pos
+
+    @property
+    def member(self) -> dict[int, int]:
+        got = self._member
+        if got is None:
+            got = self._member = dict(zip(map(id, map(self.chunks.__getitem__, self.members)), range(len(self.members))))
+        return got
 
     def is_pool(self, chunks: Sequence[Chunk]) -> bool:
         """`chunks` are this pool's, in its order."""
@@ -206,6 +225,7 @@ _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_ov
 _FIRST, _UNTRUSTED = operator.attrgetter("first"), operator.attrgetter("untrusted")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
 _FEATURES, _COPY_HASH = operator.attrgetter("features"), operator.attrgetter("_copy_hash")
+_WORDS_BOUND = operator.attrgetter("_words_bound")
 
 
 def _in_pack_order(passages: Sequence[Passage]) -> bool:
@@ -229,48 +249,21 @@ def _room(ctx: Context) -> int:
     return budget - ctx.sizer.wrapper_tokens()
 
 
-_ASCII_SPACE = re.compile(r"[ \n]+")
-#: the printable characters docket.brief.clean removes (its _INVISIBLE class less what is not printable)
-_PRINTABLE_REMOVED = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
-                                "\U000e0100-\U000e01ef]")
-#: letters and digits that docket.brief.clean never removes and o200k_base never joins across a space
-_SURE = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u4e00-\u9fff]")
-
-
-#: text -> `lower_bound(text)`, bounded (cleared when full): a pool's bounds are read with one C-level
-#: look-up each (an lru_cache hit cost ~0.4 us a text, at 1,000 candidates 0.4 ms an assembly)
+#: text -> `lower_bound(text)`, bounded (cleared when full), for a text without its chunk's features
 _BOUNDS: dict[str, int] = {}
 BOUNDS_CAPACITY = 1 << 15
 
 
-def lower_bounds(texts: Sequence[str]) -> list[int]:
-    """`lower_bound` of each text."""
-    got = list(map(_BOUNDS.get, texts))
-    if None in got:
-        return [g if g is not None else lower_bound(t) for g, t in zip(got, texts)]
-    return got  # type: ignore[return-value]  # no None among them
-
-
 def lower_bound(text: str) -> int:
-    """`_lower_bound(text)`, memoised."""
+    """`features.text_words_bound(text)`, memoised (the scan reads each chunk's own, kept with its
+    features: `ChunkFeatures.words_bound`)."""
     got = _BOUNDS.get(text)
     if got is None:
-        got = _lower_bound(text)
+        got = text_words_bound(text)
         if len(_BOUNDS) >= BOUNDS_CAPACITY:
             _BOUNDS.clear()
         _BOUNDS[text] = got
     return got
-
-
-def _lower_bound(text: str) -> int:
-    """A lower bound of the o200k_base tokens of any rendering of `text`: its words. The
-    tokenizer's pre-tokens never hold two runs of text a space apart, and each is one token or
-    more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
-    between spaces and newlines holding a letter or digit that cleaning never removes."""
-    flat = text.replace("\n", " ")
-    if flat.isprintable() and (flat.isascii() or _PRINTABLE_REMOVED.search(flat) is None):
-        return len(flat.split())  # printable: " " is its only space, and cleaning removes nothing
-    return sum(1 for w in _ASCII_SPACE.split(text) if _SURE.search(w))
 
 
 def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) -> Reach | None:
@@ -311,7 +304,7 @@ class _Groups:
         self.first, self.more = first, more
 
 
-_DOC, _ID, _TEXT = operator.attrgetter("doc"), operator.attrgetter("id"), operator.attrgetter("text")
+_DOC, _ID = operator.attrgetter("doc"), operator.attrgetter("id")
 
 
 class _Scan:
@@ -364,10 +357,16 @@ class _Scan:
                 for w in range(min(len(str(n)), 3))]
         #: each candidate's lower bound (its words), and its rendered cost when counted already (any
         #: label up to S999 counts alike): read once, not once per block
-        self.bound = lower_bounds(list(map(_TEXT, firsts)))
+        bound = list(map(_WORDS_BOUND, feats))  # each chunk's, kept with its features once read
+        if None in bound:
+            bound = [f.words_bound(c) for f, c in zip(feats, firsts)]
+        self.bound: list[int] = bound  # type: ignore[assignment]  # no None among them
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.bound_from: list[int] | None = None
+        #: positions in order of their bounds, and how far `_rest_beyond` has read them
+        self.by_bound: list[int] | None = None
+        self.cursor = 0
         self.authority: int | None = None
 
     def run(self) -> list[int] | None:
@@ -404,8 +403,16 @@ class _Scan:
         left = self.room - self.lo
         if self.bound_from[t] > left:
             return True
-        rest = min(compress(self.bound[t:], map(operator.not_, self.in_r[t:])), default=None)  # members' do not count
-        return rest is None or rest > left
+        # the smallest bound of a non-member from t on (members' do not count): positions by bound, read
+        # from a cursor that only moves on (a position before t, or in R, stays so for the rest of the scan)
+        by_bound, in_r, n = self.by_bound, self.in_r, len(self.in_r)
+        if by_bound is None:
+            by_bound = self.by_bound = np.argsort(np.asarray(self.bound, dtype=np.int64), kind="stable").tolist()
+        c = self.cursor
+        while c < n and (by_bound[c] < t or in_r[by_bound[c]]):
+            c += 1
+        self.cursor = c
+        return c == n or self.bound[by_bound[c]] > left
 
     def _cost(self, k: int, known: list[int | None]) -> int:
         """x's rendered cost: counted already, else counted now (pack counts it too)."""
@@ -442,10 +449,19 @@ class _Scan:
             sims = _rows_of(self.vecs, batch)
             self.batches.append((batch, sims))
             near = sims >= self.cut
-            # the first column at the cut of each row: before the member's own position, it relates to an earlier one
-            first = np.where(near.any(axis=1), near.argmax(axis=1), n).tolist()
-            self.earlier.update(zip(batch, map(operator.lt, first, batch)))
-            for j in np.flatnonzero(near.any(axis=0)).tolist():
+            rows, cols = np.nonzero(near)  # row by row, each row's columns ascending
+            if len(cols) <= _FEW_NEAR * len(batch):  # (each member is near itself): read as lists, two numpy calls
+                at = cols.tolist()
+                # each row's first column at the cut (reversed, the first of a row is written last), n for none:
+                # before the member's own position, it relates to an earlier candidate
+                first = dict(zip(reversed(rows.tolist()), reversed(at)))
+                self.earlier.update(zip(batch, map(operator.lt, map(first.get, range(len(batch)), repeat(n)), batch)))
+                related = sorted(set(at))
+            else:  # many near pairs (a pool of copies): the same, as whole-array reductions
+                firsts = np.where(near.any(axis=1), near.argmax(axis=1), n).tolist()
+                self.earlier.update(zip(batch, map(operator.lt, firsts, batch)))
+                related = np.flatnonzero(near.any(axis=0)).tolist()
+            for j in related:
                 if not in_r[j]:
                     in_r[j] = True
                     pending.append(j)
