@@ -119,9 +119,19 @@ def titled_pools(draw: Any) -> tuple[list[Passage], list[int], list[int], list[i
 
 
 @settings(max_examples=300, deadline=None)
-@given(titled_pools())
-def test_the_pairs_ruled_out_as_arrays_are_those_the_loop_ruled_out(data: Any) -> None:
+@given(titled_pools(), st.sampled_from([0, 64]))
+def test_the_pairs_ruled_out_as_arrays_are_those_the_loop_ruled_out(data: Any, array_pairs: int) -> None:
+    """Both ways `_to_compare` works (arrays from ARRAY_PAIRS pairs on, one by one below)."""
     pool, rows, cols, levels = data
+    saved = versions.ARRAY_PAIRS
+    versions.ARRAY_PAIRS = array_pairs
+    try:
+        _check_pairs(pool, rows, cols, levels)
+    finally:
+        versions.ARRAY_PAIRS = saved
+
+
+def _check_pairs(pool: list[Passage], rows: list[int], cols: list[int], levels: list[int]) -> None:
     auth = dict(enumerate(levels))
     want = []
     slow = versions._Titles(pool)

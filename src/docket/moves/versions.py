@@ -523,7 +523,21 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
     not of one document, not a stranger's post against a source that does not outrank it (or two
     strangers), and not about different subjects by their titles (`_Titles`). Tested as arrays over
     the pairs, what is read of each passage read once (issue 21: ~1,800 similar pairs a request on
-    the service path, most ruled out here)."""
+    the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
+    the same tests, where the arrays' fixed cost would exceed them."""
+    if len(rows) < ARRAY_PAIRS:
+        out_rows, out_cols = [], []
+        for i, j in zip(rows, cols):
+            a, b = pool[i], pool[j]
+            if a.doc == b.doc:
+                continue
+            auth_a, auth_b = auth[i], auth[j]
+            if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
+                continue
+            if not titles.different_subjects(i, j):
+                out_rows.append(i)
+                out_cols.append(j)
+        return out_rows, out_cols
     r, c = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)
     size = len(pool)
     docs: dict[str, int] = {}
@@ -542,6 +556,8 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
 
 
 _UNTRUSTED = operator.attrgetter("untrusted")
+#: from this many similar pairs on, `_to_compare` tests them as arrays
+ARRAY_PAIRS = 64
 
 
 def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: str, cos: float) -> None:
