@@ -544,8 +544,8 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
     doc_of = np.fromiter((docs.setdefault(p.doc, len(docs)) for p in pool), dtype=np.int64, count=size)
     untrusted = np.fromiter(map(_UNTRUSTED, pool), dtype=bool, count=size)
     level = np.zeros(size, dtype=np.int64)
-    for k, a in auth.items():
-        level[k] = a
+    for k, lv in auth.items():
+        level[k] = lv
     ua, ub, la, lb = untrusted[r], untrusted[c], level[r], level[c]
     stranger = (ua | ub) & ((la == lb) | np.where(la > lb, ua, ub))
     keep = (doc_of[r] != doc_of[c]) & ~stranger
