@@ -80,6 +80,8 @@ def instrument() -> None:
     except AttributeError:
         pass
     timed(versions._Titles, "different_subjects", "    title tests of the similar pairs")
+    if hasattr(versions._Titles, "different_mask"):  # a tree that tests the pairs as arrays (versions._to_compare)
+        timed(versions._Titles, "different_mask", "    title tests of the similar pairs")
     timed(dedup, "collapse", "  duplicates (Move 2)")
     timed(pack, "pack", "  pack (Move 4)")
     timed(ServiceState, "brief_json", "brief JSON (trace read)")

@@ -83,3 +83,19 @@ def test_the_memo_is_bounded() -> None:
     assert emb.embed(texts).tobytes() == reference(texts, 32).tobytes()
     assert len(emb._memo) <= 50
     assert emb.embed(texts).tobytes() == reference(texts, 32).tobytes()
+
+
+RUNS = st.lists(st.sampled_from(["word", "ǅemal", "日本", "x1", "_", "–", "\u00a0", "\u3000", "\u2028", "\x1f", "é", "'",
+                                 "\u0307", "٣", "-", " ", "\n", "ß"]), max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(max_size=60), RUNS))
+def test_words_are_the_patterns_words(text: str) -> None:
+    """The embedder's C-speed word split reads the words `\\w+` finds, as a multiset (the sums do
+    not depend on their order): runs outside ASCII, dashes and spaces outside ASCII included."""
+    from docket.embed import _words_of
+
+    lowered = scrub(text).lower()
+    find = re.compile(r"\w+").findall
+    assert sorted(_words_of(lowered, find)) == sorted(find(lowered))

@@ -23,10 +23,11 @@ from docket.service.config import ServerConfig
 @pytest.fixture(autouse=True)
 def restore_gc() -> Iterator[None]:
     """Each test leaves the process's collector as it found it (nothing frozen by the test)."""
-    before = gc.get_freeze_count()
+    before, threshold = gc.get_freeze_count(), gc.get_threshold()
     yield
     if gc.get_freeze_count() != before:
         gc.unfreeze()
+    gc.set_threshold(*threshold)
     gc.collect()
 
 
@@ -126,6 +127,18 @@ def test_an_inactive_collector_leaves_the_gc_alone() -> None:
     assert collector.in_flight == 0
 
 
+def test_the_owner_raises_the_young_threshold_and_a_library_does_not() -> None:
+    """Fewer automatic young collections while a request runs (issue 21): only the process owner's
+    `activate` sets the threshold; the older generations' thresholds are kept."""
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(700, middle, old)
+    Collector(GcSettings(young_threshold=12_345))  # built, not activated: a library's app
+    assert gc.get_threshold() == (700, middle, old)
+    Collector(GcSettings(young_threshold=12_345)).activate()
+    assert gc.get_threshold() == (12_345, middle, old)
+    assert ServerConfig.from_json(ServerConfig(gc=GcSettings(young_threshold=9)).to_json()).gc.young_threshold == 9
+
+
 def test_freeze_off_keeps_only_the_startup_freeze() -> None:
     collector = Collector(GcSettings(freeze=False, sweep_requests=1))
     collector.activate()
@@ -171,6 +184,10 @@ def test_pauses_are_reported() -> None:
     ({"sweep_idle_seconds": float("nan")}, "gc.sweep_idle_seconds"),
     ({"sweep_idle_seconds": "30"}, "gc.sweep_idle_seconds"),
     ({"freeze": "yes"}, "gc.freeze"),
+    ({"young_threshold": 0}, "gc.young_threshold"),
+    ({"young_threshold": 700.5}, "gc.young_threshold"),
+    ({"young_threshold": False}, "gc.young_threshold"),
+    ({"young_threshold": 10**8}, "gc.young_threshold"),
 ])
 def test_bad_settings_name_the_field(settings: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:

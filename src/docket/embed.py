@@ -12,7 +12,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -143,7 +143,7 @@ class HashEmbedder:
         signed: list[int] = []
         counts: list[int] = []
         for text in texts:
-            words = find(scrub(text).lower())
+            words = _words_of(scrub(text).lower(), find)
             got = list(map(memo.get, words))
             if None in got:
                 got = [slot(w) if v is None else v for w, v in zip(words, got)]
@@ -157,6 +157,28 @@ class HashEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
+
+
+#: UTF-8 bytes -> themselves, but an ASCII byte that `\w` does not match -> a space (a byte of a
+#: character outside ASCII is kept: the character is read again by the pattern)
+_ASCII_NON_WORD = bytes(b if b >= 0x80 or chr(b).isalnum() or b == 0x5F else 0x20 for b in range(256))
+
+
+def _words_of(lowered: str, find: Callable[[str], list[str]]) -> list[str]:
+    r"""The words `find` (`\w+`'s findall) reads in `lowered`, as a multiset (the order may differ:
+    the embedding sums them). At C speed: the ASCII characters `\w` does not match become spaces
+    (one bytes.translate of the text's UTF-8) and str.split cuts the runs; a run holding a
+    character outside ASCII is read by `find` (it may hold a dash or a space outside ASCII, which
+    `\w` does not match). Each `\w` run lies inside one run between spaces (a space is never
+    a word character), and a run of ASCII characters alone is one `\w` run: the same words."""
+    runs = lowered.encode("utf-8").translate(_ASCII_NON_WORD).decode("utf-8").split()
+    if lowered.isascii():
+        return runs
+    words = [w for w in runs if w.isascii()]
+    other = [w for w in runs if not w.isascii()]
+    if other:
+        words.extend(find(" ".join(other)))
+    return words
 
 
 class CachedEmbedder:

@@ -160,7 +160,7 @@ def may_restate(copy: Sketch, source: Sketch, overlap: float, least: int) -> boo
     if least <= 0:
         return True
     everything = source.words  # (a sentence shares no more words with one sentence than with them all)
-    if len(copy.fact_words & everything) < overlap * copy.fact_lows[least - 1] - _SLACK:
+    if len(copy.fact_words & everything) < restate_need(copy, overlap, least):
         # (most similar pairs, ~90 % on the service path, issue 21): no fact shares more words with the
         # source than all facts together do, so every fact but the least - 1 with the smallest `low`
         # falls short of `overlap` below: one set operation for the pair, not one per fact
@@ -177,3 +177,19 @@ def may_restate(copy: Sketch, source: Sketch, overlap: float, least: int) -> boo
                     return True
                 break
     return False
+
+
+def restate_need(copy: Sketch, overlap: float, least: int) -> float:
+    """How many of `copy`'s fact words a source must have for `may_restate(copy, source, overlap,
+    least)` to pass its one-set test (a copy with at least `least` > 0 facts): fewer, and it is False."""
+    return overlap * copy.fact_lows[least - 1] - _SLACK
+
+
+def restate_gate(copy: Sketch, overlap: float, least: int) -> tuple[frozenset[str], float] | None:
+    """What `may_restate(copy, source, overlap, least)` asks of `copy` alone, for a caller that
+    tests one copy against many sources: None when it is False against every source (fewer than
+    `least` facts), else (its fact words, `restate_need`): it is False against a source whose
+    `words` hold fewer of those fact words than the need. (`least` > 0.)"""
+    if len(copy.facts) < least:
+        return None
+    return copy.fact_words, restate_need(copy, overlap, least)

@@ -42,6 +42,12 @@ class GcSettings:
     sweep_requests: int = 10_000
     #: a full sweep once the server has had no request in flight this long (and served one since)
     sweep_idle_seconds: float = 30.0
+    #: allocations (less deallocations) of tracked objects between two automatic young collections
+    #: while a request runs (CPython's default is 700: ~17 collections a first-sight request of 200
+    #: records, 4.5 ms CPU; at 20,000 one, 2.3 ms, the same peak RSS, issue 21). The request's
+    #: leftovers are collected when its response is sent either way; what waits longer is a
+    #: request's own garbage cycles, up to this many objects
+    young_threshold: int = 20_000
 
     def check(self, prefix: str = "gc") -> None:
         """Bad values are an error naming the field, before the server starts."""
@@ -51,6 +57,10 @@ class GcSettings:
                 or self.sweep_requests < 1:
             raise InputError(f"must be a whole number of requests, at least 1 (got {self.sweep_requests!r}); "
                              "it bounds how long frozen garbage waits", field=f"{prefix}.sweep_requests")
+        young = self.young_threshold
+        if isinstance(young, bool) or not isinstance(young, int) or not 1 <= young <= 10_000_000:
+            raise InputError(f"must be a whole number of objects from 1 to 10,000,000 (got {young!r})",
+                             field=f"{prefix}.young_threshold")
         idle = self.sweep_idle_seconds
         if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < float("inf"):
             raise InputError(f"must be a positive finite number of seconds (got {idle!r})",
@@ -77,6 +87,8 @@ class Collector:
     def activate(self) -> None:
         """Take over the process's collector: collect once and freeze what start-up loaded."""
         self.active = True
+        _, middle, old = gc.get_threshold()
+        gc.set_threshold(self.settings.young_threshold, middle, old)
         self._timed("startup", _collect_all_and_freeze)
 
     def started(self) -> None:
