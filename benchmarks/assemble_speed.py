@@ -218,7 +218,8 @@ def all_pairs(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 def forget_memos() -> None:
     """Everything docket remembers about chunks it has seen (features, similar pairs' verdicts,
-    cleaned texts, title look-ups and title terms), for the cold figure."""
+    cleaned texts, title look-ups and title terms, the reachable set's word bounds), for the cold
+    figure."""
     from docket import features
     from docket.brief import clean, render
     from docket.moves import versions
@@ -235,6 +236,11 @@ def forget_memos() -> None:
         memos.append(features.title_terms)
     for memo in memos:
         memo.cache_clear()
+    from docket.moves import reach
+
+    bounds = getattr(reach, "_BOUNDS", None)  # each text's word bound (absent before issue 21's reachable set)
+    if bounds is not None:
+        bounds.clear()
 
 
 # --- timing ------------------------------------------------------------------------------------
