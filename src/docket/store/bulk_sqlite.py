@@ -69,7 +69,7 @@ def _load_settings(conn: Any) -> Iterator[None]:
       walks: chunk ids, document versions, terms).
     - A rollback journal instead of WAL, with `synchronous=FULL`: in WAL every page of the load is
       written twice (to the WAL, then by the checkpoint into the file), which at 100k rows cost
-      the writer ~3 s of system CPU of its ~10; a rollback journal holds only the pages the store
+      the writer ~2 s of system CPU of its ~9; a rollback journal holds only the pages the store
       had before (an empty store: a few), so the load's pages are written once. A crash or a
       refused row still leaves nothing (the journal rolls the file back, as WAL would). The switch
       needs the file to itself: where another connection has it open, the load stays in WAL.
