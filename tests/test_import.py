@@ -450,3 +450,76 @@ def _same_as_postgres_index(request: Any, recs: list[dict[str, Any]], emb: Any, 
     # its plans meet them (HNSW built once vs row by row, postings in another physical order), so
     # the order among ties, and with it the brief, can differ between two equal stores there
     assert [sorted(w[0]) for w in want] == [sorted(g[0]) for g in got]
+
+
+def _pragmas(conn: Any) -> tuple[Any, ...]:
+    return tuple(conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "synchronous", "cache_size"))
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_sqlite_load_settings_are_set_back(tmp_path: Path, refused: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load runs with a rollback journal, synchronous=FULL and a big page cache
+    (bulk_sqlite._load_settings); after it, committed or refused, the store is back in WAL with its
+    own settings, and a refused file left nothing."""
+    from docket.store import bulk_sqlite
+
+    recs = rows()
+    if refused:
+        recs[30]["acl"] = ["user:"]
+    monkeypatch.setattr(importer, "BATCH_ROWS", 8)
+    path = write(tmp_path / "in", recs, "jsonl")
+    during: list[tuple[Any, ...]] = []
+    insert = bulk_sqlite._insert
+
+    def noted(cur: Any, *args: Any) -> int:
+        during.append(_pragmas(cur))
+        return insert(cur, *args)
+
+    monkeypatch.setattr(bulk_sqlite, "_insert", noted)
+    loc = str(tmp_path / "s.db")
+    with open_store(loc) as s:  # type: ignore[attr-defined]
+        before = _pragmas(s._conn)
+        assert before[0] == "wal"
+        if refused:
+            with pytest.raises(InputError, match="row 31:"):
+                import_file(s, path, embedder=EMB)
+        else:
+            assert import_file(s, path, embedder=EMB).rows == 40
+        assert _pragmas(s._conn) == before
+        assert during and set(during) == {("delete", 2, -bulk_sqlite._LOAD_CACHE_KIB)}
+    assert not (tmp_path / "s.db-journal").exists()
+    if refused:
+        _empty(loc)
+    else:
+        with open_store(loc, read_only=True) as s:  # type: ignore[attr-defined]
+            assert s.count() == 40 and s.search_bm25("item5 refund", 5, Filters(unrestricted=True))
+
+
+def test_sqlite_load_stays_in_wal_beside_another_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leaving WAL needs the file to itself: with another connection open on it the load runs in
+    WAL (as before), and the other connection reads the store meanwhile and after."""
+    import sqlite3
+
+    from docket.store import bulk_sqlite
+
+    path = write(tmp_path / "in", rows(), "jsonl")
+    loc = str(tmp_path / "s.db")
+    modes: list[str] = []
+    insert = bulk_sqlite._insert
+
+    def noted(cur: Any, *args: Any) -> int:
+        modes.append(cur.execute("PRAGMA journal_mode").fetchone()[0])
+        assert other.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0  # WAL: a reader sees the old store
+        return insert(cur, *args)
+
+    monkeypatch.setattr(bulk_sqlite, "_insert", noted)
+    with open_store(loc) as s:  # type: ignore[attr-defined]
+        other = sqlite3.connect(loc)
+        other.execute("SELECT count(*) FROM chunks").fetchone()
+        try:
+            assert import_file(s, path, embedder=EMB).rows == 40
+            assert other.execute("SELECT count(*) FROM chunks").fetchone()[0] == 40
+        finally:
+            other.close()
+        assert modes and set(modes) == {"wal"}
+        assert _pragmas(s._conn)[0] == "wal"

@@ -15,8 +15,10 @@ written before schema 3 do.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any
@@ -32,34 +34,22 @@ from docket.store.protocol import Filters
 _INSERT = ("INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
            " trust, acl, public, metadata, text, tokens, vector, terms, len, context)"
            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+#: SQLite's page cache (KiB) for this connection during a load, then set back (`_load_settings`)
+_LOAD_CACHE_KIB = 262_144
 
 
 def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolution,
          stages: dict[str, float] | None = None) -> int:
     """Write every batch and the versions they make, all or nothing; returns the chunks written.
     `stages` (benchmarks) gets the seconds each stage took."""
-    from docket.store.sqlite_read import _iso
-    from docket.store.sqlite_schema import _registry, _TermIds
+    from docket.store.sqlite_schema import _TermIds
 
     ids = _TermIds(store._terms)
     known = dict(ids.cache)
-    n = 0
     started = time.perf_counter()
-    with store._transaction() as cur:
-        if cur.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions)").fetchone()[0]:
-            raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
-                             "one, then add to it with `docket index`)", where=store.location)
-        cur.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                        [("dim", str(checker.dim)), ("embedder", checker.embedder)])
-        registry = _registry(cur)
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        spent = {"terms": 0.0, "insert": 0.0}
-        for b in batches:
-            n += _insert(cur, b, ids, known, registry, note, spent)
-        cur.executemany(
-            "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(v.doc, v.version, v.status, _iso(v.date), _iso(v.effective_to), v.title, f"{checker.where}:{v.first}",
-              v.content_hash(), v.n, now) for v in sorted(checker.versions.values(), key=lambda v: (v.doc, v.version))])
+    spent = {"terms": 0.0, "insert": 0.0}
+    with _load_settings(store._conn):
+        n = _write(store, batches, checker, note, ids, known, spent)
     ids.committed()
     built = time.perf_counter()
     if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
@@ -68,6 +58,65 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         stages["read+check+count"] = built - started - sum(spent.values())
         stages.update(spent)
         stages["search index"] = time.perf_counter() - built
+    return n
+
+
+@contextmanager
+def _load_settings(conn: Any) -> Iterator[None]:
+    """The connection's settings for the load, set back after it (its commit or rollback).
+
+    - A page cache of `_LOAD_CACHE_KIB` (the default 2 MB cannot hold the indexes each insert
+      walks: chunk ids, document versions, terms).
+    - A rollback journal instead of WAL, with `synchronous=FULL`: in WAL every page of the load is
+      written twice (to the WAL, then by the checkpoint into the file), which at 100k rows cost
+      the writer ~2 s of system CPU of its ~9; a rollback journal holds only the pages the store
+      had before (an empty store: a few), so the load's pages are written once. A crash or a
+      refused row still leaves nothing (the journal rolls the file back, as WAL would). The switch
+      needs the file to itself: where another connection has it open, the load stays in WAL.
+      While it runs, another process cannot open the store (it waits for the lock, as for any
+      writer's journal); `_set_wal` puts WAL back after it (waiting up to 30 s for other openers).
+    """
+    from docket.store.sqlite_schema import _set_wal
+
+    cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
+    sync = int(conn.execute("PRAGMA synchronous").fetchone()[0])
+    conn.execute(f"PRAGMA cache_size={-_LOAD_CACHE_KIB}")
+    try:
+        journal = str(conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower()
+    except sqlite3.OperationalError:  # another connection holds the file: stay in WAL
+        journal = "wal"
+    try:
+        if journal != "wal":
+            conn.execute("PRAGMA synchronous=FULL")
+        yield
+    finally:
+        if journal != "wal":
+            _set_wal(conn)
+            conn.execute(f"PRAGMA synchronous={sync}")
+        conn.execute(f"PRAGMA cache_size={cache}")
+
+
+def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolution, ids: Any,
+           known: dict[str, int], spent: dict[str, float]) -> int:
+    """The load's one transaction: the rows, then the versions they make."""
+    from docket.store.sqlite_read import _iso
+    from docket.store.sqlite_schema import _registry
+
+    n = 0
+    with store._transaction() as cur:
+        if cur.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions)").fetchone()[0]:
+            raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
+                             "one, then add to it with `docket index`)", where=store.location)
+        cur.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                        [("dim", str(checker.dim)), ("embedder", checker.embedder)])
+        registry = _registry(cur)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        for b in batches:
+            n += _insert(cur, b, ids, known, registry, note, spent)
+        cur.executemany(
+            "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(v.doc, v.version, v.status, _iso(v.date), _iso(v.effective_to), v.title, f"{checker.where}:{v.first}",
+              v.content_hash(), v.n, now) for v in sorted(checker.versions.values(), key=lambda v: (v.doc, v.version))])
     return n
 
 
