@@ -100,19 +100,25 @@ def _record(monkeypatch: pytest.MonkeyPatch, method: str, into: list[str]) -> An
     return original
 
 
+@pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize("budget", [60, 400, 2000])
 @pytest.mark.parametrize("compress", [True, False])
-def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress: bool,
+def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress: bool, held: bool,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`held`: every chunk's word bound is known (as after the reachable set's scan), so the
+    passages whose word bound is over the budget are skipped on it."""
     ps = _pool(80)
     pol = Policy().updated(pack={"budget": budget, "floor": 0.0}, compress={"enabled": compress})
     counted: list[str] = []
     _record(monkeypatch, "count", counted)
     lazy = context([p.first for p in ps], policy=pol)
+    if held:
+        for p in ps:
+            lazy.features.features(p.first).words_bound(p.first)
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
     monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
-    monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label: [0] * len(ps))
+    monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label, cheap=False: [0] * len(ps))
     asked: list[str] = []
     size = _record(monkeypatch, "__call__", asked)
     eager = context([p.first for p in ps], policy=pol)
@@ -214,3 +220,31 @@ def test_deferred_events_added_many_at_once_read_as_one_by_one() -> None:
     assert many.to_json()[2] == {"move": "pack", "action": "skip", "chunks": ["c", "d"], "reason": "ccc skipped",
                                  "numbers": {"tokens": 3}}
     assert many.events[1].reason == "bb skipped" and made == ["bb", "ccc", "bb", "ccc"]  # each made once per trace
+
+
+def test_cheap_bounds_read_the_held_word_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `cheap`, a passage whose count and words are not at hand but whose chunk's word bound
+    is held gets that bound (plus the separator), never above its count, and its clean text's
+    words are not read; without a held bound, or without `cheap`, every passage gets `at_least`."""
+    from docket.features import default_cache  # (the helper's contexts share it: each starts from nothing)
+
+    ps = _pool(40, seed=5)
+    default_cache().clear()
+    first = context([p.first for p in ps])
+    plain = first.sizer.costing("S40").bounds(ps)  # type: ignore[attr-defined]
+    default_cache().clear()
+    fresh = context([p.first for p in ps])
+    assert fresh.sizer.costing("S40").bounds(ps, True) == plain  # type: ignore[attr-defined]  # nothing held
+    default_cache().clear()
+    ctx = context([p.first for p in ps])
+    costing = ctx.sizer.costing("S40")  # type: ignore[attr-defined]
+    held = [ctx.features.features(p.first).words_bound(p.first) for p in ps[:30]]
+    read: list[str] = []
+    monkeypatch.setattr(sizer, "words_at_least", lambda p, pol: read.append(p.first.id) or words_at_least(p, pol))
+    got = costing.bounds(ps, True)
+    sep = costing.sep
+    assert got[:30] == [h + sep for h in held]
+    assert got[30:] == plain[30:]
+    assert all(g <= costing(p) for g, p in zip(got, ps))
+    assert got != plain  # the held bounds are below at_least here (the frame's words)
+    assert sorted(read) == sorted(p.first.id for p in ps[30:])

@@ -787,7 +787,6 @@ class FeatureCache:
 _ENTRY_CHUNK, _FEATURES = operator.attrgetter("chunk"), operator.attrgetter("features")
 
 
-_ASCII_SPACE = re.compile(r"[ \n]+")
 #: the printable characters docket.brief.clean removes (its _INVISIBLE class less what is not printable)
 _PRINTABLE_REMOVED = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
                                 "\U000e0100-\U000e01ef]")
@@ -801,10 +800,37 @@ def text_words_bound(text: str) -> int:
     more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
     between spaces and newlines holding a letter or digit that cleaning never removes. (The
     reachable set's bound, docket.moves.reach; a pure function of the text, kept per chunk.)"""
-    flat = text.replace("\n", " ")
-    if flat.isprintable() and (flat.isascii() or _PRINTABLE_REMOVED.search(flat) is None):
-        return len(flat.split())  # printable: " " is its only space, and cleaning removes nothing
-    return sum(1 for w in _ASCII_SPACE.split(text) if _SURE.search(w))
+    if text.isascii():  # most texts: classed byte by byte in one C pass, no word list made
+        b = text.encode("ascii").translate(_ASCII_WORD_CLASS)
+        if b"\0" not in b:  # printable but for newlines: the words of the branch below, counted
+            return b.count(b" x") + b.startswith(b"x")
+    else:
+        flat = text.replace("\n", " ")
+        if flat.isprintable():
+            u = flat.encode("utf-8")
+            # cleaning removes nothing: none of its characters' first bytes is there (a few C scans), or none of them
+            if not any(map(u.__contains__, _REMOVED_LEADS)) or _PRINTABLE_REMOVED.search(flat) is None:
+                # printable: " " is its only space (no UTF-8 sequence holds its byte)
+                b = u.translate(_UTF8_WORD_CLASS)
+                return b.count(b" x") + b.startswith(b"x")
+    # the runs between spaces and newlines holding a sure character, each found by one regex match
+    return len(_SURE_RUN.findall(text))
+
+
+#: the UTF-8 bytes of a printable text classed: the space -> " ", any other byte -> "x" (a word
+#: starts at each "x" that opens the text or follows a " ": `len(flat.split())` without the list;
+#: tests/test_cold_bounds.py checks every path against the per-word reading)
+_UTF8_WORD_CLASS = bytes(32 if b == 32 else 120 for b in range(256))
+#: the first UTF-8 byte of every character _PRINTABLE_REMOVED matches (U+034F: CD; U+115F-U+180F:
+#: E1; U+3164: E3; U+FExx, U+FFA0: EF; U+E01xx: F3; tests/test_cold_bounds.py checks them all)
+_REMOVED_LEADS = (b"\xcd", b"\xe1", b"\xe3", b"\xef", b"\xf3")
+#: a run between spaces and newlines that holds a letter or digit of _SURE, matched whole from its
+#: start (only there: a linear scan, never a retry inside a run) to its end, so each counted run is
+#: one match
+_SURE_RUN = re.compile(r"(?<![^ \n])[^ \n]*?" + _SURE.pattern + r"[^ \n]*")
+#: ASCII bytes as `text_words_bound` classes them: space and newline -> " ", the other printable
+#: ones -> "x", anything else (a control character: the text is not printable) -> NUL
+_ASCII_WORD_CLASS = bytes(32 if b in (10, 32) else 120 if 32 < b < 127 else 0 for b in range(256))
 
 
 _CHUNKS, _OVERRIDE, _FIRST = operator.attrgetter("chunks"), operator.attrgetter("text_override"), operator.attrgetter("first")

@@ -47,9 +47,11 @@ class Sizer(Protocol):
         """`at_least(·, label)` for many passages."""
         ...
 
-    def bounds(self, passages: Sequence[Passage], label: str) -> list[int]:
+    def bounds(self, passages: Sequence[Passage], label: str, cheap: bool = False) -> list[int]:
         """`at_least(p, label)` of each passage, read for the whole list at once (the packer asks
-        for every passage of the pool: one call, not one per passage)."""
+        for every passage of the pool: one call, not one per passage). With `cheap`, a passage
+        whose bound is not at hand may get a cheaper one already known (never above its cost, but
+        maybe below `at_least`): a caller refines it with `at_least` where the difference matters."""
         ...
 
     def cost_function(self, label: str) -> Callable[[Passage], int]:

@@ -66,8 +66,8 @@ class RenderSizer:
     def bound_function(self, label: str) -> Callable[[Passage], int]:
         return self.costing(label).at_least
 
-    def bounds(self, passages: Sequence[Passage], label: str) -> list[int]:
-        return self.costing(label).bounds(passages)
+    def bounds(self, passages: Sequence[Passage], label: str, cheap: bool = False) -> list[int]:
+        return self.costing(label).bounds(passages, cheap)
 
     def wrapper_tokens(self) -> int:
         ctx = self.ctx
@@ -139,10 +139,17 @@ class Costing:
             c += self.sep
         return c  # type: ignore[no-any-return]
 
-    def bounds(self, passages: Sequence[Passage]) -> list[int]:
+    def bounds(self, passages: Sequence[Passage], cheap: bool = False) -> list[int]:
         """`at_least` of each passage, the same numbers: the cached counts read for the whole list
         by C-level look-ups (the packer reads one for every passage of a pool of hundreds, most of
-        them beyond the budget), `at_least` itself only where a count is not cached."""
+        them beyond the budget), `at_least` itself only where a count is not cached.
+
+        With `cheap`: where neither is cached but the chunk's own word bound is
+        (`ChunkFeatures.words_bound`, which the reachable set reads for every candidate of a large
+        pool), that plus the separator: under o200k_base a lower bound of any rendering
+        (docket.features.text_words_bound), read without the clean text's words (issue 21, first
+        sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer,
+        which refines with `at_least` only where it is not over what is left)."""
         if not self.cacheable:
             return [0] * len(passages)
         feats = self.cache.of_passages(passages)
@@ -154,11 +161,24 @@ class Costing:
             return got  # type: ignore[return-value]
         words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
         sep = self.sep
+        if cheap and self._words_hold(passages):
+            held: list[int | None] = list(map(_WORDS_BOUND, feats))  # type: ignore[arg-type]
+            return [c if c is not None else w + sep if w is not None else h + sep if h is not None
+                    else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)]
         return [c if c is not None else w + sep if w is not None else self.at_least(p)
                 for c, w, p in zip(got, words, passages)]
 
+    def _words_hold(self, passages: Sequence[Passage]) -> bool:
+        """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and
+        no datamarked passage (datamarking joins words; docket.moves.reach asks the same), in a
+        format whose body keeps words whole (where `words_at_least` bounds by words too)."""
+        if type(self.counter) is not O200kCounter or type(formats.text_format(self.policy.format)) not in _FRAME_WORDS:
+            return False
+        return self.policy.spotlight != "datamark" or not any(map(_UNTRUSTED, passages))
 
-_COSTS = operator.attrgetter("costs")
+
+_COSTS, _WORDS_BOUND = operator.attrgetter("costs"), operator.attrgetter("_words_bound")
+_UNTRUSTED = operator.attrgetter("untrusted")
 
 #: text formats whose body keeps every whitespace-separated word of the clean text whole (they
 #: escape inside words, never a space: tests/test_pack.py checks their tables), with the words

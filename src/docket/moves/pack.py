@@ -91,7 +91,10 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     # where the floor stops the loop, and every bound before it read at once (most passages of a
     # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
-    bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest)) if bounded_from < below else []
+    # (cheap: a chunk's word bound where its `at_least` is not at hand, refined below where it fits)
+    bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest, cheap=True)
+              if bounded_from < below else [])
+    refine = sizer.bound_function(widest)
     idx = 0
     while idx < n:
         p = ordered[idx]
@@ -102,11 +105,16 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         if most is not None and len(chosen) >= most:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {most} reached")
             break
-        if idx >= bounded_from and used + bounds[idx] > budget:
+        if idx >= bounded_from and _over(bounds, idx, budget - used, refine, ordered):
             # this passage and the next ones whose bounds are over what is left, up to the floor
             # (`used` cannot change while passages are skipped): skipped, each counted when the trace is read
             left = budget - used
-            end = next(compress(count(idx + 1), map(operator.le, bounds[idx + 1:below], repeat(left))), below)
+            end = idx + 1
+            while True:
+                end = next(compress(count(end), map(operator.le, bounds[end:below], repeat(left))), below)
+                if end == below or not _over(bounds, end, left, refine, ordered):
+                    break
+                end += 1
             run = ordered[idx:end]
             unsized.extend(run)
             skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
@@ -141,6 +149,17 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
                             f"{smallest + wrapper_cost(ctx)} tokens with its fence); nothing was packed")
     return chosen, budget
+
+
+def _over(bounds: list[int], k: int, left: int, refine: Callable[[Passage], int], ordered: list[Passage]) -> bool:
+    """The passage at k is ruled out on a bound: its bound is over `left`, refined first with
+    `at_least` when a cheap one is not (the larger of two lower bounds is one; the decision is that
+    of `at_least` alone, since a cheap bound over `left` means the count is too)."""
+    b = bounds[k]
+    if b > left:
+        return True
+    b = bounds[k] = max(b, refine(ordered[k]))
+    return b > left
 
 
 def _skip_at(cost: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
