@@ -4,9 +4,11 @@ product's scan finds the same members on the same pools."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 from docket import counting
 from docket.context import _at_least
@@ -139,3 +141,26 @@ class Scan:
         if chunks_of is None:
             return False
         return set(self.authorities(chunks_of(p.doc, p.first.version), pol)) <= {self.authority}
+
+
+def check_every_scan(monkeypatch: pytest.MonkeyPatch, seen: Callable[[list[int] | None], None]) -> None:
+    """Make every scan the assembler runs also run this reference on the same inputs and assert the
+    same members and, bit for bit, the same rows (the same batches, so the same products); `seen`
+    gets each scan's members. Pools of 24 and more are scanned (MIN_POOL lowered)."""
+    from docket.moves import reach
+
+    product = reach._Scan
+
+    class Checked(product):  # type: ignore[misc, valid-type]
+        def run(self) -> list[int] | None:
+            ref = Scan(self.passages, self.ctx, self.vecs, self.room, self.authorities)
+            want = ref.run()
+            got = super().run()
+            assert got == want
+            if got:
+                assert self.rows(got).tolist() == [ref.rows[k].tolist() for k in got]
+            seen(got)
+            return got
+
+    monkeypatch.setattr(reach, "_Scan", Checked)
+    monkeypatch.setattr(reach, "MIN_POOL", 24)

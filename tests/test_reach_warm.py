@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reach_reference import Scan
+from reach_reference import check_every_scan
 from test_reach import COUNTER, EMB, pools
 
 from docket.assemble import assemble
@@ -28,21 +28,11 @@ SEEN = {"lists": 0, "arrays": 0}
 @pytest.fixture(autouse=True)
 def _checked_scans(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every scan the assembler runs is run by the reference too, on the same inputs."""
-    product = reach._Scan
 
-    class Checked(product):  # type: ignore[misc, valid-type]
-        def run(self) -> list[int] | None:
-            ref = Scan(self.passages, self.ctx, self.vecs, self.room, self.authorities)
-            want = ref.run()
-            got = super().run()
-            assert got == want
-            if got:
-                assert self.rows(got).tolist() == [ref.rows[k].tolist() for k in got]
-            SEEN["arrays" if reach._FEW_NEAR == 0 else "lists"] += 1
-            return got
+    def seen(_members: list[int] | None) -> None:
+        SEEN["arrays" if reach._FEW_NEAR == 0 else "lists"] += 1
 
-    monkeypatch.setattr(reach, "_Scan", Checked)
-    monkeypatch.setattr(reach, "MIN_POOL", 24)
+    check_every_scan(monkeypatch, seen)
     yield
 
 
