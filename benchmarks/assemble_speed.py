@@ -238,7 +238,7 @@ def forget_memos() -> None:
         memo.cache_clear()
     from docket.moves import reach
 
-    bounds = getattr(reach, "_BOUNDS", None)  # each text's word bound (absent before issue 21's reachable set)
+    bounds = getattr(reach, "_BOUNDS", None)  # each text's word bound, in trees of issue 21 before session 35 (now with the features)
     if bounds is not None:
         bounds.clear()
 

@@ -12,7 +12,7 @@ import pytest
 
 from docket import counting
 from docket.context import _at_least
-from docket.moves.reach import lower_bound
+from docket.features import text_words_bound
 from docket.sizing import label_for
 from docket.text import copy_hash as text_hash
 
@@ -80,7 +80,7 @@ class Scan:
     def _beyond(self, k: int) -> bool:
         p = self.passages[k]
         lo, room = self.lo, self.room
-        if lo + lower_bound(self.firsts[k].text) > room:
+        if lo + text_words_bound(self.firsts[k].text) > room:
             return True
         costs = self.ctx.features.features(p.first).costs
         for key in self.cost_keys:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from docket.assemble import assemble
 from docket.embed import HashEmbedder
+from docket.features import text_words_bound
 from docket.moves import reach
 from docket.policy import Policy
 from docket.store.base import MemoryStore
@@ -195,7 +196,7 @@ def test_the_lower_bound_never_exceeds_the_rendered_count(text: str) -> None:
     chunk = mk("x", text=text or "x")
     p = Passage.of_chunk(chunk, 1.0, 1)
     for label in ("S1", "S999"):
-        assert reach.lower_bound(chunk.text) <= COUNTER.count(render_passage(p, label, Policy().render).block)
+        assert text_words_bound(chunk.text) <= COUNTER.count(render_passage(p, label, Policy().render).block)
 
 
 @settings(max_examples=150, deadline=None)

@@ -47,7 +47,6 @@ import numpy as np
 
 from docket import counting
 from docket.context import Context, _at_least, pairs_at_least
-from docket.features import text_words_bound
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.sizing import label_for, raw_budget
@@ -264,23 +263,6 @@ def _room(ctx: Context) -> int:
     pack = ctx.policy.pack
     budget = raw_budget(pack, 0 if pack.budget is not None else ctx.sizer.fixed_tokens())
     return budget - ctx.sizer.wrapper_tokens()
-
-
-#: text -> `lower_bound(text)`, bounded (cleared when full), for a text without its chunk's features
-_BOUNDS: dict[str, int] = {}
-BOUNDS_CAPACITY = 1 << 15
-
-
-def lower_bound(text: str) -> int:
-    """`features.text_words_bound(text)`, memoised (the scan reads each chunk's own, kept with its
-    features: `ChunkFeatures.words_bound`)."""
-    got = _BOUNDS.get(text)
-    if got is None:
-        got = text_words_bound(text)
-        if len(_BOUNDS) >= BOUNDS_CAPACITY:
-            _BOUNDS.clear()
-        _BOUNDS[text] = got
-    return got
 
 
 def _compute(passages: list[Passage], ctx: Context, authorities: Authorities) -> Reach | None:
