@@ -125,6 +125,8 @@ BAD = [
     ("status differs in a version", lambda r: r[9].update(status="draft"), 10, "status"),
     ("bad tokens", lambda r: r[6].update(tokens=-1), 7, "tokens"),
     ("bad date", lambda r: r[14].update(date="May 5th"), 15, "date"),
+    ("all-zero vector", lambda r: r[25].update(vector=[0.0] * DIM), 26, "vector"),
+    ("beyond float32", lambda r: r[27]["vector"].__setitem__(0, 1e39), 28, "vector"),
 ]
 
 
@@ -160,6 +162,40 @@ def test_parquet_nan_and_dimension(tmp_path: Path) -> None:
             import_file(s, path, embedder=EMB)
         with pytest.raises(InputError, match=r"row 1: has 16 values, but the store's embedder 'x' has dimension 384"):
             import_file(s, path, embedder=("x", 384))
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["batch", "row-by-row"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_vectors_off_unit_length_are_scaled_and_counted(location: str, tmp_path: Path, fmt: str, slow: bool,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stores score by inner product (the cosine over unit vectors, the floor's scale), so a
+    vector off unit length is stored scaled to it, as `docket index` does, and the report counts
+    it; a unit vector is stored as given, byte for byte; the batch checks and the row-by-row
+    checks do the same."""
+    monkeypatch.setattr(importer, "BATCH_ROWS", 8)
+    if slow:
+        _forced_slow(monkeypatch)
+    recs = rows()
+    scaled = [i for i in range(len(recs)) if i % 3 == 0]
+    for i in scaled:
+        recs[i]["vector"] = [x * (2.5 + i) for x in recs[i]["vector"]]
+    recs[4]["vector"] = [x * (1 + 5e-5) for x in recs[4]["vector"]]  # within the tolerance: kept as given
+    path = write(tmp_path / "in", recs, fmt)
+    with open_store(location) as s:  # type: ignore[attr-defined]
+        rep = import_file(s, path, embedder=EMB)
+        assert rep.normalised == len(scaled) and rep.to_json()["normalised"] == len(scaled)
+        for i in (0, 1, 3, 4, 9, 12):
+            q = np.asarray(recs[i]["vector"], dtype=np.float32)
+            q /= np.linalg.norm(q)
+            cid, score = s.search_dense(q, 1, Filters(unrestricted=True))[0]
+            assert cid == f"c{i}" and abs(score - 1.0) < 2e-4, (i, cid, score)
+        if location.endswith(".db"):
+            stored = dict(s._conn.execute("SELECT id, vector FROM chunks").fetchall())
+            for i, r in enumerate(recs):
+                v = np.frombuffer(stored[f"c{i}"], dtype=np.float32)
+                assert abs(float(np.linalg.norm(v)) - 1.0) < 2e-4
+                if i not in scaled:
+                    assert stored[f"c{i}"] == np.asarray(r["vector"], dtype=np.float32).tobytes()
 
 
 def test_embedder_of_the_store_is_kept(tmp_path: Path) -> None:
@@ -257,6 +293,8 @@ def _varied(n: int = 40) -> list[dict[str, Any]]:
             r["acl"] = "group:finance"
         if i // 4 == 3:
             r["date"], r["effective_to"] = "2024-01-01", "2024-12-31"
+        if i % 9 == 4:  # off unit length: both paths scale it
+            r["vector"] = [x * 3 for x in r["vector"]]
         if i % 9 == 0:
             r["team"] = {"name": "ops", "n": i}  # outside the contract: into metadata
     for r in recs[:4]:  # the rows of one version agree (status, dates) whatever the spoilers above did

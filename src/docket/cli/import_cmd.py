@@ -61,6 +61,9 @@ def import_cmd(
     if not as_json:
         typer.echo(f"imported {out['rows']} chunks ({out['versions']} document versions) in {out['seconds']} s "
                    f"({out['chunks_per_s']} chunks/s), embedder {out['embedder']} (dim {out['dim']})")
+        if out["normalised"]:
+            typer.echo(f"{out['normalised']} vectors were not of unit length and were stored scaled to it (the "
+                       "store scores by cosine); if your embedding job normalises, check its output")
         if not features and out["rows"]:
             from docket.session_stores import redact
 

@@ -24,11 +24,13 @@ class ImportReport:
     embedder: str
     dim: int
     acl: dict[str, list[str]]
+    #: rows whose vector was not of unit length and was stored scaled to it (importer.UNIT_TOLERANCE)
+    normalised: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "versions": self.versions, "documents": self.documents,
                 "seconds": round(self.seconds, 3), "chunks_per_s": round(self.rows / self.seconds) if self.seconds else None,
-                "embedder": self.embedder, "dim": self.dim, "acl": self.acl}
+                "embedder": self.embedder, "dim": self.dim, "acl": self.acl, "normalised": self.normalised}
 
 
 def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tuple[str, int],
@@ -65,4 +67,4 @@ def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tup
     # SQLite's keyword terms are worked out here (PostgreSQL parses its own tsvector in SQL)
     n = backend.load(store, batches(path, fmt, checker, terms=not postgres), checker, note, stages)  # also writes meta embedder, dim
     return ImportReport(n, len(checker.versions), len({d for d, _ in checker.versions}), time.perf_counter() - started,
-                        name, dim, note.to_json())
+                        name, dim, note.to_json(), checker.normalised)

@@ -33,6 +33,15 @@ from docket.errors import InputError
 from docket.model import Chunk
 from docket.store.bulk_check import ABSENT, KNOWN, Slow, check_columns
 
+#: a vector whose length is off 1 by more than this is scaled to unit length: the stores score by
+#: inner product, which is the cosine only over unit vectors (`docket index` normalises a record's
+#: own vector the same way); vectors already of unit length are stored as given, byte for byte
+UNIT_TOLERANCE = 1e-4
+#: the largest magnitude a float32 holds: a JSON number beyond it would be stored as infinity
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_NOT_FINITE = "holds NaN or infinite values (or values beyond float32's range, ±3.4e38)"
+_ZERO = "is all zeros: a zero vector is similar to nothing (re-embed the row's text, or drop the row)"
+
 #: rows per batch: big enough that per-batch work (numpy checks, executemany) is amortised, small
 #: enough that a batch of 384-dim vectors stays a few MB
 BATCH_ROWS = 4096
@@ -99,6 +108,8 @@ class Checker:
         self.ids: set[str] = set()
         self.versions: dict[tuple[str, int], VersionRow] = {}
         self.rows = 0
+        #: rows whose vector was not of unit length and was scaled to it (`UNIT_TOLERANCE`)
+        self.normalised = 0
 
     def fail(self, row: int, fieldname: str, message: str) -> InputError:
         return InputError(f"row {row}: {message}", where=self.where, field=fieldname)
@@ -111,6 +122,7 @@ class Checker:
         try:
             if not np.isfinite(vectors).all():
                 raise Slow
+            vectors = self._unit(vectors)
             cols = check_columns(rows.cols, rows.n, rows.extras)
             self._agree(cols, rows.n)
         except Slow:
@@ -118,6 +130,19 @@ class Checker:
         tokens = cols.pop("tokens")
         self._commit(rows.first, cols, vectors)
         return Batch(rows.first, cols, vectors, tokens)
+
+    def _unit(self, vectors: np.ndarray) -> np.ndarray:
+        """`vectors` with each row off unit length scaled to it; raises Slow when a row is all
+        zeros (the row-by-row check names it)."""
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        if not norms.all():
+            raise Slow
+        off = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
+        if off.size:
+            vectors = vectors.copy()  # the reader's array may be a read-only view of the file's buffer
+            vectors[off] /= np.linalg.norm(vectors[off], axis=1, keepdims=True)
+            self.normalised += int(off.size)
+        return vectors
 
     def _agree(self, cols: dict[str, list[Any]], n: int) -> None:
         """Unique ids, and every row of a document version giving it one status and dates."""
@@ -155,18 +180,20 @@ class Checker:
 
     def _rows(self, first: int, records: list[dict[str, Any]], vectors: np.ndarray) -> Batch:
         """The row-by-row check (each record through Chunk): names the first bad row and field."""
-        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        finite = np.isfinite(vectors).all(axis=1)
+        bad = np.flatnonzero(~finite | ~(vectors != 0).any(axis=1))
         chunks: list[Chunk] = []
         tokens: list[int | None] = []
+        unit = self._unit(vectors[: bad[0]] if bad.size else vectors)  # the rows before the first bad one
         for i, rec in enumerate(records):
             row = first + i
             if bad.size and bad[0] == i:
-                raise self.fail(row, "vector", "holds NaN or infinite values")
+                raise self.fail(row, "vector", _NOT_FINITE if not finite[i] else _ZERO)
             chunks.append(self._chunk(row, rec, tokens))
-            self._version(row, chunks[-1], vectors[i])
+            self._version(row, chunks[-1], unit[i])
         self.rows += len(records)
         cols = {name: [getattr(c, name) for c in chunks] for name in _FIELDS}
-        return Batch(first, cols, vectors, tokens)  # type: ignore[arg-type]
+        return Batch(first, cols, unit, tokens)  # type: ignore[arg-type]
 
     def _chunk(self, row: int, rec: dict[str, Any], tokens: list[int | None]) -> Chunk:
         for name in ("id", "doc", "text"):
@@ -293,8 +320,8 @@ def _jsonl_records(path: Path, checker: Checker, rows: int) -> Iterator[tuple[in
                 raise checker.fail(row, "vector", "must be a list of numbers")
             if len(vec) != checker.dim:
                 raise _dim_error(checker, row, len(vec))
-            if not all(math.isfinite(x) for x in vec):
-                raise checker.fail(row, "vector", "holds NaN or infinite values")
+            if not all(math.isfinite(x) and abs(x) <= _FLOAT32_MAX for x in vec):
+                raise checker.fail(row, "vector", _NOT_FINITE)
             records.append(rec)
             vecs.append(vec)
             if len(records) == rows:
@@ -338,7 +365,8 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         if values.null_count:
             at = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]) // checker.dim
             raise checker.fail(first + at, "vector", "holds a null value")
-        vectors = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(rb), checker.dim)
+        with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: the check names its row
+            vectors = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(rb), checker.dim)
         cols: dict[str, list[Any]] = {}
         for name in names:
             col = rb.column(name)
