@@ -30,3 +30,43 @@ def test_finite_scores_pass(scores: list[object]) -> None:
 def test_a_bad_score_is_named(scores: list[object], bad: int) -> None:
     with pytest.raises(InputError, match=rf"candidate {bad} \(id 'c{bad - 1}'\).*must be a finite number"):
         check_scores(_cands(scores))
+
+
+# --- the candidates themselves: each a Candidate holding a Chunk, named by position -----------------
+
+@pytest.mark.parametrize(("given", "where", "field", "says"), [
+    (["c0"], "candidate 1", "candidates", "got str"),
+    ([("c0", 0.9, 1)], "candidate 1", "candidates", "got tuple"),
+    ([{"chunk": "c0", "score": 0.9, "rank": 1}], "candidate 1", "candidates", "got dict"),
+    ("c0", None, "candidates", "must be a list of docket Candidate"),
+    ({"c0": 0.9}, None, "candidates", "must be a list of docket Candidate"),
+    (5, None, "candidates", "must be a list of docket Candidate"),
+    ("two", 2, "chunk", "must be a docket Chunk, got str"),
+    ("none", 2, "candidates", "got NoneType"),
+])
+def test_a_candidate_of_another_kind_is_named(given: object, where: object, field: str, says: str) -> None:
+    import docket
+    from docket.embed import HashEmbedder
+    from docket.store.base import MemoryStore
+
+    good = _cands([0.9])
+    if given == "two":
+        given = [good[0], Candidate(chunk="c1", score=0.5, rank=2)]  # type: ignore[arg-type]
+        where = "candidate 2"
+    elif given == "none":
+        given = [good[0], None]
+        where = "candidate 2"
+    with pytest.raises(InputError) as e:
+        docket.assemble("refund?", given, store=MemoryStore([good[0].chunk]), embedder=HashEmbedder())  # type: ignore[arg-type]
+    msg = str(e.value)
+    assert f"'{field}'" in msg and says in msg, msg
+    assert (where is None) == ("candidate " not in msg) and (where is None or str(where) in msg), msg
+    assert "c0" not in msg  # named by position, never by id: the check runs before the access filter
+
+
+def test_candidates_of_the_right_kind_pass_in_any_iterable() -> None:
+    from docket.model import check_kinds
+
+    good = _cands([0.9, 0.5])
+    assert check_kinds(good) is good  # a list is returned as it is
+    assert check_kinds(iter(good)) == good and check_kinds(tuple(good)) == good

@@ -32,7 +32,7 @@ from docket.errors import InputError
 from docket.followup import searched_query
 from docket.history import ChatMessage, Condenser, KeptHistory, parse_history
 from docket.history import prepare as prepare_history
-from docket.model import Candidate, Chunk, Passage, Trace, check_scores
+from docket.model import Candidate, Chunk, Passage, Trace, check_kinds, check_scores
 from docket.modes import Plan
 from docket.modes import finish as finish_mode
 from docket.modes import plan as plan_mode
@@ -147,7 +147,7 @@ def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, sto
         raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
     store = scoped(store, principal)
     if candidates is not None:
-        candidates = list(readable(candidates, principal))
+        candidates = list(readable(check_kinds(candidates), principal))
         check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
     opts = request.options
     policy = _with_overrides(policy, opts.budget, opts.floor, opts.as_of)
@@ -187,8 +187,11 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
     elif candidates is None:
         raise InputError("the plan is to retrieve: pass the retrieved candidates", field="candidates")
     filtered = planned.candidates  # the plan's own candidates passed the access filter already (from `assemble`)
-    ranked = list(filtered) if filtered is not None and candidates is filtered else \
-        list(readable(candidates, planned.request.principal))
+    if filtered is not None and candidates is filtered:
+        ranked = list(filtered)
+    else:
+        ranked = list(readable(check_kinds(candidates), planned.request.principal))
+        check_scores(ranked)  # after the access filter, as in `plan`
     policy = ctx.policy
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):

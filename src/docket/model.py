@@ -350,6 +350,28 @@ class Passage:
 
 
 _PLAIN_NUMBERS = frozenset({int, float})
+_ONLY_CANDIDATES = frozenset({Candidate})
+_ONLY_CHUNKS = frozenset({Chunk})
+
+
+def check_kinds(candidates: Any) -> list[Candidate]:
+    """Caller-built candidates as a list, each a `Candidate` holding a `Chunk`: anything else (ids,
+    tuples, dicts, a string) would fail deep inside a move. The error names the position, never a
+    chunk id: it comes before the access filter."""
+    if isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Iterable):
+        raise InputError(f"must be a list of docket Candidate(chunk, score, rank), got {type(candidates).__name__}",
+                         field="candidates")
+    given = candidates if isinstance(candidates, list) else list(candidates)
+    if set(map(type, given)) <= _ONLY_CANDIDATES and {type(c.chunk) for c in given} <= _ONLY_CHUNKS:
+        return given
+    for n, c in enumerate(given, 1):
+        if not isinstance(c, Candidate):
+            raise InputError(f"must be a docket Candidate(chunk, score, rank), got {type(c).__name__}",
+                             where=f"candidate {n}", field="candidates")
+        if not isinstance(c.chunk, Chunk):
+            raise InputError(f"must be a docket Chunk, got {type(c.chunk).__name__}", where=f"candidate {n}",
+                             field="chunk")
+    return given
 
 
 def check_scores(candidates: Iterable[Candidate] | None) -> None:
