@@ -213,6 +213,30 @@ def test_serve_refuses_a_bad_sweep_count_naming_the_option() -> None:
     assert "--gc-sweep-requests" in result.output
 
 
+def test_serve_takes_the_young_threshold_and_refuses_a_bad_one(tmp_path: Any, monkeypatch: Any) -> None:
+    """`--gc-young-threshold` reaches the served app's collector settings; 0 is refused naming the option."""
+    import uvicorn
+
+    from docket.cli import _register, app
+
+    _register()
+    result = CliRunner().invoke(app, ["serve", "--gc-young-threshold", "0"])
+    assert result.exit_code == 2 and "--gc-young-threshold" in result.output
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda application, **kw: served.append(application))
+    monkeypatch.setattr("docket.server.freeze_startup_objects", lambda application: None)  # keep pytest's collector
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    result = CliRunner().invoke(app, ["serve", "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--port", port,
+                                      "--gc-young-threshold", "4321", "--log-level", "warning"])
+    assert result.exit_code == 0, result.output
+    assert served and served[0].state.service.config.gc.young_threshold == 4321
+    served[0].state.session.close()
+
+
 def test_the_served_app_reports_its_policy_in_metrics(tmp_path: Any) -> None:
     """`docket serve`'s path: create_app, then the process owner hands over the collector."""
     from fastapi.testclient import TestClient

@@ -124,6 +124,9 @@ def serve_cmd(
     gc_sweep_idle: Annotated[float, typer.Option("--gc-sweep-idle", help="A full collection once the server has "
                                                  "been idle this many seconds.",
                                                  callback=opt.finite(0.0, 86_400.0, lo_open=True))] = 30.0,
+    gc_young_threshold: Annotated[int, typer.Option("--gc-young-threshold", help="Objects allocated between two "
+                                                    "young collections while a request runs (CPython's default "
+                                                    "is 700).", callback=opt.int_range(1, 10_000_000))] = 20_000,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.",
                                            callback=opt.choice("debug", "info", "warning", "error"))] = "info",
 ) -> None:
@@ -147,7 +150,7 @@ def serve_cmd(
                           limits=Limits(body_bytes=max_body, candidates=max_candidates, wall_seconds=request_timeout,
                                         cpu_seconds=request_cpu, body_seconds=body_timeout),
                           gc=GcSettings(freeze=gc_freeze, sweep_requests=gc_sweep_requests,
-                                        sweep_idle_seconds=gc_sweep_idle))
+                                        sweep_idle_seconds=gc_sweep_idle, young_threshold=gc_young_threshold))
     configure_logging(log_level)
     os.environ[LIMITS_ENV] = f"{header_timeout},{body_timeout}"  # read by the protocol, in every worker
     # slow clients: a head and a body have their time limits (docket.http_guard, 408), idle
