@@ -64,6 +64,28 @@ def test_another_embedder_gets_no_minilm_floor(embedder):
     assert floors(Policy(), embedder.name).not_found is None
 
 
+@pytest.mark.parametrize("embedder", [HashEmbedder(64), LowCosineEmbedder()], ids=["hash", "custom"])
+def test_no_move_stops_at_the_minilm_floor_for_another_embedder(embedder):
+    """The screen applies no floor to an embedder without one, and neither does pack (nor the
+    reachable set, nor the summary): before, pack still stopped at pack.floor 0.40, a MiniLM number,
+    so a pool of low cosines was screened in and then packed out: found false, nothing in the prompt."""
+    from docket.cli.show import screened_out
+    from docket.model import Candidate
+
+    cands = [Candidate(c, s, i + 1) for i, (c, s) in enumerate(zip(HR, [0.21, 0.12, 0.05], strict=True))]
+    b = assemble("How many weeks of parental leave do employees get?", cands, store=MemoryStore(HR),
+                 embedder=embedder, budget=400)
+    assert b.found, [e["reason"] for e in b.trace]
+    packed = {c for s in b.sources.values() for c in s["chunks"]}
+    assert packed == {"leave-1", "travel-1", "it-1"}, packed  # the budget holds all three: nothing is noise
+    assert not _events(b, "pack", "stop") and not _events(b, "floor", "drop")
+    assert screened_out(b) == {}  # `docket ask` marks none of them "below floor"
+    # the same pool with MiniLM's name on the scores: its noise floor applies, at the screen and in pack alike
+    b = assemble("How many weeks of parental leave do employees get?", cands, store=MemoryStore(HR), budget=400)
+    dropped = screened_out(b)
+    assert not b.found and dropped.get("travel-1") == dropped.get("it-1") == "below floor", dropped
+
+
 def test_minilm_keeps_its_floor_and_no_warning():
     fl = floors(Policy(), default_embedder().name)
     assert fl.not_found == NOT_FOUND_FLOOR and fl.noise == 0.40 and fl.off is None

@@ -286,6 +286,7 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
     """Candidates at or above the floor, and within `pack.margin` of the best when one is set; the
     rest are noise (logged once per rule, with the best of them)."""
     floor = answerable.noise_floor(ctx, candidates)  # the embedder's own (or none), exact hits kept
+    ctx.noise_floor = floor  # the moves stop at the same floor (Context.floor)
     if all(map(operator.ge, map(_SCORE, candidates), repeat(floor))):
         above, below = list(candidates), []  # every score clears it (the common case): no pass per candidate
     else:

@@ -58,6 +58,11 @@ class Context:
     features: FeatureCache = None  # type: ignore[assignment]  # filled from `caches` in __post_init__
     #: the candidates that cleared the floor: pair similarities are computed once over them
     pool: list[Chunk] | None = None
+    #: the noise floor this assembly screened the pool with (docket.assemble._apply_floor): the
+    #: embedder's own, lowered to an exact hit's or the reader's best score, or -inf where none
+    #: applies (an embedder without a known floor, the user's own files); the moves stop at the
+    #: same floor (`floor`), so what the screen kept is never dropped again on another scale
+    noise_floor: float | None = None
     #: the reachable set of the pool Moves 1-2 compare (docket.moves.reach), once found; a key when
     #: it was found not to apply (the whole pool is compared)
     reach: Any = None
@@ -104,6 +109,12 @@ class Context:
                 raise InputError("this move needs vectors: give chunks a 'vector' or configure an embedder")
             self._qvec = self.embedder.embed([self.question])[0]
         return self._qvec
+
+    @property
+    def floor(self) -> float:
+        """The score floor the moves stop at: the one the pool was screened with, or `pack.floor`
+        for moves run without the screen (a caller's own pipeline)."""
+        return self.policy.pack.floor if self.noise_floor is None else self.noise_floor
 
     def entries(self, chunks: Sequence[Chunk]) -> list[Any]:
         """`features.entries(chunks)`, looked up once per list of chunks: an assembly asks for the

@@ -114,14 +114,14 @@ def _filters(a: AskArgs) -> Filters:
 def _show(a: AskArgs, res: AskResult, policy: Policy) -> None:
     """The brief on the terminal or as JSON; with --llm, the answer and its check too (exit 0 clean
     answer, 1 check findings, 3 model failed: the brief is printed anyway)."""
-    from docket.cli.show import print_brief, print_ranking
+    from docket.cli.show import print_brief, print_ranking, screened_out
 
     ranked, brief = res.candidates, res.brief
     opt.write_html(a.html_path, brief, ranked)
 
     def show(console: Console) -> None:
         if ranked:  # no retrieval ran (routing, the whole corpus): nothing was ranked
-            print_ranking(console, ranked[:10], a.floor if a.floor is not None else policy.pack.floor)
+            print_ranking(console, ranked[:10], screened_out(brief))
         print_brief(console, brief, explain=a.explain)
 
     if a.llm:

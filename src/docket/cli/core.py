@@ -120,7 +120,7 @@ def demo_cmd(
 ) -> None:
     """The spec's Nimbus example: eight chunks, the refund question and the student-discount question."""
     from docket.assemble import assemble, rank_by_cosine
-    from docket.cli.show import print_brief, print_ranking
+    from docket.cli.show import print_brief, print_ranking, screened_out
     from docket.demo import DISCOUNT_QUESTION, REFUND_QUESTION, nimbus_chunks
     from docket.embed import default_embedder
     from docket.policy import Policy
@@ -139,7 +139,7 @@ def demo_cmd(
         if as_json:
             continue
         console.rule(f"[bold]{q}")
-        print_ranking(console, ranked, policy.pack.floor)
+        print_ranking(console, ranked, screened_out(brief))
         print_brief(console, brief, explain=True)
     if as_json:
         emit_json({q: b.to_json() for q, b in briefs.items()})

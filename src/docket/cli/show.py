@@ -17,12 +17,31 @@ from docket.cli.terminal import show
 from docket.model import Candidate
 
 
-def print_ranking(console: Console, candidates: Sequence[Candidate], floor: float) -> None:
+def screened_out(brief: Brief) -> dict[str, str]:
+    """Each candidate the assembly dropped for its score, by chunk id, and the rule: read from the
+    brief's trace, so the ranking shows the floor this assembly applied (its embedder's, lowered for
+    an exact hit, or none for an embedder without a known floor), never one guessed here."""
+    out: dict[str, str] = {}
+    for e in brief.trace:
+        if e["move"] == "floor" and e["action"] == "drop":
+            why = "beyond margin" if "margin" in (e.get("numbers") or {}) else "below floor"
+        elif e["move"] == "pack" and e["action"] == "stop" and "< floor" in e["reason"]:
+            why = "below floor"
+        else:
+            continue
+        for cid in e["chunks"]:
+            out.setdefault(cid, why)
+    return out
+
+
+def print_ranking(console: Console, candidates: Sequence[Candidate], dropped: Mapping[str, str]) -> None:
+    """The ranking as retrieved; `dropped` (`screened_out`): the candidates the floor or the margin removed."""
     t = Table(title="Ranked candidates", show_lines=False)
     for col in ("rank", "id", "doc", "version", "status", "score"):
         t.add_column(col, justify="right" if col in ("rank", "score", "version") else "left")
     for c in candidates:
-        mark = "" if c.score >= floor else " [dim](below floor)[/dim]"
+        why = dropped.get(c.chunk.id)
+        mark = f" [dim]({why})[/dim]" if why else ""
         t.add_row(str(c.rank), show(c.chunk.id), show(c.chunk.doc), f"v{c.chunk.version}", show(c.chunk.status),
                   f"{c.score:.3f}{mark}")
     console.print(t)

@@ -85,7 +85,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
     smallest: int | None = None
     add, skips = ctx.trace.add_format, ctx.trace.add_deferred_many
-    floor, most = pol.floor, pol.max_passages
+    floor, most = ctx.floor, pol.max_passages
     n = len(ordered)
     bounded_from = min(exact_first, n) if pol.enabled else n  # where a lower bound may rule a passage out
     # where the floor stops the loop, and every bound before it read at once (most passages of a
@@ -100,7 +100,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
         p = ordered[idx]
         if idx == below:
             rest = [q.first.id for q in ordered[idx:]]
-            ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {floor}", score=round(p.score, 4))
+            ctx.trace.add(MOVE, "stop", rest, f"score {p.score:.4f} < floor {round(floor, 4)}", score=round(p.score, 4))
             break
         if most is not None and len(chosen) >= most:
             ctx.trace.add(MOVE, "stop", [q.first.id for q in ordered[idx:]], f"max_passages {most} reached")

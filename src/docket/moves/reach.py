@@ -492,7 +492,7 @@ class _Scan:
         cost = self._cost(k, self.known)  # counted under a label of up to three digits (pack: at most `extra` more)
         # taken (at least `cost` more), or skipped (more than room - (cost + extra) used: pack's count is at most that)
         self.lo = min(self.lo + cost, max(self.lo, self.room - cost - self.extra + 1))
-        self.anchored = self.anchored or (cost + self.extra <= self.room and p.score >= self.ctx.policy.pack.floor)
+        self.anchored = self.anchored or (cost + self.extra <= self.room and p.score >= self.ctx.floor)
         self.witnesses += 1
         return True
 

@@ -54,7 +54,7 @@ def pack_with_summary(passages: list[Passage], ctx: Context, generator: Any) -> 
     """Pack (Move 4) and, when candidates above the floor do not all fit, add the summary passage."""
     pol = ctx.policy
     budget = pack_move.evidence_budget(ctx)
-    eligible = [p for p in sorted(passages, key=lambda p: p.rank) if p.score >= pol.pack.floor]
+    eligible = [p for p in sorted(passages, key=lambda p: p.rank) if p.score >= ctx.floor]
     if pol.pack.max_passages is not None:
         eligible = eligible[: pol.pack.max_passages]
     widest = label_for(max(len(passages), 1))
