@@ -38,7 +38,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, Folded, copy_hash, folded_codes, iter_words, phrase, title_variant_words, words
+from docket.text import (
+    STOPWORDS,
+    Folded,
+    copy_hash,
+    copy_sketches,
+    folded_codes,
+    iter_words,
+    phrase,
+    title_variant_words,
+    words,
+)
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -443,7 +453,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record", "_subject", "_claims_read", "_head_folded", "_words_bound",
+        "_claims_record", "_subject", "_claims_read", "_head_folded", "_words_bound", "_copy_sketch",
         "costs",
     )
 
@@ -470,6 +480,8 @@ class ChunkFeatures:
         self._head_folded: str | None = None
         #: `words_bound`, filled on first use
         self._words_bound: int | None = None
+        #: `text.copy_sketch` of the text, filled on first use (`copy_values`)
+        self._copy_sketch: int | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -588,6 +600,39 @@ class ChunkFeatures:
             st = self.statements(chunk) if known else None
             self._subject = subject(chunk.text) if st is None else st[0].subject if st else frozenset()
         return self._subject
+
+
+_COPY_SKETCH, _WORDS_BOUND_HELD = operator.attrgetter("_copy_sketch"), operator.attrgetter("_words_bound")
+
+
+def copy_values(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list[str | int]:
+    """One value per chunk, equal for two chunks exactly when their texts are copies (the same
+    `copy_key`): what a pool's first sight compares, without a `copy_hash` per chunk (a regex pass
+    and a sha256 over each text, ~6 µs). Each chunk's `text.copy_sketch` (kept with its features;
+    the pool's missing ones computed together) decides alone where no other chunk of the pool has
+    the same sketch (then no other has the same copy key); chunks that share a sketch are told
+    apart by their copy hashes (kept). A sketch is an int and a copy hash a str, so the two never
+    meet as equal."""
+    sk: list[int | None] = list(map(_COPY_SKETCH, feats))
+    if None in sk:
+        missing = [i for i, v in enumerate(sk) if v is None]
+        for i, v in zip(missing, copy_sketches([chunks[i].text for i in missing])):
+            feats[i]._copy_sketch = sk[i] = v
+    if len(set(sk)) == len(sk):
+        return sk  # type: ignore[return-value]  # no None among them
+    repeated = {v for v, n in Counter(sk).items() if n > 1}
+    return [feats[i].copy_hash(chunks[i]) if v in repeated else v for i, v in enumerate(sk)]  # type: ignore[misc]
+
+
+def words_bounds(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list[int]:
+    """`ChunkFeatures.words_bound` of each chunk: the held ones read, the pool's missing ones
+    computed together (`text_words_bounds`) and kept."""
+    bound: list[int | None] = list(map(_WORDS_BOUND_HELD, feats))
+    if None in bound:
+        missing = [i for i, b in enumerate(bound) if b is None]
+        for i, b in zip(missing, text_words_bounds([chunks[i].text for i in missing])):
+            feats[i]._words_bound = bound[i] = b
+    return bound  # type: ignore[return-value]  # no None among them
 
 
 _UNCHECKED = object()
@@ -817,6 +862,48 @@ def text_words_bound(text: str) -> int:
     return len(_SURE_RUN.findall(text))
 
 
+def text_words_bounds(texts: Sequence[str]) -> list[int]:
+    """`text_words_bound` of each text, the texts read side by side (a pool's first sight): the
+    ASCII ones classed by one bytes.translate, the printable others tested and classed together,
+    each text's words then counted in its stretch (two C calls); a text the one-pass reading does
+    not cover (a control character, a character cleaning removes) takes `text_words_bound`.
+    tests/test_first_sight_batch.py checks it against `text_words_bound` text by text."""
+    out: list[int] = [0] * len(texts)
+    plain = [i for i, t in enumerate(texts) if t.isascii()]
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    slow: list[int] = []
+    if plain:
+        laid = _SEP.join([texts[i].encode("ascii") for i in plain]).translate(_ASCII_WORD_CLASS_LAID)
+        dirty = b"\0" in laid  # some text is not printable: its own reading
+        for i, b in zip(plain, laid.split(_SEP)):
+            if dirty and b"\0" in b:
+                slow.append(i)
+            else:
+                out[i] = b.count(b" x") + b.startswith(b"x")
+    if other:
+        if "\n".join([texts[i] for i in other]).replace("\n", " ").isprintable():
+            fast = other
+        else:
+            fast = []
+            for i in other:
+                (fast if texts[i].replace("\n", " ").isprintable() else slow).append(i)
+        if fast:  # printable (no surrogate): UTF-8 encodes them
+            laid = _SEP.join([texts[i].encode("utf-8") for i in fast])
+            leads = any(map(laid.__contains__, _REMOVED_LEADS))
+            for i, b in zip(fast, laid.translate(_UTF8_WORD_CLASS_LAID).split(_SEP)):
+                if leads and _PRINTABLE_REMOVED.search(texts[i]) is not None:
+                    slow.append(i)  # cleaning removes a character: the runs holding a sure one
+                else:
+                    out[i] = b.count(b" x") + b.startswith(b"x")
+    for i in slow:
+        out[i] = text_words_bound(texts[i])
+    return out
+
+
+#: texts laid side by side for `text_words_bounds`, between these bytes (in no UTF-8 sequence)
+_SEP = b"\xff"
+
+
 #: the UTF-8 bytes of a printable text classed: the space -> " ", any other byte -> "x" (a word
 #: starts at each "x" that opens the text or follows a " ": `len(flat.split())` without the list;
 #: tests/test_cold_bounds.py checks every path against the per-word reading)
@@ -831,6 +918,10 @@ _SURE_RUN = re.compile(r"(?<![^ \n])[^ \n]*?" + _SURE.pattern + r"[^ \n]*")
 #: ASCII bytes as `text_words_bound` classes them: space and newline -> " ", the other printable
 #: ones -> "x", anything else (a control character: the text is not printable) -> NUL
 _ASCII_WORD_CLASS = bytes(32 if b in (10, 32) else 120 if 32 < b < 127 else 0 for b in range(256))
+#: the two classings with the separator of laid texts kept (`text_words_bounds`); newlines are
+#: spaces in the UTF-8 one (`text_words_bound` replaces them before classing)
+_ASCII_WORD_CLASS_LAID = _ASCII_WORD_CLASS[:255] + _SEP
+_UTF8_WORD_CLASS_LAID = bytes(32 if b in (10, 32) else 255 if b == 255 else 120 for b in range(256))
 
 
 _CHUNKS, _OVERRIDE, _FIRST = operator.attrgetter("chunks"), operator.attrgetter("text_override"), operator.attrgetter("first")

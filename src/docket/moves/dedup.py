@@ -48,7 +48,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     feats = ctx.passage_features(passages)
     # the reachable set read them for this pool already (whole chunks: a passage's hash is its chunk's)
-    hashes = reach.hashes_of(passages, ctx) if None not in feats else None
+    hashes: list[str | int] | None = reach.hashes_of(passages, ctx) if None not in feats else None
     if hashes is None:
         hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text) for p, f in zip(passages, feats)]
     restated = _restated_pairs(passages, ctx, feats)  # a pasted table of values: a copy below the cosine threshold
@@ -87,7 +87,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
 
 
 def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int, int]],
-             hashes: list[str]) -> dict[int, set[int]]:
+             hashes: list[str | int]) -> dict[int, set[int]]:
     """Which earlier passages each one could duplicate: a cosine at the threshold, a restated table
     or the same hash. A passage with none is kept as it is (the pair loop would find nothing)."""
     related: dict[int, set[int]] = {}
@@ -97,7 +97,7 @@ def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int
         related.setdefault(i, set()).add(j)
     if len(set(hashes)) == len(hashes):
         return related  # no two passages share a text (the common case): no Python step per passage
-    first_of: dict[str, list[int]] = {}
+    first_of: dict[str | int, list[int]] = {}
     for i, h in enumerate(hashes):
         earlier = first_of.setdefault(h, [])
         if earlier:

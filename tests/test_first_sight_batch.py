@@ -1,0 +1,113 @@
+"""A pool's first-sight features computed together (issue 21, decision 3): the same values as the
+per-chunk functions, text by text, on open-ended texts (non-ASCII, combining marks, control
+characters, lone surrogates, empty, long without a space), in any mix of them in one pool.
+
+- `text.copy_sketches` is `copy_sketch` of each text, and a function of `copy_key` (two copies
+  always share a sketch: the reachable set never misses a copy);
+- `features.copy_values` are equal exactly where the copy hashes are;
+- `features.text_words_bounds` is `text_words_bound` of each text.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docket.features import ChunkFeatures, content_key, copy_values, text_words_bound, text_words_bounds, words_bounds
+from docket.model import Chunk
+from docket.text import copy_hash, copy_key, copy_sketch, copy_sketches
+
+#: pieces that meet every path: ASCII words and punctuation, control characters, accents and
+#: combining marks, dashes and curly quotes, no-break and other spaces, CJK, a lone surrogate, a
+#: final sigma, characters cleaning removes, the byte the batches lay texts between (U+00FF: its
+#: UTF-8 is C3 BF, never FF)
+PIECES = ["Kenji", "akinoshū", "Akinoshu\u0304", "–", "—", "’", "“", "\u00a0", "\u2009", "\u3000", "。", "中文", "東京",
+          "\t", "\n", " ", "  ", "x", "İ", "\ud800", "\U0001f600", "_", "'", "1945", "е", "ß", "\u0301", "ΟΔΟΣ",
+          "\x00", "\x7f", "\x1c", "\u034f", "\ufe0f", "\U000e0100", "\u200b", "ÿ", ".", ",", "(a)", "\r\n"]
+
+TEXTS = st.one_of(
+    st.lists(st.sampled_from(PIECES), max_size=40).map("".join),
+    st.text(max_size=60),
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=80),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, max_size=12))
+def test_copy_sketches_are_each_texts_sketch(texts: list[str]) -> None:
+    assert copy_sketches(texts) == [copy_sketch(t) for t in texts]
+    assert copy_sketches(texts) == [_sketch_reference(t) for t in texts]
+
+
+def _sketch_reference(text: str) -> int:
+    """The definition: the hash of the copy key less its spaces, as UTF-8."""
+    return hash(copy_key(text).replace(" ", "").encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.lists(st.sampled_from([" ", "  ", ",", "—", "\u00a0", "\n", "'", "’", "."]), min_size=1, max_size=6))
+def test_copies_share_a_sketch(text: str, gaps: list[str]) -> None:
+    """A copy that differs only in case and in the non-word characters between its words."""
+    words = copy_key(text).split()
+    rng = random.Random(len(text))
+    copy = "".join(w.upper() + rng.choice(gaps) for w in words)
+    if copy_key(copy) == copy_key(text):  # (upper case can change a word: "ß" -> "SS")
+        assert copy_sketch(copy) == copy_sketch(text)
+        assert copy_sketches([text, copy]) == [copy_sketch(text)] * 2
+
+
+def test_copies_share_a_sketch_examples() -> None:
+    for text, copy in [("Kenji's  film, 1945.", "kenji S FILM—1945"), ("中文。東京", "中文 東京"), ("a\u00a0b", "A  B"),
+                       ("", "—"), ("Ωμέγα λ", "ΩΜΈΓΑ, Λ")]:
+        assert copy_key(copy) == copy_key(text)
+        assert copy_sketch(copy) == copy_sketch(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, max_size=12))
+def test_words_bounds_are_each_texts_bound(texts: list[str]) -> None:
+    assert text_words_bounds(texts) == [text_words_bound(t) for t in texts]
+
+
+def test_batches_of_every_path_together() -> None:
+    long_run = "\u00a0" + "·" * 50_000
+    texts = ["", " ", "plain words here", "nul\x00x", "café au lait", "x\u034fy z", "中文 字", long_run, "a" * 100_000,
+             "ÿ ÿ", "tab\there", "Ωμέγα λ", "\ud800 lone", "line\nbreak é", "\U000e0100 a"]
+    assert text_words_bounds(texts) == [text_words_bound(t) for t in texts]
+    assert copy_sketches(texts) == [_sketch_reference(t) for t in texts]
+    assert text_words_bounds([]) == [] and copy_sketches([]) == []
+
+
+def _features(texts: list[str]) -> tuple[list[ChunkFeatures], list[Chunk]]:
+    # constructed as they are (validation refuses an empty text): these functions read only the text
+    chunks = [Chunk.model_construct(id=f"c{i}", doc=f"d{i}", text=t) for i, t in enumerate(texts)]
+    return [ChunkFeatures(c, content_key(c)) for c in chunks], chunks
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(TEXTS, st.sampled_from(["Same text.", "same  TEXT", "same—text", "Other text"])), max_size=10))
+def test_copy_values_equal_exactly_where_copy_hashes_are(texts: list[str]) -> None:
+    feats, chunks = _features(texts)
+    values = copy_values(feats, chunks)
+    hashes = [copy_hash(t) for t in texts]
+    for i in range(len(texts)):
+        for j in range(len(texts)):
+            assert (values[i] == values[j]) == (hashes[i] == hashes[j]), (texts[i], texts[j])
+    assert copy_values(feats, chunks) == values  # the sketches kept: read again, the same values
+    assert all(f._copy_sketch == copy_sketch(c.text) for f, c in zip(feats, chunks))
+
+
+def test_copy_values_of_copies_are_their_hashes() -> None:
+    feats, chunks = _features(["Same text.", "an other", "same  TEXT", "one more"])
+    values = copy_values(feats, chunks)
+    assert values[0] == values[2] == copy_hash("Same text.")
+    assert isinstance(values[1], int) and isinstance(values[3], int) and values[1] != values[3]
+
+
+def test_words_bounds_read_the_held_ones_and_keep_the_rest() -> None:
+    feats, chunks = _features(["one two", "three", "four five six"])
+    feats[1]._words_bound = 7  # held: read, not recomputed
+    assert words_bounds(feats, chunks) == [2, 7, 3]
+    assert [f._words_bound for f in feats] == [2, 7, 3]
