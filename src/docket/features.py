@@ -625,13 +625,12 @@ def copy_values(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list
 
 
 def words_bounds(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list[int]:
-    """`ChunkFeatures.words_bound` of each chunk: the held ones read, the pool's missing ones
-    computed together (`text_words_bounds`) and kept."""
+    """`ChunkFeatures.words_bound` of each chunk: the held ones read (one C-level pass), the
+    missing ones computed and kept. (Laying a pool's texts side by side saves nothing here:
+    `text_words_bound` of a text is already a few C passes over its bytes.)"""
     bound: list[int | None] = list(map(_WORDS_BOUND_HELD, feats))
     if None in bound:
-        missing = [i for i, b in enumerate(bound) if b is None]
-        for i, b in zip(missing, text_words_bounds([chunks[i].text for i in missing])):
-            feats[i]._words_bound = bound[i] = b
+        return [f.words_bound(c) for f, c in zip(feats, chunks)]
     return bound  # type: ignore[return-value]  # no None among them
 
 
@@ -862,48 +861,6 @@ def text_words_bound(text: str) -> int:
     return len(_SURE_RUN.findall(text))
 
 
-def text_words_bounds(texts: Sequence[str]) -> list[int]:
-    """`text_words_bound` of each text, the texts read side by side (a pool's first sight): the
-    ASCII ones classed by one bytes.translate, the printable others tested and classed together,
-    each text's words then counted in its stretch (two C calls); a text the one-pass reading does
-    not cover (a control character, a character cleaning removes) takes `text_words_bound`.
-    tests/test_first_sight_batch.py checks it against `text_words_bound` text by text."""
-    out: list[int] = [0] * len(texts)
-    plain = [i for i, t in enumerate(texts) if t.isascii()]
-    other = [i for i, t in enumerate(texts) if not t.isascii()]
-    slow: list[int] = []
-    if plain:
-        laid = _SEP.join([texts[i].encode("ascii") for i in plain]).translate(_ASCII_WORD_CLASS_LAID)
-        dirty = b"\0" in laid  # some text is not printable: its own reading
-        for i, b in zip(plain, laid.split(_SEP)):
-            if dirty and b"\0" in b:
-                slow.append(i)
-            else:
-                out[i] = b.count(b" x") + b.startswith(b"x")
-    if other:
-        if "\n".join([texts[i] for i in other]).replace("\n", " ").isprintable():
-            fast = other
-        else:
-            fast = []
-            for i in other:
-                (fast if texts[i].replace("\n", " ").isprintable() else slow).append(i)
-        if fast:  # printable (no surrogate): UTF-8 encodes them
-            laid = _SEP.join([texts[i].encode("utf-8") for i in fast])
-            leads = any(map(laid.__contains__, _REMOVED_LEADS))
-            for i, b in zip(fast, laid.translate(_UTF8_WORD_CLASS_LAID).split(_SEP)):
-                if leads and _PRINTABLE_REMOVED.search(texts[i]) is not None:
-                    slow.append(i)  # cleaning removes a character: the runs holding a sure one
-                else:
-                    out[i] = b.count(b" x") + b.startswith(b"x")
-    for i in slow:
-        out[i] = text_words_bound(texts[i])
-    return out
-
-
-#: texts laid side by side for `text_words_bounds`, between these bytes (in no UTF-8 sequence)
-_SEP = b"\xff"
-
-
 #: the UTF-8 bytes of a printable text classed: the space -> " ", any other byte -> "x" (a word
 #: starts at each "x" that opens the text or follows a " ": `len(flat.split())` without the list;
 #: tests/test_cold_bounds.py checks every path against the per-word reading)
@@ -918,10 +875,6 @@ _SURE_RUN = re.compile(r"(?<![^ \n])[^ \n]*?" + _SURE.pattern + r"[^ \n]*")
 #: ASCII bytes as `text_words_bound` classes them: space and newline -> " ", the other printable
 #: ones -> "x", anything else (a control character: the text is not printable) -> NUL
 _ASCII_WORD_CLASS = bytes(32 if b in (10, 32) else 120 if 32 < b < 127 else 0 for b in range(256))
-#: the two classings with the separator of laid texts kept (`text_words_bounds`); newlines are
-#: spaces in the UTF-8 one (`text_words_bound` replaces them before classing)
-_ASCII_WORD_CLASS_LAID = _ASCII_WORD_CLASS[:255] + _SEP
-_UTF8_WORD_CLASS_LAID = bytes(32 if b in (10, 32) else 255 if b == 255 else 120 for b in range(256))
 
 
 _CHUNKS, _OVERRIDE, _FIRST = operator.attrgetter("chunks"), operator.attrgetter("text_override"), operator.attrgetter("first")

@@ -417,44 +417,41 @@ def _copy_key_utf8(text: str) -> bytes:
 
 
 def copy_sketch(text: str) -> int:
-    """A cheap necessary condition for two texts being copies: `hash` of `copy_key(text)` less its
-    spaces, as UTF-8 (the word characters of the lower-cased text, in order). Texts with the same
-    copy key have the same sketch; texts with the same sketch may still differ, and are compared by
-    `copy_hash` (docket.features.copy_values). No regex pass and no sha256: a first sight reads it
-    for every candidate of the pool (`copy_sketches`, a pool at once)."""
+    """A cheap necessary condition for two texts being copies: `hash` of the ASCII word characters
+    of the lower-cased text, in order (`copy_key` less its spaces and its other characters). Texts
+    with the same copy key have the same sketch; texts with the same sketch may still differ (a
+    text without ASCII words has the empty one), and are compared by `copy_hash`
+    (docket.features.copy_values). No regex pass and no sha256: a first sight reads it for every
+    candidate of the pool (`copy_sketches`, a pool at once)."""
     return copy_sketches([text])[0]
 
 
-#: the ASCII bytes that are no word character (`_SPACE_W` makes them spaces): deleted for a sketch
-_ASCII_NON_WORD = bytes(b for b in range(128) if _ASCII_SPACE_W[b] == 32)
+#: the bytes a sketch drops: ASCII bytes that are no word character (`_SPACE_W` makes them
+#: spaces) and every byte of a non-ASCII character (128-254; 255 is in no UTF-8 sequence)
+_SKETCH_DROP = bytes(b for b in range(255) if b >= 128 or _ASCII_SPACE_W[b] == 32)
 #: ASCII lower case as a bytes.translate table (bytes 128-255 as they are)
 _ASCII_LOWER = bytes(range(256)).lower()
 #: what separates texts laid side by side as UTF-8: no UTF-8 sequence holds this byte
 _SEP = b"\xff"
+#: the only non-ASCII characters str.lower turns into ASCII word characters (U+0130 -> "i" and a
+#: combining dot, the Kelvin sign -> "k"), as UTF-8 (tests/test_first_sight_batch.py checks all)
+_LOWERS_TO_ASCII = ("\u0130", "\u212a")
+_LOWERS_TO_ASCII_UTF8 = tuple(ch.encode("utf-8") for ch in _LOWERS_TO_ASCII)
 
 
 def copy_sketches(texts: Sequence[str]) -> list[int]:
-    """`copy_sketch` of each text, the character work done for all of them at once: the ASCII
-    texts in one bytes.translate (lower case and non-word bytes deleted, one C pass), the others
-    lower-cased one by one (str.lower reads its neighbours: a final sigma) and then, side by side
-    as UTF-8, their ASCII non-word bytes deleted in one pass and each distinct non-ASCII character
-    that is no word character deleted by one bytes.replace over all of them. tests/test_first_sight_batch.py
-    checks it against the definition text by text."""
-    out: list[int] = [0] * len(texts)
-    plain = [i for i, t in enumerate(texts) if t.isascii()]
-    other = [i for i, t in enumerate(texts) if not t.isascii()]
-    if plain:
-        laid = _SEP.join([texts[i].encode("ascii") for i in plain]).translate(_ASCII_LOWER, _ASCII_NON_WORD)
-        for i, b in zip(plain, laid.split(_SEP)):
-            out[i] = hash(b)
-    if other:
-        laid = _SEP.join([texts[i].lower().encode("utf-8", "surrogatepass") for i in other]).translate(None, _ASCII_NON_WORD)
-        for ch in set(laid.translate(None, _ASCII_BYTES + _SEP).decode("utf-8", "surrogatepass")):
-            if _SPACE_W[ord(ch)] == 32:  # no word character (a dash, a curly quote, a lone surrogate)
-                laid = laid.replace(ch.encode("utf-8", "surrogatepass"), b"")
-        for i, b in zip(other, laid.split(_SEP)):
-            out[i] = hash(b)
-    return out
+    """`copy_sketch` of each text, the texts laid side by side as UTF-8 and read in one
+    bytes.translate (ASCII lower case, every other byte but the separator dropped); ASCII lower
+    case is str.lower's for every text but one holding a character of _LOWERS_TO_ASCII, which is
+    lower-cased by str.lower first. tests/test_first_sight_batch.py checks it against the
+    definition text by text."""
+    if not texts:
+        return []
+    laid = _SEP.join([t.encode("utf-8", "surrogatepass") for t in texts])
+    if any(map(laid.__contains__, _LOWERS_TO_ASCII_UTF8)):
+        laid = _SEP.join([(t.lower() if any(map(t.__contains__, _LOWERS_TO_ASCII)) else t).encode("utf-8", "surrogatepass")
+                          for t in texts])
+    return list(map(hash, laid.translate(_ASCII_LOWER, _SKETCH_DROP).split(_SEP)))
 
 
 def clean_typography(text: str) -> str:
