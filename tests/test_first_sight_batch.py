@@ -117,3 +117,44 @@ def test_words_bounds_read_the_held_ones_and_keep_the_rest() -> None:
     assert words_bounds(feats, chunks) == [2, 7, 3]  # every one held
     assert text_words_bound("one two") == 2
 
+
+
+TITLES = st.one_of(
+    st.lists(st.sampled_from(["Kiss", "and", "Tell", "(1945 film)", "(", ")", "the", "Akinoshū", "Kenji's", " ", "of",
+                              "中文", "\u0301", "''", "İ", "ΟΔΟΣ", "(a (b) c)", "x", "\u3000", "\n", "\u00a0"]),
+             max_size=8).map("".join),
+    st.text(max_size=30),
+)
+
+
+def _title_terms_reference(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """title_terms as it was before its one-variant path: every variant by the general reading."""
+    import re
+
+    from docket.text import STOPWORDS, words
+
+    out = [title]
+    bare = re.sub(r"\s*\([^)]*\)\s*", " ", title).strip()
+    if bare and bare != title:
+        out.append(bare)
+    variants = [w for w in (words(t) for t in out) if not STOPWORDS.issuperset(w)]
+    phrases = tuple(" " + " ".join(w) + " " for w in variants)
+    probes = tuple(max(w, key=len) for w in variants)
+    tw = frozenset(w for w in variants[-1] if w not in STOPWORDS) if variants else frozenset()
+    return phrases, tw, probes
+
+
+@settings(max_examples=400, deadline=None)
+@given(TITLES)
+def test_title_terms_of_one_variant_are_the_general_ones(title: str) -> None:
+    from docket.features import title_terms
+
+    assert title_terms.__wrapped__(title) == _title_terms_reference(title)
+
+
+def test_title_terms_examples() -> None:
+    from docket.features import title_terms
+
+    for title in ["", " ", "the of", "Kiss and Tell (1945 film)", " Padded ", "\u3000Wide\u3000", "Akinoshū Kenji's",
+                  "(only a qualifier)", "The", "x"]:
+        assert title_terms.__wrapped__(title) == _title_terms_reference(title), repr(title)

@@ -162,6 +162,9 @@ def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str,
     """A title's variants as phrases, the content words of the last variant, and one probe word
     per phrase (a phrase can only occur where its longest word does: a cheap set test before `in`)."""
     variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
+    if len(variants) == 1:  # most titles: the same terms, without a generator per field
+        w = variants[0]
+        return (" " + " ".join(w) + " ",), frozenset(w).difference(STOPWORDS), (max(w, key=len),)
     phrases = tuple(" " + " ".join(w) + " " for w in variants)
     probes = tuple(max(w, key=len) for w in variants)
     tw = frozenset(filterfalse(STOPWORDS.__contains__, variants[-1])) if variants else frozenset()

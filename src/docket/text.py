@@ -292,6 +292,10 @@ def title_variants(title: str) -> list[str]:
 
 def title_variant_words(title: str) -> list[list[str]]:
     """`words` of each of `title_variants(title)`, in order (each variant read once)."""
+    if "(" not in title and (not title or title.strip() == title):
+        # no parenthetical and nothing to strip (most titles): the title is its only variant
+        w = words(title)
+        return [] if STOPWORDS.issuperset(w) else [w]
     out = [title]
     bare = (_PAREN.sub(" ", title) if "(" in title else title).strip()  # no "(": nothing for the pattern
     if bare and bare != title:
