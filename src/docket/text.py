@@ -217,7 +217,8 @@ def folded_codes(texts: Sequence[str]) -> Folded:
     other = [i for i, t in enumerate(texts) if not t.isascii()]
     lengths = [len(texts[i]) + 1 for i in plain]
     if plain:  # one C pass: ASCII lower case and the table are per byte
-        laid = (" " + "".join([texts[i] + " " for i in plain])).encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD)
+        # " " + each text followed by " ": one join, no copy of each text with its space
+        laid = (" " + " ".join([texts[i] for i in plain]) + " ").encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD)
         head = np.frombuffer(laid, dtype=np.uint8).astype(np.uint32)
     else:
         head = np.full(1, 32, dtype=np.uint32)
