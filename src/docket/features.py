@@ -483,7 +483,8 @@ class ChunkFeatures:
         self._head_folded: str | None = None
         #: `words_bound`, filled on first use
         self._words_bound: int | None = None
-        #: `text.copy_sketch` of the text, filled on first use (`copy_values`)
+        #: `text.copy_sketch` of the text, filled on first use (`copy_values`); a `hash`, so this
+        #: process's only: never written to a feature record (`record_of` keeps the copy hash)
         self._copy_sketch: int | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
