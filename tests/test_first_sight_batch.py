@@ -158,3 +158,22 @@ def test_title_terms_examples() -> None:
     for title in ["", " ", "the of", "Kiss and Tell (1945 film)", " Padded ", "\u3000Wide\u3000", "Akinoshū Kenji's",
                   "(only a qualifier)", "The", "x"]:
         assert title_terms.__wrapped__(title) == _title_terms_reference(title), repr(title)
+
+
+def test_dedup_drops_copies_and_keeps_texts_that_only_share_a_sketch() -> None:
+    """Move 2 reads copy values: copies go whatever their sketch (CJK text has the empty one), texts
+    whose ASCII words agree but whose other words differ stay."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from helpers import context, mk, passages
+
+    from docket.moves.dedup import collapse
+
+    chunks = [mk("a", doc="a", text="中文。東京"), mk("b", doc="b", text="中文 東京"), mk("c", doc="c", text="北京 上海"),
+              mk("d", doc="d", text="Café at noon"), mk("e", doc="e", text="Cafè at noon"), mk("f", doc="f", text="CAFÉ, at noon!")]
+    assert copy_sketch("北京 上海") == copy_sketch("中文 東京") and copy_sketch("Café at noon") == copy_sketch("Cafè at noon")
+    out = collapse(passages(chunks), context(chunks))  # no embedder: copies by their values only
+    assert [p.first.id for p in out] == ["a", "c", "d", "e"]
+    assert [p.also_in[0]["chunks"] for p in out if p.also_in] == [["b"], ["f"]]

@@ -15,6 +15,7 @@ import numpy as np
 
 from docket import deadline
 from docket.context import Context
+from docket.features import copy_values
 from docket.model import Passage
 from docket.moves import reach
 from docket.moves.versions import ClaimsReads, authorities, authority
@@ -47,9 +48,14 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     sims, near_rows, near_cols = reach.similar_pairs(passages, ctx, pol.threshold) if ctx.has_vectors() else (None, [], [])
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     feats = ctx.passage_features(passages)
-    # the reachable set read them for this pool already (whole chunks: a passage's hash is its chunk's)
-    hashes: list[str | int] | None = reach.hashes_of(passages, ctx) if None not in feats else None
-    if hashes is None:
+    # compared for equality only: every passage one whole chunk, its chunk's copy value (features.copy_values:
+    # a copy hash only where two share a sketch), which the reachable set read for this pool already
+    hashes: list[str | int] | None = None
+    if None not in feats:
+        hashes = reach.hashes_of(passages, ctx)
+        if hashes is None:
+            hashes = copy_values(feats, [p.first for p in passages])
+    else:
         hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text) for p, f in zip(passages, feats)]
     restated = _restated_pairs(passages, ctx, feats)  # a pasted table of values: a copy below the cosine threshold
     related = _related(near_rows, near_cols, restated, hashes)
