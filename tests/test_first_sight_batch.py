@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 
 from docket.features import ChunkFeatures, content_key, copy_values, text_words_bound, words_bounds
 from docket.model import Chunk
+from docket.moves.dedup import collapse
 from docket.text import copy_hash, copy_key, copy_sketch, copy_sketches
+
+from helpers import context, mk, passages
 
 #: pieces that meet every path: ASCII words and punctuation, control characters, accents and
 #: combining marks, dashes and curly quotes, no-break and other spaces, CJK, a lone surrogate, a
@@ -163,14 +166,6 @@ def test_title_terms_examples() -> None:
 def test_dedup_drops_copies_and_keeps_texts_that_only_share_a_sketch() -> None:
     """Move 2 reads copy values: copies go whatever their sketch (CJK text has the empty one), texts
     whose ASCII words agree but whose other words differ stay."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from helpers import context, mk, passages
-
-    from docket.moves.dedup import collapse
-
     chunks = [mk("a", doc="a", text="中文。東京"), mk("b", doc="b", text="中文 東京"), mk("c", doc="c", text="北京 上海"),
               mk("d", doc="d", text="Café at noon"), mk("e", doc="e", text="Cafè at noon"), mk("f", doc="f", text="CAFÉ, at noon!")]
     assert copy_sketch("北京 上海") == copy_sketch("中文 東京") and copy_sketch("Café at noon") == copy_sketch("Cafè at noon")
