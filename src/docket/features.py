@@ -38,7 +38,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from docket.model import Chunk
-from docket.text import STOPWORDS, Folded, copy_hash, folded_codes, iter_words, phrase, title_variant_words, words
+from docket.text import (
+    STOPWORDS,
+    Folded,
+    copy_hash,
+    copy_sketches,
+    folded_codes,
+    iter_words,
+    phrase,
+    title_variant_words,
+    words,
+)
 
 #: chunks whose features the default cache keeps in memory (no vectors: ~2-4 KiB each)
 DEFAULT_CAPACITY = 100_000
@@ -152,6 +162,9 @@ def title_terms(title: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str,
     """A title's variants as phrases, the content words of the last variant, and one probe word
     per phrase (a phrase can only occur where its longest word does: a cheap set test before `in`)."""
     variants = title_variant_words(title)  # each variant's words (`phrase` is them between spaces)
+    if len(variants) == 1:  # most titles: the same terms, without a generator per field
+        w = variants[0]
+        return (" " + " ".join(w) + " ",), frozenset(w).difference(STOPWORDS), (max(w, key=len),)
     phrases = tuple(" " + " ".join(w) + " " for w in variants)
     probes = tuple(max(w, key=len) for w in variants)
     tw = frozenset(filterfalse(STOPWORDS.__contains__, variants[-1])) if variants else frozenset()
@@ -443,7 +456,7 @@ class ChunkFeatures:
 
     __slots__ = (
         "key", "untrusted", "retired", "_rescore", "_rescore_index", "_text_word_ids", "_text_phrase", "_text_words", "_copy_hash", "_statements",
-        "_claims_record", "_subject", "_claims_read", "_head_folded", "_words_bound",
+        "_claims_record", "_subject", "_claims_read", "_head_folded", "_words_bound", "_copy_sketch",
         "costs",
     )
 
@@ -470,6 +483,9 @@ class ChunkFeatures:
         self._head_folded: str | None = None
         #: `words_bound`, filled on first use
         self._words_bound: int | None = None
+        #: `text.copy_sketch` of the text, filled on first use (`copy_values`); a `hash`, so this
+        #: process's only: never written to a feature record (`record_of` keeps the copy hash)
+        self._copy_sketch: int | None = None
         #: token counts of the rendered passage, by ("cost", counter name, render key, label class),
         #: and the lower bound pack reads before counting, by ("words", render key)
         self.costs: dict[tuple[Any, ...], int] = {}
@@ -588,6 +604,38 @@ class ChunkFeatures:
             st = self.statements(chunk) if known else None
             self._subject = subject(chunk.text) if st is None else st[0].subject if st else frozenset()
         return self._subject
+
+
+_COPY_SKETCH, _WORDS_BOUND_HELD = operator.attrgetter("_copy_sketch"), operator.attrgetter("_words_bound")
+
+
+def copy_values(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list[str | int]:
+    """One value per chunk, equal for two chunks exactly when their texts are copies (the same
+    `copy_key`): what a pool's first sight compares, without a `copy_hash` per chunk (a regex pass
+    and a sha256 over each text, ~6 µs). Each chunk's `text.copy_sketch` (kept with its features;
+    the pool's missing ones computed together) decides alone where no other chunk of the pool has
+    the same sketch (then no other has the same copy key); chunks that share a sketch are told
+    apart by their copy hashes (kept). A sketch is an int and a copy hash a str, so the two never
+    meet as equal."""
+    sk: list[int | None] = list(map(_COPY_SKETCH, feats))
+    if None in sk:
+        missing = [i for i, v in enumerate(sk) if v is None]
+        for i, v in zip(missing, copy_sketches([chunks[i].text for i in missing])):
+            feats[i]._copy_sketch = sk[i] = v
+    if len(set(sk)) == len(sk):
+        return sk  # type: ignore[return-value]  # no None among them
+    repeated = {v for v, n in Counter(sk).items() if n > 1}
+    return [feats[i].copy_hash(chunks[i]) if v in repeated else v for i, v in enumerate(sk)]  # type: ignore[misc]
+
+
+def words_bounds(feats: Sequence[ChunkFeatures], chunks: Sequence[Chunk]) -> list[int]:
+    """`ChunkFeatures.words_bound` of each chunk: the held ones read (one C-level pass), the
+    missing ones computed and kept. (Laying a pool's texts side by side saves nothing here:
+    `text_words_bound` of a text is already a few C passes over its bytes.)"""
+    bound: list[int | None] = list(map(_WORDS_BOUND_HELD, feats))
+    if None in bound:
+        return [f.words_bound(c) for f, c in zip(feats, chunks)]
+    return bound  # type: ignore[return-value]  # no None among them
 
 
 _UNCHECKED = object()

@@ -217,7 +217,8 @@ def folded_codes(texts: Sequence[str]) -> Folded:
     other = [i for i, t in enumerate(texts) if not t.isascii()]
     lengths = [len(texts[i]) + 1 for i in plain]
     if plain:  # one C pass: ASCII lower case and the table are per byte
-        laid = (" " + "".join([texts[i] + " " for i in plain])).encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD)
+        # " " + each text followed by " ": one join, no copy of each text with its space
+        laid = (" " + " ".join([texts[i] for i in plain]) + " ").encode("ascii").lower().translate(_ASCII_SPACE_NON_WORD)
         head = np.frombuffer(laid, dtype=np.uint8).astype(np.uint32)
     else:
         head = np.full(1, 32, dtype=np.uint32)
@@ -292,6 +293,10 @@ def title_variants(title: str) -> list[str]:
 
 def title_variant_words(title: str) -> list[list[str]]:
     """`words` of each of `title_variants(title)`, in order (each variant read once)."""
+    if "(" not in title and (not title or title.strip() == title):
+        # no parenthetical and nothing to strip (most titles): the title is its only variant
+        w = words(title)
+        return [] if STOPWORDS.issuperset(w) else [w]
     out = [title]
     bare = (_PAREN.sub(" ", title) if "(" in title else title).strip()  # no "(": nothing for the pattern
     if bare and bare != title:
@@ -414,6 +419,44 @@ def _copy_key_utf8(text: str) -> bytes:
         if _SPACE_W[ord(ch)] == 32:  # (a lone surrogate is no word character: it goes too)
             b = b.replace(ch.encode("utf-8", "surrogatepass"), b" ")
     return _one_space(b)
+
+
+def copy_sketch(text: str) -> int:
+    """A cheap necessary condition for two texts being copies: `hash` of the ASCII word characters
+    of the lower-cased text, in order (`copy_key` less its spaces and its other characters). Texts
+    with the same copy key have the same sketch; texts with the same sketch may still differ (a
+    text without ASCII words has the empty one), and are compared by `copy_hash`
+    (docket.features.copy_values). No regex pass and no sha256: a first sight reads it for every
+    candidate of the pool (`copy_sketches`, a pool at once)."""
+    return copy_sketches([text])[0]
+
+
+#: the bytes a sketch drops: ASCII bytes that are no word character (`_SPACE_W` makes them
+#: spaces) and every byte of a non-ASCII character (128-254; 255 is in no UTF-8 sequence)
+_SKETCH_DROP = bytes(b for b in range(255) if b >= 128 or _ASCII_SPACE_W[b] == 32)
+#: ASCII lower case as a bytes.translate table (bytes 128-255 as they are)
+_ASCII_LOWER = bytes(range(256)).lower()
+#: what separates texts laid side by side as UTF-8: no UTF-8 sequence holds this byte
+_SEP = b"\xff"
+#: the only non-ASCII characters str.lower turns into ASCII word characters (U+0130 -> "i" and a
+#: combining dot, the Kelvin sign -> "k"), as UTF-8 (tests/test_first_sight_batch.py checks all)
+_LOWERS_TO_ASCII = ("\u0130", "\u212a")
+_LOWERS_TO_ASCII_UTF8 = tuple(ch.encode("utf-8") for ch in _LOWERS_TO_ASCII)
+
+
+def copy_sketches(texts: Sequence[str]) -> list[int]:
+    """`copy_sketch` of each text, the texts laid side by side as UTF-8 and read in one
+    bytes.translate (ASCII lower case, every other byte but the separator dropped); ASCII lower
+    case is str.lower's for every text but one holding a character of _LOWERS_TO_ASCII, which is
+    lower-cased by str.lower first. tests/test_first_sight_batch.py checks it against the
+    definition text by text."""
+    if not texts:
+        return []
+    laid = _SEP.join([t.encode("utf-8", "surrogatepass") for t in texts])
+    if any(map(laid.__contains__, _LOWERS_TO_ASCII_UTF8)):
+        laid = _SEP.join([(t.lower() if any(map(t.__contains__, _LOWERS_TO_ASCII)) else t).encode("utf-8", "surrogatepass")
+                          for t in texts])
+    return list(map(hash, laid.translate(_ASCII_LOWER, _SKETCH_DROP).split(_SEP)))
 
 
 def clean_typography(text: str) -> str:

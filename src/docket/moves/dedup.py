@@ -15,6 +15,7 @@ import numpy as np
 
 from docket import deadline
 from docket.context import Context
+from docket.features import copy_values
 from docket.model import Passage
 from docket.moves import reach
 from docket.moves.versions import ClaimsReads, authorities, authority
@@ -47,9 +48,14 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
     sims, near_rows, near_cols = reach.similar_pairs(passages, ctx, pol.threshold) if ctx.has_vectors() else (None, [], [])
     conflicts = {frozenset(c["chunks"]) for c in ctx.conflicts}
     feats = ctx.passage_features(passages)
-    # the reachable set read them for this pool already (whole chunks: a passage's hash is its chunk's)
-    hashes = reach.hashes_of(passages, ctx) if None not in feats else None
-    if hashes is None:
+    # compared for equality only: every passage one whole chunk, its chunk's copy value (features.copy_values:
+    # a copy hash only where two share a sketch), which the reachable set read for this pool already
+    hashes: list[str | int] | None = None
+    if None not in feats:
+        hashes = reach.hashes_of(passages, ctx)
+        if hashes is None:
+            hashes = copy_values(feats, [p.first for p in passages])
+    else:
         hashes = [f.copy_hash(p.first) if f is not None else text_hash(p.text) for p, f in zip(passages, feats)]
     restated = _restated_pairs(passages, ctx, feats)  # a pasted table of values: a copy below the cosine threshold
     related = _related(near_rows, near_cols, restated, hashes)
@@ -87,7 +93,7 @@ def collapse(passages: list[Passage], ctx: Context) -> list[Passage]:
 
 
 def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int, int]],
-             hashes: list[str]) -> dict[int, set[int]]:
+             hashes: list[str | int]) -> dict[int, set[int]]:
     """Which earlier passages each one could duplicate: a cosine at the threshold, a restated table
     or the same hash. A passage with none is kept as it is (the pair loop would find nothing)."""
     related: dict[int, set[int]] = {}
@@ -97,7 +103,7 @@ def _related(near_rows: list[int], near_cols: list[int], restated: set[tuple[int
         related.setdefault(i, set()).add(j)
     if len(set(hashes)) == len(hashes):
         return related  # no two passages share a text (the common case): no Python step per passage
-    first_of: dict[str, list[int]] = {}
+    first_of: dict[str | int, list[int]] = {}
     for i, h in enumerate(hashes):
         earlier = first_of.setdefault(h, [])
         if earlier:

@@ -47,6 +47,7 @@ import numpy as np
 
 from docket import counting
 from docket.context import Context, _at_least, pairs_at_least
+from docket.features import copy_values, words_bounds
 from docket.model import Chunk, Passage
 from docket.policy import VersionsPolicy
 from docket.sizing import label_for, raw_budget
@@ -91,9 +92,10 @@ class Reach:
     __slots__ = ("chunks", "members", "local", "_position", "_member", "rows", "beyond", "n", "hashes")
 
     def __init__(self, chunks: Sequence[Chunk], members: list[int], rows: np.ndarray,
-                 hashes: list[str] | None = None) -> None:
+                 hashes: list[str | int] | None = None) -> None:
         self.chunks, self.members, self.rows = list(chunks), members, rows
-        #: each candidate's copy hash (Move 2 reads them too), when the scan read them
+        #: each candidate's copy value (features.copy_values: equal exactly where the texts are
+        #: copies; Move 2 reads them too), when the scan read them
         self.hashes = hashes
         self.local = dict(zip(members, range(len(members))))  # position -> row, for the pool's own list
         #: chunk object id -> position, and -> member row: built when a list other than the pool's
@@ -152,8 +154,9 @@ class Reach:
         return PairSims(sub, {k: n for n, k in enumerate(idx)}), [idx[x] for x in a], [idx[y] for y in b]
 
 
-def hashes_of(passages: Sequence[Passage], ctx: Context) -> list[str] | None:
-    """The passages' copy hashes as the scan read them, when they are the reachable set's pool
+def hashes_of(passages: Sequence[Passage], ctx: Context) -> list[str | int] | None:
+    """The passages' copy values as the scan read them (features.copy_values: equal exactly where
+    their copy hashes are), when they are the reachable set's pool
     (each one whole chunk: its hash is its chunk's); else None."""
     reach = ctx.reach
     if not isinstance(reach, Reach) or reach.hashes is None or not reach.is_pool([p.first for p in passages]):
@@ -240,8 +243,7 @@ def _has_lone_document(firsts: Sequence[Chunk]) -> bool:
 _CHUNKS, _OVERRIDE = operator.attrgetter("chunks"), operator.attrgetter("text_override")
 _FIRST, _UNTRUSTED = operator.attrgetter("first"), operator.attrgetter("untrusted")
 _RANK, _SCORE = operator.attrgetter("rank"), operator.attrgetter("score")
-_FEATURES, _COPY_HASH = operator.attrgetter("features"), operator.attrgetter("_copy_hash")
-_WORDS_BOUND = operator.attrgetter("_words_bound")
+_FEATURES = operator.attrgetter("features")
 
 
 def _in_pack_order(passages: Sequence[Passage]) -> bool:
@@ -287,11 +289,11 @@ class _Groups:
 
     __slots__ = ("first", "more")
 
-    def __init__(self, values: Sequence[str]) -> None:
+    def __init__(self, values: Sequence[str | int]) -> None:
         n = len(values)
         # the first position of each value in one C-level pass (a later position is overwritten by an earlier one)
         first = dict(zip(reversed(values), range(n - 1, -1, -1)))
-        more: dict[str, list[int]] = {}
+        more: dict[str | int, list[int]] = {}
         if len(first) < n:  # some value repeats: its positions, in order (a Python step per repeat only)
             at = list(map(first.__getitem__, values))
             for k in compress(range(n), map(operator.ne, at, range(n))):
@@ -323,9 +325,8 @@ class _Scan:
         n = len(passages)
         firsts = list(map(_FIRST, passages)) if firsts is None else firsts
         feats = list(map(_FEATURES, ctx.entries(firsts)))  # each passage is one whole chunk (`applies`)
-        hashes = list(map(_COPY_HASH, feats))  # the hashes known already (warm: every one)
-        if None in hashes:
-            hashes = [f.copy_hash(c) for f, c in zip(feats, firsts)]
+        # equal exactly when the texts are copies (a copy hash only where two chunks share a sketch)
+        hashes = copy_values(feats, firsts)
         self.firsts = firsts
         #: what joins R with a member: its document, its chunk id, its normalised text (value -> positions)
         values = (list(map(_DOC, firsts)), list(map(_ID, firsts)), hashes)
@@ -356,10 +357,7 @@ class _Scan:
                 for w in range(min(len(str(n)), 3))]
         #: each candidate's lower bound (its words), and its rendered cost when counted already (any
         #: label up to S999 counts alike): read once, not once per block
-        bound = list(map(_WORDS_BOUND, feats))  # each chunk's, kept with its features once read
-        if None in bound:
-            bound = [f.words_bound(c) for f, c in zip(feats, firsts)]
-        self.bound: list[int] = bound  # type: ignore[assignment]  # no None among them
+        self.bound: list[int] = words_bounds(feats, firsts)  # each chunk's, kept with its features once read
         self.feats, self.cost_keys = feats, keys
         self.known: list[int | None] = [None] * n  # filled when first asked (most are beyond on their bound)
         self.bound_from: list[int] | None = None
@@ -434,7 +432,7 @@ class _Scan:
         every = np.concatenate([sims for _, sims in self.batches])
         return every[[at[k] for k in members]]
 
-    def _values(self, k: int) -> tuple[str, str, str]:
+    def _values(self, k: int) -> tuple[str, str, str | int]:
         c = self.firsts[k]
         return c.doc, c.id, self.hashes[k]
 
