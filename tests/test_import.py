@@ -561,3 +561,51 @@ def test_sqlite_load_stays_in_wal_beside_another_connection(tmp_path: Path, monk
             other.close()
         assert modes and set(modes) == {"wal"}
         assert _pragmas(s._conn)[0] == "wal"
+
+
+def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The IVF index an import builds in a thread from its own vectors (sqlite_ann.LoadBuild) is,
+    byte for byte, the index the first search would build from the rows read back; and the first
+    search takes it instead of training again."""
+    import faiss
+
+    from docket.store.sqlite_ann import AnnIndex, AnnSettings
+
+    monkeypatch.setattr(importer, "BATCH_ROWS", 64)  # many parts; the 512-row sample spans them
+    built: list[int] = []
+    real = AnnIndex.build.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(AnnIndex, "build", classmethod(lambda cls, *a, **k: built.append(1) or real(cls, *a, **k)))
+    path = write(tmp_path / "in", rows(600), "jsonl")
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
+        import_file(s, path, embedder=EMB)
+        assert s._ann is not None and s._ann_load is None and not built
+        m = s._search_index()
+        again = real(AnnIndex, m.mat, m.rowids, m.seq, 8)
+        assert bytes(faiss.serialize_index(s._ann.index)) == bytes(faiss.serialize_index(again.index))
+        assert s._ann.seq == m.seq and s._ann.trained_rows == 600
+
+
+def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() -> None:
+    from docket.store.sqlite_ann import LoadBuild
+
+    rng = np.random.default_rng(3)
+    mat = rng.normal(size=(300, DIM)).astype(np.float32)
+    rowids = np.arange(5, 305, dtype=np.int64)
+
+    def taken(read: np.ndarray = mat, rowids: np.ndarray = rowids, seq: int = 9) -> bool:
+        """Whether the build from the load's `mat` is taken for the rows a store read back."""
+        return LoadBuild([mat[:100], mat[100:]], 5, 9, nlist=4).take(read, rowids, seq) is not None
+
+    changed = mat.copy()
+    changed[250, 3] += 1e-6
+    gap = rowids.copy()
+    gap[-1] += 1
+    assert taken()
+    assert not taken(seq=10)  # another write since the load
+    assert not taken(read=changed)  # another vector than the load wrote
+    assert not taken(rowids=gap) and not taken(mat[:299], rowids[:299])
+    dropped = LoadBuild([mat], 5, 9, nlist=4)
+    dropped.drop()
+    assert dropped.take(mat, rowids, 9) is None  # once only

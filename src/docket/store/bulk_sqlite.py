@@ -48,12 +48,15 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     known = dict(ids.cache)
     started = time.perf_counter()
     spent = {"terms": 0.0, "insert": 0.0}
-    with _load_settings(store._conn):
-        n = _write(store, batches, checker, note, ids, known, spent)
-    ids.committed()
-    built = time.perf_counter()
-    if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
-        store.search_dense(np.zeros(checker.dim, dtype=np.float32), 1, Filters(unrestricted=True))
+    try:
+        with _load_settings(store._conn):
+            n = _write(store, batches, checker, note, ids, known, spent)
+        ids.committed()
+        built = time.perf_counter()
+        if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
+            store.search_dense(np.zeros(checker.dim, dtype=np.float32), 1, Filters(unrestricted=True))
+    finally:
+        store.ann_load_done()  # a build the search did not take (a refused file, no approximate index)
     if stages is not None:
         stages["read+check+count"] = built - started - sum(spent.values())
         stages.update(spent)
@@ -103,6 +106,7 @@ def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclReso
     from docket.store.sqlite_schema import _registry
 
     n = 0
+    vectors: list[np.ndarray] = []  # the rows' vectors, for the ANN index built beside the commit
     with store._transaction() as cur:
         if cur.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions)").fetchone()[0]:
             raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
@@ -113,6 +117,8 @@ def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclReso
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for b in batches:
             n += _insert(cur, b, ids, known, registry, note, spent)
+            vectors.append(b.vectors)
+        store.ann_after_load(cur, vectors)
         cur.executemany(
             "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(v.doc, v.version, v.status, _iso(v.date), _iso(v.effective_to), v.title, f"{checker.where}:{v.first}",

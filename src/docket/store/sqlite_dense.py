@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from docket.errors import InputError
 from docket.store import sqlite_ann as _ann
 from docket.store.protocol import Filters
-from docket.store.sqlite_ann import AnnIndex, AnnSettings
+from docket.store.sqlite_ann import AnnIndex, AnnSettings, LoadBuild
 from docket.store.sqlite_index import _dense_top, _Index
 from docket.store.sqlite_search import _Search
 
@@ -60,6 +61,8 @@ class _Dense(_Search):
     #: None: AnnSettings.from_env() at the first search (tests and callers may set one)
     ann: AnnSettings | None = None
     _ann: AnnIndex | None = None
+    #: the index of rows an import is writing, built beside the load (`ann_after_load`)
+    _ann_load: LoadBuild | None = None
     _ann_applied = 0  # changes applied to the in-memory index since it was read or written
     #: how the last dense search ran: "exact", "approximate" or "exact-fallback" (tests, traces)
     last_dense = ""
@@ -163,6 +166,29 @@ class _Dense(_Search):
         self._ann_applied += int(changed.shape[0])
         return a
 
+    def ann_after_load(self, cur: Any, parts: list[np.ndarray]) -> None:
+        """Start building the IVF index of the rows a load has just written through `cur` (in its
+        transaction, before the commit), `parts` their vectors in the order written, when the first
+        search will want one (sqlite_ann.LoadBuild: the index `_ann_build` would make, built while
+        the load commits and the search index reads the rows back). Rows that do not run without a
+        gap from the first rowid start nothing."""
+        n = sum(p.shape[0] for p in parts)
+        settings = self.ann_settings()
+        if not settings.wanted(n) or n < settings.exact_below or not _ann.available():
+            return
+        lo, hi, count = cur.execute("SELECT min(rowid), max(rowid), count(*) FROM chunks").fetchone()
+        if count != n or lo is None or hi - lo + 1 != n:
+            return
+        seq = int(cur.execute("SELECT max(seq) FROM chunk_log").fetchone()[0] or 0)
+        self.ann_load_done()
+        self._ann_load = LoadBuild(parts, int(lo), seq, settings.nlist)
+
+    def ann_load_done(self) -> None:
+        """Forget a build `ann_after_load` started that no search took (waiting for its thread)."""
+        loaded, self._ann_load = self._ann_load, None
+        if loaded is not None:
+            loaded.drop()
+
     def _ann_from_file(self, m: _Index) -> AnnIndex | None:
         """The index in `FILE.ann`, brought up to `m`, if the file can be vouched for: written for
         this database (store id) at a state it went through (the write token of its generation),
@@ -196,7 +222,10 @@ class _Dense(_Search):
         live = m.live_in_rowid_order()
         full = live.shape[0] == len(m.ids) and bool((live == np.arange(len(m.ids))).all())
         mat = m.mat if full else m.mat[live]
-        a = AnnIndex.build(mat, m.rowids[live], m.seq, settings.nlist)
+        loaded, self._ann_load = self._ann_load, None
+        a = loaded.take(mat, m.rowids[live], m.seq) if loaded is not None and loaded.nlist == settings.nlist else None
+        if a is None:
+            a = AnnIndex.build(mat, m.rowids[live], m.seq, settings.nlist)
         self._ann_save(a, m)
         return a
 
