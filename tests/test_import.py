@@ -609,3 +609,54 @@ def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() ->
     dropped = LoadBuild([mat], 5, 9, nlist=4)
     dropped.drop()
     assert dropped.take(mat, rowids, 9) is None  # once only
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sqlite_search_index_takes_the_loaded_rows_as_read_back(tmp_path: Path, fmt: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first search after an import builds its index from the rows the load kept
+    (`after_load`), not by reading every row back; that index is, array for array, the one the
+    rows read back give (dates, ACLs, sources, statuses, postings across batches)."""
+    from docket.store import sqlite_search
+    from docket.store.sqlite_index import _Index, _Rows
+
+    recs = _varied(90)
+    if fmt == "parquet":
+        for r in recs:
+            r.pop("team", None)
+            r["acl"] = [r["acl"]] if isinstance(r.get("acl"), str) else r.get("acl")
+    path = write(tmp_path / "in", recs, fmt)
+    monkeypatch.setattr(importer, "BATCH_ROWS", 16)
+    full_reads: list[int] = []
+    real = sqlite_search._Search._index_rows
+    monkeypatch.setattr(sqlite_search._Search, "_index_rows",
+                        lambda self, where="", args=(): full_reads.append(1) or real(self, where, args))
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        import_file(s, path, embedder=EMB)
+        assert s._load_rows is None and not full_reads
+        m = s._search_index()
+        acl = [(r[0], r[1]) for r in s._conn.execute("SELECT principal, chunk FROM chunk_acl")]
+        read = _Index.load(_Rows.of(real(s), DIM), acl, m.generation, m.seq)
+    got, want = m.snapshot_parts(), read.snapshot_parts()
+    assert got[0] == want[0] and got[2] == want[2] and got[1].keys() == want[1].keys()
+    for name, a in got[1].items():
+        assert a.dtype == want[1][name].dtype and np.array_equal(a, want[1][name]), name
+    assert m.acl.keys() == read.acl.keys() and len(m.ids) == 90 and not m.public.all() and m.dates.any()
+
+
+def test_sqlite_loaded_rows_are_not_taken_after_another_write(tmp_path: Path) -> None:
+    """A write between the load and the first search (another log position): the rows are read back."""
+    from docket.store.sqlite_index import _Rows
+
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        import_file(s, write(tmp_path / "in", rows(40), "jsonl"), embedder=EMB)
+        s._index = None
+        with s._transaction() as cur:
+            s.after_load(cur, [])  # nothing kept for no rows
+            assert s._load_rows is None
+            s.after_load(cur, [_Rows.of(s._index_rows(), DIM)])
+        seq, parts, first = s._load_rows
+        parts[0].ids[0] = "not what the store holds"
+        s._conn.execute("UPDATE chunks SET text = text WHERE rowid = ?", (first,))  # logged: a later position
+        m = s._search_index()
+        assert m.ids[0] == "c0" and m.seq > seq and s._load_rows is None

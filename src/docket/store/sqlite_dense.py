@@ -32,7 +32,7 @@ from docket.errors import InputError
 from docket.store import sqlite_ann as _ann
 from docket.store.protocol import Filters
 from docket.store.sqlite_ann import AnnIndex, AnnSettings, LoadBuild
-from docket.store.sqlite_index import _dense_top, _Index
+from docket.store.sqlite_index import _dense_top, _Index, _Rows
 from docket.store.sqlite_search import _Search
 
 #: a catch-up from the log that touched this share of the index writes the file again
@@ -61,7 +61,7 @@ class _Dense(_Search):
     #: None: AnnSettings.from_env() at the first search (tests and callers may set one)
     ann: AnnSettings | None = None
     _ann: AnnIndex | None = None
-    #: the index of rows an import is writing, built beside the load (`ann_after_load`)
+    #: the index of rows an import is writing, built beside the load (`after_load`)
     _ann_load: LoadBuild | None = None
     _ann_applied = 0  # changes applied to the in-memory index since it was read or written
     #: how the last dense search ran: "exact", "approximate" or "exact-fallback" (tests, traces)
@@ -166,26 +166,28 @@ class _Dense(_Search):
         self._ann_applied += int(changed.shape[0])
         return a
 
-    def ann_after_load(self, cur: Any, parts: list[np.ndarray]) -> None:
-        """Start building the IVF index of the rows a load has just written through `cur` (in its
-        transaction, before the commit), `parts` their vectors in the order written, when the first
-        search will want one (sqlite_ann.LoadBuild: the index `_ann_build` would make, built while
-        the load commits and the search index reads the rows back). Rows that do not run without a
-        gap from the first rowid start nothing."""
-        n = sum(p.shape[0] for p in parts)
-        settings = self.ann_settings()
-        if not settings.wanted(n) or n < settings.exact_below or not _ann.available():
-            return
+    def after_load(self, cur: Any, parts: list[_Rows]) -> None:
+        """Keep the rows a load has just written through `cur` (in its transaction, before the
+        commit; `parts` as `_Rows.of` would read them back, in the order written) for the first
+        search: its full load takes them instead of reading every row back (`_load_index`), and
+        the IVF index of their vectors is built meanwhile when that search will want one
+        (sqlite_ann.LoadBuild: the index `_ann_build` would make). Both only if nothing else is
+        written before that search (same change-log position); rows that do not run without a gap
+        from the first rowid are read back as usual."""
+        self.load_done()
+        n = sum(len(p.ids) for p in parts)
         lo, hi, count = cur.execute("SELECT min(rowid), max(rowid), count(*) FROM chunks").fetchone()
-        if count != n or lo is None or hi - lo + 1 != n:
+        if not n or count != n or lo is None or hi - lo + 1 != n:
             return
         seq = int(cur.execute("SELECT max(seq) FROM chunk_log").fetchone()[0] or 0)
-        self.ann_load_done()
-        self._ann_load = LoadBuild(parts, int(lo), seq, settings.nlist)
+        self._load_rows = (seq, parts, int(lo))
+        settings = self.ann_settings()
+        if settings.wanted(n) and n >= settings.exact_below and _ann.available():
+            self._ann_load = LoadBuild([p.mat for p in parts], int(lo), seq, settings.nlist)
 
-    def ann_load_done(self) -> None:
-        """Forget a build `ann_after_load` started that no search took (waiting for its thread)."""
-        loaded, self._ann_load = self._ann_load, None
+    def load_done(self) -> None:
+        """Forget what `after_load` kept and no search took (waiting for the build's thread)."""
+        loaded, self._ann_load, self._load_rows = self._ann_load, None, None
         if loaded is not None:
             loaded.drop()
 
