@@ -256,20 +256,22 @@ class LoadBuild:
         import faiss
 
         try:
-            # faiss's OpenMP threads for this thread only (its team): the main thread keeps a core
+            every = faiss.omp_get_max_threads()
+            # faiss's OpenMP threads for this thread only (its team): while the index trains, the
+            # main thread commits and loads the search index on the other core (two threads here
+            # took 5-6 s against 3.4 s for one, on the shared 2-core machine); by the time the rows
+            # are added the main thread is waiting for them, so the add takes every thread
             faiss.omp_set_num_threads(self.threads)
             pick = training_rows(self.n, self.nlist)
             if isinstance(pick, slice):
                 sample = np.concatenate(self.parts)
-            else:
-                ends = np.cumsum([p.shape[0] for p in self.parts])
-                at = np.searchsorted(ends, pick, side="right")  # the part of each picked row
-                starts = ends - np.asarray([p.shape[0] for p in self.parts])
-                sample = np.empty((pick.shape[0], self.parts[0].shape[1]), dtype=np.float32)
-                for i in np.unique(at).tolist():
-                    rows = at == i
-                    sample[rows] = self.parts[i][pick[rows] - starts[i]]
+            else:  # pick is sorted: the rows of each part are one run of it
+                starts = np.cumsum([0] + [p.shape[0] for p in self.parts])
+                cut = np.searchsorted(pick, starts).tolist()
+                sample = np.concatenate([p[pick[a:b] - start] for p, a, b, start in
+                                         zip(self.parts, cut, cut[1:], starts.tolist())])
             index = trained(sample, self.n, self.nlist)
+            faiss.omp_set_num_threads(every)
             rowid = self.first
             for p in self.parts:  # faiss adds in blocks of its own: one call or many, the same lists
                 index.add_with_ids(np.ascontiguousarray(p, dtype=np.float32),
