@@ -5,7 +5,9 @@ COMMIT, or ROLLBACK on any error) and its term ids (`_TermIds`); each row's post
 one `write_version` stores, byte for byte (tests/test_import.py), cut from one array per batch
 out of the term counts the worker processes send (docket.store.bulk_text), with one
 `executemany` per batch instead of statements per document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
-ANN index file follow; the search index is built once, after the load, by a first search.
+ANN index file follow; the search index is built once, after the load, by a first search, from
+the rows the load kept (`_Dense.after_load`: no read-back) while a thread builds the ANN index
+from the load's vectors beside the commit.
 
 Feature records (docket.features) are not computed here (about 1 ms a chunk, ten times the rest of
 the import); a chunk without one gets its features the first time a brief reads it, as chunks
