@@ -563,24 +563,31 @@ def test_sqlite_load_stays_in_wal_beside_another_connection(tmp_path: Path, monk
         assert _pragmas(s._conn)[0] == "wal"
 
 
-def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_path: Path,
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_path: Path, fmt: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The IVF index an import builds in a thread from its own vectors (sqlite_ann.LoadBuild) is,
-    byte for byte, the index the first search would build from the rows read back; and the first
-    search takes it instead of training again."""
+    """The IVF index an import builds in a thread from its own vectors (sqlite_ann.LoadBuild:
+    training from the last checked batch where the file gives its row count, Parquet; from the
+    end of the load otherwise) is, byte for byte, the index the first search would build from the
+    rows read back; and the first search takes it instead of training again."""
     import faiss
 
+    from docket.store.sqlite import SQLiteStore
     from docket.store.sqlite_ann import AnnIndex, AnnSettings
 
     monkeypatch.setattr(importer, "BATCH_ROWS", 64)  # many parts; the 512-row sample spans them
     built: list[int] = []
     real = AnnIndex.build.__func__  # type: ignore[attr-defined]
     monkeypatch.setattr(AnnIndex, "build", classmethod(lambda cls, *a, **k: built.append(1) or real(cls, *a, **k)))
-    path = write(tmp_path / "in", rows(600), "jsonl")
+    early: list[int] = []
+    before = SQLiteStore.ann_before_load
+    monkeypatch.setattr(SQLiteStore, "ann_before_load", lambda self, v: early.append(len(v)) or before(self, v))
+    path = write(tmp_path / "in", rows(600), fmt)
     with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
         s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
         import_file(s, path, embedder=EMB)
         assert s._ann is not None and s._ann_load is None and not built
+        assert early == ([10] if fmt == "parquet" else [])  # 600 rows: 10 batches, the last one checked
         m = s._search_index()
         again = real(AnnIndex, m.mat, m.rowids, m.seq, 8)
         assert bytes(faiss.serialize_index(s._ann.index)) == bytes(faiss.serialize_index(again.index))
@@ -596,7 +603,7 @@ def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() ->
 
     def taken(read: np.ndarray = mat, rowids: np.ndarray = rowids, seq: int = 9) -> bool:
         """Whether the build from the load's `mat` is taken for the rows a store read back."""
-        return LoadBuild([mat[:100], mat[100:]], 5, 9, nlist=4).take(read, rowids, seq) is not None
+        return LoadBuild([mat[:100], mat[100:]], nlist=4).rows_at(5, 9).take(read, rowids, seq) is not None
 
     changed = mat.copy()
     changed[250, 3] += 1e-6
@@ -606,9 +613,12 @@ def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() ->
     assert not taken(seq=10)  # another write since the load
     assert not taken(read=changed)  # another vector than the load wrote
     assert not taken(rowids=gap) and not taken(mat[:299], rowids[:299])
-    dropped = LoadBuild([mat], 5, 9, nlist=4)
+    dropped = LoadBuild([mat], nlist=4).rows_at(5, 9)
     dropped.drop()
     assert dropped.take(mat, rowids, 9) is None  # once only
+    unplaced = LoadBuild([mat], nlist=4)  # trained, the rows never written (a failed load)
+    assert unplaced.take(mat, rowids, 9) is None and not unplaced._thread.is_alive()
+    assert not LoadBuild([mat], nlist=4).started_for([mat.copy()])
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])

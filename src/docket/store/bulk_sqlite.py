@@ -52,6 +52,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     known = dict(ids.cache)
     started = time.perf_counter()
     spent = {"terms": 0.0, "insert": 0.0}
+    checker.on_checked = _Checked(store)
     try:
         with _load_settings(store._conn):
             n = _write(store, batches, checker, note, ids, known, spent)
@@ -66,6 +67,22 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
         stages.update(spent)
         stages["search index"] = time.perf_counter() - built
     return n
+
+
+class _Checked:
+    """Keeps the checked batches' vectors; at the last row of a file whose row count is known
+    (Parquet), has the store start training its ANN index (`_Dense.ann_before_load`) while the
+    last batches are counted and written."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.rows = store, 0
+        self.vectors: list[np.ndarray] = []
+
+    def __call__(self, b: Batch, total: int) -> None:
+        self.vectors.append(b.vectors)
+        self.rows += len(b)
+        if total and self.rows == total:
+            self.store.ann_before_load(self.vectors)
 
 
 @contextmanager

@@ -236,21 +236,45 @@ class AnnIndex:
 
 
 class LoadBuild:
-    """`AnnIndex.build` of the rows a load has just written, run in a thread beside the rest of the
-    load (its commit, the search index's full read of the rows): the same sample, the same lists
-    and the same codes, from the load's own vectors instead of the matrix read back. faiss runs
-    without the GIL, so on a second core the build costs the load no time of its own (issue 22,
-    decision 4). `take` hands the index over only for exactly those rows at that log position.
+    """`AnnIndex.build` of the rows a load writes, run in a thread beside the rest of the load
+    (its last batches, the commit, the search index made from the rows it kept): the same sample,
+    the same lists and the same codes, from the load's own vectors instead of the matrix read back.
+    faiss runs without the GIL, so on a second core the build costs the load no time of its own
+    (issue 22, decision 4). The training starts once every row is checked; the rows are added once
+    `rows_at` gives their rowids; `take` hands the index over only for exactly those rows at that
+    log position.
 
-    `parts`: the load's vectors in rowid order, the first under rowid `first`, the rest after it
-    without a gap; `seq`: the change-log position once they are written."""
+    `parts`: the load's vectors in the order written (rowid order)."""
 
-    def __init__(self, parts: list[np.ndarray], first: int, seq: int, nlist: int = 0, threads: int = 1) -> None:
-        self.parts, self.first, self.seq, self.nlist, self.threads = parts, first, seq, nlist, threads
+    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int = 1) -> None:
+        self.parts, self.nlist, self.threads = parts, nlist, threads
         self.n = sum(p.shape[0] for p in parts)
+        self.first, self.seq = 0, -1
+        self._placed = threading.Event()  # rows_at was called (or drop)
         self._built: AnnIndex | None = None
+        pick = training_rows(self.n, self.nlist)
+        if isinstance(pick, slice):
+            self._sample = np.concatenate(parts)
+        else:  # gathered here: in the thread each numpy step would wait for the GIL (1 s at 100k)
+            starts = np.cumsum([0] + [p.shape[0] for p in parts])
+            cut = np.searchsorted(pick, starts).tolist()  # pick is sorted: a part's rows are one run
+            self._sample = np.empty((pick.shape[0], parts[0].shape[1]), dtype=np.float32)
+            for p, a, b, start in zip(parts, cut, cut[1:], starts.tolist()):
+                np.take(p, pick[a:b] - start, axis=0, out=self._sample[a:b])
         self._thread = threading.Thread(target=self._build, name="docket-ann-load", daemon=True)
         self._thread.start()
+
+    def started_for(self, parts: list[np.ndarray]) -> bool:
+        """Whether this build was started from exactly these arrays (the batches written)."""
+        return not self._placed.is_set() and len(parts) == len(self.parts) and all(
+            a is b for a, b in zip(parts, self.parts))
+
+    def rows_at(self, first: int, seq: int) -> LoadBuild:
+        """The rows are written: the first under rowid `first`, the rest after it without a gap,
+        the change log at `seq` once they are."""
+        self.first, self.seq = first, seq
+        self._placed.set()
+        return self
 
     def _build(self) -> None:
         import faiss
@@ -262,15 +286,12 @@ class LoadBuild:
             # took 5-6 s against 3.4 s for one, on the shared 2-core machine); by the time the rows
             # are added the main thread is waiting for them, so the add takes every thread
             faiss.omp_set_num_threads(self.threads)
-            pick = training_rows(self.n, self.nlist)
-            if isinstance(pick, slice):
-                sample = np.concatenate(self.parts)
-            else:  # pick is sorted: the rows of each part are one run of it
-                starts = np.cumsum([0] + [p.shape[0] for p in self.parts])
-                cut = np.searchsorted(pick, starts).tolist()
-                sample = np.concatenate([p[pick[a:b] - start] for p, a, b, start in
-                                         zip(self.parts, cut, cut[1:], starts.tolist())])
+            sample, self._sample = self._sample, np.zeros(0, dtype=np.float32)
             index = trained(sample, self.n, self.nlist)
+            del sample
+            self._placed.wait()
+            if self.seq < 0:
+                return  # dropped
             faiss.omp_set_num_threads(every)
             rowid = self.first
             for p in self.parts:  # faiss adds in blocks of its own: one call or many, the same lists
@@ -284,6 +305,9 @@ class LoadBuild:
     def take(self, mat: np.ndarray, rowids: np.ndarray, seq: int) -> AnnIndex | None:
         """The index, when `mat` / `rowids` (a store's live rows in rowid order at `seq`) are the rows
         this load wrote, byte for byte (waits for the thread); None otherwise. Once only."""
+        if not self._placed.is_set():
+            self.drop()
+            return None
         self._thread.join()
         built, parts = self._built, self.parts
         self._built, self.parts = None, []
@@ -299,7 +323,11 @@ class LoadBuild:
         return built
 
     def drop(self) -> None:
-        """Wait for the thread and forget what it built (the load failed, or searched no index)."""
+        """Stop before the rows are added if they were not yet placed, wait for the thread and
+        forget what it built (the load failed, or searched no index)."""
+        if not self._placed.is_set():
+            self.seq = -1
+            self._placed.set()
         self._thread.join()
         self._built, self.parts = None, []
 

@@ -174,16 +174,35 @@ class _Dense(_Search):
         (sqlite_ann.LoadBuild: the index `_ann_build` would make). Both only if nothing else is
         written before that search (same change-log position); rows that do not run without a gap
         from the first rowid are read back as usual."""
+        early, self._ann_load = self._ann_load, None
         self.load_done()
         n = sum(len(p.ids) for p in parts)
         lo, hi, count = cur.execute("SELECT min(rowid), max(rowid), count(*) FROM chunks").fetchone()
         if not n or count != n or lo is None or hi - lo + 1 != n:
+            if early is not None:
+                early.drop()
             return
         seq = int(cur.execute("SELECT max(seq) FROM chunk_log").fetchone()[0] or 0)
         self._load_rows = (seq, parts, int(lo))
+        mats = [p.mat for p in parts]
+        if early is not None and early.started_for(mats):
+            self._ann_load = early.rows_at(int(lo), seq)  # training since the last batch was checked
+            return
+        if early is not None:
+            early.drop()
         settings = self.ann_settings()
         if settings.wanted(n) and n >= settings.exact_below and _ann.available():
-            self._ann_load = LoadBuild([p.mat for p in parts], int(lo), seq, settings.nlist)
+            self._ann_load = LoadBuild(mats, settings.nlist).rows_at(int(lo), seq)
+
+    def ann_before_load(self, vectors: list[np.ndarray]) -> None:
+        """Start training the IVF index of a load's rows from their vectors (every row checked, in
+        file order, none written yet), when the first search will want one: `after_load` gives
+        it their rowids and log position once they are written."""
+        self.load_done()
+        n = sum(v.shape[0] for v in vectors)
+        settings = self.ann_settings()
+        if n and settings.wanted(n) and n >= settings.exact_below and _ann.available():
+            self._ann_load = LoadBuild(list(vectors), settings.nlist)
 
     def load_done(self) -> None:
         """Forget what `after_load` kept and no search took (waiting for the build's thread)."""
