@@ -670,3 +670,20 @@ def test_sqlite_loaded_rows_are_not_taken_after_another_write(tmp_path: Path) ->
         s._conn.execute("UPDATE chunks SET text = text WHERE rowid = ?", (first,))  # logged: a later position
         m = s._search_index()
         assert m.ids[0] == "c0" and m.seq > seq and s._load_rows is None
+
+
+def test_sqlite_ann_load_build_gives_the_same_index_with_any_thread_count() -> None:
+    """One faiss thread for the training (small loads) or all of them (large ones): the index
+    `AnnIndex.build` makes, byte for byte."""
+    import faiss
+
+    from docket.store.sqlite_ann import AnnIndex, LoadBuild
+
+    rng = np.random.default_rng(4)
+    mat = rng.normal(size=(2000, DIM)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    rowids = np.arange(1, 2001, dtype=np.int64)
+    want = bytes(faiss.serialize_index(AnnIndex.build(mat, rowids, 3, 16).index))
+    for threads in (1, 0):
+        got = LoadBuild([mat[:700], mat[700:1500], mat[1500:]], 16, threads).rows_at(1, 3).take(mat, rowids, 3)
+        assert got is not None and bytes(faiss.serialize_index(got.index)) == want, threads

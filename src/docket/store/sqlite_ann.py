@@ -235,6 +235,14 @@ class AnnIndex:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+#: below this many rows `LoadBuild` trains with one faiss thread, so that the main thread keeps
+#: the other core for the rest of the load (at 100k on the shared 2-core machine, from the start of
+#: the build to its end: 3.4-3.7 s with one thread, 5.3-6.3 s with two); above it the training
+#: (85-128 s at 1M with two threads, docs/store.md) is far longer than the rest of the load, so
+#: it keeps every thread as `AnnIndex.build` does (not measured with one thread at 1M)
+ONE_THREAD_BELOW = 250_000
+
+
 class LoadBuild:
     """`AnnIndex.build` of the rows a load writes, run in a thread beside the rest of the load
     (its last batches, the commit, the search index made from the rows it kept): the same sample,
@@ -246,9 +254,11 @@ class LoadBuild:
 
     `parts`: the load's vectors in the order written (rowid order)."""
 
-    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int = 1) -> None:
-        self.parts, self.nlist, self.threads = parts, nlist, threads
+    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int | None = None) -> None:
+        self.parts, self.nlist = parts, nlist
         self.n = sum(p.shape[0] for p in parts)
+        #: faiss threads for the training (0: all); by default one below `ONE_THREAD_BELOW` rows
+        self.threads = (1 if self.n < ONE_THREAD_BELOW else 0) if threads is None else threads
         self.first, self.seq = 0, -1
         self._placed = threading.Event()  # rows_at was called (or drop)
         self._built: AnnIndex | None = None
@@ -281,11 +291,9 @@ class LoadBuild:
 
         try:
             every = faiss.omp_get_max_threads()
-            # faiss's OpenMP threads for this thread only (its team): while the index trains, the
-            # main thread commits and loads the search index on the other core (two threads here
-            # took 5-6 s against 3.4 s for one, on the shared 2-core machine); by the time the rows
-            # are added the main thread is waiting for them, so the add takes every thread
-            faiss.omp_set_num_threads(self.threads)
+            # faiss's OpenMP threads for this thread only (its team); the rows are added with all
+            # of them (the main thread is waiting for them by then)
+            faiss.omp_set_num_threads(self.threads or every)
             sample, self._sample = self._sample, np.zeros(0, dtype=np.float32)
             index = trained(sample, self.n, self.nlist)
             del sample
