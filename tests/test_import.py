@@ -561,3 +561,131 @@ def test_sqlite_load_stays_in_wal_beside_another_connection(tmp_path: Path, monk
             other.close()
         assert modes and set(modes) == {"wal"}
         assert _pragmas(s._conn)[0] == "wal"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_path: Path, fmt: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The IVF index an import builds in a thread from its own vectors (sqlite_ann.LoadBuild:
+    training from the last checked batch where the file gives its row count, Parquet; from the
+    end of the load otherwise) is, byte for byte, the index the first search would build from the
+    rows read back; and the first search takes it instead of training again."""
+    import faiss
+
+    from docket.store.sqlite import SQLiteStore
+    from docket.store.sqlite_ann import AnnIndex, AnnSettings
+
+    monkeypatch.setattr(importer, "BATCH_ROWS", 64)  # many parts; the 512-row sample spans them
+    built: list[int] = []
+    real = AnnIndex.build.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(AnnIndex, "build", classmethod(lambda cls, *a, **k: built.append(1) or real(cls, *a, **k)))
+    early: list[int] = []
+    before = SQLiteStore.ann_before_load
+    monkeypatch.setattr(SQLiteStore, "ann_before_load", lambda self, v: early.append(len(v)) or before(self, v))
+    path = write(tmp_path / "in", rows(600), fmt)
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
+        import_file(s, path, embedder=EMB)
+        assert s._ann is not None and s._ann_load is None and not built
+        assert early == ([10] if fmt == "parquet" else [])  # 600 rows: 10 batches, the last one checked
+        m = s._search_index()
+        again = real(AnnIndex, m.mat, m.rowids, m.seq, 8)
+        assert bytes(faiss.serialize_index(s._ann.index)) == bytes(faiss.serialize_index(again.index))
+        assert s._ann.seq == m.seq and s._ann.trained_rows == 600
+
+
+def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() -> None:
+    from docket.store.sqlite_ann import LoadBuild
+
+    rng = np.random.default_rng(3)
+    mat = rng.normal(size=(300, DIM)).astype(np.float32)
+    rowids = np.arange(5, 305, dtype=np.int64)
+
+    def taken(read: np.ndarray = mat, rowids: np.ndarray = rowids, seq: int = 9) -> bool:
+        """Whether the build from the load's `mat` is taken for the rows a store read back."""
+        return LoadBuild([mat[:100], mat[100:]], nlist=4).rows_at(5, 9).take(read, rowids, seq) is not None
+
+    changed = mat.copy()
+    changed[250, 3] += 1e-6
+    gap = rowids.copy()
+    gap[-1] += 1
+    assert taken()
+    assert not taken(seq=10)  # another write since the load
+    assert not taken(read=changed)  # another vector than the load wrote
+    assert not taken(rowids=gap) and not taken(mat[:299], rowids[:299])
+    dropped = LoadBuild([mat], nlist=4).rows_at(5, 9)
+    dropped.drop()
+    assert dropped.take(mat, rowids, 9) is None  # once only
+    unplaced = LoadBuild([mat], nlist=4)  # trained, the rows never written (a failed load)
+    assert unplaced.take(mat, rowids, 9) is None and not unplaced._thread.is_alive()
+    assert not LoadBuild([mat], nlist=4).started_for([mat.copy()])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sqlite_search_index_takes_the_loaded_rows_as_read_back(tmp_path: Path, fmt: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first search after an import builds its index from the rows the load kept
+    (`after_load`), not by reading every row back; that index is, array for array, the one the
+    rows read back give (dates, ACLs, sources, statuses, postings across batches)."""
+    from docket.store import sqlite_search
+    from docket.store.sqlite_index import _Index, _Rows
+
+    recs = _varied(90)
+    for r in recs[::5]:  # off unit length: the rows kept must be the scaled vectors the store holds
+        r["vector"] = [3 * x for x in r["vector"]]
+    if fmt == "parquet":
+        for r in recs:
+            r.pop("team", None)
+            r["acl"] = [r["acl"]] if isinstance(r.get("acl"), str) else r.get("acl")
+    path = write(tmp_path / "in", recs, fmt)
+    monkeypatch.setattr(importer, "BATCH_ROWS", 16)
+    full_reads: list[int] = []
+    real = sqlite_search._Search._index_rows
+    monkeypatch.setattr(sqlite_search._Search, "_index_rows",
+                        lambda self, where="", args=(): full_reads.append(1) or real(self, where, args))
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        import_file(s, path, embedder=EMB)
+        assert s._load_rows is None and not full_reads
+        m = s._search_index()
+        acl = [(r[0], r[1]) for r in s._conn.execute("SELECT principal, chunk FROM chunk_acl")]
+        read = _Index.load(_Rows.of(real(s), DIM), acl, m.generation, m.seq)
+    got, want = m.snapshot_parts(), read.snapshot_parts()
+    assert got[0] == want[0] and got[2] == want[2] and got[1].keys() == want[1].keys()
+    for name, a in got[1].items():
+        assert a.dtype == want[1][name].dtype and np.array_equal(a, want[1][name]), name
+    assert m.acl.keys() == read.acl.keys() and len(m.ids) == 90 and not m.public.all() and m.dates.any()
+
+
+def test_sqlite_loaded_rows_are_not_taken_after_another_write(tmp_path: Path) -> None:
+    """A write between the load and the first search (another log position): the rows are read back."""
+    from docket.store.sqlite_index import _Rows
+
+    with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
+        import_file(s, write(tmp_path / "in", rows(40), "jsonl"), embedder=EMB)
+        s._index = None
+        with s._transaction() as cur:
+            s.after_load(cur, [])  # nothing kept for no rows
+            assert s._load_rows is None
+            s.after_load(cur, [_Rows.of(s._index_rows(), DIM)])
+        seq, parts, first = s._load_rows
+        parts[0].ids[0] = "not what the store holds"
+        s._conn.execute("UPDATE chunks SET text = text WHERE rowid = ?", (first,))  # logged: a later position
+        m = s._search_index()
+        assert m.ids[0] == "c0" and m.seq > seq and s._load_rows is None
+
+
+def test_sqlite_ann_load_build_gives_the_same_index_with_any_thread_count() -> None:
+    """One faiss thread for the training (small loads) or all of them (large ones): the index
+    `AnnIndex.build` makes, byte for byte."""
+    import faiss
+
+    from docket.store.sqlite_ann import AnnIndex, LoadBuild
+
+    rng = np.random.default_rng(4)
+    mat = rng.normal(size=(2000, DIM)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    rowids = np.arange(1, 2001, dtype=np.int64)
+    want = bytes(faiss.serialize_index(AnnIndex.build(mat, rowids, 3, 16).index))
+    for threads in (1, 0):
+        got = LoadBuild([mat[:700], mat[700:1500], mat[1500:]], 16, threads).rows_at(1, 3).take(mat, rowids, 3)
+        assert got is not None and bytes(faiss.serialize_index(got.index)) == want, threads

@@ -337,3 +337,15 @@ def test_a_missing_or_foreign_file_reads_as_none(tmp_path: Path) -> None:
     assert snapshot.read(tmp_path / "foreign.index") is None
     (tmp_path / "dir.index").mkdir()
     assert snapshot.read(tmp_path / "dir.index") is None
+
+
+def test_postings_order_by_term_is_the_stable_sort_whatever_the_term_ids() -> None:
+    """`_by_term` (16-bit radix where every id fits) orders postings as a stable sort does."""
+    from docket.store.sqlite_index import _by_term
+
+    rng = np.random.default_rng(5)
+    for high in (3, 0xFFFF, 0x10000, 2**31 - 1):
+        terms = rng.integers(0, high + 1, size=5000).astype(np.int32)
+        terms[::7] = terms[0]  # ties: their order must be kept
+        assert np.array_equal(_by_term(terms), np.argsort(terms, kind="stable"))
+    assert _by_term(np.zeros(0, dtype=np.int32)).shape == (0,)

@@ -5,7 +5,9 @@ COMMIT, or ROLLBACK on any error) and its term ids (`_TermIds`); each row's post
 one `write_version` stores, byte for byte (tests/test_import.py), cut from one array per batch
 out of the term counts the worker processes send (docket.store.bulk_text), with one
 `executemany` per batch instead of statements per document version. The chunk log triggers fire as for any write, so readers' warm indexes and the
-ANN index file follow; the search index is built once, after the load, by a first search.
+ANN index file follow; the search index is built once, after the load, by a first search, from
+the rows the load kept (`_Dense.after_load`: no read-back) while a thread builds the ANN index
+from the load's vectors beside the commit.
 
 Feature records (docket.features) are not computed here (about 1 ms a chunk, ten times the rest of
 the import); a chunk without one gets its features the first time a brief reads it, as chunks
@@ -20,6 +22,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from datetime import date as Date
 from itertools import repeat
 from typing import Any
 
@@ -30,6 +33,7 @@ from docket.store.access import AclResolution, resolve_acl
 from docket.store.bulk_text import Terms
 from docket.store.importer import Batch, Checker
 from docket.store.protocol import Filters
+from docket.store.sqlite_index import _Rows
 
 _INSERT = ("INSERT INTO chunks(id, doc, version, position, status, date, effective_to, title, section, source_type,"
            " trust, acl, public, metadata, text, tokens, vector, terms, len, context)"
@@ -48,17 +52,37 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     known = dict(ids.cache)
     started = time.perf_counter()
     spent = {"terms": 0.0, "insert": 0.0}
-    with _load_settings(store._conn):
-        n = _write(store, batches, checker, note, ids, known, spent)
-    ids.committed()
-    built = time.perf_counter()
-    if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
-        store.search_dense(np.zeros(checker.dim, dtype=np.float32), 1, Filters(unrestricted=True))
+    checker.on_checked = _Checked(store)
+    try:
+        with _load_settings(store._conn):
+            n = _write(store, batches, checker, note, ids, known, spent)
+        ids.committed()
+        built = time.perf_counter()
+        if n:  # the search index (and its snapshot / ANN files), built once now rather than by the first question
+            store.search_dense(np.zeros(checker.dim, dtype=np.float32), 1, Filters(unrestricted=True))
+    finally:
+        store.load_done()  # rows and a build the search did not take (a refused file, no approximate index)
     if stages is not None:
         stages["read+check+count"] = built - started - sum(spent.values())
         stages.update(spent)
         stages["search index"] = time.perf_counter() - built
     return n
+
+
+class _Checked:
+    """Keeps the checked batches' vectors; at the last row of a file whose row count is known
+    (Parquet), has the store start training its ANN index (`_Dense.ann_before_load`) while the
+    last batches are counted and written."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.rows = store, 0
+        self.vectors: list[np.ndarray] = []
+
+    def __call__(self, b: Batch, total: int) -> None:
+        self.vectors.append(b.vectors)
+        self.rows += len(b)
+        if total and self.rows == total:
+            self.store.ann_before_load(self.vectors)
 
 
 @contextmanager
@@ -103,6 +127,7 @@ def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclReso
     from docket.store.sqlite_schema import _registry
 
     n = 0
+    parts: list[_Rows] = []  # the rows as the search index reads them, handed to it after the commit
     with store._transaction() as cur:
         if cur.execute("SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM versions)").fetchone()[0]:
             raise InputError("already holds documents; `docket import` builds a new store (import into an empty "
@@ -112,7 +137,8 @@ def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclReso
         registry = _registry(cur)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for b in batches:
-            n += _insert(cur, b, ids, known, registry, note, spent)
+            n += _insert(cur, b, ids, known, registry, note, spent, parts)
+        store.after_load(cur, parts)
         cur.executemany(
             "INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(v.doc, v.version, v.status, _iso(v.date), _iso(v.effective_to), v.title, f"{checker.where}:{v.first}",
@@ -121,14 +147,14 @@ def _write(store: Any, batches: Iterable[Batch], checker: Checker, note: AclReso
 
 
 def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, note: AclResolution,
-            spent: dict[str, float]) -> int:
+            spent: dict[str, float], parts: list[_Rows]) -> int:
     from docket.store.sqlite_read import _iso
 
     c = b.cols
     n = len(b)
     t0 = time.perf_counter()
     assert b.terms is not None, "bulk_sqlite reads batches(..., terms=True)"
-    terms = _pack(cur, ids, known, b.terms)
+    postings, sizes, lengths = _postings(cur, ids, known, b.terms)
     t1 = time.perf_counter()
     acls = _per_value(c["acl"], lambda acl: resolve_acl(acl, registry, note))
     shown = _per_value(acls, lambda acl: None if acl is None else json.dumps(list(acl)))
@@ -138,7 +164,14 @@ def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, 
         c["id"], c["doc"], c["version"], c["position"], c["status"], dates, ends, c["title"], c["section"],
         c["source_type"], c["trust"], shown, [int(a is None) for a in acls],
         [json.dumps(m, ensure_ascii=False) if m else None for m in c["metadata"]], c["text"], b.tokens,
-        [raw[i * width : (i + 1) * width] for i in range(n)], terms[0], terms[1], repeat(None, n), strict=True))
+        [raw[i * width : (i + 1) * width] for i in range(n)], _cut(postings, sizes), lengths.tolist(), repeat(None, n),
+        strict=True))
+    parts.append(_Rows(  # what _Rows.of reads back from these rows (rowids: set once the load knows them)
+        rowids=np.zeros(0, dtype=np.int64), ids=c["id"], docs=c["doc"], statuses=c["status"], sources=c["source_type"],
+        dates=np.asarray(_per_value(dates, lambda d: Date.fromisoformat(d).toordinal() if d else 0), dtype=np.int64),
+        public=np.fromiter((a is None for a in acls), dtype=bool, count=n), mat=b.vectors,
+        lens=lengths.astype(np.float32), post_terms=np.ascontiguousarray(postings["term"]),
+        post_rows=np.repeat(np.arange(n, dtype=np.int32), sizes), post_tf=postings["tf"].astype(np.float32)))
     if any(acls):
         first = cur.execute("SELECT rowid FROM chunks WHERE id = ?", (c["id"][0],)).fetchone()[0]
         rows = cur.execute(f"SELECT id, rowid FROM chunks WHERE rowid >= ? AND rowid < ? + {n}", (first, first))
@@ -162,11 +195,18 @@ def _pack(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[list
     """Each row's posting blob and length, byte for byte what `_TermIds.pack` (write_version) gives
     for its search text: ids for the batch's new terms, then the blobs cut from one array.
     `known` is every term id this load has seen (new ones also go to `ids.new`)."""
+    arr, sizes, lengths = _postings(cur, ids, known, terms)
+    return _cut(arr, sizes), lengths.tolist()
+
+
+def _postings(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's postings in row order (`_POSTING`: term id, capped count), how many each row
+    has, and each row's length (the sum of its counts, before the cap)."""
     from docket.store.sqlite_schema import _POSTING, insert_terms
 
     vocab, index, tf, sizes = terms
     if not len(sizes):
-        return [], []
+        return np.zeros(0, dtype=_POSTING), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     for tid, term in insert_terms(cur, set(vocab).difference(known)):
         ids.new[term] = known[term] = tid
     arr = np.empty(len(index), dtype=_POSTING)
@@ -174,7 +214,13 @@ def _pack(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[list
     arr["tf"] = np.minimum(tf, 65535)
     ends = np.cumsum(sizes)
     running = np.concatenate([[0], np.cumsum(tf)])
-    lengths = running[ends] - running[ends - sizes]  # the sum of a row's counts, before the uint16 cap
-    raw, width = arr.tobytes(), _POSTING.itemsize
-    cuts = (ends * width).tolist()
-    return [raw[s:e] for s, e in zip([0, *cuts[:-1]], cuts, strict=True)], lengths.tolist()
+    return arr, np.asarray(sizes), running[ends] - running[ends - sizes]
+
+
+def _cut(arr: np.ndarray, sizes: np.ndarray) -> list[bytes]:
+    """Each row's posting blob, cut from the batch's postings."""
+    if not len(sizes):
+        return []
+    raw, width = arr.tobytes(), arr.dtype.itemsize
+    cuts = (np.cumsum(sizes) * width).tolist()
+    return [raw[s:e] for s, e in zip([0, *cuts[:-1]], cuts, strict=True)]

@@ -110,6 +110,10 @@ class Checker:
         self.rows = 0
         #: rows whose vector was not of unit length and was scaled to it (`UNIT_TOLERANCE`)
         self.normalised = 0
+        #: called with each checked batch and the file's row count where its reader knows it
+        #: (Parquet's footer; 0 for JSONL), as soon as the batch's text work is handed out, before
+        #: the batch reaches the writer (bulk_sqlite starts its ANN training at the last one)
+        self.on_checked: Callable[[Batch, int], None] | None = None
 
     def fail(self, row: int, fieldname: str, message: str) -> InputError:
         return InputError(f"row {row}: {message}", where=self.where, field=fieldname)
@@ -245,8 +249,8 @@ def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None, *,
     from docket.store.bulk_text import AHEAD, TextWork, is_default
 
     read = _parquet if fmt == "parquet" else _jsonl
-    text = TextWork(checker.count, default_counter=is_default(checker.count),
-                    rows=_parquet_rows(path) if fmt == "parquet" else 0)
+    total = _parquet_rows(path) if fmt == "parquet" else 0
+    text = TextWork(checker.count, default_counter=is_default(checker.count), rows=total)
     pending: deque[tuple[Batch, Any]] = deque()
     try:
         for raw in read(path, checker, rows or BATCH_ROWS):
@@ -256,6 +260,8 @@ def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None, *,
             to_terms = [f"{t} {s} {x}" for t, s, x in zip(c["title"], c["section"], c["text"], strict=True)] \
                 if terms else None  # what SQLite's keyword search reads (sqlite_schema._search_text)
             pending.append((b, text.submit(to_count, to_terms)))
+            if checker.on_checked is not None:  # after the submit: any worker process is forked by now
+                checker.on_checked(b, total)
             if len(pending) > AHEAD:
                 yield _done(*pending.popleft())
         while pending:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,24 @@ def is_ours(index: Any) -> bool:
             and index.sq.qtype == faiss.ScalarQuantizer.QT_8bit and bool(index.by_residual))
 
 
+def training_rows(n: int, nlist: int = 0) -> np.ndarray | slice:
+    """The rows (positions in rowid order) of `n` that `AnnIndex.build` trains on: a fixed-seed
+    sample of 64 per list, or all of them."""
+    sample = min(n, 64 * min(nlist or nlist_for(n), n))
+    return np.sort(np.random.default_rng(22).choice(n, size=sample, replace=False)) if sample < n else slice(None)
+
+
+def trained(sample: np.ndarray, n: int, nlist: int = 0, make: Callable[[int, int], Any] = new_ivf) -> Any:
+    """An empty index (`make`) for `n` rows, its lists and codes trained on `sample` (the rows
+    `training_rows(n, nlist)` picks)."""
+    nlist = min(nlist or nlist_for(n), n)
+    index = make(sample.shape[1], nlist)
+    index.cp.min_points_per_centroid = 1  # the sample decides; no warning on stderr
+    index.cp.seed = 22
+    index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return index
+
+
 class AnnIndex:
     """A trained IVF index (`new_ivf`) over a store's live rows, ids = chunk rowids, at change-log position
     `seq` (it holds the store's rows as of that entry)."""
@@ -161,13 +180,7 @@ class AnnIndex:
         """Train on a fixed-seed sample of `mat` (rows in rowid order, so the same store trains the
         same lists) and add every row. `make`: another faiss IVF kind (benchmarks compare them)."""
         n, dim = mat.shape
-        nlist = min(nlist or nlist_for(n), n)
-        index = make(dim, nlist)
-        index.cp.min_points_per_centroid = 1  # the sample below decides; no warning on stderr
-        index.cp.seed = 22
-        sample = min(n, 64 * nlist)
-        pick = np.sort(np.random.default_rng(22).choice(n, size=sample, replace=False)) if sample < n else slice(None)
-        index.train(np.ascontiguousarray(mat[pick], dtype=np.float32))
+        index = trained(mat[training_rows(n, nlist)], n, nlist, make)
         index.add_with_ids(np.ascontiguousarray(mat, dtype=np.float32), np.ascontiguousarray(rowids, dtype=np.int64))
         return cls(index, seq, n)
 
@@ -220,6 +233,111 @@ class AnnIndex:
             if size:
                 parts.append(faiss.rev_swig_ptr(lists.get_ids(i), size).copy())
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+#: below this many rows `LoadBuild` trains with one faiss thread, so that the main thread keeps
+#: the other core for the rest of the load (at 100k on the shared 2-core machine, from the start of
+#: the build to its end: 3.4-3.7 s with one thread, 5.3-6.3 s with two); above it the training
+#: (85-128 s at 1M with two threads, docs/store.md) is far longer than the rest of the load, so
+#: it keeps every thread as `AnnIndex.build` does (not measured with one thread at 1M)
+ONE_THREAD_BELOW = 250_000
+
+
+class LoadBuild:
+    """`AnnIndex.build` of the rows a load writes, run in a thread beside the rest of the load
+    (its last batches, the commit, the search index made from the rows it kept): the same sample,
+    the same lists and the same codes, from the load's own vectors instead of the matrix read back.
+    faiss runs without the GIL, so on a second core the build costs the load no time of its own
+    (issue 22, decision 4). The training starts once every row is checked; the rows are added once
+    `rows_at` gives their rowids; `take` hands the index over only for exactly those rows at that
+    log position.
+
+    `parts`: the load's vectors in the order written (rowid order)."""
+
+    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int | None = None) -> None:
+        self.parts, self.nlist = parts, nlist
+        self.n = sum(p.shape[0] for p in parts)
+        #: faiss threads for the training (0: all); by default one below `ONE_THREAD_BELOW` rows
+        self.threads = (1 if self.n < ONE_THREAD_BELOW else 0) if threads is None else threads
+        self.first, self.seq = 0, -1
+        self._placed = threading.Event()  # rows_at was called (or drop)
+        self._built: AnnIndex | None = None
+        pick = training_rows(self.n, self.nlist)
+        if isinstance(pick, slice):
+            self._sample = np.concatenate(parts)
+        else:  # gathered here: in the thread each numpy step would wait for the GIL (1 s at 100k)
+            starts = np.cumsum([0] + [p.shape[0] for p in parts])
+            cut = np.searchsorted(pick, starts).tolist()  # pick is sorted: a part's rows are one run
+            self._sample = np.empty((pick.shape[0], parts[0].shape[1]), dtype=np.float32)
+            for p, a, b, start in zip(parts, cut, cut[1:], starts.tolist()):
+                np.take(p, pick[a:b] - start, axis=0, out=self._sample[a:b])
+        self._thread = threading.Thread(target=self._build, name="docket-ann-load", daemon=True)
+        self._thread.start()
+
+    def started_for(self, parts: list[np.ndarray]) -> bool:
+        """Whether this build was started from exactly these arrays (the batches written)."""
+        return not self._placed.is_set() and len(parts) == len(self.parts) and all(
+            a is b for a, b in zip(parts, self.parts))
+
+    def rows_at(self, first: int, seq: int) -> LoadBuild:
+        """The rows are written: the first under rowid `first`, the rest after it without a gap,
+        the change log at `seq` once they are."""
+        self.first, self.seq = first, seq
+        self._placed.set()
+        return self
+
+    def _build(self) -> None:
+        import faiss
+
+        try:
+            every = faiss.omp_get_max_threads()
+            # faiss's OpenMP threads for this thread only (its team); the rows are added with all
+            # of them (the main thread is waiting for them by then)
+            faiss.omp_set_num_threads(self.threads or every)
+            sample, self._sample = self._sample, np.zeros(0, dtype=np.float32)
+            index = trained(sample, self.n, self.nlist)
+            del sample
+            self._placed.wait()
+            if self.seq < 0:
+                return  # dropped
+            faiss.omp_set_num_threads(every)
+            rowid = self.first
+            for p in self.parts:  # faiss adds in blocks of its own: one call or many, the same lists
+                index.add_with_ids(np.ascontiguousarray(p, dtype=np.float32),
+                                   np.arange(rowid, rowid + p.shape[0], dtype=np.int64))
+                rowid += p.shape[0]
+            self._built = AnnIndex(index, self.seq, self.n)
+        except (RuntimeError, MemoryError, ValueError):
+            self._built = None  # the store builds its own
+
+    def take(self, mat: np.ndarray, rowids: np.ndarray, seq: int) -> AnnIndex | None:
+        """The index, when `mat` / `rowids` (a store's live rows in rowid order at `seq`) are the rows
+        this load wrote, byte for byte (waits for the thread); None otherwise. Once only."""
+        if not self._placed.is_set():
+            self.drop()
+            return None
+        self._thread.join()
+        built, parts = self._built, self.parts
+        self._built, self.parts = None, []
+        if (built is None or seq != self.seq or rowids.shape[0] != self.n or mat.shape[0] != self.n
+                or not self.n or int(rowids[0]) != self.first or int(rowids[-1]) != self.first + self.n - 1
+                or not bool((np.diff(rowids) == 1).all())):
+            return None
+        at = 0
+        for p in parts:
+            if not np.array_equal(mat[at : at + p.shape[0]], p):
+                return None
+            at += p.shape[0]
+        return built
+
+    def drop(self) -> None:
+        """Stop before the rows are added if they were not yet placed, wait for the thread and
+        forget what it built (the load failed, or searched no index)."""
+        if not self._placed.is_set():
+            self.seq = -1
+            self._placed.set()
+        self._thread.join()
+        self._built, self.parts = None, []
 
 
 def ids_digest(rowids: np.ndarray) -> list[int]:

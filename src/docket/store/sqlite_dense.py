@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from docket.errors import InputError
 from docket.store import sqlite_ann as _ann
 from docket.store.protocol import Filters
-from docket.store.sqlite_ann import AnnIndex, AnnSettings
-from docket.store.sqlite_index import _dense_top, _Index
+from docket.store.sqlite_ann import AnnIndex, AnnSettings, LoadBuild
+from docket.store.sqlite_index import _dense_top, _Index, _Rows
 from docket.store.sqlite_search import _Search
 
 #: a catch-up from the log that touched this share of the index writes the file again
@@ -60,6 +61,8 @@ class _Dense(_Search):
     #: None: AnnSettings.from_env() at the first search (tests and callers may set one)
     ann: AnnSettings | None = None
     _ann: AnnIndex | None = None
+    #: the index of rows an import is writing, built beside the load (`after_load`)
+    _ann_load: LoadBuild | None = None
     _ann_applied = 0  # changes applied to the in-memory index since it was read or written
     #: how the last dense search ran: "exact", "approximate" or "exact-fallback" (tests, traces)
     last_dense = ""
@@ -163,6 +166,50 @@ class _Dense(_Search):
         self._ann_applied += int(changed.shape[0])
         return a
 
+    def after_load(self, cur: Any, parts: list[_Rows]) -> None:
+        """Keep the rows a load has just written through `cur` (in its transaction, before the
+        commit; `parts` as `_Rows.of` would read them back, in the order written) for the first
+        search: its full load takes them instead of reading every row back (`_load_index`), and
+        the IVF index of their vectors is built meanwhile when that search will want one
+        (sqlite_ann.LoadBuild: the index `_ann_build` would make). Both only if nothing else is
+        written before that search (same change-log position); rows that do not run without a gap
+        from the first rowid are read back as usual."""
+        early, self._ann_load = self._ann_load, None
+        self.load_done()
+        n = sum(len(p.ids) for p in parts)
+        lo, hi, count = cur.execute("SELECT min(rowid), max(rowid), count(*) FROM chunks").fetchone()
+        if not n or count != n or lo is None or hi - lo + 1 != n:
+            if early is not None:
+                early.drop()
+            return
+        seq = int(cur.execute("SELECT max(seq) FROM chunk_log").fetchone()[0] or 0)
+        self._load_rows = (seq, parts, int(lo))
+        mats = [p.mat for p in parts]
+        if early is not None and early.started_for(mats):
+            self._ann_load = early.rows_at(int(lo), seq)  # training since the last batch was checked
+            return
+        if early is not None:
+            early.drop()
+        settings = self.ann_settings()
+        if settings.wanted(n) and n >= settings.exact_below and _ann.available():
+            self._ann_load = LoadBuild(mats, settings.nlist).rows_at(int(lo), seq)
+
+    def ann_before_load(self, vectors: list[np.ndarray]) -> None:
+        """Start training the IVF index of a load's rows from their vectors (every row checked, in
+        file order, none written yet), when the first search will want one: `after_load` gives
+        it their rowids and log position once they are written."""
+        self.load_done()
+        n = sum(v.shape[0] for v in vectors)
+        settings = self.ann_settings()
+        if n and settings.wanted(n) and n >= settings.exact_below and _ann.available():
+            self._ann_load = LoadBuild(list(vectors), settings.nlist)
+
+    def load_done(self) -> None:
+        """Forget what `after_load` kept and no search took (waiting for the build's thread)."""
+        loaded, self._ann_load, self._load_rows = self._ann_load, None, None
+        if loaded is not None:
+            loaded.drop()
+
     def _ann_from_file(self, m: _Index) -> AnnIndex | None:
         """The index in `FILE.ann`, brought up to `m`, if the file can be vouched for: written for
         this database (store id) at a state it went through (the write token of its generation),
@@ -196,7 +243,10 @@ class _Dense(_Search):
         live = m.live_in_rowid_order()
         full = live.shape[0] == len(m.ids) and bool((live == np.arange(len(m.ids))).all())
         mat = m.mat if full else m.mat[live]
-        a = AnnIndex.build(mat, m.rowids[live], m.seq, settings.nlist)
+        loaded, self._ann_load = self._ann_load, None
+        a = loaded.take(mat, m.rowids[live], m.seq) if loaded is not None and loaded.nlist == settings.nlist else None
+        if a is None:
+            a = AnnIndex.build(mat, m.rowids[live], m.seq, settings.nlist)
         self._ann_save(a, m)
         return a
 

@@ -65,6 +65,29 @@ class _Rows:
             post_tf=postings["tf"].astype(np.float32),
         )
 
+    @classmethod
+    def joined(cls, parts: Sequence[_Rows], rowids: np.ndarray) -> _Rows:
+        """`parts` (consecutive runs of rows, each with post_rows counted from its own first row)
+        as one, under `rowids`: what `of` gives for the same rows read back in rowid order."""
+        starts = np.cumsum([0] + [len(p.ids) for p in parts[:-1]])
+        return cls(
+            rowids=np.asarray(rowids, dtype=np.int64), ids=[x for p in parts for x in p.ids],
+            docs=[x for p in parts for x in p.docs], statuses=[x for p in parts for x in p.statuses],
+            sources=[x for p in parts for x in p.sources], dates=np.concatenate([p.dates for p in parts]),
+            public=np.concatenate([p.public for p in parts]), mat=np.concatenate([p.mat for p in parts]),
+            lens=np.concatenate([p.lens for p in parts]), post_terms=np.concatenate([p.post_terms for p in parts]),
+            post_rows=np.concatenate([p.post_rows + np.int32(at) for p, at in zip(parts, starts.tolist())]),
+            post_tf=np.concatenate([p.post_tf for p in parts]),
+        )
+
+
+def _by_term(terms: np.ndarray) -> np.ndarray:
+    """`np.argsort(terms, kind="stable")`: through 16-bit keys where every term id fits one,
+    which numpy sorts by radix (0.16 against 0.46 s for 4.1M postings of 25k terms at 100k chunks)."""
+    if terms.size and 0 <= int(terms.min()) and int(terms.max()) <= 0xFFFF:
+        return np.argsort(terms.astype(np.uint16), kind="stable")
+    return np.argsort(terms, kind="stable")
+
 
 class _Matrix:
     """A float32 matrix that grows at the end in place: an index refreshed after a write appends
@@ -138,7 +161,7 @@ class _Index:
         for p, chunk in acl_rows:
             if chunk in index:
                 by_entry.setdefault(p, []).append(index[chunk])
-        order = np.argsort(rows.post_terms, kind="stable")
+        order = _by_term(rows.post_terms)
         docs, doc_codes = _codes(rows.docs)
         statuses, status_codes = _codes(rows.statuses)
         sources, source_codes = _codes(rows.sources)

@@ -77,6 +77,8 @@ class _Search(_Writes):
     """The search side of `SQLiteStore`."""
 
     _index: _Index | None = None
+    #: (change-log position, rows in rowid order, first rowid) a load wrote (`_Dense.after_load`)
+    _load_rows: tuple[int, list[_Rows], int] | None = None
 
     # --- search -----------------------------------------------------------------------------
     def generation(self) -> str:
@@ -105,10 +107,14 @@ class _Search(_Writes):
 
     def _load_index(self, gen: str, save: bool = False) -> _Index:
         seq = self._log_end()
-        rows = self._index_rows()
-        acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
+        given, self._load_rows = self._load_rows, None
         dim = int(self.meta().get("dim", "0") or 0)
-        index = _Index.load(_Rows.of(rows, dim), [(r[0], r[1]) for r in acl_rows], gen, seq)
+        if given is not None and given[0] == seq:  # the rows a load wrote, and nothing since (`after_load`)
+            got = _Rows.joined(given[1], np.arange(given[2], given[2] + sum(len(p.ids) for p in given[1])))
+        else:
+            got = _Rows.of(self._index_rows(), dim)
+        acl_rows = self._conn.execute("SELECT principal, chunk FROM chunk_acl").fetchall()
+        index = _Index.load(got, [(r[0], r[1]) for r in acl_rows], gen, seq)
         token = self._token(gen) if save and self._store_id and self._tokens else None
         if token is not None and _snapshots_wanted(len(index.ids)) and self.path.is_file():
             try:
