@@ -127,6 +127,7 @@ BAD = [
     ("bad date", lambda r: r[14].update(date="May 5th"), 15, "date"),
     ("all-zero vector", lambda r: r[25].update(vector=[0.0] * DIM), 26, "vector"),
     ("beyond float32", lambda r: r[27]["vector"].__setitem__(0, 1e39), 28, "vector"),
+    ("too small to have a length", lambda r: r[29].update(vector=[1e-46] * DIM), 30, "vector"),
 ]
 
 
@@ -180,6 +181,8 @@ def test_vectors_off_unit_length_are_scaled_and_counted(location: str, tmp_path:
     for i in scaled:
         recs[i]["vector"] = [x * (2.5 + i) for x in recs[i]["vector"]]
     recs[4]["vector"] = [x * (1 + 5e-5) for x in recs[4]["vector"]]  # within the tolerance: kept as given
+    recs[7]["vector"] = [x * 1e-30 for x in recs[7]["vector"]]  # tiny: its float32 squares underflow
+    scaled.append(7)
     path = write(tmp_path / "in", recs, fmt)
     with open_store(location) as s:  # type: ignore[attr-defined]
         rep = import_file(s, path, embedder=EMB)

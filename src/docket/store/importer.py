@@ -40,7 +40,8 @@ UNIT_TOLERANCE = 1e-4
 #: the largest magnitude a float32 holds: a JSON number beyond it would be stored as infinity
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _NOT_FINITE = "holds NaN or infinite values (or values beyond float32's range, ±3.4e38)"
-_ZERO = "is all zeros: a zero vector is similar to nothing (re-embed the row's text, or drop the row)"
+_ZERO = ("is all zeros (or too small to have a length): a zero vector is similar to nothing (re-embed the "
+         "row's text, or drop the row)")
 
 #: rows per batch: big enough that per-batch work (numpy checks, executemany) is amortised, small
 #: enough that a batch of 384-dim vectors stays a few MB
@@ -138,13 +139,13 @@ class Checker:
     def _unit(self, vectors: np.ndarray) -> np.ndarray:
         """`vectors` with each row off unit length scaled to it; raises Slow when a row is all
         zeros (the row-by-row check names it)."""
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        norms = _norms(vectors)
         if not norms.all():
             raise Slow
         off = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
         if off.size:
             vectors = vectors.copy()  # the reader's array may be a read-only view of the file's buffer
-            vectors[off] /= np.linalg.norm(vectors[off], axis=1, keepdims=True)
+            vectors[off] = vectors[off] / norms[off, None]  # in float64: a tiny vector scales without underflow
             self.normalised += int(off.size)
         return vectors
 
@@ -185,7 +186,8 @@ class Checker:
     def _rows(self, first: int, records: list[dict[str, Any]], vectors: np.ndarray) -> Batch:
         """The row-by-row check (each record through Chunk): names the first bad row and field."""
         finite = np.isfinite(vectors).all(axis=1)
-        bad = np.flatnonzero(~finite | ~(vectors != 0).any(axis=1))
+        with np.errstate(invalid="ignore", over="ignore"):  # the rows that are not finite are named as such
+            bad = np.flatnonzero(~finite | (_norms(vectors) == 0))
         chunks: list[Chunk] = []
         tokens: list[int | None] = []
         unit = self._unit(vectors[: bad[0]] if bad.size else vectors)  # the rows before the first bad one
@@ -294,6 +296,12 @@ def format_of(path: Path, given: str | None) -> str:
 def _dim_error(checker: Checker, row: int, got: int) -> InputError:
     return checker.fail(row, "vector", f"has {got} values, but the store's embedder {checker.embedder!r} has "
                                        f"dimension {checker.dim}: vectors of another model cannot be searched together")
+
+
+def _norms(vectors: np.ndarray) -> np.ndarray:
+    """Each row's length, summed in float64 (a float32 sum of squares of values near 1e-23 or
+    below underflows to 0)."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
 
 
 def _jsonl(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
