@@ -191,17 +191,12 @@ def _per_value(values: list[Any], fn: Any) -> list[Any]:
     return list(map(seen.__getitem__, values))
 
 
-def _pack(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[list[bytes], list[int]]:
-    """Each row's posting blob and length, byte for byte what `_TermIds.pack` (write_version) gives
-    for its search text: ids for the batch's new terms, then the blobs cut from one array.
-    `known` is every term id this load has seen (new ones also go to `ids.new`)."""
-    arr, sizes, lengths = _postings(cur, ids, known, terms)
-    return _cut(arr, sizes), lengths.tolist()
-
-
 def _postings(cur: Any, ids: Any, known: dict[str, int], terms: Terms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The batch's postings in row order (`_POSTING`: term id, capped count), how many each row
-    has, and each row's length (the sum of its counts, before the cap)."""
+    has, and each row's length (the sum of its counts, before the cap); `_cut` of the first two is
+    each row's posting blob, byte for byte what `_TermIds.pack` (write_version) gives for its
+    search text. Ids for the batch's new terms are taken here; `known` is every term id this load
+    has seen (new ones also go to `ids.new`)."""
     from docket.store.sqlite_schema import _POSTING, insert_terms
 
     vocab, index, tf, sizes = terms
