@@ -304,6 +304,15 @@ def _norms(vectors: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
 
 
+def _in_float32(vec: list[int | float]) -> bool:
+    """Every number finite and within float32's range (a JSON integer too large for any float
+    included: `math.isfinite` raises on it)."""
+    try:
+        return all(math.isfinite(x) and abs(x) <= _FLOAT32_MAX for x in vec)
+    except OverflowError:
+        return False
+
+
 def _jsonl(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     for first, records, vectors in _jsonl_records(path, checker, rows):
         present: set[str] = set().union(*records)
@@ -334,7 +343,7 @@ def _jsonl_records(path: Path, checker: Checker, rows: int) -> Iterator[tuple[in
                 raise checker.fail(row, "vector", "must be a list of numbers")
             if len(vec) != checker.dim:
                 raise _dim_error(checker, row, len(vec))
-            if not all(math.isfinite(x) and abs(x) <= _FLOAT32_MAX for x in vec):
+            if not _in_float32(vec):
                 raise checker.fail(row, "vector", _NOT_FINITE)
             records.append(rec)
             vecs.append(vec)
