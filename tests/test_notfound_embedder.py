@@ -86,6 +86,30 @@ def test_no_move_stops_at_the_minilm_floor_for_another_embedder(embedder):
     assert not b.found and dropped.get("travel-1") == dropped.get("it-1") == "below floor", dropped
 
 
+def test_the_answerability_model_without_weights_reads_the_embedders_floor():
+    """`answerable.enabled` with no fitted weights falls back to a floor: the embedder's, like the
+    gate's (before, the policy's MiniLM 0.48 for any embedder)."""
+    from docket.answerable import judge
+    from docket.context import Context
+    from docket.model import Candidate
+    from docket.tokens import default_counter
+
+    cands = [Candidate(c, s, i + 1) for i, (c, s) in enumerate(zip(HR, [0.21, 0.12, 0.05], strict=True))]
+    pol = Policy().updated(answerable={"enabled": True})
+
+    def ctx(embedder):  # noqa: ANN001, ANN202
+        return Context(question="parental leave?", store=MemoryStore(HR), policy=pol, counter=default_counter(),
+                       embedder=embedder)
+
+    assert judge(cands, ctx(HashEmbedder(64)))[0] is True  # no floor known for hash-bow: found
+    assert judge(cands, ctx(LowCosineEmbedder()))[0] is True
+    assert judge(cands, ctx(default_embedder()))[0] is False  # MiniLM: 0.21 < 0.48
+    fitted = Policy().updated(answerable={"enabled": True, "floor": 0.1, "embedder": HashEmbedder.name})
+    hashed = Context(question="q", store=MemoryStore(HR), policy=fitted, counter=default_counter(),
+                     embedder=HashEmbedder(64))
+    assert judge(cands, hashed)[0] is True and judge(cands[2:], hashed)[0] is False  # 0.05 < its own 0.1
+
+
 def test_minilm_keeps_its_floor_and_no_warning():
     fl = floors(Policy(), default_embedder().name)
     assert fl.not_found == NOT_FOUND_FLOOR and fl.noise == 0.40 and fl.off is None

@@ -136,9 +136,9 @@ def judge(candidates: list[Candidate], ctx: Context) -> tuple[bool, dict[str, An
     pol = ctx.policy.answerable
     if not pol.weights:
         top = max((c.score for c in candidates), default=float("-inf"))
-        floor, _ = ctx.policy.not_found_floor()
-        return top >= (ctx.policy.pack.floor if floor is None else floor), {"top_score": top,
-                                                                            "model": "floor only (no fitted weights)"}
+        fl = floors(ctx.policy, _embedder_name(ctx))  # this embedder's (none for one without a known floor)
+        floor = fl.not_found if fl.not_found is not None else fl.noise
+        return floor is None or top >= floor, {"top_score": top, "model": "floor only (no fitted weights)"}
     cosines = None
     qvec = None
     if ctx.has_vectors():
