@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # loaded when the command runs: `docket --help` starts withou
     from rich.console import Console
 
     from docket.api import AskResult
-    from docket.policy import Policy
     from docket.store.protocol import Filters
 
 # --- the options only `docket ask` takes ------------------------------------------------------------
@@ -87,7 +86,7 @@ def run_ask(a: AskArgs) -> None:
                           filters=filters, k=a.candidates, mode=a.mode, history=turns, budget=a.budget, floor=a.floor,
                           as_of=opt.parse_date(a.as_of), whole_corpus=a.whole_corpus, router=router,
                           generator=opt.summary_generator(policy, a.llm, a.model))
-    _show(a, res, policy)
+    _show(a, res)
 
 
 def _check(a: AskArgs) -> None:
@@ -111,7 +110,7 @@ def _filters(a: AskArgs) -> Filters:
                    date_from=date_from, date_to=date_to, exact=a.exact)
 
 
-def _show(a: AskArgs, res: AskResult, policy: Policy) -> None:
+def _show(a: AskArgs, res: AskResult) -> None:
     """The brief on the terminal or as JSON; with --llm, the answer and its check too (exit 0 clean
     answer, 1 check findings, 3 model failed: the brief is printed anyway)."""
     from docket.cli.show import print_brief, print_ranking, screened_out
