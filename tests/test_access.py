@@ -161,6 +161,42 @@ def test_cli_assemble_from_jsonl_applies_the_acl(tmp_path: Path) -> None:
     assert r.exit_code != 0 and isinstance(r.exception, InputError)
 
 
+def test_cli_says_why_nothing_of_the_file_can_be_used_and_the_brief_says_the_pool_is_empty(tmp_path: Path) -> None:
+    """Every chunk restricted: stderr names the file and the fix; the brief's own reason is the
+    same words an empty ranking gets (nothing about the restricted chunks leaks into it)."""
+    from cli_run import run
+
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("".join(json.dumps({**c.to_record(), "acl": ["group:execs"]}) + "\n" for c in _pool()))
+    empty_acl = tmp_path / "nobody.jsonl"
+    empty_acl.write_text("".join(json.dumps({**c.to_record(), "acl": []}) + "\n" for c in _pool()))
+    question = ["-q", "What is the deal share price?", "--floor", "0"]
+    for path, extra in ((locked, []), (locked, ["--principal", "bob"]), (empty_acl, ["--principal", "ceo"])):
+        r = run("assemble", "--store", str(path), *question, *extra)
+        assert r.returncode == 0
+        assert f"{path}: each of its {len(_pool())} chunk(s) has an acl" in r.stderr
+        assert "pass --principal NAME" in r.stderr
+        assert "no candidate to assemble from" in r.stdout and "reaches the floor" not in r.stdout
+        js = json.loads(run("assemble", "--store", str(path), *question, *extra, "--json").stdout)
+        assert js["found"] is False
+        reasons = [e["reason"] for e in js["trace"] if e["action"] == "not_found"]
+        assert reasons == ["no candidate to assemble from (the ranking is empty, or the asker may read none of it): "
+                           "answer 'not found' without an LLM call"]
+        assert "execs" not in json.dumps(js) and "deal" not in json.dumps(js["trace"])
+    readable_one = run("assemble", "--store", str(locked), *question, "--principal", "eve", "--groups", "execs")
+    assert "warning" not in readable_one.stderr and "found: false" not in readable_one.stdout
+
+
+def test_an_empty_ranking_and_an_unreadable_one_give_the_same_brief() -> None:
+    pool = _pool()
+    locked = [Chunk(**{**c.__dict__, "acl": ("group:execs",)}) for c in pool]
+    a = assemble("What is the deal share price?", [], store=MemoryStore(pool), embedder=EMB)
+    b = assemble("What is the deal share price?", [Candidate(c, 0.9, n) for n, c in enumerate(locked, 1)],
+                 store=MemoryStore(locked), embedder=EMB)
+    assert not a.found and not b.found
+    assert a.to_json() == b.to_json()
+
+
 # --- eval -------------------------------------------------------------------------------------
 
 def test_eval_runs_as_anonymous_for_every_system() -> None:

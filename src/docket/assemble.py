@@ -304,6 +304,10 @@ def _apply_floor(candidates: list[Ranked], ctx: Context) -> list[Ranked]:
             best_below=round(max(c[1] for c in below), 4),
             floor=shown,
         )
+    if not candidates:  # said alike for an empty ranking and one the asker may read none of: nothing leaks
+        ctx.trace.add("floor", "not_found", [], "no candidate to assemble from (the ranking is empty, or the asker may "
+                      "read none of it): answer 'not found' without an LLM call")
+        return above
     if not above:
         ctx.trace.add("floor", "not_found", [], f"no candidate reaches the floor {shown}: answer 'not found' without an LLM call")
         return above

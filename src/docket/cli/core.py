@@ -21,7 +21,11 @@ else:  # rich loads when a command prints (docket.cli.richlazy)
     from docket.cli.richlazy import Table
 
 if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without numpy (tests/test_cli_startup.py)
+    from collections.abc import Sequence
+
     from docket.brief.result import Brief
+    from docket.model import Chunk
+    from docket.store.access import Principal
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
 
@@ -93,6 +97,7 @@ def assemble_cmd(
         chunks = load_chunks(store)
         check_chunks(chunks)
         mem = MemoryStore(chunks)
+        _warn_if_none_readable(store, chunks, who)
     cands = load_candidates(candidates, mem) if candidates else None
     session = Session(mem, policy=policy)
     brief = session.assemble(question, cands, store=mem, history=turns, principal=who, budget=budget, floor=floor,
@@ -111,6 +116,18 @@ def assemble_cmd(
         return
     console = terminal_console()
     print_brief(console, brief, explain=explain)
+
+
+def _warn_if_none_readable(path: Path, chunks: Sequence[Chunk], who: Principal | None) -> None:
+    """The operator holds the file, so say on stderr (never in the brief) why every chunk of it
+    will be skipped: an `acl` on each that this principal (or, without --principal, anonymous)
+    does not match; otherwise the brief only says the pool was empty."""
+    from docket.store.access import readable_chunks
+
+    if chunks and not readable_chunks(chunks, who):
+        asker = f"principal {who.name!r}" if who is not None else "an asker without --principal"
+        typer.echo(f"docket: warning: {path}: each of its {len(chunks)} chunk(s) has an acl that {asker} does not "
+                   "match, so none can be used; pass --principal NAME (and --groups) of a reader it lists", err=True)
 
 
 @app.command("demo")

@@ -58,6 +58,15 @@ def print_trace(console: Console, trace: Sequence[Mapping[str, Any]]) -> None:
     console.print(t)
 
 
+def not_found_reason(trace: Sequence[Mapping[str, Any]]) -> str:
+    """Why a brief is `found: false`, in its trace's words: the gate that said so (the floor, the
+    answerability reader, an empty pool, a corpus the asker may not read), else the budget."""
+    for e in reversed(trace):
+        if e["action"] == "not_found":
+            return str(e["reason"]).split(": answer 'not found'")[0]
+    return "no passage fits the evidence budget (the trace says what was skipped)"
+
+
 def print_sources(console: Console, brief: Brief) -> None:
     t = Table(title="Label -> source")
     for col in ("label", "source", "chunks", "section", "status", "also in"):
@@ -80,8 +89,8 @@ def print_brief(console: Console, brief: Brief, *, explain: bool = True, prompt:
         labels = " and ".join(c.get("labels", [])) or " and ".join(c["chunks"])
         console.print(f"[magenta]conflict ({show(c['kind'])}):[/magenta] {show(labels)}: {show(c['reason'])}")
     if not brief.found:
-        console.print(Panel(f"found: false. Nothing reaches the floor; answer {show(repr(brief.refusal))} without calling a model.",
-                            title="not found", border_style="yellow"))
+        console.print(Panel(f"found: false: {show(not_found_reason(brief.trace))}. Answer {show(repr(brief.refusal))} "
+                            "without calling a model.", title="not found", border_style="yellow"))
         return
     print_sources(console, brief)
     if prompt:
