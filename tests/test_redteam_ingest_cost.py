@@ -110,6 +110,10 @@ def _costly_attachments() -> list[tuple[str, Callable[[], Any]]]:
         ("50k-line fenced code block", lambda: _brief([("code.md", "```\n" + "\n".join(
             f"    x{i} = f({i})" for i in range(50_000)) + "\n```")])),
         ("many tiny sentences", lambda: _brief([("s.txt", "A. " * 300_000)])),
+        ("Markdown of 60k inline HTML elements (cleaned as a page)",
+         lambda: _brief([("spans.md", "Para " + "<span style='color:#fff'>x</span> " * 60_000)])),
+        ("Markdown of 50k paragraphs and one comment", lambda: _brief([("c.md", "<!-- c -->\n\n" + "".join(
+            f"paragraph {i}.\n\n" for i in range(50_000)))])),
     ]
     for mb in (20, 50, 200):
         cases.append((f"DOCX inflating to {mb} MB of <w:p/>",

@@ -18,6 +18,7 @@ from typing import Any
 from docket.errors import InputError
 from docket.ingest.chunking import ChunkSize, chunk_text
 from docket.ingest.html import clean_html
+from docket.ingest.markdown import visible_markdown
 from docket.ingest.meta import is_sidecar, read_sidecar, resolve_meta, split_front_matter
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk, parse_chunk
@@ -145,6 +146,8 @@ def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: 
     if kind == "html":
         cleaned = clean_html(body, local)
         body, title = cleaned.text, title or cleaned.title
+    elif kind == "markdown":  # its raw HTML is a web page's: hidden text goes as it does from an HTML file
+        body = visible_markdown(body, local, where=where)
     body = strip_invisible(scrub_counted(body, local), local)  # lone surrogates: U+FFFD, counted
     if not title and kind == "markdown":
         title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "")

@@ -24,6 +24,7 @@ from docket.context import Context
 from docket.errors import InputError
 from docket.ingest.chunking import ChunkSize, chunk_text
 from docket.ingest.html import clean_html
+from docket.ingest.markdown import visible_markdown
 from docket.ingest.meta import split_front_matter
 from docket.ingest.office import OfficeLimits, OfficeText, Segment, read_docx, read_pdf
 from docket.ingest.unicode import strip_invisible
@@ -128,6 +129,7 @@ def read(att: Attachment, policy: Policy, removed: Counter[str] | None = None) -
         _check_chars(len(text), att.name, limits)
         if kind == "markdown":
             _, text = split_front_matter(text, att.name)
+            text = visible_markdown(text, removed, where=att.name)
         title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
         doc = OfficeText(title, [Segment(text)])
     _check_chars(sum(len(s.text) for s in doc.segments), att.name, limits)
