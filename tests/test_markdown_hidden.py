@@ -5,6 +5,7 @@ is left byte for byte. Chromium, fed the page markdown-it renders, is the oracle
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,31 @@ def test_hidden_markdown_vs_chromium(tmp_path: Path) -> None:
         if shown != kept and name != "closed details":  # docket keeps a closed <details>' text, as for HTML files
             wrong.append((name, "Chromium shows" if shown else "Chromium hides", "docket keeps" if kept else "removes"))
     assert not wrong, wrong
+
+
+def _quotes(n: int, body: str) -> str:
+    return ">" * n + " " + body + "\n"
+
+
+def _lists(n: int, body: str) -> str:  # each level is a list and an item: two levels
+    return "".join("  " * i + "- item\n" for i in range(n // 2)) + "  " * (n // 2) + "- " + body + "\n"
+
+
+@pytest.mark.parametrize("nest", [_quotes, _lists])
+def test_nesting_past_the_limit_is_refused_not_left_unparsed(nest: Callable[[int, str], str]) -> None:
+    """markdown-it stops at its nesting limit and renders nothing deeper; a viewer renders it. Up
+    to the limit the hidden span is cleaned; past it the file is refused in one line."""
+    from docket.errors import InputError
+    from docket.ingest.markdown import MAX_NESTING
+
+    body = 'shown <span style="display:none">SECRET</span>'
+    inside = visible_markdown(nest(MAX_NESTING - 6, body))
+    assert "SECRET" not in inside and "shown" in inside
+    with pytest.raises(InputError, match=f"deeper than {MAX_NESTING} levels") as e:
+        visible_markdown(nest(MAX_NESTING + 6, body), where="deep.md")
+    assert "\n" not in str(e.value) and "deep.md" in str(e.value)
+
+
+def test_a_long_run_of_brackets_is_not_refused() -> None:
+    out = visible_markdown("[" * 500 + "x" + "]" * 500 + ' <span hidden>SECRET</span> shown\n')
+    assert "SECRET" not in out and "shown" in out

@@ -23,8 +23,9 @@ import html
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from docket.errors import InputError
 from docket.ingest.html import clean_html
 
 if TYPE_CHECKING:
@@ -43,11 +44,35 @@ _MARKS = re.compile(r"^(?:- )+|^#{1,6} ", re.MULTILINE)
 _HTML_TYPES = frozenset({"html_block", "html_inline"})
 
 
+#: block quotes, lists, list items and inline elements nested deeper than this are refused: markdown-it stops
+#: parsing there (what lies deeper would be neither rendered nor cleaned), a viewer does not
+MAX_NESTING = 100
+_TOO_DEEP = "docket.too_deep"
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    """markdown-it with raw HTML on and GFM tables, its nesting limit raised to MAX_NESTING, and
+    every place it would stop at that limit reported in the parse's `env`."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": True, "maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
+    # (its third stop, in skipToken, only decides whether a run of `[` is a link: the text after it
+    # is still tokenised, raw HTML included, so it is left alone)
+    block_tokenize, inline_tokenize = md.block.tokenize, md.inline.tokenize
+
+    def block(state: Any, start: int, end: int) -> None:
+        if state.level >= MAX_NESTING and any(not state.isEmpty(n) for n in range(start, end)):
+            state.env[_TOO_DEEP] = True
+        block_tokenize(state, start, end)
+
+    def inline(state: Any) -> None:
+        if state.level >= MAX_NESTING and state.pos < state.posMax:
+            state.env[_TOO_DEEP] = True
+        inline_tokenize(state)
+
+    md.block.tokenize, md.inline.tokenize = block, inline  # type: ignore[method-assign,assignment]
+    return md
 
 
 def _has_html(tokens: list[Token]) -> bool:
@@ -137,6 +162,10 @@ def visible_markdown(text: str, counts: Counter[str] | None = None, *, where: st
     md = _parser()
     env: dict[str, object] = {}
     tokens = md.parse(text, env)
+    if env.get(_TOO_DEEP):
+        raise InputError(f"nests Markdown deeper than {MAX_NESTING} levels (each block quote, list and list item "
+                         "is one); a viewer would still render what lies deeper, so docket refuses the file rather "
+                         "than index text it cannot check", where=where)
     lines = text.splitlines(keepends=True)
     blocks = _blocks(tokens)
     covered = [False] * len(lines)
