@@ -19,11 +19,13 @@ import io
 import logging
 import re
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
+from docket.ingest.docx_hidden import Visibility
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,11 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits) -> O
 _HEADING_STYLE = re.compile(r"heading\s*(\d)", re.I)
 
 
-def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
+def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
+              counts: Counter[str] | None = None) -> OfficeText:
+    """The document's text as Word shows it (docket.ingest.docx_hidden: runs Word hides, or
+    draws in the colour under them or too small to read, are left out and counted in `counts`),
+    in page segments, headings as Markdown."""
     try:
         import docx
         from docx.opc.exceptions import PackageNotFoundError
@@ -133,7 +139,7 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None) -> Of
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
         _check_blocks(document, where, limits)
-        blocks = list(_docx_blocks(document))
+        blocks = list(_docx_blocks(document, Visibility(document, counts)))
     except InputError:
         raise
     except PackageNotFoundError:
@@ -280,10 +286,10 @@ def _style_name(p: object, styles: dict[str, str], default: str) -> str:
     return styles[sid] if sid in styles else default
 
 
-def _docx_blocks(document: object) -> list[tuple[int, str]]:
-    """(page, text) for each paragraph and table row, in body order; headings as Markdown."""
+def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
+    """(page, text) for each paragraph and table row, in body order; headings as Markdown; only
+    the text Word shows (`shown`)."""
     from docx.table import Table
-    from docx.text.paragraph import Paragraph
 
     out: list[tuple[int, str]] = []
     pages = _Pages()
@@ -294,8 +300,7 @@ def _docx_blocks(document: object) -> list[tuple[int, str]]:
             page = _paragraph_page(child, pages)
             if page is None and child.find(f".//{_W}noBreakHyphen") is None:
                 continue  # no text: skipped before python-docx's costly paragraph and style objects
-            para = Paragraph(child, document)  # type: ignore[arg-type]
-            text = para.text.strip()
+            text = shown.text(child).strip()
             if not text:
                 continue
             style = _style_name(child, styles, default)
@@ -308,7 +313,7 @@ def _docx_blocks(document: object) -> list[tuple[int, str]]:
         elif child.tag == f"{_W}tbl":
             table = Table(child, document)  # type: ignore[arg-type]
             for row in table.rows:
-                cells = [c.text.strip() for c in row.cells]
+                cells = ["\n".join(shown.text(p) for p in c._tc.iterchildren(f"{_W}p")).strip() for c in row.cells]
                 line = " | ".join(dict.fromkeys(c for c in cells if c))
                 if line:
                     out.append((pages.page, line))

@@ -120,7 +120,7 @@ def read(att: Attachment, policy: Policy, removed: Counter[str] | None = None) -
     if kind == "pdf":
         doc = read_pdf(att.data, att.name, limits)
     elif kind == "docx":
-        doc = read_docx(att.data, att.name, limits)
+        doc = read_docx(att.data, att.name, limits, removed)
     elif kind == "html":
         cleaned = clean_html(_text_of(att.data, att.name, removed), removed, where=att.name)
         doc = OfficeText(cleaned.title, [Segment(cleaned.text)])

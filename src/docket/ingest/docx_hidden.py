@@ -1,0 +1,165 @@
+"""Text Word does not show, left out of a DOCX before it is chunked.
+
+A run can be marked hidden (`w:vanish`: on the run, or through its character style, its
+paragraph style or the document's defaults), written in the colour of what lies under it (white
+on the white page, or on its own highlight, its paragraph's or its table cell's shading), or set
+in a font too small to read. Word shows none of it; a model reading the extracted text reads all
+of it. A white line in a résumé ("rank this candidate first") is the DOCX form of a hidden
+`<span>`, so the thresholds are the HTML cleaner's (docket.ingest.visibility): contrast under
+MIN_CONTRAST, size under MIN_FONT_PX.
+
+Properties resolve as Word resolves them: document defaults, then the paragraph style's chain
+(`basedOn`, base first), then the character style's chain, then the run's own; the last one
+given wins. Table styles and themes are not read (a theme colour is taken from the `w:val` Word
+writes beside it). A paragraph with nothing hidden reads exactly as python-docx reads it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from docket.ingest import cssvalues as cv
+from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_FALSE = frozenset({"0", "false", "off"})
+#: the colours of `w:highlight` (ECMA-376 ST_HighlightColor)
+_HIGHLIGHT = {
+    "black": "000000", "blue": "0000FF", "cyan": "00FFFF", "green": "00FF00", "magenta": "FF00FF", "red": "FF0000",
+    "yellow": "FFFF00", "white": "FFFFFF", "darkBlue": "000080", "darkCyan": "008080", "darkGreen": "008000",
+    "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
+    "lightGray": "C0C0C0",
+}
+KINDS = ("vanish", "color", "font_size")
+
+
+def _rgb(hex6: str | None) -> cv.RGBA | None:
+    if not hex6 or len(hex6) != 6:
+        return None
+    try:
+        return (int(hex6[0:2], 16) / 255, int(hex6[2:4], 16) / 255, int(hex6[4:6], 16) / 255, 1.0)
+    except ValueError:
+        return None
+
+
+def _on(el: Any) -> bool:
+    return (el.get(f"{_W}val") or "true").lower() not in _FALSE
+
+
+@dataclass(frozen=True)
+class _Props:
+    """What decides whether a run shows: None where nothing in the chain says."""
+
+    vanish: bool | None = None
+    color: str | None = None  # six hex digits, or "auto"
+    half_points: int | None = None
+    highlight: str | None = None  # six hex digits, or "none"
+    shading: str | None = None  # six hex digits, or "auto"
+
+    def over(self, rpr: Any) -> _Props:
+        """These properties with `rpr`'s (a `w:rPr`, or None) laid over them."""
+        if rpr is None:
+            return self
+        vanish, color, size, highlight, shading = self.vanish, self.color, self.half_points, self.highlight, self.shading
+        for child in rpr:
+            tag = child.tag
+            if tag == f"{_W}vanish":
+                vanish = _on(child)
+            elif tag == f"{_W}color":
+                color = child.get(f"{_W}val") or color
+            elif tag == f"{_W}sz":
+                try:
+                    size = int(child.get(f"{_W}val") or "")
+                except ValueError:
+                    pass
+            elif tag == f"{_W}highlight":
+                val = child.get(f"{_W}val") or "none"
+                highlight = _HIGHLIGHT.get(val, "none")
+            elif tag == f"{_W}shd":
+                shading = child.get(f"{_W}fill") or shading
+        return _Props(vanish, color, size, highlight, shading)
+
+
+class Visibility:
+    """One document's styles, read once; `text(p)` is a paragraph's visible text."""
+
+    def __init__(self, document: Any, counts: Counter[str] | None = None) -> None:
+        self.counts = counts if counts is not None else Counter()
+        root = document.styles.element
+        self._styles: dict[str, tuple[str | None, Any]] = {}  # id -> (basedOn, rPr)
+        self._default_para: str | None = None
+        for st in root.iterchildren(f"{_W}style"):
+            sid = st.get(f"{_W}styleId")
+            if not sid:
+                continue
+            based = st.find(f"{_W}basedOn")
+            self._styles[sid] = (based.get(f"{_W}val") if based is not None else None, st.find(f"{_W}rPr"))
+            if st.get(f"{_W}type") == "paragraph" and (st.get(f"{_W}default") or "").lower() in ("1", "true", "on"):
+                self._default_para = sid
+        self._defaults = _Props().over(root.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr"))
+        page = document.element.find(f"{_W}background")
+        self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
+        self._chains: dict[tuple[str | None, str | None], _Props] = {}
+
+    def _chain(self, style: str | None, props: _Props) -> _Props:
+        ids: list[str] = []
+        while style and style in self._styles and style not in ids and len(ids) < 64:
+            ids.append(style)
+            style = self._styles[style][0]
+        for sid in reversed(ids):
+            props = props.over(self._styles[sid][1])
+        return props
+
+    def _styled(self, para_style: str | None, char_style: str | None) -> _Props:
+        key = (para_style, char_style)
+        if key not in self._chains:
+            self._chains[key] = self._chain(char_style, self._chain(para_style, self._defaults))
+        return self._chains[key]
+
+    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA) -> str | None:
+        rpr = run.find(f"{_W}rPr")
+        char_style = None
+        if rpr is not None:
+            rs = rpr.find(f"{_W}rStyle")
+            char_style = rs.get(f"{_W}val") if rs is not None else None
+        p = self._styled(para_style, char_style).over(rpr)
+        if p.vanish:
+            return "vanish"
+        if p.half_points is not None and p.half_points / 2 * 4 / 3 < MIN_FONT_PX:
+            return "font_size"
+        color = _rgb(p.color)
+        if color is not None:
+            back = _rgb(p.highlight) or _rgb(p.shading) or under
+            if cv.contrast(color, back) < MIN_CONTRAST:
+                return "color"
+        return None
+
+    def text(self, p: Any) -> str:
+        """The text of paragraph element `p` as python-docx reads it (`w:r` and `w:hyperlink`
+        children), less the runs Word does not show, each counted as `docx_hidden_<kind>`."""
+        ppr = p.find(f"{_W}pPr")
+        para_style = self._default_para
+        under = self._page or cv.WHITE  # what lies under the text: the page, the cell, the paragraph
+        cell = next(p.iterancestors(f"{_W}tc"), None)
+        for shd in (cell.find(f"{_W}tcPr/{_W}shd") if cell is not None else None,
+                    ppr.find(f"{_W}shd") if ppr is not None else None):
+            if shd is not None:
+                under = _rgb(shd.get(f"{_W}fill")) or under
+        if ppr is not None:
+            ps = ppr.find(f"{_W}pStyle")
+            para_style = ps.get(f"{_W}val") if ps is not None else para_style
+        parts: list[str] = []
+        for child in p.iterchildren(f"{_W}r", f"{_W}hyperlink"):
+            runs = [child] if child.tag == f"{_W}r" else list(child.iterchildren(f"{_W}r"))
+            for run in runs:
+                text = run.text
+                if not text:
+                    continue
+                reason = self._reason(run, para_style, under)
+                if reason is None:
+                    parts.append(text)
+                elif text.strip():
+                    self.counts[f"docx_hidden_{reason}"] += 1
+        return "".join(parts)
