@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
 from docket.ingest.docx_hidden import Visibility
+from docket.ingest.pdf_hidden import strip_hidden_text
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,10 @@ def _quiet(name: str) -> Iterator[None]:
         log.setLevel(level)
 
 
-def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None) -> OfficeText:
+def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None,
+             counts: Counter[str] | None = None) -> OfficeText:
+    """The text a viewer paints, page by page (docket.ingest.pdf_hidden: text in the colour under
+    it, invisible away from a scan, too small or off the page is left out and counted in `counts`)."""
     try:
         import pypdf
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -82,14 +86,14 @@ def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None) -> Off
         raise InputError("is not a PDF (it does not start with %PDF); check the file or its extension", where=where)
     try:
         with _quiet("pypdf"):
-            return _read_pdf(pypdf, data, where, limits or OfficeLimits())
+            return _read_pdf(pypdf, data, where, limits or OfficeLimits(), counts if counts is not None else Counter())
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged file can fail anywhere inside the parser
         raise InputError(f"is not a readable PDF ({type(e).__name__}: {e})", where=where) from None
 
 
-def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits) -> OfficeText:
+def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, counts: Counter[str]) -> OfficeText:
     reader = pypdf.PdfReader(io.BytesIO(data))  # type: ignore[attr-defined]
     if reader.is_encrypted:
         try:
@@ -105,6 +109,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits) -> O
     pages: list[str] = []
     chars = 0
     for page in reader.pages:
+        strip_hidden_text(page, reader, counts)
         pages.append(_clean(page.extract_text() or ""))
         chars += len(pages[-1])
         if chars > limits.max_chars:

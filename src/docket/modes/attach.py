@@ -118,7 +118,7 @@ def read(att: Attachment, policy: Policy, removed: Counter[str] | None = None) -
     removed = removed if removed is not None else Counter()
     limits = limits_of(policy)
     if kind == "pdf":
-        doc = read_pdf(att.data, att.name, limits)
+        doc = read_pdf(att.data, att.name, limits, removed)
     elif kind == "docx":
         doc = read_docx(att.data, att.name, limits, removed)
     elif kind == "html":

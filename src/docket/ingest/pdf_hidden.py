@@ -1,0 +1,246 @@
+"""Text a PDF viewer does not paint, taken out of a page before its text is extracted.
+
+A PDF can show text in the colour of what lies under it (white on the white page, the classic
+"ignore all previous instructions" line in a paper or a résumé), in the invisible render modes
+(3, 7) away from any image, too small to read, or off the page. A viewer paints none of it; a
+text extractor returns all of it. Thresholds are the HTML cleaner's (docket.ingest.visibility):
+contrast under MIN_CONTRAST, size under MIN_FONT_PX (3 pt).
+
+The page's content stream is walked once with the graphics state a viewer keeps (the `q`/`Q`
+stack, the transformation matrix, fill and stroke colours in the device spaces and by operand
+count elsewhere, the text matrix, font size and render mode) and the filled areas painted so far
+(rectangles and path bounds with their colour; images and forms as "unknown"). A text-showing
+operator whose text would not show keeps its place but loses its text, so what stays is
+extracted exactly as before; a page with nothing hidden is not touched. Invisible text over an
+image is kept on a page that paints no text: it is a scan's OCR layer, the only text the page
+has. On a page that paints text too, it is text hidden behind a picture, and goes.
+
+Not read: text inside form XObjects and annotations, clipping paths, soft masks, blend modes,
+and the colour of a pattern or shading (taken as unknown: the text is kept).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from docket.ingest import cssvalues as cv
+from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
+
+KINDS = ("color", "render_mode", "font_size", "offscreen")
+MIN_FONT_PT = MIN_FONT_PX * 0.75
+Matrix = tuple[float, float, float, float, float, float]
+IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+_SHOW = frozenset({b"Tj", b"TJ", b"'", b'"'})
+_FILLS = frozenset({b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*"})
+_PATH_ENDS = _FILLS | {b"S", b"s", b"n"}
+#: a region whose colour is not known (an image, a form, a pattern): text over it is kept
+UNKNOWN = None
+
+
+def _mul(m: Matrix, n: Matrix) -> Matrix:
+    a1, b1, c1, d1, e1, f1 = m
+    a2, b2, c2, d2, e2, f2 = n
+    return (a1 * a2 + b1 * c2, a1 * b2 + b1 * d2, c1 * a2 + d1 * c2, c1 * b2 + d1 * d2,
+            e1 * a2 + f1 * c2 + e2, e1 * b2 + f1 * d2 + f2)
+
+
+def _apply(m: Matrix, x: float, y: float) -> tuple[float, float]:
+    return (x * m[0] + y * m[2] + m[4], x * m[1] + y * m[3] + m[5])
+
+
+def _colour(values: list[float]) -> cv.RGBA | None:
+    """A colour from its operands by count (gray, RGB, CMYK); None when it is not one of those."""
+    try:
+        v = [min(max(float(x), 0.0), 1.0) for x in values]
+    except (TypeError, ValueError):
+        return None
+    if len(v) == 1:
+        return (v[0], v[0], v[0], 1.0)
+    if len(v) == 3:
+        return (v[0], v[1], v[2], 1.0)
+    if len(v) == 4:
+        c, m, y, k = v
+        return ((1 - c) * (1 - k), (1 - m) * (1 - k), (1 - y) * (1 - k), 1.0)
+    return None
+
+
+@dataclass(frozen=True)
+class _State:
+    ctm: Matrix = IDENTITY
+    fill: cv.RGBA | None = cv.BLACK
+    stroke: cv.RGBA | None = cv.BLACK
+    render_mode: int = 0
+    font_size: float = 0.0
+    leading: float = 0.0
+
+
+@dataclass
+class _Walk:
+    """The walk over one content stream: state, text matrices, the current path's corners, and
+    the filled areas painted so far (device space, with their colour or UNKNOWN)."""
+
+    box: tuple[float, float, float, float]
+    state: _State = field(default_factory=_State)
+    stack: list[_State] = field(default_factory=list)
+    tm: Matrix = IDENTITY
+    tlm: Matrix = IDENTITY
+    path: list[tuple[float, float]] = field(default_factory=list)
+    areas: list[tuple[float, float, float, float, cv.RGBA | None]] = field(default_factory=list)
+    ocr: list[int] = field(default_factory=list)  # operators of invisible text over an image
+    painted: bool = False  # whether any text of the page is painted
+
+    def area(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        self.areas.append((min(xs), min(ys), max(xs), max(ys), colour))
+
+    def under(self, x: float, y: float) -> cv.RGBA | None:
+        """The colour last painted at (x, y): the page's white where nothing was."""
+        for x0, y0, x1, y1, colour in reversed(self.areas):
+            if x0 <= x <= x1 and y0 <= y <= y1:
+                return colour
+        return cv.WHITE
+
+    def reason(self, text_len: int) -> str | None:
+        """Why the text shown now would not be painted, or None."""
+        s = self.state
+        trm = _mul(self.tm, s.ctm)
+        x, y = trm[4], trm[5]
+        size = abs(s.font_size) * math.hypot(trm[2], trm[3])
+        back = self.under(x, y)
+        if s.render_mode in (3, 7):  # neither filled nor stroked: over a scan, maybe its OCR layer (see below)
+            return "ocr" if back is UNKNOWN else "render_mode"
+        if size < MIN_FONT_PT:
+            return "font_size"
+        left, bottom, right, top = self.box
+        width = text_len * size
+        if y < bottom - size or y > top + size or x > right or x + width < left:
+            return "offscreen"
+        if back is UNKNOWN:
+            return None
+        shown = []
+        if s.render_mode in (0, 2, 4, 6):
+            shown.append(s.fill)
+        if s.render_mode in (1, 2, 5, 6):
+            shown.append(s.stroke)
+        if all(c is not None and cv.contrast(c, back) < MIN_CONTRAST for c in shown):
+            return "color"
+        return None
+
+
+def _text_len(operator: bytes, operands: list[Any]) -> int:
+    if operator == b"TJ":
+        arr = operands[0] if operands else []
+        return sum(len(x) for x in arr if isinstance(x, (bytes, str)))
+    last = operands[-1] if operands else b""
+    return len(last) if isinstance(last, (bytes, str)) else 0
+
+
+def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
+    """The operands with their text taken out: the operator still moves the line as before."""
+    from pypdf.generic import ArrayObject, ByteStringObject
+
+    if operator == b"TJ":
+        return [ArrayObject()]
+    return [*operands[:-1], ByteStringObject(b"")]
+
+
+def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None) -> int:
+    """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
+    would not paint; returns how many, each counted in `counts` as `pdf_hidden_<kind>`."""
+    from pypdf.generic import ContentStream, NameObject
+
+    counts = counts if counts is not None else Counter()
+    contents = page.get_contents()
+    if contents is None:
+        return 0
+    stream = ContentStream(contents, reader)
+    box = page.cropbox
+    walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)))
+    ops = stream.operations
+    removed = 0
+    for i, (operands, operator) in enumerate(ops):
+        try:
+            removed += _step(walk, ops, i, operands, operator, counts)
+        except (ValueError, TypeError, IndexError, OverflowError):
+            continue  # an operator with operands a viewer would reject too: it draws nothing, nor changes state
+    # invisible text over an image is a scan's OCR layer only on a page that paints no text of its
+    # own; beside painted text it is text hidden behind a picture, and goes too
+    if walk.ocr and walk.painted:
+        for i in walk.ocr:
+            operands, operator = ops[i]
+            ops[i] = (_emptied(operator, operands), operator)
+            counts["pdf_hidden_render_mode"] += 1
+        removed += len(walk.ocr)
+    if removed:  # the page in memory only (pypdf's replace_contents is for a writer's pages)
+        stream.operations = ops
+        page[NameObject("/Contents")] = stream
+    return removed
+
+
+def _step(walk: _Walk, ops: list[Any], i: int, operands: list[Any], operator: bytes, counts: Counter[str]) -> int:
+    """One operator of the walk; 1 when it showed text that is now taken out."""
+    s = walk.state
+    if operator == b"q":
+        walk.stack.append(s)
+    elif operator == b"Q":
+        walk.state = walk.stack.pop() if walk.stack else _State()
+    elif operator == b"cm" and len(operands) == 6:
+        walk.state = replace(s, ctm=_mul(tuple(map(float, operands)), s.ctm))  # type: ignore[arg-type]
+    elif operator in (b"rg", b"g", b"k", b"sc", b"scn"):
+        walk.state = replace(s, fill=_colour(list(operands)))
+    elif operator in (b"RG", b"G", b"K", b"SC", b"SCN"):
+        walk.state = replace(s, stroke=_colour(list(operands)))
+    elif operator == b"cs":
+        walk.state = replace(s, fill=cv.BLACK if operands and operands[0] in ("/DeviceGray", "/DeviceRGB",
+                                                                                "/DeviceCMYK") else None)
+    elif operator == b"CS":
+        walk.state = replace(s, stroke=cv.BLACK if operands and operands[0] in ("/DeviceGray", "/DeviceRGB",
+                                                                                  "/DeviceCMYK") else None)
+    elif operator == b"re" and len(operands) == 4:
+        x, y, w, h = map(float, operands)
+        walk.path += [_apply(s.ctm, x, y), _apply(s.ctm, x + w, y), _apply(s.ctm, x, y + h),
+                      _apply(s.ctm, x + w, y + h)]
+    elif operator in (b"m", b"l", b"c", b"v", b"y") and operands and len(operands) % 2 == 0:
+        nums = list(map(float, operands))
+        walk.path += [_apply(s.ctm, nums[k], nums[k + 1]) for k in range(0, len(nums), 2)]
+    elif operator in _PATH_ENDS:
+        if operator in _FILLS and walk.path:
+            walk.area(walk.path, s.fill)
+        walk.path = []
+    elif operator in (b"Do", b"INLINE IMAGE", b"sh"):
+        corners = [_apply(s.ctm, 0, 0), _apply(s.ctm, 1, 0), _apply(s.ctm, 0, 1), _apply(s.ctm, 1, 1)]
+        if operator == b"sh":  # a shading fills the clip: the page, as far as this walk knows
+            corners = [(walk.box[0], walk.box[1]), (walk.box[2], walk.box[3])]
+        walk.area(corners, UNKNOWN)
+    elif operator == b"BT":
+        walk.tm = walk.tlm = IDENTITY
+    elif operator == b"Tf" and len(operands) == 2:
+        walk.state = replace(s, font_size=float(operands[1]))
+    elif operator == b"Tr" and operands:
+        walk.state = replace(s, render_mode=int(operands[0]))
+    elif operator == b"TL" and operands:
+        walk.state = replace(s, leading=float(operands[0]))
+    elif operator == b"Tm" and len(operands) == 6:
+        walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
+    elif operator in (b"Td", b"TD") and len(operands) == 2:
+        tx, ty = float(operands[0]), float(operands[1])
+        if operator == b"TD":
+            walk.state = replace(s, leading=-ty)
+        walk.tm = walk.tlm = _mul((1.0, 0.0, 0.0, 1.0, tx, ty), walk.tlm)
+    elif operator in (b"T*", b"'", b'"'):
+        walk.tm = walk.tlm = _mul((1.0, 0.0, 0.0, 1.0, 0.0, -walk.state.leading), walk.tlm)
+    if operator in _SHOW:
+        n = _text_len(operator, operands)
+        why = walk.reason(n) if n else None
+        if why == "ocr":
+            walk.ocr.append(i)
+        elif why is None and n:
+            walk.painted = True
+        elif why is not None:
+            ops[i] = (_emptied(operator, operands), operator)
+            counts[f"pdf_hidden_{why}"] += 1
+            return 1
+    return 0
