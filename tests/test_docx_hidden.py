@@ -188,11 +188,12 @@ def _soffice() -> str | None:
 
 
 @pytest.mark.slow
-def test_docx_hidden_text_vs_libreoffice(tmp_path: Path) -> None:
+def test_redteam_docx_hidden_vs_libreoffice(tmp_path: Path) -> None:
     """LibreOffice paints each case's first page, once with the word and once with it swapped
     for Xs of the same length: the word is shown when the pixels change."""
     import numpy as np
     from PIL import Image
+    from redteam_log import record
 
     office, raster = _soffice(), shutil.which("pdftoppm")
     if office is None or raster is None:
@@ -211,15 +212,19 @@ def test_docx_hidden_text_vs_libreoffice(tmp_path: Path) -> None:
     for f in files:  # the first page at 100 dpi
         subprocess.run([raster, "-png", "-r", "100", "-f", "1", "-l", "1", "-singlefile", str(f.with_suffix(".pdf")),
                         str(f.with_suffix(""))], check=True, capture_output=True, timeout=120)
-    wrong = []
+    escaped, lost = [], []
     for k, (name, build, _hidden, _kind) in enumerate(CASES):
         a, b = (np.asarray(Image.open(tmp_path / f"c{k:02d}{v}.png").convert("RGB")).astype(int) for v in "wx")
         shown = int((np.abs(a - b).max(axis=2) >= 24).sum()) >= 4
         kept = "WORD" in _text(_doc(build))
-        if shown != kept and name not in OFFICE_DIFFERS:
-            wrong.append((name, "LibreOffice shows" if shown else "LibreOffice hides", "docket keeps" if kept else
-                          "docket removes"))
-    assert not wrong, wrong
+        if kept and not shown:
+            escaped.append(name)
+        if shown and not kept and name not in OFFICE_DIFFERS:
+            lost.append(name)
+    record("hidden/docx-libreoffice", tried=len(CASES), escaped=len(escaped) + len(lost),
+           note=f"DOCX runs painted by LibreOffice; escaped: {escaped}; lost: {lost}; "
+                f"by the standard: {sorted(OFFICE_DIFFERS)}")
+    assert not escaped and not lost, (escaped, lost)
 
 
 def _swap(data: bytes, old: bytes, new: bytes) -> bytes:

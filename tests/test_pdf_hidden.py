@@ -213,16 +213,17 @@ def test_odd_operands_do_not_make_a_readable_pdf_unreadable() -> None:
 
 
 @pytest.mark.slow
-def test_pdf_hidden_text_vs_poppler(tmp_path: Path) -> None:
+def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
     """pdftoppm paints each case once with the word and once with it swapped for Xs of the same
     width (Courier): the word is shown when the pixels change."""
     import numpy as np
     from PIL import Image
+    from redteam_log import record
 
     raster = shutil.which("pdftoppm")
     if raster is None:
         pytest.skip("needs pdftoppm (apt-get install poppler-utils)")
-    wrong = []
+    escaped, lost = [], []
     for k, (name, draw, _hidden, _kind) in enumerate(CASES):
         shots = []
         for word in ("WORD", "XXXX"):
@@ -233,6 +234,11 @@ def test_pdf_hidden_text_vs_poppler(tmp_path: Path) -> None:
             shots.append(np.asarray(Image.open(pdf.with_suffix(".png")).convert("RGB")).astype(int))
         shown = int((np.abs(shots[0] - shots[1]).max(axis=2) >= 24).sum()) >= 4
         kept = "WORD" in _text(_pdf(draw))
-        if shown != kept and name not in SCAN:
-            wrong.append((name, "poppler shows" if shown else "poppler hides", "docket keeps" if kept else "removes"))
-    assert not wrong, wrong
+        if kept and not shown and name not in SCAN:
+            escaped.append(name)
+        if shown and not kept:
+            lost.append(name)
+    record("hidden/pdf-poppler", tried=len(CASES), escaped=len(escaped) + len(lost),
+           note=f"PDF text painted by poppler; escaped: {escaped}; lost: {lost}; kept as a scan's OCR layer: "
+                f"{sorted(SCAN)}")
+    assert not escaped and not lost, (escaped, lost)
