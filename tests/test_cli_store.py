@@ -63,6 +63,22 @@ def test_index_then_ask_json(docs: Path, tmp_path: Path) -> None:
     assert r.exit_code == 0 and "Ranked candidates" in r.output
 
 
+def test_ask_says_on_stderr_when_the_store_is_empty(docs: Path, tmp_path: Path) -> None:
+    """A mistyped path leaves an empty store behind; asking it says so (stderr), with the fix. A
+    store with chunks that answers nothing for this asker gives no such line."""
+    from cli_run import run
+
+    empty = str(tmp_path / "empty.db")
+    assert run("index", str(tmp_path / "no-such-folder"), "--db", empty, "--embedder", "hash").returncode == 1
+    r = run("ask", "annual plans refund", "--db", empty, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["found"] is False
+    assert f"the store {empty} holds no chunks" in r.stderr and f"docket index PATH --db {empty}" in r.stderr
+    full = str(tmp_path / "full.db")
+    assert run("index", str(docs / "salaries.txt"), "--db", full, "--embedder", "hash").returncode == 0
+    r = run("ask", "salary bands", "--db", full, "--json")  # anonymous: the only chunk is finance's
+    assert json.loads(r.stdout)["found"] is False and "holds no chunks" not in r.stderr
+
+
 def test_index_reports_problems_and_exits_1(docs: Path, tmp_path: Path) -> None:
     (docs / "notes.docx").write_bytes(b"PK")
     r = docket("index", str(docs), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json")

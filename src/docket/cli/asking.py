@@ -86,7 +86,19 @@ def run_ask(a: AskArgs) -> None:
                           filters=filters, k=a.candidates, mode=a.mode, history=turns, budget=a.budget, floor=a.floor,
                           as_of=opt.parse_date(a.as_of), whole_corpus=a.whole_corpus, router=router,
                           generator=opt.summary_generator(policy, a.llm, a.model))
+        if not res.brief.found and not res.brief.sources:
+            _warn_if_empty(session.stats())
+
     _show(a, res)
+
+
+def _warn_if_empty(stats: dict[str, object]) -> None:
+    """The operator holds the store: say on stderr when it is empty, which the brief cannot (it
+    says only that nothing was ranked). The location is redacted (no password of a URL)."""
+    if stats.get("chunks") == 0:
+        where = stats.get("location")
+        typer.echo(f"docket: warning: the store {where} holds no chunks; index documents into it first "
+                   f"(docket index PATH --db {where})", err=True)
 
 
 def _check(a: AskArgs) -> None:
