@@ -99,6 +99,16 @@ def test_a_hidden_block_leaves_no_gap_that_merges_its_neighbours() -> None:
     assert out == "First paragraph.\n\nSecond line.\n\nThird.\n\n"
 
 
+@pytest.mark.parametrize("brk", ["\u2028", "\x0c", "\x0b", "\x1c", "\x85", "\u2029"])
+def test_lines_are_numbered_as_markdown_it_numbers_them(brk: str) -> None:
+    """Only "\n" (and "\r\n", "\r") ends a line for markdown-it; another break inside a
+    paragraph must not shift which lines are dropped."""
+    src = f"Para one{brk}still para one\n\n<!-- SECRET -->\n\nPara two\r\n\r\n<p hidden>SECRET</p>\rPara three\n"
+    out = visible_markdown(src)
+    assert "SECRET" not in out
+    assert f"Para one{brk}still para one" in out and "Para two" in out and "Para three" in out
+
+
 def test_spaces_left_by_a_removed_inline_element_collapse() -> None:
     assert "Text with inline." in visible_markdown('Text with <span style="display:none">x</span> inline.\n')
 
@@ -116,6 +126,31 @@ _PLAIN_BLOCKS = st.sampled_from([
 def test_markdown_without_html_or_definitions_is_unchanged(blocks: list[str], sep: str) -> None:
     src = sep.join(blocks) + "\n"
     assert visible_markdown(src) == src
+
+
+_HIDDEN_BLOCKS = st.sampled_from([
+    "<!-- SECRET -->", "<p hidden>SECRET</p>", "<script>SECRET</script>", '<div style="display:none">SECRET</div>',
+    "[//]: # (SECRET)", '[r]: https://x.example "SECRET"', "<style>.s{display:none}</style>",
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PLAIN_BLOCKS.map(lambda b: ("plain", b)), _HIDDEN_BLOCKS.map(lambda b: ("hidden", b))),
+                min_size=1, max_size=8),
+       st.sampled_from(["\n\n", "\r\n\r\n", "\n\n\n"]))
+def test_hidden_blocks_between_markdown_blocks_go_and_the_markdown_stays(blocks: list[tuple[str, str]],
+                                                                        sep: str) -> None:
+    """Self-contained hidden blocks among plain Markdown ones, any line ends: none of the hidden
+    text is left, and every plain block is still there, as its source, in its order."""
+    src = sep.join(b for _, b in blocks) + "\n"
+    out = visible_markdown(src).replace("\r\n", "\n")
+    assert "SECRET" not in out
+    at = 0
+    for kind, b in blocks:
+        if kind == "plain" and not b.startswith("[^n]:"):  # a lone footnote definition may join a definition run
+            found = out.find(b, at)
+            assert found >= 0, (b, out)
+            at = found + len(b)
 
 
 def test_indexed_markdown_and_attachments_are_cleaned(tmp_path: Path) -> None:

@@ -38,9 +38,10 @@ _FOOTNOTE = re.compile(r" {0,3}\[\^[^\]\s]+\]:")
 _DEFINITION = re.compile(r" {0,3}\[")
 _SPACES = re.compile(r"[ \t]{2,}")
 #: markdown-it's own tags (their attributes are escaped, so `>` closes each) and the cleaner's
-#: marks at a line's start: "- " for a list item (nested ones too), "# " for a heading
+#: marks at a line's start: "- " for a list item (nested ones too; "-" alone before an item's
+#: paragraph), "# " for a heading
 _TAG = re.compile(r"<[^>]*>")
-_MARKS = re.compile(r"^(?:- )+|^#{1,6} ", re.MULTILINE)
+_MARKS = re.compile(r"^(?:-(?: |$))+|^#{1,6}(?: |$)", re.MULTILINE)
 _HTML_TYPES = frozenset({"html_block", "html_inline"})
 
 
@@ -101,6 +102,16 @@ def _all_shown(shown: str, rendered: str) -> bool:
     text = html.unescape(_TAG.sub("", rendered))
     own = _MARKS.sub("", shown)
     return "".join(own.split()) == "".join(text.split())
+
+
+def _lines(text: str) -> list[str]:
+    """The lines as markdown-it numbers them: split at "\n" only, after "\r\n" and "\r" became
+    "\n" (not at U+2028, a form feed or the other breaks `str.splitlines` knows)."""
+    parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def _marker(text: str) -> str:
@@ -166,7 +177,7 @@ def visible_markdown(text: str, counts: Counter[str] | None = None, *, where: st
         raise InputError(f"nests Markdown deeper than {MAX_NESTING} levels (each block quote, list and list item "
                          "is one); a viewer would still render what lies deeper, so docket refuses the file rather "
                          "than index text it cannot check", where=where)
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     blocks = _blocks(tokens)
     covered = [False] * len(lines)
     for a, b, _ in blocks:
