@@ -80,11 +80,11 @@ def test_ask_says_on_stderr_when_the_store_is_empty(docs: Path, tmp_path: Path) 
 
 
 def test_index_reports_problems_and_exits_1(docs: Path, tmp_path: Path) -> None:
-    (docs / "notes.docx").write_bytes(b"PK")
+    (docs / "notes.xlsx").write_bytes(b"PK")
     r = docket("index", str(docs), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json")
     assert r.exit_code == 1
     report = json.loads(r.output)
-    assert len(report["added"]) == 3 and "unsupported file type '.docx'" in report["problems"][0]["message"]
+    assert len(report["added"]) == 3 and "unsupported file type '.xlsx'" in report["problems"][0]["message"]
 
 
 def test_export_and_delete(docs: Path, tmp_path: Path) -> None:

@@ -147,6 +147,7 @@ def test_reindex_is_incremental_and_supersedes(store: SQLiteStore, tmp_path: Pat
 def test_bad_inputs_are_reported_and_the_rest_is_indexed(store: SQLiteStore, tmp_path: Path) -> None:
     (tmp_path / "good.md").write_text("Good text.\n")
     (tmp_path / "scan.pdf").write_bytes(b"%PDF")
+    (tmp_path / "deck.pptx").write_bytes(b"PK")
     (tmp_path / "broken.md").write_text("---\nversion: [\n---\nbody\n")
     (tmp_path / "script.html").write_text("<html><script>alert(1)</script><style>p{}</style></html>")
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
@@ -161,7 +162,8 @@ def test_bad_inputs_are_reported_and_the_rest_is_indexed(store: SQLiteStore, tmp
     locked.chmod(0)
     report = run(store, tmp_path)
     problems = dict(report.problems)
-    assert problems[str(tmp_path / "scan.pdf")].startswith("unsupported file type '.pdf'")
+    assert problems[str(tmp_path / "scan.pdf")].startswith("is not a readable PDF")
+    assert problems[str(tmp_path / "deck.pptx")].startswith("unsupported file type '.pptx'")
     assert "is not valid YAML" in problems[f"{tmp_path / 'broken.md'} (front matter)"]
     assert "no text to index after cleaning (removed 1 html_scripts, 1 html_styles)" in problems[str(tmp_path / "script.html")]
     assert "is not UTF-8" in problems[str(tmp_path / "latin1.txt")]

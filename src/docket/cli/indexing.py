@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # loaded when the command runs: `docket --help` starts withou
 EMBEDDERS = ("minilm", "hash")
 
 # --- the options only `docket index` takes ----------------------------------------------------------
-Paths = Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt.")]
+Paths = Annotated[list[Path] | None, typer.Argument(help="Files or directories: .jsonl, .md, .html, .txt, .pdf, .docx.")]
 Source = Annotated[str | None, typer.Option("--from", help="Copy every document of another store (file or URL).",
                                             callback=opt.db_path)]
 ChunkTokens = Annotated[int, typer.Option("--chunk-size", help="Max tokens per chunk (files only).",

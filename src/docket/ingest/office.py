@@ -36,10 +36,15 @@ class OfficeLimits:
     max_unzipped_bytes: int = 20_000_000
     max_pages: int = 500
     max_chars: int = 1_000_000
+    #: the policy section that sets these, named in a refusal ("" for docket index's fixed limits)
+    keys: str = "attach"
 
 
-def _over(what: str, limit: str, value: int, where: str) -> InputError:
-    return InputError(f"{what}, more than attach.{limit} {value:,}; split the file or raise attach.{limit} "
+def _over(what: str, limit: str, value: int, where: str, keys: str = "attach") -> InputError:
+    if not keys:  # docket index's own limits: no policy key sets them
+        return InputError(f"{what}, more than a file to index may have ({limit} {value:,}); split the file",
+                          where=where)
+    return InputError(f"{what}, more than {keys}.{limit} {value:,}; split the file or raise {keys}.{limit} "
                       "in the policy", where=where)
 
 
@@ -105,7 +110,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
                              where=where)
     count = len(reader.pages)  # the page tree only: no page's content is read yet
     if count > limits.max_pages:
-        raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where)
+        raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where, limits.keys)
     pages: list[str] = []
     chars = 0
     for page in reader.pages:
@@ -114,7 +119,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
         chars += len(pages[-1])
         if chars > limits.max_chars:
             raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",
-                        "max_chars", limits.max_chars, where)
+                        "max_chars", limits.max_chars, where, limits.keys)
     meta = reader.metadata
     title = str(meta.title).strip() if meta is not None and meta.title else ""
     segments = [Segment(text, n) for n, text in enumerate(pages, 1) if text]
@@ -139,7 +144,7 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise InputError("is not a DOCX (not a zip archive; an old .doc must be saved as .docx first)", where=where)
     limits = limits or OfficeLimits()
-    check_unzipped(data, where, limits.max_unzipped_bytes)
+    check_unzipped(data, where, limits.max_unzipped_bytes, limits.keys)
     try:
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
@@ -155,7 +160,7 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
         raise InputError(f"is not a readable DOCX ({type(e).__name__}: {e})", where=where) from None
     chars = sum(len(text) for _, text in blocks)
     if chars > limits.max_chars:
-        raise _over(f"holds {chars:,} characters of text", "max_chars", limits.max_chars, where)
+        raise _over(f"holds {chars:,} characters of text", "max_chars", limits.max_chars, where, limits.keys)
     paged = any(page > 1 for page, _ in blocks)
     segments: list[Segment] = []
     headings: dict[int, str] = {}  # level -> heading, carried onto the next page so a section keeps its path
@@ -186,7 +191,7 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
 MAX_ZIP_ENTRIES = 10_000
 
 
-def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
+def check_unzipped(data: bytes, where: str, max_bytes: int, keys: str = "attach") -> None:
     """Refuse a zip whose entries unzip to more than `max_bytes` in all: first by the sizes it
     declares, then by inflating every entry under a counter that stops at the limit (a forged
     header cannot make it read further; zipfile also stops at the declared size and checks the
@@ -199,7 +204,7 @@ def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
                                  where=where)
             declared = sum(i.file_size for i in infos)
             if declared > max_bytes:
-                raise _over(f"unzips to {declared:,} bytes", "max_unzipped_bytes", max_bytes, where)
+                raise _over(f"unzips to {declared:,} bytes", "max_unzipped_bytes", max_bytes, where, keys)
             total = 0
             for info in infos:
                 with zf.open(info) as fh:
@@ -207,7 +212,7 @@ def check_unzipped(data: bytes, where: str, max_bytes: int) -> None:
                         total += len(block)
                         if total > max_bytes:
                             raise _over(f"unzips to more than {max_bytes:,} bytes", "max_unzipped_bytes", max_bytes,
-                                        where)
+                                        where, keys)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged or encrypted zip fails in many ways
@@ -227,7 +232,7 @@ def _check_blocks(document: object, where: str, limits: OfficeLimits) -> None:
     n = int(body.xpath("count(.//w:p | .//w:tr)"))  # python-docx's xpath knows the w: prefix
     if n > limits.max_pages * BLOCKS_PER_PAGE:
         raise _over(f"has {n:,} paragraphs and table rows (counted at {BLOCKS_PER_PAGE} a page)", "max_pages",
-                    limits.max_pages, where)
+                    limits.max_pages, where, limits.keys)
 
 
 class _Pages:

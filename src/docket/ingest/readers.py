@@ -16,19 +16,24 @@ from pathlib import Path
 from typing import Any
 
 from docket.errors import InputError
-from docket.ingest.chunking import ChunkSize, chunk_text
+from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.html import clean_html
 from docket.ingest.markdown import visible_markdown
-from docket.ingest.meta import is_sidecar, read_sidecar, resolve_meta, split_front_matter
+from docket.ingest.meta import DocMeta, is_sidecar, read_sidecar, resolve_meta, split_front_matter
+from docket.ingest.office import OfficeLimits, read_docx, read_pdf
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk, parse_chunk
-from docket.safeio import input_problem, iter_json_lines, scrub_counted
+from docket.safeio import input_problem, iter_json_lines, read_bytes, scrub_counted
 from docket.safeio import read_text as _read_text
 from docket.store.protocol import DocumentVersion
 from docket.tokens import TokenCounter
 
 KINDS = {".jsonl": "jsonl", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-         ".txt": "text", ".text": "text"}
+         ".txt": "text", ".text": "text", ".pdf": "pdf", ".docx": "docx"}
+#: what one PDF or DOCX may cost when indexed: more than an attachment (a manual of a thousand
+#: pages is an ordinary document to index), still bounded before the parser runs
+INDEX_OFFICE = OfficeLimits(max_unzipped_bytes=200_000_000, max_pages=5_000, max_chars=20_000_000, keys="")
+INDEX_OFFICE_BYTES = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,8 @@ def read_file(found: Found, size: ChunkSize, counter: TokenCounter, removed: Cou
     """The document versions in one file. Whole-file problems raise InputError; problems with
     single records of a JSONL file are appended to `problems` and the rest is kept."""
     kind = KINDS[found.path.suffix.lower()]
+    if kind in ("pdf", "docx"):
+        return [read_office(found, kind, size, counter, removed)]
     text = read_text(found.path, removed)
     if kind == "jsonl":
         return read_jsonl(text, str(found.path), removed, problems)
@@ -153,9 +160,43 @@ def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: 
         title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "")
     title = strip_invisible(scrub_counted(title or found.path.stem, local), local)
     removed.update(local)
-    pieces = chunk_text(body, counter, size, title=title)
+    pieces = [(p, meta.metadata) for p in chunk_text(body, counter, size, title=title)]
+    return _version(found, meta, title, pieces, local)
+
+
+def read_office(found: Found, kind: str, size: ChunkSize, counter: TokenCounter,
+                removed: Counter[str]) -> DocumentVersion:
+    """One PDF or DOCX file as one document version: the text a viewer shows (docket.ingest.office
+    leaves out what it hides, counted in `removed`), chunked page by page, never across a page;
+    the page in the section path ("Terms > page 4") and in `metadata.page`. Metadata comes from
+    a sidecar file (a binary file has no front matter); the title from it, else the file's own."""
+    where = str(found.path)
+    data = read_bytes(found.path, INDEX_OFFICE_BYTES, f"the {INDEX_OFFICE_BYTES // 1_000_000} MB limit of a file to index")
+    local: Counter[str] = Counter()
+    office = (read_pdf if kind == "pdf" else read_docx)(data, where, INDEX_OFFICE, local)
+    meta = resolve_meta({}, read_sidecar(found.path)[0], where)
+    title = str(meta.fields.get("title", "")) or office.title
+    title = strip_invisible(scrub_counted(title or found.path.stem, local), local)
+    pieces: list[tuple[Piece, dict[str, Any]]] = []
+    for seg in office.segments:
+        text = strip_invisible(scrub_counted(seg.text, local), local)
+        for p in chunk_text(text, counter, size, title=title):
+            if seg.page is None:
+                pieces.append((p, meta.metadata))
+                continue
+            section = " > ".join(x for x in (p.section, f"page {seg.page}") if x)
+            pieces.append((Piece(section, p.text), {**meta.metadata, "page": seg.page}))
+    removed.update(local)
+    return _version(found, meta, title, pieces, local)
+
+
+def _version(found: Found, meta: DocMeta, title: str, pieces: list[tuple[Piece, dict[str, Any]]],
+             removed: Counter[str]) -> DocumentVersion:
+    """The document version of a file's chunks; a file that kept no text is refused, saying what
+    cleaning removed."""
+    where = str(found.path)
     if not pieces:
-        gone = ", ".join(f"{n} {k}" for k, n in sorted(local.items()))
+        gone = ", ".join(f"{n} {k}" for k, n in sorted(removed.items()))
         raise InputError("holds no text to index" + (f" after cleaning (removed {gone})" if gone else ""), where=where)
     doc = str(meta.fields.get("doc") or found.path.relative_to(found.root).as_posix())
     version = int(meta.fields.get("version", 1))
@@ -163,8 +204,8 @@ def read_document(found: Found, kind: str, text: str, size: ChunkSize, counter: 
     chunks = [
         Chunk(id=f"{doc}@v{version}#{i}", doc=doc, text=p.text, version=version, status=f.get("status", "current"),
               date=f.get("date"), effective_to=f.get("effective_to"), title=title, section=p.section, position=i,
-              source_type=f.get("source_type"), trust=f.get("trust"), acl=f.get("acl"), metadata=meta.metadata)
-        for i, p in enumerate(pieces)
+              source_type=f.get("source_type"), trust=f.get("trust"), acl=f.get("acl"), metadata=md)
+        for i, (p, md) in enumerate(pieces)
     ]
     c0 = chunks[0]
     return DocumentVersion(doc=doc, version=version, status=c0.status, date=c0.date, effective_to=c0.effective_to,
