@@ -19,24 +19,12 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_claims_keys import _passages
-from test_claims_onepass import _ANY, _GAPS, _PIECES, _TEXT
+from test_claims_onepass import _ANY, _PIECES, _TEXT
 
 from docket.claims import claims, contradiction, restates
 from docket.claims import compare as K
-from docket.claims.bounds import (
-    _AMOUNT_STEMS,
-    SentenceBounds,
-    Sketch,
-    _has_unit,
-    _sketch,
-    may_contradict,
-    may_restate,
-    sketch,
-    sketch_of,
-)
-from docket.claims.extract import _OPENS_BUT_COMMA, _words, sentence_tokens
-from docket.claims.quantities import may_have_unit
-from docket.claims.words import _PRONOUNS, _negated, sentences
+from docket.claims.bounds import Sketch, _has_unit, may_contradict, may_restate, sketch, sketch_of
+from docket.claims.words import sentences
 
 _OVERLAPS = (0.0, 0.3, K.YEAR_OVERLAP, 1.0)
 
@@ -67,54 +55,6 @@ def test_each_sentence_sketch_bounds_its_claim(text: str) -> None:
 @given(_ANY)
 def test_a_passage_sketch_is_its_sentences_sketches(text: str) -> None:
     assert sketch(text).sentences == tuple(b for s in sentences(text) for b in sketch(s).sentences)
-
-
-def _sketch_per_sentence(text: str) -> Sketch:
-    """`sketch` as it was defined before its ASCII path (`bounds._ascii_bounds`): each sentence
-    read by `sentence_tokens` and `extract._words`, lowered (or folded) and searched on its own."""
-    plain = text.isascii()
-    out = []
-    for sent in sentences(text):
-        folded, tokens, digits = sentence_tokens(sent, plain)
-        high = _words(tokens)
-        if not high:
-            continue
-        low = high if high.isdisjoint(_AMOUNT_STEMS) else high - _AMOUNT_STEMS
-        amount = digits or not _OPENS_BUT_COMMA.isdisjoint(tokens)
-        out.append(SentenceBounds(low, high, amount, amount and may_have_unit(tokens), _negated(folded, tokens),
-                                  not _PRONOUNS.isdisjoint(tokens[:8])))
-    return _sketch(out)
-
-
-_ASCII_PIECES = [p for p in _PIECES if p.isascii()] + ["Don't", "NON-BINDING", "nOn-", "it's", "'s", "1st", "22nd",
-                                                       "3rd", "5.16th", "x16th", "16th's", "1/2", "10/0", "1000000 1/2",
-                                                       "0 1/9", "n't", "NOT", "Its", "THEY", "Jan", "MILLION", "USD"]
-_ASCII_GAPS = [g for g in _GAPS if g.isascii()] + ["\x1d", "\x0b", "\f", "! ", "? ", ".. ", "...\n"]
-_ASCII = st.one_of(
-    st.lists(st.tuples(st.sampled_from(_ASCII_PIECES), st.sampled_from(_ASCII_GAPS)), max_size=40).map(
-        lambda parts: "".join(p + g for p, g in parts)),
-    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300),
-    st.lists(st.one_of(st.sampled_from(_ASCII_PIECES), st.text(alphabet="aN1 .;'-/x\n", max_size=8)),
-             max_size=30).map(" ".join))
-
-
-@settings(max_examples=3000, deadline=None)
-@given(st.one_of(_ASCII, _ANY))
-def test_the_ascii_path_is_the_per_sentence_sketch(text: str) -> None:
-    assert sketch(text) == _sketch_per_sentence(text)
-    assert sketch(text.upper()) == _sketch_per_sentence(text.upper())
-
-
-def test_the_ascii_path_reads_what_the_shortcuts_skip() -> None:
-    """Each shortcut of the ASCII path against a text where it must not apply: a digit only in a
-    later sentence, a negation with and without "non-" or an apostrophe, an ordinal and a fraction."""
-    for text in ["Fees are fixed. The fee rose to 40 EUR in 1998.", "The fee is not refundable. Staff may claim it.",
-                 "Fees are non-refundable after the 16th day.", "Staff can't claim 2 1/2 days. It isn't paid.",
-                 "Refunds are not only for staff. They aren't late.", "The 3rd fee is 10/0 of the cost."]:
-        assert sketch(text) == _sketch_per_sentence(text)
-    assert sketch("The fee is not refundable. Staff may claim it.").sentences[0].negated
-    assert not sketch("Refunds are not only for staff.").sentences[0].negated
-    assert sketch("Fees are fixed. The fee rose to 40 EUR in 1998.").sentences[1].amount
 
 
 _SENTENCE = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12).map(" ".join)

@@ -15,19 +15,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from docket.claims.extract import _OPENS_BUT_COMMA, _WORD_OF, Claim, _content_words, _words, sentence_tokens
+from docket.claims.extract import _OPENS_BUT_COMMA, Claim, _content_words, _words, sentence_tokens
 from docket.claims.quantities import AMOUNT_WORDS, Quantity, may_have_unit
-from docket.claims.words import (
-    _DIGIT,
-    _FRACTION,
-    _ORDINAL,
-    _PRONOUNS,
-    _TOKEN_ASCII,
-    NEGATIONS,
-    _fraction,
-    _negated,
-    sentences,
-)
+from docket.claims.words import _PRONOUNS, _negated, sentences
 
 #: what a word-overlap bound is loosened by: the claims compare a float quotient with a float
 #: threshold, the bounds an integer with a product (counts are far below 10^6)
@@ -83,13 +73,11 @@ def _sketch(bounds: list[SentenceBounds]) -> Sketch:
 
 def sketch(text: str) -> Sketch:
     """The bounds of each sentence of `text` that may be a claim (one with a content word), from
-    the tokens `claims` reads, without reading amounts or names. (An ASCII text, most of them:
-    `_ascii_bounds`, the same bounds in fewer steps.)"""
-    if text.isascii():
-        return _sketch(_ascii_bounds(text))
+    the tokens `claims` reads, without reading amounts or names."""
+    plain = text.isascii()
     out = []
     for sent in sentences(text):
-        folded, tokens, digits = sentence_tokens(sent, False)
+        folded, tokens, digits = sentence_tokens(sent, plain)
         high = _words(tokens)
         if not high:
             continue  # no content word: no claim
@@ -98,39 +86,6 @@ def sketch(text: str) -> Sketch:
         out.append(_NEW_TUPLE(SentenceBounds, (low, high, amount, amount and may_have_unit(tokens),
                                                _negated(folded, tokens), not _PRONOUNS.isdisjoint(tokens[:8]))))
     return _sketch(out)
-
-
-def _ascii_bounds(text: str) -> list[SentenceBounds]:
-    """`sketch`'s per-sentence loop for an ASCII text, with what it asks of the whole text asked
-    once (Moves 1-2 sketch ~150 never-seen texts a `/v1/assemble` request, issue 21): the text is
-    lowered once (its sentences are then the lowered sentences: lowering moves no stop and no
-    space), a text without a digit skips each sentence's digit search, and in a text without
-    "non-" or an apostrophe a sentence without a negation token is not negated (`_negated`'s first
-    test; neither substitution below writes a letter, a hyphen or an apostrophe). A sentence's
-    tokens and words are those of `sentence_tokens` and `extract._words` (an ASCII token has at
-    most one content word). tests/test_claims_bounds.py checks the bounds against that loop."""
-    low = text.lower()
-    digit_in = _DIGIT.search if _DIGIT.search(low) is not None else None
-    neg_free = "non-" not in low and "'" not in low
-    find, word_of = _TOKEN_ASCII.findall, _WORD_OF.__getitem__
-    stems, opens, negations, pronouns = _AMOUNT_STEMS, _OPENS_BUT_COMMA, NEGATIONS, _PRONOUNS
-    out = []
-    for folded in sentences(low):
-        digits = digit_in is not None and digit_in(folded) is not None
-        if digits:  # ordinals and fractions hold a digit (sentence_tokens)
-            folded = _ORDINAL.sub(" ", folded)
-            if "/" in folded:
-                folded = _FRACTION.sub(_fraction, folded)
-        tokens = find(folded)
-        high = frozenset(filter(None, map(word_of, tokens)))
-        if not high:
-            continue  # no content word: no claim
-        amount = digits or not opens.isdisjoint(tokens)  # (claims reads no amount otherwise)
-        out.append(_NEW_TUPLE(SentenceBounds, (
-            high if high.isdisjoint(stems) else high - stems, high, amount, amount and may_have_unit(tokens),
-            False if neg_free and negations.isdisjoint(tokens) else _negated(folded, tokens),
-            not pronouns.isdisjoint(tokens[:8]))))
-    return out
 
 
 def sketch_of(found: list[Claim]) -> Sketch:
