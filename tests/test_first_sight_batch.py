@@ -172,3 +172,27 @@ def test_dedup_drops_copies_and_keeps_texts_that_only_share_a_sketch() -> None:
     out = collapse(passages(chunks), context(chunks))  # no embedder: copies by their values only
     assert [p.first.id for p in out] == ["a", "c", "d", "e"]
     assert [p.also_in[0]["chunks"] for p in out if p.also_in] == [["b"], ["f"]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(TITLES, st.lists(st.sampled_from(PIECES), max_size=12).map("".join), st.booleans())
+def test_move_1_reads_a_title_in_a_text_as_rescore_does(title: str, text: str, named: bool) -> None:
+    """Move 1's title test (versions._title_in: the title's phrases as title_terms keeps them) is
+    rescore.title_in, for the title and for its head before a comma, in texts that name it or not."""
+    from docket.moves.versions import _title_in
+    from docket.rescore import title_in
+    from docket.text import phrase
+
+    hay = phrase(f"{text} {title} {text}" if named else text)
+    for t in (title, title.split(",")[0].strip()):
+        assert _title_in(t, hay) == title_in(t, hay)
+
+
+def test_move_1_title_examples() -> None:
+    from docket.moves.versions import _names_title, _title_in
+    from docket.text import phrase
+
+    assert _title_in("Kiss and Tell (1945 film)", phrase("In Kiss and Tell, a comedy"))
+    assert not _title_in("Kiss and Tell (1945 film)", phrase("Kiss or Tell"))
+    assert _names_title.__wrapped__("Wangcun, Jimo", "Wangcun is a town.")
+    assert not _names_title.__wrapped__("Wangcun, Jimo", "A town in Jimo.")

@@ -70,33 +70,63 @@ def _wanted(fields: tuple[str, ...]) -> tuple[str, ...]:
 
 def header_fields(p: Passage, fields: list[str], implicit_defaults: bool = False,
                   repeated_title: bool = False) -> list[tuple[str, str]]:
+    """The passage's header fields, in the order the header writes them: the policy's `fields`
+    plus status and trust (always), each with its value; a field without a value is left out
+    (status and trust never), and with `implicit_defaults` so is a status or trust at its usual
+    value (IMPLICIT); a compressed passage adds excerpt, a summary what it covers. docket's own
+    fields come first (DOCKET_FIELDS), the rest in the policy's order. Only the fields asked for
+    are read (the layout of each field list is worked out once: `_layout`); every passage a
+    service request sizes or renders is asked (~220 a first-sight request, issue 21)."""
     c = p.first
-    values: dict[str, str] = {
-        "title": c.title if repeated_title or not opens_with_title(c.title, p.text) else "",
-        "section": sections_of(p),
-        "version": f"v{c.version}",
-        "date": c.date.isoformat() if c.date else "",
-        "status": c.status,
-        "trust": p.trust_level,  # a merged span is untrusted if any chunk is
-        "source": c.source_type or "",
-        "doc": c.doc,
-    }
-    if c.version == 1:
-        values["version"] = ""  # "v1" says nothing; later versions are worth their tokens
-    # status and trust are stated for every passage, whatever the field list says (a bare tag
-    # means current and trusted when defaults are implicit): the ground rules
-    # refer to them, and a prompt without them cannot tell a policy from a stranger's post
-    wanted = list(dict.fromkeys(list(fields) + [f for f in ALWAYS if f not in fields]))
-    out = [(f, values.get(f, "")) for f in wanted]
-    out = [(k, v) for k, v in out if v or k in ALWAYS]
-    if implicit_defaults:
-        out = [(k, v) for k, v in out if IMPLICIT.get(k) != v]
-    if p.compressed:
-        out.append(("excerpt", "compressed"))
-    if p.derived:
-        out.append(("covers", coverage(p)))
+    out = []
+    for f in _layout(tuple(fields), p.compressed, p.derived):
+        if f == "title":
+            v = c.title if repeated_title or not opens_with_title(c.title, p.text) else ""
+        elif f == "status":
+            v = c.status
+        elif f == "trust":
+            v = p.trust_level  # a merged span is untrusted if any chunk is
+        elif f == "version":
+            v = f"v{c.version}" if c.version != 1 else ""  # "v1" says nothing; later versions are worth their tokens
+        elif f == "section":
+            v = sections_of(p)
+        elif f == "date":
+            v = c.date.isoformat() if c.date else ""
+        elif f == "source":
+            v = c.source_type or ""
+        elif f == "doc":
+            v = c.doc
+        elif f == _EXCERPT:
+            out.append(("excerpt", "compressed"))
+            continue
+        elif f == _COVERS:
+            out.append(("covers", coverage(p)))
+            continue
+        else:
+            v = ""
+        # status and trust are stated for every passage, whatever the field list says (a bare tag
+        # means current and trusted when defaults are implicit): the ground rules refer to them,
+        # and a prompt without them cannot tell a policy from a stranger's post
+        if (v or f in ALWAYS) and not (implicit_defaults and IMPLICIT.get(f) == v):
+            out.append((f, v))
+    return out
+
+
+#: `_layout`'s marks for the fields a passage adds of its own (never a policy field's name)
+_EXCERPT, _COVERS = "\x00excerpt", "\x00covers"
+
+
+@lru_cache(maxsize=1024)
+def _layout(fields: tuple[str, ...], compressed: bool, derived: bool) -> tuple[str, ...]:
+    """The fields `header_fields` writes, in order, before those without a value are left out: the
+    policy's fields and status and trust, each once, then a compressed passage's excerpt and a
+    summary's coverage, sorted (stably) with docket's own fields first."""
     first = _FIRST
-    return sorted(out, key=lambda kv: first.get(kv[0], len(first)))  # stable: the rest keep the policy's order
+    names = list(_wanted(fields)) + ([_EXCERPT] if compressed else []) + ([_COVERS] if derived else [])
+    return tuple(sorted(names, key=lambda f: first.get(_OWN.get(f) or f, len(first))))
+
+
+_OWN: dict[str, str] = {_EXCERPT: "excerpt", _COVERS: "covers"}
 
 
 def coverage(p: Passage) -> str:

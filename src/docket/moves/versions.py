@@ -20,10 +20,11 @@ from docket.claims import Claim, Similar, claims, contradiction, different_subje
 from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
+from docket.features import title_terms
 from docket.model import Chunk, Passage
 from docket.moves import reach
 from docket.policy import VersionsPolicy
-from docket.rescore import phrase, title_in
+from docket.rescore import phrase
 from docket.store.base import VersionInfo, section_of, version_in_force
 
 MOVE = "versions"
@@ -359,7 +360,13 @@ def _names_title(title: str, text: str) -> bool:
     each (and again on every query over the same chunks)."""
     head = title.split(",")[0].strip()
     hay = phrase(text)  # read once for the title and its head
-    return title_in(title, hay) or (head != title and bool(head) and title_in(head, hay))
+    return _title_in(title, hay) or (head != title and bool(head) and _title_in(head, hay))
+
+
+def _title_in(title: str, hay: str) -> bool:
+    """`rescore.title_in(title, hay)`, from the title's variant phrases as `features.title_terms`
+    keeps them (once per title: the chunks of one document share it), not read again per text."""
+    return any(p in hay for p in title_terms(title)[0])
 
 
 @lru_cache(maxsize=8192)
