@@ -128,6 +128,39 @@ def _stroked_white_fill(c: Any, word: str) -> None:
     c.drawText(t)
 
 
+def _in_form(inner: Draw, before: Callable[[Any], None] | None = None, nested: bool = False) -> Draw:
+    """`inner` drawn inside a form XObject (in a second form inside it when `nested`), the form
+    drawn after `before` (a box under it, a scaling)."""
+    def draw(c: Any, word: str) -> None:
+        name = f"f{abs(hash((id(inner), nested))) % 10_000}"
+        if nested:
+            c.beginForm(name + "in")
+            inner(c, word)
+            c.endForm()
+            c.beginForm(name)
+            c.doForm(name + "in")
+            c.endForm()
+        else:
+            c.beginForm(name)
+            inner(c, word)
+            c.endForm()
+        if before is not None:
+            before(c)
+        c.doForm(name)
+    return draw
+
+
+def _black_box(c: Any) -> None:
+    c.setFillColorRGB(0, 0, 0)
+    c.rect(40, 590, 200, 30, stroke=0, fill=1)
+
+
+def _shrink(c: Any) -> None:
+    c.translate(50, 600)
+    c.scale(0.05, 0.05)
+    c.translate(-50, -600)
+
+
 # (name, drawing, hidden?, kind counted when hidden)
 CASES: list[tuple[str, Draw, bool, str]] = [
     ("white on the page", _colour(1, 1, 1), True, "color"),
@@ -141,7 +174,13 @@ CASES: list[tuple[str, Draw, bool, str]] = [
     ("scaled to 0.6 point", _scaled_down, True, "font_size"),
     ("far left of the page", _at(-5000, 600), True, "offscreen"),
     ("above the page", _at(50, 2000), True, "offscreen"),
+    ("white in a form", _in_form(_colour(1, 1, 1)), True, "color"),
+    ("white in a form in a form", _in_form(_colour(1, 1, 1), nested=True), True, "color"),
+    ("black in a form over a black box", _in_form(_colour(0, 0, 0), before=_black_box), True, "color"),
+    ("a form drawn at a twentieth of its size", _in_form(_colour(0, 0, 0), before=_shrink), True, "font_size"),
     ("plain", _colour(0, 0, 0), False, ""),
+    ("black in a form", _in_form(_colour(0, 0, 0)), False, ""),
+    ("white in a form over a black box", _in_form(_colour(1, 1, 1), before=_black_box), False, ""),
     ("gray", _colour(0.5, 0.5, 0.5), False, ""),
     ("white on a black box", _on_box((0, 0, 0), (1, 1, 1)), False, ""),
     ("invisible text over a picture beside painted text", _mode(3, under_image=True), True, "render_mode"),

@@ -15,8 +15,10 @@ extracted exactly as before; a page with nothing hidden is not touched. Invisibl
 image is kept on a page that paints no text: it is a scan's OCR layer, the only text the page
 has. On a page that paints text too, it is text hidden behind a picture, and goes.
 
-Not read: text inside form XObjects and annotations, clipping paths, soft masks, blend modes,
-and the colour of a pattern or shading (taken as unknown: the text is kept).
+Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them, up
+to MAX_FORM_DEPTH deep; a form drawn twice is one stream, emptied of what is hidden in either
+drawing. Not read: annotations' appearance streams, clipping paths, soft masks, blend modes, and
+the colour of a pattern or shading (taken as unknown: the text is kept).
 """
 
 from __future__ import annotations
@@ -78,6 +80,25 @@ class _State:
 
 
 @dataclass
+class _Stream:
+    """One content stream walked: its operators (emptied in place) and how to write them back."""
+
+    ops: list[Any]
+    write: Any  # () -> None
+    changed: bool = False
+
+
+@dataclass
+class _Page:
+    """What the walks of one page share: its streams (the page's, each form's, once), the
+    invisible text over images met anywhere, and whether any text is painted."""
+
+    streams: dict[Any, _Stream] = field(default_factory=dict)
+    ocr: list[tuple[_Stream, int]] = field(default_factory=list)
+    painted: bool = False
+
+
+@dataclass
 class _Walk:
     """The walk over one content stream: state, text matrices, the current path's corners, and
     the filled areas painted so far (device space, with their colour or UNKNOWN)."""
@@ -89,8 +110,11 @@ class _Walk:
     tlm: Matrix = IDENTITY
     path: list[tuple[float, float]] = field(default_factory=list)
     areas: list[tuple[float, float, float, float, cv.RGBA | None]] = field(default_factory=list)
-    ocr: list[int] = field(default_factory=list)  # operators of invisible text over an image
-    painted: bool = False  # whether any text of the page is painted
+    resources: Any = None  # the stream's /Resources (a form's own, else its page's)
+    reader: Any = None
+    depth: int = 0  # forms inside forms
+    page: _Page = field(default_factory=_Page)
+
 
     def area(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
         xs, ys = [p[0] for p in points], [p[1] for p in points]
@@ -149,7 +173,8 @@ def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
 
 def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None) -> int:
     """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
-    would not paint; returns how many, each counted in `counts` as `pdf_hidden_<kind>`."""
+    would not paint, in the page's stream and in the forms it draws (each form once, whatever it
+    is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`."""
     from pypdf.generic import ContentStream, NameObject
 
     counts = counts if counts is not None else Counter()
@@ -158,29 +183,88 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
         return 0
     stream = ContentStream(contents, reader)
     box = page.cropbox
-    walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)))
-    ops = stream.operations
-    removed = 0
-    for i, (operands, operator) in enumerate(ops):
-        try:
-            removed += _step(walk, ops, i, operands, operator, counts)
-        except (ValueError, TypeError, IndexError, OverflowError):
-            continue  # an operator with operands a viewer would reject too: it draws nothing, nor changes state
+    res = page.get("/Resources")
+    walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)),
+                 resources=res.get_object() if res is not None else None, reader=reader)
+
+    def write_page() -> None:  # the page in memory only (pypdf's replace_contents is for a writer's pages)
+        stream.operations = top.ops
+        page[NameObject("/Contents")] = stream
+
+    top = _Stream(stream.operations, write_page)
+    walk.page.streams["page"] = top
+    removed = _run(walk, top, counts)
     # invisible text over an image is a scan's OCR layer only on a page that paints no text of its
     # own; beside painted text it is text hidden behind a picture, and goes too
-    if walk.ocr and walk.painted:
-        for i in walk.ocr:
-            operands, operator = ops[i]
-            ops[i] = (_emptied(operator, operands), operator)
+    if walk.page.painted:
+        for rec, i in walk.page.ocr:
+            operands, operator = rec.ops[i]
+            rec.ops[i] = (_emptied(operator, operands), operator)
+            rec.changed = True
             counts["pdf_hidden_render_mode"] += 1
-        removed += len(walk.ocr)
-    if removed:  # the page in memory only (pypdf's replace_contents is for a writer's pages)
-        stream.operations = ops
-        page[NameObject("/Contents")] = stream
+        removed += len(walk.page.ocr)
+    for rec in walk.page.streams.values():
+        if rec.changed:
+            rec.write()
     return removed
 
 
-def _step(walk: _Walk, ops: list[Any], i: int, operands: list[Any], operator: bytes, counts: Counter[str]) -> int:
+def _run(walk: _Walk, rec: _Stream, counts: Counter[str]) -> int:
+    removed = 0
+    for i, (operands, operator) in enumerate(rec.ops):
+        try:
+            n = _step(walk, rec, i, operands, operator, counts)
+        except (ValueError, TypeError, IndexError, OverflowError, KeyError, AttributeError):
+            continue  # an operator with operands a viewer would reject too: it draws nothing, nor changes state
+        if n:
+            rec.changed = True
+            removed += n
+    return removed
+
+
+#: forms drawn inside forms deeper than this are not walked (their text is kept)
+MAX_FORM_DEPTH = 8
+
+
+def _form(walk: _Walk, name: Any, counts: Counter[str]) -> bool:
+    """Walk the form XObject `name` as drawn now (the current matrix times its /Matrix, over what
+    is painted so far); False when `name` is not a form (an image)."""
+    from pypdf.generic import ContentStream, DecodedStreamObject, NameObject
+
+    xobjects = walk.resources.get("/XObject").get_object()
+    xobj = xobjects[name].get_object()
+    if xobj.get("/Subtype") != "/Form":
+        return False
+    if walk.depth >= MAX_FORM_DEPTH:
+        return True
+    key = (id(xobjects), str(name))
+    rec = walk.page.streams.get(key)
+    if rec is None:
+        cs = ContentStream(xobj, walk.reader)
+
+        def write() -> None:  # a decoded copy of the form with the emptied operators, in memory only
+            cs.operations = form.ops
+            new = DecodedStreamObject()
+            for k, v in xobj.items():
+                if k not in ("/Filter", "/DecodeParms", "/Length"):
+                    new[NameObject(k)] = v
+            new.set_data(cs.get_data())
+            xobjects[NameObject(str(name))] = new
+
+        form = rec = _Stream(cs.operations, write)
+        walk.page.streams[key] = rec
+    m = tuple(float(x) for x in xobj.get("/Matrix", IDENTITY))
+    own = xobj.get("/Resources")
+    sub = _Walk(box=walk.box, state=replace(walk.state, ctm=_mul(m, walk.state.ctm)),  # type: ignore[arg-type]
+                areas=list(walk.areas), resources=own.get_object() if own is not None else walk.resources,
+                reader=walk.reader, depth=walk.depth + 1, page=walk.page)
+    if _run(sub, rec, counts):
+        rec.changed = True
+    walk.areas = sub.areas  # what the form painted lies under what follows
+    return True
+
+
+def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: bytes, counts: Counter[str]) -> int:
     """One operator of the walk; 1 when it showed text that is now taken out."""
     s = walk.state
     if operator == b"q":
@@ -210,6 +294,8 @@ def _step(walk: _Walk, ops: list[Any], i: int, operands: list[Any], operator: by
         if operator in _FILLS and walk.path:
             walk.area(walk.path, s.fill)
         walk.path = []
+    elif operator == b"Do" and operands and walk.resources is not None and _form(walk, operands[0], counts):
+        pass  # a form: walked as part of the page
     elif operator in (b"Do", b"INLINE IMAGE", b"sh"):
         corners = [_apply(s.ctm, 0, 0), _apply(s.ctm, 1, 0), _apply(s.ctm, 0, 1), _apply(s.ctm, 1, 1)]
         if operator == b"sh":  # a shading fills the clip: the page, as far as this walk knows
@@ -236,11 +322,11 @@ def _step(walk: _Walk, ops: list[Any], i: int, operands: list[Any], operator: by
         n = _text_len(operator, operands)
         why = walk.reason(n) if n else None
         if why == "ocr":
-            walk.ocr.append(i)
+            walk.page.ocr.append((rec, i))
         elif why is None and n:
-            walk.painted = True
+            walk.page.painted = True
         elif why is not None:
-            ops[i] = (_emptied(operator, operands), operator)
+            rec.ops[i] = (_emptied(operator, operands), operator)
             counts[f"pdf_hidden_{why}"] += 1
             return 1
     return 0
