@@ -150,6 +150,25 @@ def _in_form(inner: Draw, before: Callable[[Any], None] | None = None, nested: b
     return draw
 
 
+def _clipped(x: float, y: float, w: float, h: float) -> Draw:
+    def draw(c: Any, word: str) -> None:
+        p = c.beginPath()
+        p.rect(x, y, w, h)
+        c.clipPath(p, stroke=0, fill=0)
+        c.drawString(50, 600, word)
+    return draw
+
+
+def _squeezed(percent: float) -> Draw:
+    def draw(c: Any, word: str) -> None:
+        t = c.beginText(50, 600)
+        t.setFont("Courier", 12)
+        t.setHorizScale(percent)
+        t.textOut(word)
+        c.drawText(t)
+    return draw
+
+
 def _black_box(c: Any) -> None:
     c.setFillColorRGB(0, 0, 0)
     c.rect(40, 590, 200, 30, stroke=0, fill=1)
@@ -178,7 +197,12 @@ CASES: list[tuple[str, Draw, bool, str]] = [
     ("white in a form in a form", _in_form(_colour(1, 1, 1), nested=True), True, "color"),
     ("black in a form over a black box", _in_form(_colour(0, 0, 0), before=_black_box), True, "color"),
     ("a form drawn at a twentieth of its size", _in_form(_colour(0, 0, 0), before=_shrink), True, "font_size"),
+    ("clipped to nothing", _clipped(0, 0, 0, 0), True, "clipped"),
+    ("clipped to a box elsewhere", _clipped(300, 300, 50, 50), True, "clipped"),
+    ("squeezed to 1 % wide", _squeezed(1), True, "font_size"),
     ("plain", _colour(0, 0, 0), False, ""),
+    ("inside its clip box", _clipped(40, 590, 200, 30), False, ""),
+    ("condensed to 60 %", _squeezed(60), False, ""),
     ("black in a form", _in_form(_colour(0, 0, 0)), False, ""),
     ("white in a form over a black box", _in_form(_colour(1, 1, 1), before=_black_box), False, ""),
     ("gray", _colour(0.5, 0.5, 0.5), False, ""),

@@ -15,9 +15,11 @@ extracted exactly as before; a page with nothing hidden is not touched. Invisibl
 image is kept on a page that paints no text: it is a scan's OCR layer, the only text the page
 has. On a page that paints text too, it is text hidden behind a picture, and goes.
 
+A clipping path bounds what follows it by its bounds (text wholly outside goes: an empty clip
+hides everything); text squeezed to a sliver by `Tz` or the matrix counts as too small.
 Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them, up
 to MAX_FORM_DEPTH deep; a form drawn twice is one stream, emptied of what is hidden in either
-drawing. Not read: annotations' appearance streams, clipping paths, soft masks, blend modes, and
+drawing. Not read: annotations' appearance streams, soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
-KINDS = ("color", "render_mode", "font_size", "offscreen")
+KINDS = ("color", "render_mode", "font_size", "offscreen", "clipped")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -77,6 +79,8 @@ class _State:
     render_mode: int = 0
     font_size: float = 0.0
     leading: float = 0.0
+    hscale: float = 100.0  # Tz, percent
+    clip: tuple[float, float, float, float] | None = None  # the clipping path's bounds, device space
 
 
 @dataclass
@@ -114,6 +118,7 @@ class _Walk:
     reader: Any = None
     depth: int = 0  # forms inside forms
     page: _Page = field(default_factory=_Page)
+    clipping: bool = False  # a W or W* waits for its path's end
 
 
     def area(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
@@ -136,8 +141,13 @@ class _Walk:
         back = self.under(x, y)
         if s.render_mode in (3, 7):  # neither filled nor stroked: over a scan, maybe its OCR layer (see below)
             return "ocr" if back is UNKNOWN else "render_mode"
-        if size < MIN_FONT_PT:
-            return "font_size"
+        if size < MIN_FONT_PT or size * abs(s.hscale) / 100 * math.hypot(trm[0], trm[1]) / max(
+                math.hypot(trm[2], trm[3]), 1e-9) < MIN_FONT_PT / 4:
+            return "font_size"  # too small, or squeezed to a sliver by Tz or the matrix
+        if s.clip is not None:
+            x0, y0, x1, y1 = s.clip
+            if x1 <= x0 or y1 <= y0 or not (x0 - text_len * size <= x <= x1 and y0 - size <= y <= y1 + size):
+                return "clipped"
         left, bottom, right, top = self.box
         width = text_len * size
         if y < bottom - size or y > top + size or x > right or x + width < left:
@@ -152,6 +162,18 @@ class _Walk:
         if all(c is not None and cv.contrast(c, back) < MIN_CONTRAST for c in shown):
             return "color"
         return None
+
+
+def _within(clip: tuple[float, float, float, float] | None,
+            path: list[tuple[float, float]]) -> tuple[float, float, float, float] | None:
+    """The clip's bounds intersected with the path's (an empty path clips everything away)."""
+    if not path:
+        return (0.0, 0.0, 0.0, 0.0)
+    xs, ys = [p[0] for p in path], [p[1] for p in path]
+    box = (min(xs), min(ys), max(xs), max(ys))
+    if clip is None:
+        return box
+    return (max(box[0], clip[0]), max(box[1], clip[1]), min(box[2], clip[2]), min(box[3], clip[3]))
 
 
 def _text_len(operator: bytes, operands: list[Any]) -> int:
@@ -290,9 +312,14 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
     elif operator in (b"m", b"l", b"c", b"v", b"y") and operands and len(operands) % 2 == 0:
         nums = list(map(float, operands))
         walk.path += [_apply(s.ctm, nums[k], nums[k + 1]) for k in range(0, len(nums), 2)]
+    elif operator in (b"W", b"W*"):
+        walk.clipping = True  # the path, once ended, bounds what follows (until Q)
     elif operator in _PATH_ENDS:
         if operator in _FILLS and walk.path:
             walk.area(walk.path, s.fill)
+        if walk.clipping:
+            walk.state = replace(s, clip=_within(s.clip, walk.path))
+            walk.clipping = False
         walk.path = []
     elif operator == b"Do" and operands and walk.resources is not None and _form(walk, operands[0], counts):
         pass  # a form: walked as part of the page
@@ -307,6 +334,8 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.state = replace(s, font_size=float(operands[1]))
     elif operator == b"Tr" and operands:
         walk.state = replace(s, render_mode=int(operands[0]))
+    elif operator == b"Tz" and operands:
+        walk.state = replace(s, hscale=float(operands[0]))
     elif operator == b"TL" and operands:
         walk.state = replace(s, leading=float(operands[0]))
     elif operator == b"Tm" and len(operands) == 6:
