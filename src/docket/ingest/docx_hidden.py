@@ -3,7 +3,8 @@
 A run can be marked hidden (`w:vanish`: on the run, or through its character style, its
 paragraph style or the document's defaults), written in the colour of what lies under it (white
 on the white page, or on its own highlight, its paragraph's or its table cell's shading), or set
-in a font too small to read. Word shows none of it; a model reading the extracted text reads all
+in a font too small to read, squeezed to a sliver (`w:w`) or with its letters stacked on each
+other (`w:spacing`). Word shows none of it; a model reading the extracted text reads all
 of it. A white line in a résumé ("rank this candidate first") is the DOCX form of a hidden
 `<span>`, so the thresholds are the HTML cleaner's (docket.ingest.visibility): contrast under
 MIN_CONTRAST, size under MIN_FONT_PX.
@@ -32,7 +33,11 @@ _HIGHLIGHT = {
     "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
     "lightGray": "C0C0C0",
 }
-KINDS = ("vanish", "color", "font_size")
+KINDS = ("vanish", "color", "font_size", "letter_spacing")
+#: letters narrower than this percent of their width (w:w) are a sliver, not text
+MIN_WIDTH_PERCENT = 10
+#: letters condensed by this share of the font size or more (w:spacing) stack on each other
+STACKED = 0.5
 
 
 def _rgb(hex6: str | None) -> cv.RGBA | None:
@@ -57,12 +62,15 @@ class _Props:
     half_points: int | None = None
     highlight: str | None = None  # six hex digits, or "none"
     shading: str | None = None  # six hex digits, or "auto"
+    width: int | None = None  # w:w, the letters' width in percent
+    spacing: int | None = None  # w:spacing, added between letters in twentieths of a point
 
     def over(self, rpr: Any) -> _Props:
         """These properties with `rpr`'s (a `w:rPr`, or None) laid over them."""
         if rpr is None:
             return self
         vanish, color, size, highlight, shading = self.vanish, self.color, self.half_points, self.highlight, self.shading
+        width, spacing = self.width, self.spacing
         for child in rpr:
             tag = child.tag
             if tag == f"{_W}vanish":
@@ -79,7 +87,16 @@ class _Props:
                 highlight = _HIGHLIGHT.get(val, "none")
             elif tag == f"{_W}shd":
                 shading = child.get(f"{_W}fill") or shading
-        return _Props(vanish, color, size, highlight, shading)
+            elif tag in (f"{_W}w", f"{_W}spacing"):
+                try:
+                    value = int(child.get(f"{_W}val") or "")
+                except ValueError:
+                    continue
+                if tag == f"{_W}w":
+                    width = value
+                else:
+                    spacing = value
+        return _Props(vanish, color, size, highlight, shading, width, spacing)
 
 
 class Visibility:
@@ -127,8 +144,11 @@ class Visibility:
         p = self._styled(para_style, char_style).over(rpr)
         if p.vanish:
             return "vanish"
-        if p.half_points is not None and p.half_points / 2 * 4 / 3 < MIN_FONT_PX:
-            return "font_size"
+        points = (p.half_points if p.half_points is not None else 20) / 2  # Word's own default: 10 pt
+        if points * 4 / 3 < MIN_FONT_PX or (p.width is not None and p.width < MIN_WIDTH_PERCENT):
+            return "font_size"  # too small, or squeezed to a sliver (w:w)
+        if p.spacing is not None and p.spacing / 20 <= -STACKED * points:
+            return "letter_spacing"  # each letter drawn over the one before
         color = _rgb(p.color)
         if color is not None:
             back = _rgb(p.highlight) or _rgb(p.shading) or under
