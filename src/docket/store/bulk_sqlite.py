@@ -52,7 +52,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     known = dict(ids.cache)
     started = time.perf_counter()
     spent = {"terms": 0.0, "insert": 0.0}
-    checker.on_checked = _Checked(store)
+    checker.on_checked = _Checked(store, checker)
     try:
         with _load_settings(store._conn):
             n = _write(store, batches, checker, note, ids, known, spent)
@@ -70,15 +70,19 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
 
 
 class _Checked:
-    """Keeps the checked batches' vectors; at the last row of a file whose row count is known
-    (Parquet), has the store start training its ANN index (`_Dense.ann_before_load`) while the
-    last batches are counted and written."""
+    """Keeps the checked batches' vectors. For a file whose row count is known (Parquet): at its
+    first batch (any worker process is forked by then) has the store start training its ANN
+    index from the sample rows read from the file beside the load (`_Dense.ann_ahead`), and at its
+    last row hands it the checked vectors (`_Dense.ann_before_load`: it trains from those now when
+    it did not start ahead, or when the rows read ahead were not exactly these)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store, self.rows = store, 0
+    def __init__(self, store: Any, checker: Checker) -> None:
+        self.store, self.checker, self.rows = store, checker, 0
         self.vectors: list[np.ndarray] = []
 
     def __call__(self, b: Batch, total: int) -> None:
+        if not self.rows and total and self.checker.read_rows is not None:
+            self.store.ann_ahead(total, self.checker.read_rows)
         self.vectors.append(b.vectors)
         self.rows += len(b)
         if total and self.rows == total:
