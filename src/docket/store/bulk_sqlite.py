@@ -167,7 +167,7 @@ def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, 
     cur.executemany(_INSERT, zip(
         c["id"], c["doc"], c["version"], c["position"], c["status"], dates, ends, c["title"], c["section"],
         c["source_type"], c["trust"], shown, [int(a is None) for a in acls],
-        [json.dumps(m, ensure_ascii=False) if m else None for m in c["metadata"]], c["text"], b.tokens,
+        _metadata(c["metadata"]), c["text"], b.tokens,
         [raw[i * width : (i + 1) * width] for i in range(n)], _cut(postings, sizes), lengths.tolist(), repeat(None, n),
         strict=True))
     parts.append(_Rows(  # what _Rows.of reads back from these rows (rowids: set once the load knows them)
@@ -177,16 +177,25 @@ def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, 
         lens=lengths.astype(np.float32), post_terms=np.ascontiguousarray(postings["term"]),
         post_rows=np.repeat(np.arange(n, dtype=np.int32), sizes), post_tf=postings["tf"].astype(np.float32)))
     if any(acls):
-        first = cur.execute("SELECT rowid FROM chunks WHERE id = ?", (c["id"][0],)).fetchone()[0]
-        rows = cur.execute(f"SELECT id, rowid FROM chunks WHERE rowid >= ? AND rowid < ? + {n}", (first, first))
-        rowid_of = dict(rows.fetchall())
-        if len(rowid_of) != n or any(i not in rowid_of for i in c["id"]):  # rowids not consecutive
-            rowid_of = {i: cur.execute("SELECT rowid FROM chunks WHERE id = ?", (i,)).fetchone()[0] for i in c["id"]}
+        rowid = "SELECT rowid FROM chunks WHERE id = ?"
+        first = cur.execute(rowid, (c["id"][0],)).fetchone()[0]
+        last = cur.execute(rowid, (c["id"][-1],)).fetchone()[0]
+        if last - first == n - 1:  # each insert took a rowid above every other: n rowids in n places, in order
+            rowid_of = dict(zip(c["id"], range(first, first + n), strict=True))
+        else:  # rowids not consecutive (the largest possible one was taken: SQLite then picks at random)
+            rowid_of = {i: cur.execute(rowid, (i,)).fetchone()[0] for i in c["id"]}
         cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)",
                         [(e, rowid_of[i]) for i, acl in zip(c["id"], acls, strict=True) if acl for e in acl])
     spent["terms"] += t1 - t0
     spent["insert"] += time.perf_counter() - t1
     return n
+
+
+def _metadata(metas: list[dict[str, Any]]) -> list[str | None]:
+    """Each row's metadata column: its JSON, None for none (every row, mostly)."""
+    if not any(metas):
+        return [None] * len(metas)
+    return [json.dumps(m, ensure_ascii=False) if m else None for m in metas]
 
 
 def _per_value(values: list[Any], fn: Any) -> list[Any]:

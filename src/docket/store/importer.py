@@ -172,7 +172,8 @@ class Checker:
             if key not in self.versions:
                 self.versions[key] = VersionRow(key[0], key[1], cols["status"][i], cols["date"][i],
                                                 cols["effective_to"][i], cols["title"][i], first + i)
-        metas = [sorted(m.items()) if m else [] for m in cols["metadata"]]
+        metas = [sorted(m.items()) if m else [] for m in cols["metadata"]] if any(cols["metadata"]) else \
+            repeat([], len(keys))  # no row has metadata (most files): one shared empty list, repr "[]"
         shown = map(repr, zip(cols["id"], cols["text"], cols["title"], cols["section"], cols["position"], cols["date"],
                               cols["effective_to"], cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
         raw, width = memoryview(vectors.data).cast("B"), vectors.shape[1] * 4  # a view: no copy of the batch
