@@ -726,6 +726,31 @@ def test_read_ahead_stops_its_thread_however_the_caller_leaves() -> None:
     assert not [t for t in threading.enumerate() if t.name == "docket-import-read"]
 
 
+@pytest.mark.parametrize("texts", [
+    ["plain text", "it's here", 'say "hi"', "both ' and \"", "", "x"],  # plain ASCII: made without repr
+    ["a\nnew line", "plain"], ["back\\slash", "tab\there"], ["del \x7f", "bell \x07"],
+    ["naïve café", "it's"], ["zero\u200bwidth", "plain"], ["emoji 🎉 and 'quotes'", "plain"],
+], ids=["ascii", "newline", "escapes", "control", "accents", "unprintable", "astral"])
+def test_row_reprs_are_the_rows_tuple_reprs(texts: list[str]) -> None:
+    """The version digest's text of each row (`importer._row_reprs`) is `repr` of the row's tuple,
+    whatever the texts hold (quotes, escapes, non-ASCII; plain ASCII rows take the path without
+    `repr`); and a row with metadata sorts it."""
+    n = len(texts)
+    cols: dict[str, list[Any]] = {
+        "id": [f"c{i}'" if i == 1 else f"c{i}" for i in range(n)], "text": texts, "title": ["T", "it's"] * n,
+        "section": [""] * n, "position": list(range(n)), "date": [date(2024, 5, 1), None] * n,
+        "effective_to": [None] * n, "source_type": ["policy", None] * n, "trust": ["trusted"] * n,
+        "acl": [("group:finance",), None] * n, "metadata": [{}] * n}
+    for name in ("title", "date", "source_type", "acl"):
+        cols[name] = cols[name][:n]
+    for metas in ([{}] * n, [{"team": "ops", "a": 1} if i % 2 else {} for i in range(n)]):
+        cols["metadata"] = metas
+        want = [repr((cols["id"][i], texts[i], cols["title"][i], cols["section"][i], cols["position"][i],
+                      cols["date"][i], cols["effective_to"][i], cols["source_type"][i], cols["trust"][i],
+                      cols["acl"][i], sorted(metas[i].items()))) for i in range(n)]
+        assert importer._row_reprs(cols) == want
+
+
 def test_default_count_is_the_default_counter_loaded_where_it_counts() -> None:
     from docket.store.bulk_text import DefaultCount, is_default
     from docket.tokens import default_counter

@@ -172,10 +172,7 @@ class Checker:
             if key not in self.versions:
                 self.versions[key] = VersionRow(key[0], key[1], cols["status"][i], cols["date"][i],
                                                 cols["effective_to"][i], cols["title"][i], first + i)
-        metas = [sorted(m.items()) if m else [] for m in cols["metadata"]] if any(cols["metadata"]) else \
-            repeat([], len(keys))  # no row has metadata (most files): one shared empty list, repr "[]"
-        shown = map(repr, zip(cols["id"], cols["text"], cols["title"], cols["section"], cols["position"], cols["date"],
-                              cols["effective_to"], cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
+        shown = _row_reprs(cols)
         raw, width = memoryview(vectors.data).cast("B"), vectors.shape[1] * 4  # a view: no copy of the batch
         versions = self.versions
         for i, (key, text) in enumerate(zip(keys, shown, strict=True)):
@@ -299,6 +296,36 @@ def format_of(path: Path, given: str | None) -> str:
 def _dim_error(checker: Checker, row: int, got: int) -> InputError:
     return checker.fail(row, "vector", f"has {got} values, but the store's embedder {checker.embedder!r} has "
                                        f"dimension {checker.dim}: vectors of another model cannot be searched together")
+
+
+#: the ASCII characters `repr` of a str writes as they are (all printable ones but the backslash;
+#: the quotes decide which quote it uses)
+_AS_IS = bytes(c for c in range(0x20, 0x7F) if c != ord("\\"))
+
+
+def _row_reprs(cols: dict[str, list[Any]]) -> list[str]:
+    """Each checked row's `repr((id, text, title, section, position, date, effective_to,
+    source_type, trust, acl, sorted(metadata.items())))`, the text `Checker._version` digests for a
+    row, the text's part made without `repr` where it is ASCII with nothing to escape (most rows;
+    `repr` scans every character twice)."""
+    n = len(cols["id"])
+    metas = [sorted(m.items()) if m else [] for m in cols["metadata"]] if any(cols["metadata"]) else \
+        repeat([], n)  # no row has metadata (most files): one shared empty list, repr "[]"
+    rest = map(repr, zip(cols["title"], cols["section"], cols["position"], cols["date"], cols["effective_to"],
+                         cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
+    return [f"({i!r}, {_text_repr(t)}, {r[1:]}" for i, t, r in zip(cols["id"], cols["text"], rest, strict=True)]
+
+
+def _text_repr(text: str) -> str:
+    """`repr(text)`: for an ASCII text whose only characters `repr` treats apart are quotes (no
+    backslash, no control character), `'text'`, or `"text"` when it holds ' but not "."""
+    if not text.isascii() or text.encode().translate(None, _AS_IS):
+        return repr(text)
+    if "'" not in text:
+        return f"'{text}'"
+    if '"' not in text:
+        return f'"{text}"'
+    return repr(text)
 
 
 def _unit(vectors: np.ndarray) -> tuple[np.ndarray, int] | None:
