@@ -249,7 +249,7 @@ class LoadBuild:
     the same lists and the same codes, from the load's own vectors instead of the matrix read back.
     faiss runs without the GIL, so on a second core the build costs the load no time of its own
     (issue 22, decision 4). The training starts once every row is checked (`parts` given), or at
-    the load's start from the sample rows read by `read` (`early`); the rows are added once
+    the load's start from the sample rows read by `read` (`ahead`); the rows are added once
     `rows_at` gives their rowids; `take` hands the index over only for exactly those rows at that
     log position.
 
@@ -289,7 +289,8 @@ class LoadBuild:
         pick = training_rows(self.n, self.nlist)
         if isinstance(pick, slice):
             return np.concatenate(parts)
-        # gathered in the caller's thread: in the build's thread each numpy step would wait for the GIL
+        # gathered in the caller's thread (an `ahead` build gathers in its own, only when the rows it
+        # read were not these): in the build's thread each numpy step would wait for the GIL
         starts = np.cumsum([0] + [p.shape[0] for p in parts])
         cut = np.searchsorted(pick, starts).tolist()  # pick is sorted: a part's rows are one run
         sample = np.empty((pick.shape[0], parts[0].shape[1]), dtype=np.float32)
