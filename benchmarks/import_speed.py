@@ -16,8 +16,8 @@ plain MiniLM vectors of the real paragraphs (benchmarks/pg_keywords.py, store_sp
 
 Reported: rows/s of the whole import (read + check + write + the indexes built after the load:
 HNSW and the keyword indexes on PostgreSQL, the in-memory search index on SQLite), its stages,
-the CPU seconds of this process and of its worker processes (a shared machine's wall clock
-says as much about its other users), and the write path's rows/s on a small sample, with the
+the CPU seconds of this process, of its main thread (the writer) and of its worker processes (a
+shared machine's wall clock says as much about its other users), and the write path's rows/s on a small sample, with the
 ratio. `--baseline-src` runs the same import with another checkout's `src` (in a subprocess,
 right before this one, on the same file and a fresh server) for a same-minute before/after.
 """
