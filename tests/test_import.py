@@ -581,7 +581,7 @@ def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_p
     import faiss
 
     from docket.store.sqlite import SQLiteStore
-    from docket.store.sqlite_ann import AnnIndex, AnnSettings
+    from docket.store.sqlite_ann import AnnIndex, AnnSettings, LoadBuild
 
     monkeypatch.setattr(importer, "BATCH_ROWS", 64)  # many parts; the 512-row sample spans them
     built: list[int] = []
@@ -590,16 +590,259 @@ def test_sqlite_ann_index_built_beside_the_load_is_the_one_a_search_builds(tmp_p
     early: list[int] = []
     before = SQLiteStore.ann_before_load
     monkeypatch.setattr(SQLiteStore, "ann_before_load", lambda self, v: early.append(len(v)) or before(self, v))
-    path = write(tmp_path / "in", rows(600), fmt)
+    ahead: list[LoadBuild] = []
+    start = LoadBuild.ahead.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(LoadBuild, "ahead", classmethod(lambda cls, *a, **k: ahead.append(start(cls, *a, **k))
+                                                       or ahead[-1]))
+    recs = rows(600)
+    for r in recs[::7]:  # off unit length: the rows read ahead are scaled as the check scales them
+        r["vector"] = [2.5 * x for x in r["vector"]]
+    path = write(tmp_path / "in", recs, fmt)
     with open_store(str(tmp_path / "s.db")) as s:  # type: ignore[attr-defined]
         s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
         import_file(s, path, embedder=EMB)
         assert s._ann is not None and s._ann_load is None and not built
         assert early == ([10] if fmt == "parquet" else [])  # 600 rows: 10 batches, the last one checked
+        # Parquet: trained from the first batch on, from the sample rows read from the file itself
+        assert [b.early for b in ahead] == ([True] if fmt == "parquet" else [])
         m = s._search_index()
         again = real(AnnIndex, m.mat, m.rowids, m.seq, 8)
         assert bytes(faiss.serialize_index(s._ann.index)) == bytes(faiss.serialize_index(again.index))
         assert s._ann.seq == m.seq and s._ann.trained_rows == 600
+
+
+@pytest.mark.parametrize("read", ["other rows", "unreadable", "fails", "wrong shape"])
+def test_sqlite_ann_build_ahead_retrains_unless_it_read_the_checked_rows(read: str) -> None:
+    """A build started ahead (`LoadBuild.ahead`) trains on the rows `read` gives; when those are
+    not, byte for byte, the sample of the checked rows (or there are none), it trains again from
+    the checked rows: the index is `AnnIndex.build`'s either way."""
+    import faiss
+
+    from docket.store.sqlite_ann import AnnIndex, LoadBuild, training_rows
+
+    rng = np.random.default_rng(5)
+    mat = rng.normal(size=(2000, DIM)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    rowids = np.arange(1, 2001, dtype=np.int64)
+    want = bytes(faiss.serialize_index(AnnIndex.build(mat, rowids, 3, 16).index))
+
+    def reader(picks: Any) -> Any:
+        got = mat[picks].copy()
+        if read == "other rows":
+            got[len(got) // 2, 0] += 1e-6
+        if read == "fails":
+            raise OSError("gone")
+        return None if read == "unreadable" else got[:, :-1] if read == "wrong shape" else got
+
+    for r in (reader, lambda picks: mat[picks].copy()):
+        b = LoadBuild.ahead(2000, r, 16)
+        assert b.checked([mat[:700], mat[700:1500], mat[1500:]])
+        got = b.rows_at(1, 3).take(mat, rowids, 3)
+        assert got is not None and bytes(faiss.serialize_index(got.index)) == want
+        assert b.early == (r is not reader)
+    assert training_rows(2000, 16).shape == (1024,)  # a sample, not every row
+    unchecked = LoadBuild.ahead(2000, reader, 16)  # a refused file: never checked, dropped
+    unchecked.drop()
+    assert not unchecked._thread.is_alive() and unchecked.take(mat, rowids, 3) is None
+    other = LoadBuild.ahead(2000, reader, 16)
+    assert not other.checked([mat[:10]])  # not the rows it was started for
+    other.drop()
+    assert not other._thread.is_alive()
+
+
+def test_parquet_rows_are_the_checked_vectors(tmp_path: Path) -> None:
+    """`parquet_rows` (what a build ahead trains on) gives the picked rows as the load checks them:
+    float64 lists cast, a row off unit length scaled; None where a picked row would be refused."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    recs = rows(300)
+    vecs = [[3.0 * x for x in r["vector"]] if i % 5 == 0 else r["vector"] for i, r in enumerate(recs)]
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in recs], "doc": [r["doc"] for r in recs],
+                             "text": [r["text"] for r in recs],
+                             "vector": pa.array(vecs, type=pa.list_(pa.float64()))}), path)
+    checker = importer.Checker(str(path), DIM, "x", len)
+    checked = np.concatenate([checker.batch(r).vectors for r in importer._parquet(path, checker, 64)])
+    picks = np.array([0, 5, 63, 64, 65, 200, 299])
+    assert np.array_equal(importer.parquet_rows(path, DIM, picks), checked[picks])
+    assert np.array_equal(importer.parquet_rows(path, DIM, slice(None)), checked)
+    vecs[200] = [0.0] * DIM
+    pq.write_table(pa.table({"id": [r["id"] for r in recs], "doc": [r["doc"] for r in recs],
+                             "text": [r["text"] for r in recs], "vector": vecs}), path)
+    assert importer.parquet_rows(path, DIM, picks) is None and importer.parquet_rows(path, DIM, picks[:5]) is not None
+
+
+def test_refused_parquet_leaves_no_thread_and_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file refused at a late row while its batches are read ahead, its text worked out in worker
+    processes and its ANN index trained ahead: one line naming the row, no store left, and no
+    thread or worker process of the import still alive."""
+    import multiprocessing
+    import threading
+
+    from docket.cli.import_cmd import _new_sqlite_files
+    from docket.store import bulk_text
+    from docket.store.sqlite_ann import AnnSettings
+
+    monkeypatch.setattr(importer, "BATCH_ROWS", 32)
+    monkeypatch.setattr(bulk_text, "POOL_AFTER_ROWS", 32)
+    recs = rows(400)
+    recs[390]["vector"] = [0.0] * DIM
+    path = write(tmp_path / "in", recs, "parquet")
+    db = str(tmp_path / "s.db")
+    made = _new_sqlite_files(db)
+    before = set(threading.enumerate())
+    started: list[str] = []
+    real = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name) or real(self))
+    with pytest.raises(InputError, match=r"row 391: .*all zeros"):
+        try:
+            with open_store(db) as s:  # type: ignore[attr-defined]
+                s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=4, nprobe=4)
+                import_file(s, path, embedder=EMB, count=bulk_text.DefaultCount())
+        finally:
+            made()
+    assert {"docket-ann-load", "docket-import-read"} <= set(started)
+    assert set(threading.enumerate()) <= before
+    assert not multiprocessing.active_children()
+    assert not Path(db).exists()
+
+
+def test_read_ahead_stops_its_thread_however_the_caller_leaves() -> None:
+    import threading
+
+    def items(n: int, fail_at: int = -1) -> Any:
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError("broken page")
+            yield i
+
+    assert list(importer._read_ahead(items(50))) == list(range(50))
+    assert list(importer._read_ahead(items(0))) == [] and list(importer._read_ahead(items(1))) == [0]
+    with pytest.raises(ValueError, match="broken page"):
+        list(importer._read_ahead(items(50, fail_at=30)))
+    it = importer._read_ahead(items(10_000))
+    assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
+    it.close()  # a refused row: the caller stops reading
+    assert not [t for t in threading.enumerate() if t.name == "docket-import-read"]
+
+
+@pytest.mark.parametrize("texts", [
+    ["plain text", "it's here", 'say "hi"', "both ' and \"", "", "x"],  # plain ASCII: made without repr
+    ["a\nnew line", "plain"], ["back\\slash", "tab\there"], ["del \x7f", "bell \x07"],
+    ["naïve café", "it's"], ["zero\u200bwidth", "plain"], ["emoji 🎉 and 'quotes'", "plain"],
+], ids=["ascii", "newline", "escapes", "control", "accents", "unprintable", "astral"])
+def test_row_reprs_are_the_rows_tuple_reprs(texts: list[str]) -> None:
+    """The version digest's text of each row (`importer._row_reprs`) is `repr` of the row's tuple,
+    whatever the texts hold (quotes, escapes, non-ASCII; plain ASCII rows take the path without
+    `repr`); and a row with metadata sorts it."""
+    n = len(texts)
+    cols: dict[str, list[Any]] = {
+        "id": [f"c{i}'" if i == 1 else f"c{i}" for i in range(n)], "text": texts, "title": ["T", "it's"] * n,
+        "section": [""] * n, "position": list(range(n)), "date": [date(2024, 5, 1), None] * n,
+        "effective_to": [None] * n, "source_type": ["policy", None] * n, "trust": ["trusted"] * n,
+        "acl": [("group:finance",), None] * n, "metadata": [{}] * n}
+    for name in ("title", "date", "source_type", "acl"):
+        cols[name] = cols[name][:n]
+    for metas in ([{}] * n, [{"team": "ops", "a": 1} if i % 2 else {} for i in range(n)]):
+        cols["metadata"] = metas
+        want = [repr((cols["id"][i], texts[i], cols["title"][i], cols["section"][i], cols["position"][i],
+                      cols["date"][i], cols["effective_to"][i], cols["source_type"][i], cols["trust"][i],
+                      cols["acl"][i], sorted(metas[i].items()))) for i in range(n)]
+        assert importer._row_reprs(cols) == want
+
+
+def test_default_count_is_the_default_counter_loaded_where_it_counts() -> None:
+    from docket.store.bulk_text import DefaultCount, is_default
+    from docket.tokens import default_counter
+
+    count = DefaultCount()
+    assert is_default(count) and is_default(default_counter().count) and not is_default(len)
+    texts = ["Annual plans can be refunded within 30 days.", "", "naïve café – ½ off"]
+    assert [count(t) for t in texts] == [default_counter().count(t) for t in texts]
+
+
+def _store_state(loc: str) -> dict[str, Any]:
+    """Every table of a SQLite store (but for its random store id, write tokens and `indexed_at`),
+    its ANN file (index bytes, stamp but for the store id and token) and its search-index
+    snapshot (arrays, strings, fields but for the store id and token)."""
+    import sqlite3
+
+    import faiss
+
+    from docket.store import snapshot
+    from docket.store.sqlite_ann import read as read_ann
+
+    conn = sqlite3.connect(loc)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    out: dict[str, Any] = {"schema": conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                                  "ORDER BY type, name").fetchall()}
+    for t in tables:
+        if t == "write_tokens":
+            out[t] = conn.execute("SELECT generation FROM write_tokens ORDER BY 1").fetchall()
+            continue
+        rows_ = conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+        if t == "meta":
+            rows_ = [r for r in rows_ if r[0] != "store_id"]
+        if t == "versions":
+            rows_ = [r[:-1] for r in rows_]  # indexed_at: the time of the import
+        out[t] = rows_
+    conn.close()
+    got = read_ann(Path(loc + ".ann"))
+    assert got is not None
+    out["ann"] = (bytes(faiss.serialize_index(got[0].index)), {k: v for k, v in got[1].items()
+                                                                if k not in ("store_id", "token")})
+    snap = snapshot.read(Path(loc + ".index"))
+    assert snap is not None
+    fields, arrays, strings = snap
+    out["snapshot"] = ({k: v for k, v in fields.items() if k not in ("store_id", "token")},
+                       {k: (a.dtype.str, a.shape, a.tobytes()) for k, a in arrays.items()}, strings)
+    return out
+
+
+def test_sqlite_import_stores_what_it_did_before_reading_and_training_ahead(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 37's paths (Parquet batches decoded in a thread ahead of the check, the IVF index
+    trained from sample rows read ahead at nice 19, the token counter loaded in the workers) store
+    exactly what the load stored without them: every table, the ANN file and the search-index
+    snapshot (but for the store id, write tokens and timestamps)."""
+    from docket.store import bulk_text
+    from docket.store.sqlite import SQLiteStore
+    from docket.store.sqlite_ann import AnnSettings
+    from docket.tokens import default_counter
+
+    monkeypatch.setenv("DOCKET_INDEX_SNAPSHOT", "on")
+    monkeypatch.setattr(importer, "BATCH_ROWS", 64)
+    monkeypatch.setattr(bulk_text, "POOL_AFTER_ROWS", 64)
+    recs = _varied(700)
+    for r in recs:
+        r.pop("team", None)
+        r["acl"] = [r["acl"]] if isinstance(r.get("acl"), str) else r.get("acl")
+    for r in recs[::9]:
+        r["vector"] = [1.5 * x for x in r["vector"]]
+    path = write(tmp_path / "in", recs, "parquet")
+    from docket.store.sqlite_ann import LoadBuild
+
+    started = LoadBuild.ahead.__func__  # type: ignore[attr-defined]
+    builds: list[LoadBuild] = []
+    monkeypatch.setattr(LoadBuild, "ahead", classmethod(lambda cls, *a, **k: builds.append(started(cls, *a, **k))
+                                                        or builds[-1]))
+    states = []
+    for ahead in (True, False):
+        loc = str(tmp_path / f"s-{ahead}.db")
+        with monkeypatch.context() as m:
+            if not ahead:
+                m.setattr(importer, "_read_ahead", lambda items: items)
+                m.setattr(SQLiteStore, "ann_ahead", lambda self, rows, read: None)
+            with open_store(loc) as s:  # type: ignore[attr-defined]
+                s.ann = AnnSettings(min_rows=0, exact_below=0, nlist=8, nprobe=8, cheaper_exact=False)
+                count = bulk_text.DefaultCount() if ahead else default_counter().count
+                assert import_file(s, path, embedder=EMB, count=count).rows == 700
+        states.append(_store_state(loc))
+    assert states[0].keys() == states[1].keys()
+    for name in states[0]:
+        assert states[0][name] == states[1][name], name
+    assert len(states[0]["chunks"]) == 700 and states[0]["chunk_log"] and states[0]["chunk_acl"]
+    assert [b.early for b in builds] == [True]  # the first import trained ahead, on the rows it read
 
 
 def test_sqlite_ann_load_build_is_taken_only_for_the_rows_it_was_built_from() -> None:

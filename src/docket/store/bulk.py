@@ -54,9 +54,9 @@ def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tup
                          f"{name!r} (dim {dim}) - vectors of different models are not comparable",
                          where=store.location, field="--embedder")
     if count is None:
-        from docket.tokens import default_counter
+        from docket.store.bulk_text import DefaultCount
 
-        count = default_counter().count
+        count = DefaultCount()  # the vocabulary loaded where a count is made (the workers, for a big file)
     checker = Checker(str(path), dim, name, count)
     note = AclResolution()
     postgres = type(store).__name__ == "PostgresStore"

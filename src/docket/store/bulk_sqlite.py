@@ -52,7 +52,7 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
     known = dict(ids.cache)
     started = time.perf_counter()
     spent = {"terms": 0.0, "insert": 0.0}
-    checker.on_checked = _Checked(store)
+    checker.on_checked = _Checked(store, checker)
     try:
         with _load_settings(store._conn):
             n = _write(store, batches, checker, note, ids, known, spent)
@@ -70,15 +70,19 @@ def load(store: Any, batches: Iterable[Batch], checker: Checker, note: AclResolu
 
 
 class _Checked:
-    """Keeps the checked batches' vectors; at the last row of a file whose row count is known
-    (Parquet), has the store start training its ANN index (`_Dense.ann_before_load`) while the
-    last batches are counted and written."""
+    """Keeps the checked batches' vectors. For a file whose row count is known (Parquet): at its
+    first batch (any worker process is forked by then) has the store start training its ANN
+    index from the sample rows read from the file beside the load (`_Dense.ann_ahead`), and at its
+    last row hands it the checked vectors (`_Dense.ann_before_load`: it trains from those now when
+    it did not start ahead, or when the rows read ahead were not exactly these)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store, self.rows = store, 0
+    def __init__(self, store: Any, checker: Checker) -> None:
+        self.store, self.checker, self.rows = store, checker, 0
         self.vectors: list[np.ndarray] = []
 
     def __call__(self, b: Batch, total: int) -> None:
+        if not self.rows and total and self.checker.read_rows is not None:
+            self.store.ann_ahead(total, self.checker.read_rows)
         self.vectors.append(b.vectors)
         self.rows += len(b)
         if total and self.rows == total:
@@ -163,7 +167,7 @@ def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, 
     cur.executemany(_INSERT, zip(
         c["id"], c["doc"], c["version"], c["position"], c["status"], dates, ends, c["title"], c["section"],
         c["source_type"], c["trust"], shown, [int(a is None) for a in acls],
-        [json.dumps(m, ensure_ascii=False) if m else None for m in c["metadata"]], c["text"], b.tokens,
+        _metadata(c["metadata"]), c["text"], b.tokens,
         [raw[i * width : (i + 1) * width] for i in range(n)], _cut(postings, sizes), lengths.tolist(), repeat(None, n),
         strict=True))
     parts.append(_Rows(  # what _Rows.of reads back from these rows (rowids: set once the load knows them)
@@ -173,16 +177,25 @@ def _insert(cur: Any, b: Batch, ids: Any, known: dict[str, int], registry: Any, 
         lens=lengths.astype(np.float32), post_terms=np.ascontiguousarray(postings["term"]),
         post_rows=np.repeat(np.arange(n, dtype=np.int32), sizes), post_tf=postings["tf"].astype(np.float32)))
     if any(acls):
-        first = cur.execute("SELECT rowid FROM chunks WHERE id = ?", (c["id"][0],)).fetchone()[0]
-        rows = cur.execute(f"SELECT id, rowid FROM chunks WHERE rowid >= ? AND rowid < ? + {n}", (first, first))
-        rowid_of = dict(rows.fetchall())
-        if len(rowid_of) != n or any(i not in rowid_of for i in c["id"]):  # rowids not consecutive
-            rowid_of = {i: cur.execute("SELECT rowid FROM chunks WHERE id = ?", (i,)).fetchone()[0] for i in c["id"]}
+        rowid = "SELECT rowid FROM chunks WHERE id = ?"
+        first = cur.execute(rowid, (c["id"][0],)).fetchone()[0]
+        last = cur.execute(rowid, (c["id"][-1],)).fetchone()[0]
+        if last - first == n - 1:  # each insert took a rowid above every other: n rowids in n places, in order
+            rowid_of = dict(zip(c["id"], range(first, first + n), strict=True))
+        else:  # rowids not consecutive (the largest possible one was taken: SQLite then picks at random)
+            rowid_of = {i: cur.execute(rowid, (i,)).fetchone()[0] for i in c["id"]}
         cur.executemany("INSERT OR IGNORE INTO chunk_acl VALUES (?, ?)",
                         [(e, rowid_of[i]) for i, acl in zip(c["id"], acls, strict=True) if acl for e in acl])
     spent["terms"] += t1 - t0
     spent["insert"] += time.perf_counter() - t1
     return n
+
+
+def _metadata(metas: list[dict[str, Any]]) -> list[str | None]:
+    """Each row's metadata column: its JSON, None for none (every row, mostly)."""
+    if not any(metas):
+        return [None] * len(metas)
+    return [json.dumps(m, ensure_ascii=False) if m else None for m in metas]
 
 
 def _per_value(values: list[Any], fn: Any) -> list[Any]:

@@ -36,15 +36,24 @@ Terms = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
 Result = tuple[list[int], Terms | None]
 
 
-def work(to_count: Sequence[str], to_terms: Sequence[str] | None) -> Result:
+#: the rows' (titles, sections, texts): their keyword terms are those of `f"{title} {section}
+#: {text}"` (what SQLite's keyword search reads, sqlite_schema._search_text), joined where they
+#: are worked out (a text also counted is then sent to a worker once: pickle keeps one copy)
+TermsOf = tuple[Sequence[str], Sequence[str], Sequence[str]]
+
+
+def work(to_count: Sequence[str], to_terms: TermsOf | None) -> Result:
     """Token counts of `to_count` (the default counter) and term counts of `to_terms`."""
     from docket.tokens import default_counter
 
     return _work(default_counter().count, to_count, to_terms)
 
 
-def _work(count: Callable[[str], int], to_count: Sequence[str], to_terms: Sequence[str] | None) -> Result:
-    return list(map(count, to_count)), None if to_terms is None else batch_terms(to_terms)
+def _work(count: Callable[[str], int], to_count: Sequence[str], to_terms: TermsOf | None) -> Result:
+    if to_terms is None:
+        return list(map(count, to_count)), None
+    texts = [f"{t} {s} {x}" for t, s, x in zip(*to_terms, strict=True)]
+    return list(map(count, to_count)), batch_terms(texts)
 
 
 def batch_terms(texts: Sequence[str]) -> Terms:
@@ -157,17 +166,24 @@ class TextWork:
         """`rows`: how many rows the file holds, where known (Parquet): a big file starts the
         workers at its first batch instead of after POOL_AFTER_ROWS."""
         self.count = count
-        # fork: a worker starts in milliseconds with the counter's vocabulary and the stem cache
-        # already loaded, and never re-runs the caller's script (spawn would); it only computes
+        # fork: a worker starts in milliseconds with the stem cache (and the counter's vocabulary,
+        # where this process has loaded it) and never re-runs the caller's script (spawn would)
         self.pooled = default_counter and (os.cpu_count() or 1) > 1 and sys.platform == "linux"
         self.seen = 0
         self.big = rows > POOL_AFTER_ROWS
         self.pool: Executor | None = None
+        if self.pooled and self.big:  # forked now: each worker loads the counter while the first batch is read
+            self._start()
 
-    def submit(self, to_count: list[str], to_terms: list[str] | None) -> Future[Result] | _Done:
-        self.seen += len(to_count) if to_terms is None else len(to_terms)
+    def _start(self) -> None:
+        self.pool = fork_pool(max(1, min(4, (os.cpu_count() or 2) - 1)), initializer=_warm)
+        if self.pool is not None:
+            self.pool.submit(int)  # a fork pool starts its processes at the first task
+
+    def submit(self, to_count: list[str], to_terms: TermsOf | None) -> Future[Result] | _Done:
+        self.seen += len(to_count) if to_terms is None else len(to_terms[2])
         if self.pool is None and self.pooled and (self.big or self.seen > POOL_AFTER_ROWS):
-            self.pool = fork_pool(max(1, min(4, (os.cpu_count() or 2) - 1)))
+            self._start()
         if self.pool is None:
             return _Done(_work(self.count, to_count, to_terms))
         return self.pool.submit(work, to_count, to_terms)
@@ -198,8 +214,31 @@ def _single_threaded() -> bool:
     return threading.active_count() == 1
 
 
+def _warm() -> None:
+    """A worker's start: the default counter's vocabulary loaded before its first batch arrives."""
+    from docket.tokens import default_counter
+
+    try:
+        default_counter()
+    except Exception:  # noqa: BLE001 - the batch's own call reports it
+        pass
+
+
+class DefaultCount:
+    """The default counter's `count`, the counter made at the first call: an import whose counting
+    runs in worker processes never loads its vocabulary here (≈0.5 s of the writer's CPU at the
+    start of a load); each worker loads its own at its first batch."""
+
+    def __call__(self, text: str) -> int:
+        from docket.tokens import default_counter
+
+        return default_counter().count(text)
+
+
 def is_default(count: Any) -> bool:
     """Whether `count` is the default counter's (what a worker process builds for itself)."""
+    if isinstance(count, DefaultCount):
+        return True
     from docket.tokens import default_counter
 
     return getattr(count, "__self__", None) is default_counter()

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date as Date
+from functools import partial
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,9 @@ class Checker:
         #: (Parquet's footer; 0 for JSONL), as soon as the batch's text work is handed out, before
         #: the batch reaches the writer (bulk_sqlite starts its ANN training at the last one)
         self.on_checked: Callable[[Batch, int], None] | None = None
+        #: where the reader can: the vectors of given rows (0-based, sorted) as this check will
+        #: give them, read from the file on their own (`parquet_rows`; set by `batches`)
+        self.read_rows: Callable[[np.ndarray | slice], np.ndarray | None] | None = None
 
     def fail(self, row: int, fieldname: str, message: str) -> InputError:
         return InputError(f"row {row}: {message}", where=self.where, field=fieldname)
@@ -139,14 +143,11 @@ class Checker:
     def _unit(self, vectors: np.ndarray) -> np.ndarray:
         """`vectors` with each row off unit length scaled to it; raises Slow when a row is all
         zeros (the row-by-row check names it)."""
-        norms = _norms(vectors)
-        if not norms.all():
+        got = _unit(vectors)
+        if got is None:
             raise Slow
-        off = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
-        if off.size:
-            vectors = vectors.copy()  # the reader's array may be a read-only view of the file's buffer
-            vectors[off] = vectors[off] / norms[off, None]  # in float64: a tiny vector scales without underflow
-            self.normalised += int(off.size)
+        vectors, scaled = got
+        self.normalised += scaled
         return vectors
 
     def _agree(self, cols: dict[str, list[Any]], n: int) -> None:
@@ -171,10 +172,8 @@ class Checker:
             if key not in self.versions:
                 self.versions[key] = VersionRow(key[0], key[1], cols["status"][i], cols["date"][i],
                                                 cols["effective_to"][i], cols["title"][i], first + i)
-        metas = [sorted(m.items()) if m else [] for m in cols["metadata"]]
-        shown = map(repr, zip(cols["id"], cols["text"], cols["title"], cols["section"], cols["position"], cols["date"],
-                              cols["effective_to"], cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
-        raw, width = vectors.tobytes(), vectors.shape[1] * 4
+        shown = _row_reprs(cols)
+        raw, width = memoryview(vectors.data).cast("B"), vectors.shape[1] * 4  # a view: no copy of the batch
         versions = self.versions
         for i, (key, text) in enumerate(zip(keys, shown, strict=True)):
             v = versions[key]
@@ -253,14 +252,15 @@ def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None, *,
     read = _parquet if fmt == "parquet" else _jsonl
     total = _parquet_rows(path) if fmt == "parquet" else 0
     text = TextWork(checker.count, default_counter=is_default(checker.count), rows=total)
+    if total:
+        checker.read_rows = partial(parquet_rows, path, checker.dim)
     pending: deque[tuple[Batch, Any]] = deque()
     try:
         for raw in read(path, checker, rows or BATCH_ROWS):
             b = checker.batch(raw)
             c = b.cols
             to_count = [c["text"][i] for i, n in enumerate(b.tokens) if n is None]
-            to_terms = [f"{t} {s} {x}" for t, s, x in zip(c["title"], c["section"], c["text"], strict=True)] \
-                if terms else None  # what SQLite's keyword search reads (sqlite_schema._search_text)
+            to_terms = (c["title"], c["section"], c["text"]) if terms else None  # joined where worked out
             pending.append((b, text.submit(to_count, to_terms)))
             if checker.on_checked is not None:  # after the submit: any worker process is forked by now
                 checker.on_checked(b, total)
@@ -296,6 +296,86 @@ def format_of(path: Path, given: str | None) -> str:
 def _dim_error(checker: Checker, row: int, got: int) -> InputError:
     return checker.fail(row, "vector", f"has {got} values, but the store's embedder {checker.embedder!r} has "
                                        f"dimension {checker.dim}: vectors of another model cannot be searched together")
+
+
+#: the ASCII characters `repr` of a str writes as they are (all printable ones but the backslash;
+#: the quotes decide which quote it uses)
+_AS_IS = bytes(c for c in range(0x20, 0x7F) if c != ord("\\"))
+
+
+def _row_reprs(cols: dict[str, list[Any]]) -> list[str]:
+    """Each checked row's `repr((id, text, title, section, position, date, effective_to,
+    source_type, trust, acl, sorted(metadata.items())))`, the text `Checker._version` digests for a
+    row, the text's part made without `repr` where it is ASCII with nothing to escape (most rows;
+    `repr` scans every character twice)."""
+    n = len(cols["id"])
+    metas = [sorted(m.items()) if m else [] for m in cols["metadata"]] if any(cols["metadata"]) else \
+        repeat([], n)  # no row has metadata (most files): one shared empty list, repr "[]"
+    rest = map(repr, zip(cols["title"], cols["section"], cols["position"], cols["date"], cols["effective_to"],
+                         cols["source_type"], cols["trust"], cols["acl"], metas, strict=True))
+    return [f"({i!r}, {_text_repr(t)}, {r[1:]}" for i, t, r in zip(cols["id"], cols["text"], rest, strict=True)]
+
+
+def _text_repr(text: str) -> str:
+    """`repr(text)`: for an ASCII text whose only characters `repr` treats apart are quotes (no
+    backslash, no control character), `'text'`, or `"text"` when it holds ' but not "."""
+    if not text.isascii() or text.encode().translate(None, _AS_IS):
+        return repr(text)
+    if "'" not in text:
+        return f"'{text}'"
+    if '"' not in text:
+        return f'"{text}"'
+    return repr(text)
+
+
+def _unit(vectors: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """`vectors` with each row off unit length scaled to it, and how many were; None when a row is
+    all zeros."""
+    norms = _norms(vectors)
+    if not norms.all():
+        return None
+    off = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
+    if off.size:
+        vectors = vectors.copy()  # the reader's array may be a read-only view of the file's buffer
+        vectors[off] = vectors[off] / norms[off, None]  # in float64: a tiny vector scales without underflow
+    return vectors, int(off.size)
+
+
+def parquet_rows(path: Path, dim: int, picks: np.ndarray | slice) -> np.ndarray | None:
+    """The vectors of rows `picks` (0-based, sorted; a slice: every row) of the Parquet file at
+    `path`, as `_parquet` and `Checker.batch` give them (float32, a row off unit length scaled to
+    it), read on their own: the vector column only, a batch at a time, without pyarrow's thread
+    pool (the caller is a thread beside the load: sqlite_ann.LoadBuild.ahead). None where a
+    picked row is not one the check would pass (the load then names it); the caller compares
+    what it got with the checked rows anyway."""
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    n = f.metadata.num_rows
+    want = np.arange(n, dtype=np.int64)[picks] if isinstance(picks, slice) else np.asarray(picks, dtype=np.int64)
+    out = np.empty((want.shape[0], dim), dtype=np.float32)
+    first = at = 0
+    for rb in f.iter_batches(batch_size=BATCH_ROWS, columns=["vector"], use_threads=False):
+        end = at + int(np.searchsorted(want[at:], first + len(rb)))
+        if end > at:
+            col = rb.column(0).take(want[at:end] - first)
+            if col.null_count:
+                return None
+            values = col.flatten()
+            if values.null_count or len(values) != (end - at) * dim:
+                return None
+            with np.errstate(over="ignore"):
+                rows = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(end - at, dim)
+            rows = np.ascontiguousarray(rows, dtype=np.float32)
+            if not np.isfinite(rows).all():
+                return None
+            got = _unit(rows)
+            if got is None:
+                return None
+            out[at:end] = got[0]
+        first += len(rb)
+        at = end
+    return out if at == want.shape[0] else None
 
 
 def _norms(vectors: np.ndarray) -> np.ndarray:
@@ -375,7 +455,7 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
             pa.types.is_floating(vtype.value_type) or pa.types.is_integer(vtype.value_type)):
         raise checker.fail(1, "vector", f"column must be a list of floats, got {vtype}")
     first = 1
-    for rb in f.iter_batches(batch_size=rows):
+    for rb in _read_ahead(f.iter_batches(batch_size=rows)):
         col = rb.column("vector")
         if col.null_count:
             bad = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
@@ -398,6 +478,62 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         yield Rows(first, len(rb), {k: v for k, v in cols.items() if k in KNOWN}, _extras(cols, len(rb)), vectors,
                    _records_of(cols, len(rb)))
         first += len(rb)
+
+
+#: record batches a Parquet file is decoded ahead of the check (`_read_ahead`)
+READ_AHEAD = 2
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """`items` (pyarrow's record batches), the first one here and the rest decoded in a thread up
+    to `READ_AHEAD` ahead: pyarrow decodes without the GIL, so the file's next batches are read
+    while this thread checks and writes the last ones, instead of waiting for each. The thread
+    starts at the second batch, after the first batch's text work is handed out (any worker
+    process is forked by then: docket.store.bulk_text forks only from a process without another
+    thread), and is stopped and joined however the caller leaves (a refused row, an error)."""
+    import queue
+    import threading
+
+    try:
+        first = next(items)
+    except StopIteration:
+        return
+    yield first
+    done = object()
+    q: queue.Queue[Any] = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread, raised there
+            put((done, e))
+
+    t = threading.Thread(target=read, name="docket-import-read", daemon=True)
+    t.start()
+    try:
+        while True:
+            item, error = q.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        t.join()
 
 
 def _pylist(pa: Any, col: Any) -> list[Any]:

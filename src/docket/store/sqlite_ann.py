@@ -248,31 +248,64 @@ class LoadBuild:
     (its last batches, the commit, the search index made from the rows it kept): the same sample,
     the same lists and the same codes, from the load's own vectors instead of the matrix read back.
     faiss runs without the GIL, so on a second core the build costs the load no time of its own
-    (issue 22, decision 4). The training starts once every row is checked; the rows are added once
+    (issue 22, decision 4). The training starts once every row is checked (`parts` given), or at
+    the load's start from the sample rows read by `read` (`ahead`); the rows are added once
     `rows_at` gives their rowids; `take` hands the index over only for exactly those rows at that
     log position.
 
     `parts`: the load's vectors in the order written (rowid order)."""
 
-    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int | None = None) -> None:
+    def __init__(self, parts: list[np.ndarray], nlist: int = 0, threads: int | None = None, *,
+                 rows: int = 0, read: Callable[[np.ndarray | slice], np.ndarray | None] | None = None) -> None:
         self.parts, self.nlist = parts, nlist
-        self.n = sum(p.shape[0] for p in parts)
+        self.n = sum(p.shape[0] for p in parts) if read is None else rows
         #: faiss threads for the training (0: all); by default one below `ONE_THREAD_BELOW` rows
         self.threads = (1 if self.n < ONE_THREAD_BELOW else 0) if threads is None else threads
         self.first, self.seq = 0, -1
         self._placed = threading.Event()  # rows_at was called (or drop)
+        self._checked = threading.Event()  # every row is checked: `parts` are the load's vectors (or drop)
         self._built: AnnIndex | None = None
-        pick = training_rows(self.n, self.nlist)
-        if isinstance(pick, slice):
-            self._sample = np.concatenate(parts)
-        else:  # gathered here: in the thread each numpy step would wait for the GIL (1 s at 100k)
-            starts = np.cumsum([0] + [p.shape[0] for p in parts])
-            cut = np.searchsorted(pick, starts).tolist()  # pick is sorted: a part's rows are one run
-            self._sample = np.empty((pick.shape[0], parts[0].shape[1]), dtype=np.float32)
-            for p, a, b, start in zip(parts, cut, cut[1:], starts.tolist()):
-                np.take(p, pick[a:b] - start, axis=0, out=self._sample[a:b])
+        self._read = read
+        #: whether the index was trained on the sample `read` gave (it equalled the checked rows)
+        self.early = False
+        if read is None:
+            self._sample = self._gathered(parts)
+            self._checked.set()
         self._thread = threading.Thread(target=self._build, name="docket-ann-load", daemon=True)
         self._thread.start()
+
+    @classmethod
+    def ahead(cls, rows: int, read: Callable[[np.ndarray | slice], np.ndarray | None], nlist: int = 0,
+              threads: int | None = None) -> LoadBuild:
+        """A build for a load of `rows` rows that trains before they are checked: `read(picks)`
+        (in the thread) gives the vectors of the sample rows `training_rows` picks, as the load
+        will check them (None: it cannot). `checked` gives the load's vectors once every row is
+        checked; the index is trained again from those when the sample read is not exactly their
+        rows (byte for byte), so the result is `AnnIndex.build`'s either way."""
+        return cls([], nlist, threads, rows=rows, read=read)
+
+    def _gathered(self, parts: list[np.ndarray]) -> np.ndarray:
+        """The training sample of `parts` (the rows `training_rows` picks)."""
+        pick = training_rows(self.n, self.nlist)
+        if isinstance(pick, slice):
+            return np.concatenate(parts)
+        # gathered in the caller's thread (an `ahead` build gathers in its own, only when the rows it
+        # read were not these): in the build's thread each numpy step would wait for the GIL
+        starts = np.cumsum([0] + [p.shape[0] for p in parts])
+        cut = np.searchsorted(pick, starts).tolist()  # pick is sorted: a part's rows are one run
+        sample = np.empty((pick.shape[0], parts[0].shape[1]), dtype=np.float32)
+        for p, a, b, start in zip(parts, cut, cut[1:], starts.tolist()):
+            np.take(p, pick[a:b] - start, axis=0, out=sample[a:b])
+        return sample
+
+    def checked(self, parts: list[np.ndarray]) -> bool:
+        """Every row of the load is checked: `parts` are its vectors (an `ahead` build). False
+        when they are not the rows this build was started for (their count)."""
+        if self._checked.is_set() or sum(p.shape[0] for p in parts) != self.n:
+            return False
+        self.parts = list(parts)
+        self._checked.set()
+        return True
 
     def started_for(self, parts: list[np.ndarray]) -> bool:
         """Whether this build was started from exactly these arrays (the batches written)."""
@@ -294,9 +327,24 @@ class LoadBuild:
             # faiss's OpenMP threads for this thread only (its team); the rows are added with all
             # of them (the main thread is waiting for them by then)
             faiss.omp_set_num_threads(self.threads or every)
-            sample, self._sample = self._sample, np.zeros(0, dtype=np.float32)
-            index = trained(sample, self.n, self.nlist)
-            del sample
+            index = None
+            if self._read is not None:
+                sample = self._read_sample()
+                index = self._trained_behind(sample) if sample is not None else None
+                self._checked.wait()
+                if self.seq == -1 and self._placed.is_set():
+                    return  # dropped
+                if index is not None and sample is not None and self._same(sample):
+                    self.early = True
+                else:
+                    index = None
+                del sample
+                if index is None:
+                    self._sample = self._gathered(self.parts)
+            if index is None:
+                sample, self._sample = self._sample, np.zeros(0, dtype=np.float32)
+                index = trained(sample, self.n, self.nlist)
+                del sample
             self._placed.wait()
             if self.seq < 0:
                 return  # dropped
@@ -309,6 +357,58 @@ class LoadBuild:
             self._built = AnnIndex(index, self.seq, self.n)
         except (RuntimeError, MemoryError, ValueError):
             self._built = None  # the store builds its own
+
+    def _trained_behind(self, sample: np.ndarray) -> Any:
+        """`trained(sample, ...)` in a thread of the lowest priority (nice 19, where the system
+        allows it): a build started ahead trains on the CPU the load leaves idle (the second core
+        while the text workers wait for batches) instead of taking a share of the writer's; faiss
+        holds no GIL while it trains, so the writer never waits for it. The rows are added at
+        normal priority, in this thread."""
+        import faiss
+
+        out: list[Any] = []
+
+        def train() -> None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
+            except (AttributeError, OSError):
+                pass  # another platform: trained at the load's priority
+            faiss.omp_set_num_threads(self.threads or faiss.omp_get_max_threads())  # a new thread's own setting
+            try:
+                out.append(trained(sample, self.n, self.nlist))
+            except (RuntimeError, MemoryError, ValueError):
+                pass
+
+        t = threading.Thread(target=train, name="docket-ann-train", daemon=True)
+        t.start()
+        t.join()
+        return out[0] if out else None
+
+    def _read_sample(self) -> np.ndarray | None:
+        assert self._read is not None
+        pick = training_rows(self.n, self.nlist)
+        try:
+            got = self._read(pick)
+        except Exception:  # noqa: BLE001 - any failure to read ahead: trained from the checked rows instead
+            return None
+        want = self.n if isinstance(pick, slice) else pick.shape[0]
+        if got is None or got.ndim != 2 or got.shape[0] != want or got.dtype != np.float32:
+            return None
+        return np.ascontiguousarray(got)
+
+    def _same(self, sample: np.ndarray) -> bool:
+        """Whether `sample` is, byte for byte, the rows of the checked vectors the training picks."""
+        pick = training_rows(self.n, self.nlist)
+        if isinstance(pick, slice):
+            return bool(np.array_equal(sample, np.concatenate(self.parts)))
+        at = 0
+        starts = np.cumsum([0] + [p.shape[0] for p in self.parts]).tolist()
+        cut = np.searchsorted(pick, starts).tolist()
+        for p, a, b, start in zip(self.parts, cut, cut[1:], starts):
+            if p.shape[1] != sample.shape[1] or not np.array_equal(p[pick[a:b] - start], sample[a:b]):
+                return False
+            at = b
+        return at == sample.shape[0]
 
     def take(self, mat: np.ndarray, rowids: np.ndarray, seq: int) -> AnnIndex | None:
         """The index, when `mat` / `rowids` (a store's live rows in rowid order at `seq`) are the rows
@@ -331,11 +431,13 @@ class LoadBuild:
         return built
 
     def drop(self) -> None:
-        """Stop before the rows are added if they were not yet placed, wait for the thread and
-        forget what it built (the load failed, or searched no index)."""
+        """Stop before the rows are added if they were not yet placed, wait for the thread (a
+        training under way ends first) and forget what it built (the load failed, or searched no
+        index)."""
         if not self._placed.is_set():
             self.seq = -1
             self._placed.set()
+        self._checked.set()
         self._thread.join()
         self._built, self.parts = None, []
 

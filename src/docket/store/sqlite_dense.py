@@ -194,10 +194,26 @@ class _Dense(_Search):
         if settings.wanted(n) and n >= settings.exact_below and _ann.available():
             self._ann_load = LoadBuild(mats, settings.nlist).rows_at(int(lo), seq)
 
+    def ann_ahead(self, rows: int, read: Any) -> None:
+        """Start training the IVF index of a load of `rows` rows before they are checked, from the
+        sample rows `read(picks)` gives (sqlite_ann.LoadBuild.ahead), when the first search will
+        want one and the training runs on one thread (below `ONE_THREAD_BELOW` rows: it then
+        shares the second core with the load's text work instead of taking both from the writer).
+        `ann_before_load` hands it the checked vectors."""
+        self.load_done()
+        settings = self.ann_settings()
+        if (rows and rows < _ann.ONE_THREAD_BELOW and settings.wanted(rows) and rows >= settings.exact_below
+                and _ann.available()):
+            self._ann_load = LoadBuild.ahead(rows, read, settings.nlist)
+
     def ann_before_load(self, vectors: list[np.ndarray]) -> None:
         """Start training the IVF index of a load's rows from their vectors (every row checked, in
         file order, none written yet), when the first search will want one: `after_load` gives
-        it their rowids and log position once they are written."""
+        it their rowids and log position once they are written. A build started `ann_ahead`
+        for as many rows takes the vectors instead."""
+        early = self._ann_load
+        if early is not None and early.checked(vectors):
+            return
         self.load_done()
         n = sum(v.shape[0] for v in vectors)
         settings = self.ann_settings()
