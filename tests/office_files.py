@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 
 def make_pdf(pages: Sequence[str], title: str = "") -> bytes:
@@ -63,3 +64,27 @@ def make_docx(blocks: Sequence[tuple[str, str]], title: str = "") -> bytes:
     buf = io.BytesIO()
     d.save(buf)
     return buf.getvalue()
+
+
+def replace_in_part(data: bytes, part: str, old: bytes, new: bytes) -> bytes:
+    """The same zip (a DOCX) with `old` replaced by `new` in its part `part` (word/document.xml)."""
+    import zipfile
+
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in src.infolist():
+            body = src.read(info)
+            z.writestr(info, body.replace(old, new) if info.filename == part else body)
+    return out.getvalue()
+
+
+def check_left_out(text: str, counts: Any, hidden: bool, kind: str) -> None:
+    """A hidden-text case's verdict (tests/test_docx_hidden.py, test_pdf_hidden.py): WORD gone
+    exactly when hidden, the frame's two lines kept, one removal counted as `kind` or none."""
+    assert ("WORD" not in text) is hidden, text
+    assert "Refunds take 14 days." in text and "Contact billing for help." in text
+    if hidden:
+        assert counts[kind] == 1, counts
+    else:
+        assert not counts, counts
