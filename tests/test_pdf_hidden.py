@@ -303,3 +303,27 @@ def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
            note=f"PDF text painted by poppler; escaped: {escaped}; lost: {lost}; kept as a scan's OCR layer: "
                 f"{sorted(SCAN)}")
     assert not escaped and not lost, (escaped, lost)
+
+
+@pytest.mark.parametrize(("depth", "kept"), [(5, True), (12, False)])
+def test_forms_nested_past_the_limit_are_not_drawn(depth: int, kept: bool) -> None:
+    """A form inside forms past MAX_FORM_DEPTH is neither walked nor extracted (fail closed):
+    otherwise hiding text would only take nesting it deep enough."""
+    from docket.ingest.pdf_hidden import MAX_FORM_DEPTH
+
+    assert 5 < MAX_FORM_DEPTH < 12
+
+    def draw(c: Any, word: str) -> None:
+        c.beginForm("n0")
+        c.drawString(50, 600, word)
+        c.endForm()
+        for k in range(1, depth):
+            c.beginForm(f"n{k}")
+            c.doForm(f"n{k - 1}")
+            c.endForm()
+        c.doForm(f"n{depth - 1}")
+
+    counts: Counter[str] = Counter()
+    text = _text(_pdf(draw), counts)
+    assert ("WORD" in text) is kept and "Refunds take 14 days." in text
+    assert counts["pdf_hidden_too_deep"] == (0 if kept else 1)

@@ -17,9 +17,10 @@ has. On a page that paints text too, it is text hidden behind a picture, and goe
 
 A clipping path bounds what follows it by its bounds (text wholly outside goes: an empty clip
 hides everything); text squeezed to a sliver by `Tz` or the matrix counts as too small.
-Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them, up
-to MAX_FORM_DEPTH deep; a form drawn twice is one stream, emptied of what is hidden in either
-drawing. Not read: annotations' appearance streams, soft masks, blend modes, and
+Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them; a
+form drawn twice is one stream, emptied of what is hidden in either drawing; a form nested past
+MAX_FORM_DEPTH is not drawn at all (fail closed). Annotations are not extracted, so not walked.
+Not read: soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
-KINDS = ("color", "render_mode", "font_size", "offscreen", "clipped")
+KINDS = ("color", "render_mode", "font_size", "offscreen", "clipped", "too_deep")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -244,21 +245,22 @@ def _run(walk: _Walk, rec: _Stream, counts: Counter[str]) -> int:
     return removed
 
 
-#: forms drawn inside forms deeper than this are not walked (their text is kept)
+#: a form drawn inside forms this deep is not drawn at all (its text, and its forms', goes): the
+#: walk does not follow it, so neither may the extraction (fail closed; a loop of forms ends here)
 MAX_FORM_DEPTH = 8
 
 
-def _form(walk: _Walk, name: Any, counts: Counter[str]) -> bool:
+def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
     """Walk the form XObject `name` as drawn now (the current matrix times its /Matrix, over what
-    is painted so far); False when `name` is not a form (an image)."""
+    is painted so far): "form"; "image" when `name` is not a form; "too deep" past MAX_FORM_DEPTH."""
     from pypdf.generic import ContentStream, DecodedStreamObject, NameObject
 
     xobjects = walk.resources.get("/XObject").get_object()
     xobj = xobjects[name].get_object()
     if xobj.get("/Subtype") != "/Form":
-        return False
+        return "image"
     if walk.depth >= MAX_FORM_DEPTH:
-        return True
+        return "too deep"
     key = (id(xobjects), str(name))
     rec = walk.page.streams.get(key)
     if rec is None:
@@ -283,7 +285,7 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> bool:
     if _run(sub, rec, counts):
         rec.changed = True
     walk.areas = sub.areas  # what the form painted lies under what follows
-    return True
+    return "form"
 
 
 def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: bytes, counts: Counter[str]) -> int:
@@ -321,8 +323,12 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
             walk.state = replace(s, clip=_within(s.clip, walk.path))
             walk.clipping = False
         walk.path = []
-    elif operator == b"Do" and operands and walk.resources is not None and _form(walk, operands[0], counts):
-        pass  # a form: walked as part of the page
+    elif operator == b"Do" and operands and walk.resources is not None and (
+            drawn := _form(walk, operands[0], counts)) != "image":
+        if drawn == "too deep":
+            rec.ops[i] = ([], b"n")  # not drawn: `n` alone ends no path and paints nothing
+            counts["pdf_hidden_too_deep"] += 1
+            return 1
     elif operator in (b"Do", b"INLINE IMAGE", b"sh"):
         corners = [_apply(s.ctm, 0, 0), _apply(s.ctm, 1, 0), _apply(s.ctm, 0, 1), _apply(s.ctm, 1, 1)]
         if operator == b"sh":  # a shading fills the clip: the page, as far as this walk knows
