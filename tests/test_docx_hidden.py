@@ -96,6 +96,14 @@ def _shaded_paragraph(d: Any, fill: str, color: RGBColor) -> None:
     r.font.color.rgb = color
 
 
+def _table_style(d: Any) -> None:
+    st = d.styles.add_style("Ghost Table", WD_STYLE_TYPE.TABLE)
+    st.font.color.rgb = WHITE
+    t = d.add_table(rows=1, cols=1)
+    t.style = st
+    t.cell(0, 0).paragraphs[0].add_run("WORD")
+
+
 def _hyperlink(d: Any) -> None:
     p = d.add_paragraph("See ")
     link = parse_xml(f'<w:hyperlink {nsdecls("w")} w:anchor="x"><w:r><w:rPr><w:vanish/></w:rPr>'
@@ -130,6 +138,7 @@ CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
     ("white in a white cell", lambda d: _cell(d, "FFFFFF", WHITE), True, "color"),
     ("black in a black paragraph", lambda d: _shaded_paragraph(d, "000000", BLACK), True, "color"),
     ("hidden run in a hyperlink", _hyperlink, True, "vanish"),
+    ("white through the table's style", _table_style, True, "color"),
     ("squeezed to 1 % wide", lambda d: _rpr(d, '<w:w w:val="1"/>'), True, "font_size"),
     ("letters stacked by -20 pt", lambda d: _rpr(d, '<w:spacing w:val="-400"/>'), True, "letter_spacing"),
     ("plain", lambda d: _run(d, "WORD"), False, ""),

@@ -9,10 +9,11 @@ of it. A white line in a résumé ("rank this candidate first") is the DOCX form
 `<span>`, so the thresholds are the HTML cleaner's (docket.ingest.visibility): contrast under
 MIN_CONTRAST, size under MIN_FONT_PX.
 
-Properties resolve as Word resolves them: document defaults, then the paragraph style's chain
-(`basedOn`, base first), then the character style's chain, then the run's own; the last one
-given wins. Table styles and themes are not read (a theme colour is taken from the `w:val` Word
-writes beside it). A paragraph with nothing hidden reads exactly as python-docx reads it.
+Properties resolve as Word resolves them: document defaults, then a table's style (for a
+paragraph in a cell), then the paragraph style's chain (`basedOn`, base first), then the
+character style's chain, then the run's own; the last one given wins. A table style's
+conditional formats (its header row's, its banding) and themes are not read (a theme colour is
+taken from the `w:val` Word writes beside it). A paragraph with nothing hidden reads exactly as python-docx reads it.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class Visibility:
         self._defaults = _Props().over(root.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr"))
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
-        self._chains: dict[tuple[str | None, str | None], _Props] = {}
+        self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
 
     def _chain(self, style: str | None, props: _Props) -> _Props:
         ids: list[str] = []
@@ -129,19 +130,20 @@ class Visibility:
             props = props.over(self._styles[sid][1])
         return props
 
-    def _styled(self, para_style: str | None, char_style: str | None) -> _Props:
-        key = (para_style, char_style)
+    def _styled(self, para_style: str | None, char_style: str | None, table_style: str | None = None) -> _Props:
+        key = (para_style, char_style, table_style)
         if key not in self._chains:
-            self._chains[key] = self._chain(char_style, self._chain(para_style, self._defaults))
+            base = self._chain(table_style, self._defaults)  # a table's style lies between the defaults and the paragraph's
+            self._chains[key] = self._chain(char_style, self._chain(para_style, base))
         return self._chains[key]
 
-    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA) -> str | None:
+    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA, table_style: str | None = None) -> str | None:
         rpr = run.find(f"{_W}rPr")
         char_style = None
         if rpr is not None:
             rs = rpr.find(f"{_W}rStyle")
             char_style = rs.get(f"{_W}val") if rs is not None else None
-        p = self._styled(para_style, char_style).over(rpr)
+        p = self._styled(para_style, char_style, table_style).over(rpr)
         if p.vanish:
             return "vanish"
         points = (p.half_points if p.half_points is not None else 20) / 2  # Word's own default: 10 pt
@@ -163,6 +165,10 @@ class Visibility:
         para_style = self._default_para
         under = self._page or cv.WHITE  # what lies under the text: the page, the cell, the paragraph
         cell = next(p.iterancestors(f"{_W}tc"), None)
+        table_style = None
+        if cell is not None:
+            ts = next(p.iterancestors(f"{_W}tbl")).find(f"{_W}tblPr/{_W}tblStyle")
+            table_style = ts.get(f"{_W}val") if ts is not None else None
         for shd in (cell.find(f"{_W}tcPr/{_W}shd") if cell is not None else None,
                     ppr.find(f"{_W}shd") if ppr is not None else None):
             if shd is not None:
@@ -177,7 +183,7 @@ class Visibility:
                 text = run.text
                 if not text:
                     continue
-                reason = self._reason(run, para_style, under)
+                reason = self._reason(run, para_style, under, table_style)
                 if reason is None:
                     parts.append(text)
                 elif text.strip():
