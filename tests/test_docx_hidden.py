@@ -243,3 +243,41 @@ def test_redteam_docx_hidden_vs_libreoffice(tmp_path: Path) -> None:
            note=f"DOCX runs painted by LibreOffice; escaped: {escaped}; lost: {lost}; "
                 f"by the standard: {sorted(OFFICE_DIFFERS)}; by policy: {sorted(BY_POLICY)}")
     assert not escaped and not lost, (escaped, lost)
+
+
+def _xml_doc(body_xml: str) -> bytes:
+    """A document whose body holds the frame's first line, then `body_xml` (w: elements)."""
+    d = docx.Document()
+    d.add_paragraph("Refunds take 14 days.")
+    for el in parse_xml(f"<w:body {nsdecls('w')}>{body_xml}</w:body>"):
+        d.element.body.insert(len(d.element.body) - 1, el)  # before the section properties
+    d.add_paragraph("Contact billing for help.")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("name", "xml", "shown", "gone"), [
+    ("block content control", "<w:sdt><w:sdtContent><w:p><w:r><w:t>CONTROL text</w:t></w:r></w:p></w:sdtContent></w:sdt>",
+     ["CONTROL text"], []),
+    ("inline content control", "<w:p><w:r><w:t xml:space='preserve'>Fee: </w:t></w:r><w:sdt><w:sdtContent><w:r>"
+     "<w:t>15 %</w:t></w:r></w:sdtContent></w:sdt></w:p>", ["Fee: 15 %"], []),
+    ("tracked insertion and deletion", "<w:p><w:r><w:t xml:space='preserve'>Notice is </w:t></w:r><w:del w:id='1' "
+     "w:author='a'><w:r><w:delText>two</w:delText></w:r></w:del><w:ins w:id='2' w:author='a'><w:r><w:t>three</w:t>"
+     "</w:r></w:ins><w:r><w:t xml:space='preserve'> months.</w:t></w:r></w:p>", ["Notice is three months."], ["two"]),
+    ("smart tag and simple field", "<w:p><w:smartTag w:uri='u' w:element='e'><w:r><w:t>Paris</w:t></w:r>"
+     "</w:smartTag><w:fldSimple w:instr='PAGE'><w:r><w:t>7</w:t></w:r></w:fldSimple></w:p>", ["Paris7"], []),
+    ("hidden run inside a content control", "<w:sdt><w:sdtContent><w:p><w:r><w:rPr><w:vanish/></w:rPr>"
+     "<w:t>SECRET</w:t></w:r><w:r><w:t>shown</w:t></w:r></w:p></w:sdtContent></w:sdt>", ["shown"], ["SECRET"]),
+    ("content control in a table cell", "<w:tbl><w:tr><w:tc><w:sdt><w:sdtContent><w:p><w:r><w:t>CELL text</w:t>"
+     "</w:r></w:p></w:sdtContent></w:sdt></w:tc></w:tr></w:tbl>", ["CELL text"], []),
+])
+def test_text_inside_wrappers_word_shows_is_read(name: str, xml: str, shown: list[str], gone: list[str]) -> None:
+    """Content controls, tracked insertions, smart tags and fields hold text Word shows, which
+    python-docx's own reading left out; a deletion's text is not shown, nor a hidden run."""
+    text = _text(_xml_doc(xml))
+    assert "Refunds take 14 days." in text and "Contact billing for help." in text
+    for s in shown:
+        assert s in text, (s, text)
+    for g in gone:
+        assert g not in text, (g, text)

@@ -159,8 +159,8 @@ class Visibility:
         return None
 
     def text(self, p: Any) -> str:
-        """The text of paragraph element `p` as python-docx reads it (`w:r` and `w:hyperlink`
-        children), less the runs Word does not show, each counted as `docx_hidden_<kind>`."""
+        """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
+        runs Word does not show, each counted as `docx_hidden_<kind>`."""
         ppr = p.find(f"{_W}pPr")
         para_style = self._default_para
         under = self._page or cv.WHITE  # what lies under the text: the page, the cell, the paragraph
@@ -177,15 +177,51 @@ class Visibility:
             ps = ppr.find(f"{_W}pStyle")
             para_style = ps.get(f"{_W}val") if ps is not None else para_style
         parts: list[str] = []
-        for child in p.iterchildren(f"{_W}r", f"{_W}hyperlink"):
-            runs = [child] if child.tag == f"{_W}r" else list(child.iterchildren(f"{_W}r"))
-            for run in runs:
-                text = run.text
-                if not text:
-                    continue
-                reason = self._reason(run, para_style, under, table_style)
-                if reason is None:
-                    parts.append(text)
-                elif text.strip():
-                    self.counts[f"docx_hidden_{reason}"] += 1
+        for run in runs(p):
+            text = run.text
+            if not text:
+                continue
+            reason = self._reason(run, para_style, under, table_style)
+            if reason is None:
+                parts.append(text)
+            elif text.strip():
+                self.counts[f"docx_hidden_{reason}"] += 1
         return "".join(parts)
+
+
+#: inline wrappers whose runs Word shows as the paragraph's own text: links, tracked insertions
+#: and moves-to, content controls, smart tags, custom XML, simple fields, direction marks
+_INLINE_WRAPPERS = frozenset(f"{_W}{t}" for t in ("hyperlink", "ins", "moveTo", "sdt", "sdtContent", "smartTag",
+                                                   "customXml", "fldSimple", "dir", "bdo"))
+#: block wrappers whose paragraphs and tables Word shows in place: content controls, custom XML
+_BLOCK_WRAPPERS = frozenset(f"{_W}{t}" for t in ("sdt", "sdtContent", "customXml"))
+
+
+def runs(p: Any) -> list[Any]:
+    """The runs of paragraph element `p` in document order, those inside the inline wrappers
+    Word shows as text (python-docx reads only direct runs and a link's: a content control's or a
+    tracked insertion's text was lost). A deletion's runs (`w:del`, `w:moveFrom`) are not text,
+    and a drawing's text box is another paragraph, not this one's."""
+    out: list[Any] = []
+    stack = list(reversed(list(p)))
+    while stack:
+        el = stack.pop()
+        if el.tag == f"{_W}r":
+            out.append(el)
+        elif el.tag in _INLINE_WRAPPERS:
+            stack.extend(reversed(list(el)))
+    return out
+
+
+def blocks(parent: Any) -> list[Any]:
+    """The paragraphs and tables of a body or a table cell in document order, those inside
+    content controls and custom XML included (python-docx reads only direct children)."""
+    out: list[Any] = []
+    stack = list(reversed(list(parent)))
+    while stack:
+        el = stack.pop()
+        if el.tag in (f"{_W}p", f"{_W}tbl"):
+            out.append(el)
+        elif el.tag in _BLOCK_WRAPPERS:
+            stack.extend(reversed(list(el)))
+    return out

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
-from docket.ingest.docx_hidden import Visibility
+from docket.ingest.docx_hidden import Visibility, blocks
 from docket.ingest.pdf_hidden import strip_hidden_text
 
 
@@ -305,7 +305,7 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
     pages = _Pages()
     styles, default = _paragraph_styles(document)
     body = document.element.body  # type: ignore[attr-defined]
-    for child in body.iterchildren():
+    for child in blocks(body):
         if child.tag == f"{_W}p":
             page = _paragraph_page(child, pages)
             if page is None and child.find(f".//{_W}noBreakHyphen") is None:
@@ -323,7 +323,8 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
         elif child.tag == f"{_W}tbl":
             table = Table(child, document)  # type: ignore[arg-type]
             for row in table.rows:
-                cells = ["\n".join(shown.text(p) for p in c._tc.iterchildren(f"{_W}p")).strip() for c in row.cells]
+                cells = ["\n".join(shown.text(p) for p in blocks(c._tc) if p.tag == f"{_W}p").strip()
+                         for c in row.cells]
                 line = " | ".join(dict.fromkeys(c for c in cells if c))
                 if line:
                     out.append((pages.page, line))
