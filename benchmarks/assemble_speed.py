@@ -274,6 +274,20 @@ def ratios(results: dict[str, dict[int, dict[str, Any]]], n: int) -> list[str]:
     return [r for r in (ratio(a, b) for a, b in pairs) if r]
 
 
+def checked_sizes(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """The pool sizes of `--pools`, after `--questions` and `--repeat` are checked (a usage
+    error from `ap` otherwise); this script's and cold_sight.py's options."""
+    if args.questions < 1 or args.repeat < 1:
+        ap.error("--questions and --repeat must be at least 1")
+    try:
+        sizes = [int(s) for s in args.pools.split(",")]
+    except ValueError:
+        ap.error(f"--pools must be comma-separated integers like 50,200,1000, got {args.pools!r}")
+    if any(n < 10 for n in sizes):
+        ap.error("--pools: every pool needs at least 10 candidates (a question's own paragraphs)")
+    return sizes
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", default="50,200,1000")
@@ -286,14 +300,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.questions, args.repeat = min(args.questions, 4), min(args.repeat, 3)
-    if args.questions < 1 or args.repeat < 1:
-        ap.error("--questions and --repeat must be at least 1")
-    try:
-        sizes = [int(s) for s in args.pools.split(",")]
-    except ValueError:
-        ap.error(f"--pools must be comma-separated integers like 50,200,1000, got {args.pools!r}")
-    if any(n < 10 for n in sizes):
-        ap.error("--pools: every pool needs at least 10 candidates (a question's own paragraphs)")
+    sizes = checked_sizes(ap, args)
     systems = [s.strip() for s in args.systems.split(",")]
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:

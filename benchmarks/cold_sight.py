@@ -37,14 +37,7 @@ def main() -> int:
     ap.add_argument("--pools", default="50,200,1000")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if args.questions < 1 or args.repeat < 1:
-        ap.error("--questions and --repeat must be at least 1")
-    try:
-        sizes = [int(s) for s in args.pools.split(",")]
-    except ValueError:
-        ap.error(f"--pools must be comma-separated integers like 50,200,1000, got {args.pools!r}")
-    if any(n < 10 for n in sizes):
-        ap.error("--pools: every pool needs at least 10 candidates")
+    sizes = speed.checked_sizes(ap, args)
 
     from docket.eval.cache import eval_embedder
     from docket.tokens import O200kCounter
