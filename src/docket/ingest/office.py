@@ -25,8 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from docket.errors import InputError, UnavailableError
+from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
 from docket.ingest.pdf_hidden import strip_hidden_text
+from docket.tokens import TokenCounter
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,16 @@ class Segment:
 class OfficeText:
     title: str
     segments: list[Segment]
+
+
+def paged_pieces(text: OfficeText, counter: TokenCounter, size: ChunkSize,
+                 title: str) -> Iterator[tuple[Piece, int | None]]:
+    """Each segment chunked on its own, so no chunk spans two pages, with its page: in the
+    section path ("Termination > page 4") and beside it for the chunk's metadata."""
+    for seg in text.segments:
+        for piece in chunk_text(seg.text, counter, size, title=title):
+            section = " > ".join(x for x in (piece.section, f"page {seg.page}" if seg.page else "") if x)
+            yield Piece(section, piece.text), seg.page
 
 
 def _clean(text: str) -> str:

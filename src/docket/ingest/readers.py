@@ -20,7 +20,7 @@ from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.html import clean_html
 from docket.ingest.markdown import visible_markdown
 from docket.ingest.meta import DocMeta, is_sidecar, read_sidecar, resolve_meta, split_front_matter
-from docket.ingest.office import OfficeLimits, read_docx, read_pdf
+from docket.ingest.office import OfficeLimits, OfficeText, Segment, paged_pieces, read_docx, read_pdf
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk, parse_chunk
 from docket.safeio import input_problem, iter_json_lines, read_bytes, scrub_counted
@@ -177,15 +177,10 @@ def read_office(found: Found, kind: str, size: ChunkSize, counter: TokenCounter,
     meta = resolve_meta({}, read_sidecar(found.path)[0], where)
     title = str(meta.fields.get("title", "")) or office.title
     title = strip_invisible(scrub_counted(title or found.path.stem, local), local)
-    pieces: list[tuple[Piece, dict[str, Any]]] = []
-    for seg in office.segments:
-        text = strip_invisible(scrub_counted(seg.text, local), local)
-        for p in chunk_text(text, counter, size, title=title):
-            if seg.page is None:
-                pieces.append((p, meta.metadata))
-                continue
-            section = " > ".join(x for x in (p.section, f"page {seg.page}") if x)
-            pieces.append((Piece(section, p.text), {**meta.metadata, "page": seg.page}))
+    cleaned = OfficeText(title, [Segment(strip_invisible(scrub_counted(s.text, local), local), s.page)
+                                 for s in office.segments])
+    pieces = [(p, meta.metadata if page is None else {**meta.metadata, "page": page})
+              for p, page in paged_pieces(cleaned, counter, size, title)]
     removed.update(local)
     return _version(found, meta, title, pieces, local)
 

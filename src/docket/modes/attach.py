@@ -22,11 +22,11 @@ from typing import Any
 
 from docket.context import Context
 from docket.errors import InputError
-from docket.ingest.chunking import ChunkSize, chunk_text
+from docket.ingest.chunking import ChunkSize
 from docket.ingest.html import clean_html
 from docket.ingest.markdown import visible_markdown
 from docket.ingest.meta import split_front_matter
-from docket.ingest.office import OfficeLimits, OfficeText, Segment, read_docx, read_pdf
+from docket.ingest.office import OfficeLimits, OfficeText, Segment, paged_pieces, read_docx, read_pdf
 from docket.ingest.unicode import strip_invisible
 from docket.model import Chunk
 from docket.policy import Policy
@@ -152,14 +152,12 @@ def chunks_of(att: Attachment, text: OfficeText, doc: str, size: ChunkSize, coun
     the section path ("Termination > page 4") and in `metadata.page`."""
     title = text.title or att.name
     out: list[Chunk] = []
-    for seg in text.segments:
-        for piece in chunk_text(seg.text, counter, size, title=title):
-            section = " > ".join(x for x in (piece.section, f"page {seg.page}" if seg.page else "") if x)
-            meta: dict[str, Any] = {"file": att.name}
-            if seg.page is not None:
-                meta["page"] = seg.page
-            out.append(Chunk(id=f"{doc}#{len(out) + 1}", doc=doc, text=piece.text, title=title, section=section,
-                             position=len(out), source_type="attachment", trust=USER_PROVIDED, metadata=meta))
+    for piece, page in paged_pieces(text, counter, size, title):
+        meta: dict[str, Any] = {"file": att.name}
+        if page is not None:
+            meta["page"] = page
+        out.append(Chunk(id=f"{doc}#{len(out) + 1}", doc=doc, text=piece.text, title=title, section=piece.section,
+                         position=len(out), source_type="attachment", trust=USER_PROVIDED, metadata=meta))
     if not out:
         raise InputError("holds no text to use", where=att.name)
     return out
