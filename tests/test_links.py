@@ -349,3 +349,14 @@ def test_assemble_llm_applies_the_allow_list_and_strips(monkeypatch: pytest.Monk
     assert len(check["flagged_links"]) == 3 and "stripped_answer" not in check
     code, out, err = _cli(base + ["--allow-domain", "co.uk"], monkeypatch, capsys)
     assert code == 2 and "public suffix" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("depth", [5, 25, 99, 150])
+@pytest.mark.parametrize("wrap", [lambda n, s: ">" * n + " " + s, lambda n, s: "".join("  " * i + "- x\n" for i in range(n // 2))
+                                  + "  " * (n // 2) + "- " + s])
+def test_a_link_nested_deep_is_still_flagged(depth: int, wrap: object) -> None:
+    """markdown-it's CommonMark preset stops parsing at 20 levels and renders nothing deeper, which
+    hid a link in 21 nested quotes from the check while a viewer renders it. The parser now nests
+    as deep as docket's Markdown reading (100); past that, every URL-like text of the answer counts."""
+    answer = wrap(depth, "See [here](https://evil.example/x) for details [S1].")  # type: ignore[operator]
+    assert [f.domain for f in flagged_links(answer)] == ["evil.example"]

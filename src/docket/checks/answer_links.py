@@ -35,6 +35,7 @@ from markdown_it.token import Token
 
 from docket.checks.html_loads import css_urls, element_loads, loads
 from docket.checks.urls import Found, bare_links, normalise_char
+from docket.ingest.markdown import too_deep, viewer_parser
 
 #: tags whose start tag goes when one of its URLs is disallowed (loading them is the harm)
 MEDIA_TAGS = frozenset({"img", "image", "iframe", "frame", "embed", "object", "source", "track", "video", "audio",
@@ -99,7 +100,7 @@ def _wrap_block(fn: Callable[..., bool]) -> Callable[..., bool]:
 
 @lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    md = viewer_parser()  # nesting as deep as a viewer's (markdown-it's own limit of 20 hid deeper links)
     if "text_join" in [r.name for r in md.core.ruler.__rules__]:
         md.disable("text_join")  # it rebuilds each block's token list, which the spans are keyed by
     md.validateLink = lambda url: True  # type: ignore[method-assign]  # see javascript: links too
@@ -386,6 +387,10 @@ def occurrences(text: str) -> list[Occurrence]:
             if ref is None or label in used_refs:
                 continue
             out.append(Occurrence("reference", [ref["href"]] + _raw_ref(raw), block, block, text=label))
+    if too_deep(env):  # nested past any limit a parse may take: every URL-like text counts, wherever it sits
+        seen = _Seen()
+        seen.literal(text, 0, len(text))
+        out.extend(_text_links(seen, lambda i: i, (0, len(text))))
     for dup in env.get("duplicate_refs", []):
         block = lines.block_range(dup.get("map"))
         out.append(Occurrence("reference", [dup["href"]] + _raw_ref(text[block[0]:block[1]]), block, block,

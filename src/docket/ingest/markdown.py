@@ -45,16 +45,17 @@ _MARKS = re.compile(r"^(?:-(?: |$))+|^#{1,6}(?: |$)", re.MULTILINE)
 _HTML_TYPES = frozenset({"html_block", "html_inline"})
 
 
-#: block quotes, lists, list items and inline elements nested deeper than this are refused: markdown-it stops
-#: parsing there (what lies deeper would be neither rendered nor cleaned), a viewer does not
+#: block quotes, lists, list items and inline elements nested deeper than this: markdown-it stops
+#: parsing there (what lies deeper is neither rendered nor cleaned), a viewer does not
 MAX_NESTING = 100
 _TOO_DEEP = "docket.too_deep"
 
 
-@lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
-    """markdown-it with raw HTML on and GFM tables, its nesting limit raised to MAX_NESTING, and
-    every place it would stop at that limit reported in the parse's `env`."""
+def viewer_parser() -> MarkdownIt:
+    """A new markdown-it as a viewer reads Markdown: CommonMark, raw HTML on, GFM tables and
+    strikethrough, its nesting limit raised to MAX_NESTING, and every place it stops at that limit
+    reported (`too_deep(env)` after `parse(text, env)`). Here and for the links in an answer
+    (docket.checks.answer_links), which wraps its own rules around it."""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": True, "maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
@@ -74,6 +75,14 @@ def _parser() -> MarkdownIt:
 
     md.block.tokenize, md.inline.tokenize = block, inline  # type: ignore[method-assign,assignment]
     return md
+
+
+def too_deep(env: dict[str, Any]) -> bool:
+    """Whether the parse that filled `env` stopped somewhere at MAX_NESTING (`viewer_parser`)."""
+    return bool(env.get(_TOO_DEEP))
+
+
+_parser = lru_cache(maxsize=1)(viewer_parser)
 
 
 def _has_html(tokens: list[Token]) -> bool:
@@ -173,7 +182,7 @@ def visible_markdown(text: str, counts: Counter[str] | None = None, *, where: st
     md = _parser()
     env: dict[str, object] = {}
     tokens = md.parse(text, env)
-    if env.get(_TOO_DEEP):
+    if too_deep(env):
         raise InputError(f"nests Markdown deeper than {MAX_NESTING} levels (each block quote, list and list item "
                          "is one); a viewer would still render what lies deeper, so docket refuses the file rather "
                          "than index text it cannot check", where=where)
