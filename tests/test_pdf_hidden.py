@@ -327,3 +327,32 @@ def test_forms_nested_past_the_limit_are_not_drawn(depth: int, kept: bool) -> No
     text = _text(_pdf(draw), counts)
     assert ("WORD" in text) is kept and "Refunds take 14 days." in text
     assert counts["pdf_hidden_too_deep"] == (0 if kept else 1)
+
+
+def test_the_area_grid_finds_what_a_scan_of_every_area_finds() -> None:
+    """`_Areas.under` reads only the point's grid cell; it must give the colour of the last area
+    painted over the point, as reading every area from the last would (areas clipped to the page
+    and its margin, a point beyond the margin read at the nearest point within it)."""
+    import random
+
+    from docket.ingest.pdf_hidden import _Areas
+
+    rnd = random.Random(3)
+    box = (0.0, 0.0, 612.0, 792.0)
+    for _ in range(30):
+        areas = _Areas(box)
+        drawn = []
+        for k in range(rnd.randint(0, 60)):
+            x0, y0 = rnd.uniform(-300, 900), rnd.uniform(-300, 1100)
+            x1, y1 = x0 + rnd.uniform(0, 400), y0 + rnd.uniform(0, 400)
+            colour = (k / 60, 0.0, 0.0, 1.0)
+            areas.add([(x0, y0), (x1, y1)], colour)
+            drawn.append((x0, y0, x1, y1, colour))
+        lo_x, lo_y, hi_x, hi_y = areas.bounds
+        for _ in range(200):
+            x, y = rnd.uniform(-500, 1100), rnd.uniform(-500, 1300)
+            cx, cy = min(max(x, lo_x), hi_x), min(max(y, lo_y), hi_y)
+            want = next((c for a, b, e, f, c in reversed(drawn)
+                         if max(a, lo_x) <= cx <= min(e, hi_x) and max(b, lo_y) <= cy <= min(f, hi_y)),
+                        (1.0, 1.0, 1.0, 1.0))
+            assert areas.under(x, y) == want

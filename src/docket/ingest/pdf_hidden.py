@@ -103,6 +103,46 @@ class _Page:
     painted: bool = False
 
 
+class _Areas:
+    """The filled areas painted so far (device space) with their colour or UNKNOWN, clipped to the
+    page (with a margin: text beyond it is off the page anyway) and indexed by a grid of CELL-point
+    squares, so finding what lies under a point reads the areas of its cell, not every area of
+    the page (a page of thousands of table cells and words was quadratic)."""
+
+    CELL = 32.0
+
+    def __init__(self, box: tuple[float, float, float, float]) -> None:
+        margin = 2 * self.CELL
+        self.bounds = (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
+        self.boxes: list[tuple[float, float, float, float, cv.RGBA | None]] = []
+        self.grid: dict[tuple[int, int], list[int]] = {}
+
+    def add(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        lo_x, lo_y, hi_x, hi_y = self.bounds
+        x0, y0, x1, y1 = max(min(xs), lo_x), max(min(ys), lo_y), min(max(xs), hi_x), min(max(ys), hi_y)
+        if x1 < x0 or y1 < y0:
+            return  # wholly off the page: under no text that could show
+        k = len(self.boxes)
+        self.boxes.append((x0, y0, x1, y1, colour))
+        c = self.CELL
+        for cx in range(math.floor(x0 / c), math.floor(x1 / c) + 1):
+            for cy in range(math.floor(y0 / c), math.floor(y1 / c) + 1):
+                self.grid.setdefault((cx, cy), []).append(k)
+
+    def under(self, x: float, y: float) -> cv.RGBA | None:
+        """The colour last painted at (x, y): the page's white where nothing was. A point beyond
+        the margin reads at the nearest point within it (text starting off the page shows, if at
+        all, from the page's edge on)."""
+        lo_x, lo_y, hi_x, hi_y = self.bounds
+        x, y = min(max(x, lo_x), hi_x), min(max(y, lo_y), hi_y)
+        for k in reversed(self.grid.get((math.floor(x / self.CELL), math.floor(y / self.CELL)), ())):
+            x0, y0, x1, y1, colour = self.boxes[k]
+            if x0 <= x <= x1 and y0 <= y <= y1:
+                return colour
+        return cv.WHITE
+
+
 @dataclass
 class _Walk:
     """The walk over one content stream: state, text matrices, the current path's corners, and
@@ -114,7 +154,7 @@ class _Walk:
     tm: Matrix = IDENTITY
     tlm: Matrix = IDENTITY
     path: list[tuple[float, float]] = field(default_factory=list)
-    areas: list[tuple[float, float, float, float, cv.RGBA | None]] = field(default_factory=list)
+    areas: _Areas | None = None  # the page's, shared with the forms it draws (made from `box` when None)
     resources: Any = None  # the stream's /Resources (a form's own, else its page's)
     reader: Any = None
     depth: int = 0  # forms inside forms
@@ -122,16 +162,17 @@ class _Walk:
     clipping: bool = False  # a W or W* waits for its path's end
 
 
+    def __post_init__(self) -> None:
+        if self.areas is None:
+            self.areas = _Areas(self.box)
+
     def area(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
-        xs, ys = [p[0] for p in points], [p[1] for p in points]
-        self.areas.append((min(xs), min(ys), max(xs), max(ys), colour))
+        assert self.areas is not None
+        self.areas.add(points, colour)
 
     def under(self, x: float, y: float) -> cv.RGBA | None:
-        """The colour last painted at (x, y): the page's white where nothing was."""
-        for x0, y0, x1, y1, colour in reversed(self.areas):
-            if x0 <= x <= x1 and y0 <= y <= y1:
-                return colour
-        return cv.WHITE
+        assert self.areas is not None
+        return self.areas.under(x, y)
 
     def reason(self, text_len: int) -> str | None:
         """Why the text shown now would not be painted, or None."""
@@ -280,11 +321,11 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
     m = tuple(float(x) for x in xobj.get("/Matrix", IDENTITY))
     own = xobj.get("/Resources")
     sub = _Walk(box=walk.box, state=replace(walk.state, ctm=_mul(m, walk.state.ctm)),  # type: ignore[arg-type]
-                areas=list(walk.areas), resources=own.get_object() if own is not None else walk.resources,
+                areas=walk.areas, resources=own.get_object() if own is not None else walk.resources,
                 reader=walk.reader, depth=walk.depth + 1, page=walk.page)
     if _run(sub, rec, counts):
         rec.changed = True
-    walk.areas = sub.areas  # what the form painted lies under what follows
+    # (the areas are the page's, shared: what the form painted lies under what follows)
     return "form"
 
 
