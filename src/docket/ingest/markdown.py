@@ -195,7 +195,7 @@ def visible_markdown(text: str, counts: Counter[str] | None = None, *, where: st
     raw_html = _has_html(tokens)
     if not raw_html and all(keep_line):
         return text
-    replace: dict[int, str | None] = {}  # block number -> its visible text (None: as the source has it)
+    replace: dict[int, str] = {}  # block number -> its visible text ("": hidden whole); the others keep their source
     if raw_html:
         marker = _marker(text)
         toks = [t for _, _, t in blocks]
