@@ -172,10 +172,11 @@ CASES = [
     ("index/db-no-folder", ["index", "--db", "{missing}/sub/s.db", "--embedder", "hash", "{good}"], {}, 2, "does not exist"),
     ("index/db-folder", ["index", "--db", "{folder}", "--embedder", "hash", "{good}"], {}, 2, "is a directory"),
     ("ask/db-not-sqlite", ["ask", "{q}", "--db", "{policy}"], {}, 2, "not a docket SQLite store"),
-    # -- index: a bad file is reported (exit 1) and the batch goes on
-    ("index/loop", IDX + ["{loop}"], {}, 1, "symlink loop"),
+    # -- index: a bad file is reported (exit 1) and the batch goes on; a lone PATH that cannot be
+    # read at all is refused before the store is opened (exit 2)
+    ("index/loop", IDX + ["{loop}"], {}, 2, "symlink loop"),
     ("index/empty-folder", IDX + ["{d}"], {"d": None}, 1, "holds no files to index"),
-    ("index/missing", IDX + ["{missing}"], {}, 1, "not found"),
+    ("index/missing", IDX + ["{missing}"], {}, 2, "nothing to index, so no store was opened"),
     ("index/not-utf8", IDX + ["{f}"], {"f.jsonl": NONUTF}, 1, "not UTF-8"),
     ("index/deep-json", IDX + ["{f}"], {"f.jsonl": DEEP}, 1, "nested too deeply"),
     ("index/version-1e999", IDX + ["{f}"], {"f.jsonl": raw_chunk("version", "1e999")}, 1, "finite number"),
@@ -733,3 +734,31 @@ def test_index_reports_every_link_and_special_file_in_a_folder(tmp_path):
     assert "does not exist" in msgs["dangling.md"] and "symlink loop" in msgs["loop.md"]
     assert "not followed" in msgs["linked"] and "not a regular file" in msgs["pipe.md"]
     assert report["added"] == ["sub/a.md v1"] and ".hidden.md" not in msgs
+
+
+def test_index_of_nothing_leaves_no_store(tmp_path):
+    """A mistyped PATH used to create an empty store that `ask` then answered "not found" from.
+    Every PATH missing: refused before the store is opened. Every PATH read but nothing indexed
+    (an empty folder, a file that fails): the store this run created is removed again, and
+    said so. A store that existed before is never removed."""
+    db = tmp_path / "s.db"
+    out = run_cli(["index", "--db", str(db), "--embedder", "hash", str(tmp_path / "typo.md"), str(tmp_path / "nope")])
+    assert out.rc == 2 and "typo.md: not found" in out.err and "nope: not found" in out.err, out.text
+    assert not list(tmp_path.glob("s.db*"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": 1}\n')
+    for paths in ([empty], [bad], [empty, bad, tmp_path / "typo.md"]):
+        out = run_cli(["index", "--db", str(db), "--embedder", "hash", *map(str, paths)])
+        assert out.rc == 1, out.text
+        assert "removed again" in " ".join(out.text.split())
+        assert not list(tmp_path.glob("s.db*")), paths
+    good = tmp_path / "good.md"
+    good.write_text("# Refunds\n\nAnnual plans are refunded within 30 days.\n", encoding="utf-8")
+    out = run_cli(["index", "--db", str(db), "--embedder", "hash", str(good), str(tmp_path / "typo.md")])
+    assert out.rc == 1 and "typo.md: not found" in "".join(out.text.split("\n")) and db.exists(), out.text
+    before = db.read_bytes()
+    out = run_cli(["index", "--db", str(db), "--embedder", "hash", str(empty)])
+    assert out.rc == 1 and db.exists() and "removed again" not in out.text, out.text  # an older store stays
+    assert db.stat().st_size >= len(before) > 0

@@ -64,12 +64,15 @@ def test_index_then_ask_json(docs: Path, tmp_path: Path) -> None:
 
 
 def test_ask_says_on_stderr_when_the_store_is_empty(docs: Path, tmp_path: Path) -> None:
-    """A mistyped path leaves an empty store behind; asking it says so (stderr), with the fix. A
-    store with chunks that answers nothing for this asker gives no such line."""
+    """An empty store (made by the API, or emptied by deletes) answers "not found" to everything;
+    asking it says so (stderr), with the fix. A store with chunks that answers nothing for this
+    asker gives no such line. (`docket index` itself no longer leaves a new store empty.)"""
     from cli_run import run
 
+    from docket.api import Session
+
     empty = str(tmp_path / "empty.db")
-    assert run("index", str(tmp_path / "no-such-folder"), "--db", empty, "--embedder", "hash").returncode == 1
+    Session.open(empty, create=True).close()
     r = run("ask", "annual plans refund", "--db", empty, "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["found"] is False
     assert f"the store {empty} holds no chunks" in r.stderr and f"docket index PATH --db {empty}" in r.stderr

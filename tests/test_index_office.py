@@ -93,6 +93,7 @@ def test_a_pdf_over_the_index_page_limit_is_refused(tmp_path: Path, monkeypatch:
     (tmp_path / "long.pdf").write_bytes(make_pdf(["a", "b", "c"]))
     r = run("index", str(tmp_path / "long.pdf"), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json")
     assert r.returncode == 1
-    (problem,) = json.loads(r.stdout)["problems"]
+    problem, removed = json.loads(r.stdout)["problems"]
+    assert "removed again" in removed["message"] and not (tmp_path / "s.db").exists()
     assert "3 pages" in problem["message"] and "(max_pages 2)" in problem["message"]
     assert "attach." not in problem["message"] and "split the file" in problem["message"]

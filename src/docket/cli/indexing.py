@@ -4,6 +4,8 @@ docket.cli.store only declares them."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,12 +91,25 @@ def run_index(a: IndexArgs) -> IndexReport:
 
     batch, size = _checked(a)
     src = open_source(a.source) if a.source else None
+    new_file = Path(a.db) if "://" not in a.db and not os.path.lexists(a.db) else None
     try:
         with Session.open(a.db, create=True, file_mode=parse_mode(a.file_mode)) as session:
-            return _index(session, a, batch, size, src)
+            report = _index(session, a, batch, size, src)
     finally:
         if src is not None:
             src.close()
+    if new_file is not None and report.problems and not report.chunks_written and not report.added:
+        _remove_empty_store(new_file)
+        report.problem(a.db, "the new store, removed again: nothing was indexed into it (see the problems above)")
+    return report
+
+
+def _remove_empty_store(path: Path) -> None:
+    """A store this run created and then wrote nothing to (every file it was given failed) would
+    only make `ask` answer "not found": take it back, with the files SQLite keeps beside it."""
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal", ".index", ".ann"))):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
 
 
 def open_source(location: str) -> Store:
@@ -110,6 +125,7 @@ def _checked(a: IndexArgs) -> tuple[BatchMeta, ChunkSize]:
     opt.requires(a.model, a.llm, "--model", "--llm")
     if not a.paths and not a.source:
         raise InputError("give files or directories to index, or --from STORE", field="PATH")
+    _refuse_if_nothing_readable(a.paths or [], a.source)
     if a.source is not None and opt.same_location(a.source, a.db):
         raise InputError("is the store being written (--db); copying a store into itself does nothing - give "
                          "another store", where=a.source, field="--from")
@@ -121,6 +137,21 @@ def _checked(a: IndexArgs) -> tuple[BatchMeta, ChunkSize]:
     if a.file_mode is not None and "://" in a.db:
         raise InputError("applies to a SQLite file; a PostgreSQL store's access is the database's", field="--file-mode")
     return batch, size
+
+
+def _refuse_if_nothing_readable(paths: list[Path], source: str | None) -> None:
+    """Every PATH missing (a typo, most often) would open - and so create - the store only to
+    index nothing, leaving an empty store that `ask` then answers "not found" from. Refuse before
+    the store is touched. With one good PATH among bad ones the batch goes on and reports each
+    bad one (exit 1), as for a bad file inside a folder."""
+    from docket.safeio import input_problem
+
+    if source is not None or not paths:
+        return
+    problems = [(p, input_problem(p, "any")) for p in paths]
+    if all(why for _, why in problems):
+        listed = "; ".join(f"{p}: {why}" for p, why in problems)
+        raise InputError(f"nothing to index, so no store was opened ({listed}); check the path", field="PATH")
 
 
 def _index(session: Session, a: IndexArgs, batch: BatchMeta, size: ChunkSize, src: Store | None) -> IndexReport:
