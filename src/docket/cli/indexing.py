@@ -95,10 +95,12 @@ def run_index(a: IndexArgs) -> IndexReport:
     try:
         with Session.open(a.db, create=True, file_mode=parse_mode(a.file_mode)) as session:
             report = _index(session, a, batch, size, src)
+            # the count, not this run's report alone: another writer may have filled the new file meanwhile
+            empty = new_file is not None and report.problems and session.stats()["chunks"] == 0
     finally:
         if src is not None:
             src.close()
-    if new_file is not None and report.problems and not report.chunks_written and not report.added:
+    if new_file is not None and empty and not report.chunks_written and not report.added:
         _remove_empty_store(new_file)
         report.problem(a.db, "the new store, removed again: nothing was indexed into it (see the problems above)")
     return report
