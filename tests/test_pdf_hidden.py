@@ -44,7 +44,8 @@ def _pdf(draw: Draw, word: str = "WORD") -> bytes:
         c.drawString(50, 100, "Contact billing for help.")
     c.showPage()
     c.save()
-    return buf.getvalue()
+    post = getattr(draw, "post", None)  # a change reportlab cannot draw (optional content)
+    return post(buf.getvalue()) if post else buf.getvalue()
 
 
 def _colour(r: float, g: float, b: float) -> Draw:
@@ -184,6 +185,97 @@ def _shrink(c: Any) -> None:
     c.translate(-50, -600)
 
 
+def _alpha(a: float) -> Draw:
+    def draw(c: Any, word: str) -> None:
+        c.setFillAlpha(a)
+        c.drawString(50, 600, word)
+    return draw
+
+
+def _covered(box: tuple[float, float, float, float], colour: tuple[float, float, float] = (1, 1, 1),
+             alpha: float = 1.0, before: str = "") -> Draw:
+    """`word` (after `before`, in one text object), then a rectangle painted over `box`."""
+    def draw(c: Any, word: str) -> None:
+        t = c.beginText(50, 600)
+        t.setFont("Courier", 12)
+        if before:
+            t.textOut(before)
+        t.textOut(word)
+        c.drawText(t)
+        c.setFillColorRGB(*colour)
+        c.setFillAlpha(alpha)
+        c.rect(*box, stroke=0, fill=1)
+    return draw
+
+
+def _covered_by_image(c: Any, word: str) -> None:
+    from PIL import Image
+    from reportlab.lib.utils import ImageReader
+
+    c.drawString(50, 600, word)
+    c.drawImage(ImageReader(Image.new("RGB", (200, 40), (255, 255, 255))), 40, 590, width=200, height=40)
+
+
+def _covered_by_form(c: Any, word: str) -> None:
+    c.drawString(50, 600, word)
+    c.beginForm("cover")
+    c.setFillColorRGB(1, 1, 1)
+    c.rect(40, 590, 200, 30, stroke=0, fill=1)
+    c.endForm()
+    c.doForm("cover")
+
+
+def _form_box(box: tuple[float, float, float, float]) -> Draw:
+    """`word` in a form whose /BBox is `box`: a form paints nothing outside its box."""
+    def draw(c: Any, word: str) -> None:
+        c.beginForm("boxed", *box)
+        c.drawString(50, 600, word)
+        c.endForm()
+        c.doForm("boxed")
+    return draw
+
+
+def _layer(state: str, membership: str = "") -> Draw:
+    """`word` marked as optional content (`/OC /oc1 BDC ... EMC`) of a layer the default view has
+    `state` ("on", "off", or "base-off": off by /BaseState); with `membership` ("/AllOn" ...)
+    the mark names a membership dictionary over that layer and one that is on."""
+    def draw(c: Any, word: str) -> None:
+        c._code.append("/OC /oc1 BDC")
+        c.drawString(50, 600, word)
+        c._code.append("EMC")
+
+    def post(data: bytes) -> bytes:
+        from pypdf import PdfReader, PdfWriter
+        from pypdf.generic import ArrayObject, DictionaryObject, NameObject, TextStringObject
+
+        w = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        layer = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/OCG"),
+                                                NameObject("/Name"): TextStringObject("notes")}))
+        other = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/OCG"),
+                                                NameObject("/Name"): TextStringObject("body")}))
+        mark = layer
+        if membership:
+            mark = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/OCMD"),
+                                                   NameObject("/OCGs"): ArrayObject([layer, other]),
+                                                   NameObject("/P"): NameObject(membership)}))
+        res = w.pages[0]["/Resources"].get_object()
+        res[NameObject("/Properties")] = DictionaryObject({NameObject("/oc1"): mark})
+        d = DictionaryObject({NameObject("/Order"): ArrayObject([layer, other])})
+        if state == "base-off":
+            d[NameObject("/BaseState")] = NameObject("/OFF")
+            d[NameObject("/ON")] = ArrayObject([other])
+        else:
+            d[NameObject("/OFF" if state == "off" else "/ON")] = ArrayObject([layer])
+        w._root_object[NameObject("/OCProperties")] = DictionaryObject(
+            {NameObject("/OCGs"): ArrayObject([layer, other]), NameObject("/D"): d})
+        out = io.BytesIO()
+        w.write(out)
+        return out.getvalue()
+
+    draw.post = post  # type: ignore[attr-defined]
+    return draw
+
+
 # (name, drawing, hidden?, kind counted when hidden)
 CASES: list[tuple[str, Draw, bool, str]] = [
     ("white on the page", _colour(1, 1, 1), True, "color"),
@@ -204,7 +296,26 @@ CASES: list[tuple[str, Draw, bool, str]] = [
     ("clipped to nothing", _clipped(0, 0, 0, 0), True, "clipped"),
     ("clipped to a box elsewhere", _clipped(300, 300, 50, 50), True, "clipped"),
     ("squeezed to 1 % wide", _squeezed(1), True, "font_size"),
+    ("fill alpha 0", _alpha(0), True, "opacity"),
+    ("fill alpha 0.05", _alpha(0.05), True, "opacity"),
+    ("a white box painted over it", _covered((40, 590, 200, 30)), True, "covered"),
+    ("a black box painted over it", _covered((40, 590, 200, 30), colour=(0, 0, 0)), True, "covered"),
+    ("a white box painted over it in a form", _in_form(_covered((40, 590, 200, 30))), True, "covered"),
+    ("a box over it drawn by a form after it", _covered_by_form, True, "covered"),
+    ("an opaque picture painted over it", _covered_by_image, True, "covered"),
+    ("outside its form's box", _form_box((0, 0, 100, 100)), True, "clipped"),
+    ("in a layer that is off", _layer("off"), True, "optional_content"),
+    ("in a layer off by the base state", _layer("base-off"), True, "optional_content"),
+    ("in a membership needing every layer on, one off", _layer("off", "/AllOn"), True, "optional_content"),
     ("plain", _colour(0, 0, 0), False, ""),
+    ("fill alpha 0.5", _alpha(0.5), False, ""),
+    ("a see-through box over it", _covered((40, 590, 200, 30), colour=(1, 1, 0), alpha=0.3), False, ""),
+    ("a box over half of it", _covered((40, 590, 22, 30)), False, ""),
+    ("a box over the word before it", _covered((40, 590, 52, 30), before="Hello "), False, ""),
+    ("a box beside it", _covered((120, 590, 100, 30)), False, ""),
+    ("in a layer that is on", _layer("on"), False, ""),
+    ("inside its form's box", _form_box((0, 500, 300, 700)), False, ""),
+    ("in a membership needing any layer on, one off", _layer("off", "/AnyOn"), False, ""),
     ("inside its clip box", _clipped(40, 590, 200, 30), False, ""),
     ("condensed to 60 %", _squeezed(60), False, ""),
     ("black in a form", _in_form(_colour(0, 0, 0)), False, ""),

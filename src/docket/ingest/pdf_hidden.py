@@ -32,9 +32,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
+from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
-KINDS = ("color", "render_mode", "font_size", "offscreen", "clipped", "too_deep")
+KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
+         "too_deep")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -82,6 +83,13 @@ class _State:
     leading: float = 0.0
     hscale: float = 100.0  # Tz, percent
     clip: tuple[float, float, float, float] | None = None  # the clipping path's bounds, device space
+    clip_exact: bool = True  # the clip (if any) is exactly its bounds: only axis-aligned rectangles made it
+    char_spacing: float = 0.0  # Tc
+    word_spacing: float = 0.0  # Tw
+    rise: float = 0.0  # Ts
+    fill_alpha: float = 1.0  # the graphics state's /ca (set by `gs`)
+    stroke_alpha: float = 1.0  # /CA
+    plain_paint: bool = True  # normal blend mode and no soft mask: what is painted covers what lies under it
 
 
 @dataclass
@@ -101,6 +109,8 @@ class _Page:
     streams: dict[Any, _Stream] = field(default_factory=dict)
     ocr: list[tuple[_Stream, int]] = field(default_factory=list)
     painted: bool = False
+    shown: _Shown | None = None  # text painted so far, for what a later opaque shape covers
+    layers: _Layers | None = None  # which optional content is off (the document's default view)
 
 
 class _Areas:
@@ -143,6 +153,115 @@ class _Areas:
         return cv.WHITE
 
 
+class _Shown:
+    """The text painted so far on a page (each show's device-space bounds, on the page, and where
+    its operator is), in a grid like `_Areas`, so an opaque shape painted later finds the text it
+    covers without a scan of every show."""
+
+    CELL = 32.0
+
+    def __init__(self, box: tuple[float, float, float, float]) -> None:
+        self.page = box
+        self.items: list[tuple[float, float, float, float, _Stream, int]] = []
+        self.grid: dict[tuple[int, int], list[int]] = {}
+        self.gone: set[int] = set()
+
+    def add(self, bounds: tuple[float, float, float, float], rec: _Stream, i: int) -> None:
+        x0, y0 = max(bounds[0], self.page[0]), max(bounds[1], self.page[1])
+        x1, y1 = min(bounds[2], self.page[2]), min(bounds[3], self.page[3])
+        if x1 < x0 or y1 < y0:
+            return
+        k = len(self.items)
+        self.items.append((x0, y0, x1, y1, rec, i))
+        c = self.CELL
+        for cx in range(math.floor(x0 / c), math.floor(x1 / c) + 1):
+            for cy in range(math.floor(y0 / c), math.floor(y1 / c) + 1):
+                self.grid.setdefault((cx, cy), []).append(k)
+
+    def covered(self, box: tuple[float, float, float, float]) -> list[tuple[_Stream, int]]:
+        """The shows wholly inside `box` (an opaque rectangle painted now), each given once."""
+        x0, y0, x1, y1 = box
+        c, out = self.CELL, []
+        for cx in range(math.floor(max(x0, self.page[0]) / c), math.floor(min(x1, self.page[2]) / c) + 1):
+            for cy in range(math.floor(max(y0, self.page[1]) / c), math.floor(min(y1, self.page[3]) / c) + 1):
+                for k in self.grid.get((cx, cy), ()):
+                    a0, b0, a1, b1, rec, i = self.items[k]
+                    if k not in self.gone and x0 <= a0 and y0 <= b0 and a1 <= x1 and b1 <= y1:
+                        self.gone.add(k)
+                        out.append((rec, i))
+        return out
+
+
+class _Layers:
+    """Which optional content (layers: OCGs, and membership dictionaries over them) the
+    document's default view shows, from the catalog's /OCProperties /D: every group on unless
+    /BaseState says off, then the /ON and /OFF lists. Anything unreadable counts as shown (a
+    viewer that cannot read it shows it too)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.base_on, self.on, self.off = True, set(), set()
+        try:
+            d = reader.trailer["/Root"]["/OCProperties"]["/D"]
+        except (KeyError, TypeError, AttributeError):
+            return
+        try:
+            self.base_on = d.get("/BaseState", "/ON") != "/OFF"
+            self.on = {_key(x) for x in d.get("/ON", [])}
+            self.off = {_key(x) for x in d.get("/OFF", [])}
+        except (TypeError, AttributeError):
+            self.base_on, self.on, self.off = True, set(), set()
+
+    def shows(self, obj: Any, depth: int = 0) -> bool:
+        """Whether content marked with `obj` (an OCG or an OCMD dictionary) is shown."""
+        try:
+            obj = obj.get_object()
+            if not hasattr(obj, "get") or depth > 16:
+                return True
+            if obj.get("/Type") == "/OCMD":
+                if "/VE" in obj:
+                    return self._expression(obj["/VE"], depth + 1)
+                groups = obj.get("/OCGs")
+                if groups is None:
+                    return True
+                groups = groups.get_object()
+                states = [self._group(g) for g in (groups if isinstance(groups, list) else [groups])]
+                if not states:
+                    return True
+                policy = obj.get("/P", "/AnyOn")
+                return {"/AllOn": all(states), "/AnyOff": not all(states),
+                        "/AllOff": not any(states)}.get(policy, any(states))
+            return self._group(obj)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            return True
+
+    def _group(self, ocg: Any) -> bool:
+        k = _key(ocg)
+        return k in self.on if not self.base_on else k not in self.off
+
+    def _expression(self, ve: Any, depth: int) -> bool:
+        ve = ve.get_object()
+        if not isinstance(ve, list):
+            return self.shows(ve, depth)
+        if not ve or depth > 16:
+            return True
+        op, args = ve[0], [self._expression(a, depth + 1) for a in ve[1:]]
+        if op == "/Not":
+            return not args[0] if args else True
+        if op == "/And":
+            return all(args)
+        return any(args) if args else True
+
+
+def _key(obj: Any) -> Any:
+    """An object's identity across look-ups: its indirect reference, else the object itself."""
+    ref = getattr(obj, "indirect_reference", None)
+    if ref is None and hasattr(obj, "idnum"):
+        ref = obj
+    if ref is not None:
+        return (ref.idnum, ref.generation)
+    return id(obj.get_object()) if hasattr(obj, "get_object") else id(obj)
+
+
 @dataclass
 class _Walk:
     """The walk over one content stream: state, text matrices, the current path's corners, and
@@ -160,6 +279,10 @@ class _Walk:
     depth: int = 0  # forms inside forms
     page: _Page = field(default_factory=_Page)
     clipping: bool = False  # a W or W* waits for its path's end
+    rects: int = 0  # how many `re` the current path holds; -1 once it holds anything else
+    marked: list[bool] = field(default_factory=list)  # marked-content nesting: True where optional content is off
+    off: bool = False  # drawn inside optional content that is off (a form's drawing)
+    advance: float = 0.0  # the most the text shown since the last positioning can have moved (text space)
 
 
     def __post_init__(self) -> None:
@@ -177,6 +300,8 @@ class _Walk:
     def reason(self, text_len: int) -> str | None:
         """Why the text shown now would not be painted, or None."""
         s = self.state
+        if self.hidden():
+            return "optional_content"
         trm = _mul(self.tm, s.ctm)
         x, y = trm[4], trm[5]
         size = abs(s.font_size) * math.hypot(trm[2], trm[3])
@@ -194,16 +319,44 @@ class _Walk:
         width = text_len * size
         if y < bottom - size or y > top + size or x > right or x + width < left:
             return "offscreen"
+        shown: list[tuple[cv.RGBA | None, float]] = []
+        if s.render_mode in (0, 2, 4, 6):
+            shown.append((s.fill, s.fill_alpha))
+        if s.render_mode in (1, 2, 5, 6):
+            shown.append((s.stroke, s.stroke_alpha))
+        if all(alpha < MIN_OPACITY for _, alpha in shown):
+            return "opacity"  # transparent paint: nothing shows over anything
         if back is UNKNOWN:
             return None
-        shown = []
-        if s.render_mode in (0, 2, 4, 6):
-            shown.append(s.fill)
-        if s.render_mode in (1, 2, 5, 6):
-            shown.append(s.stroke)
-        if all(c is not None and cv.contrast(c, back) < MIN_CONTRAST for c in shown):
-            return "color"
+        if all(c is not None and cv.contrast(cv.over((*c[:3], alpha), back), back) < MIN_CONTRAST
+               for c, alpha in shown):
+            opaque = all(c is not None and cv.contrast(c, back) < MIN_CONTRAST for c, _ in shown)
+            return "color" if opaque else "opacity"
         return None
+
+    def hidden(self) -> bool:
+        """Inside optional content the document's default view turns off."""
+        return self.off or any(self.marked)
+
+    def text_box(self, operator: bytes, operands: list[Any], n: int) -> tuple[float, float, float, float]:
+        """Device-space bounds that hold the text shown now wherever its glyphs fall: each glyph
+        taken as at most an em wide plus the spacing, from the furthest the earlier text of this
+        line can have moved it; kerning that moves back widens it leftwards."""
+        s = self.state
+        size, th = abs(s.font_size), s.hscale / 100
+        back = 0.0
+        if operator == b"TJ":
+            for x in operands[0] if operands else []:
+                if isinstance(x, (int, float)) and not isinstance(x, bool):
+                    back += max(float(x), 0.0) / 1000 * size * th
+        step = (size + abs(s.char_spacing) + abs(s.word_spacing)) * th
+        left, right = -back - n * max(-s.char_spacing, 0.0) * th, self.advance + n * step
+        self.advance += n * step
+        low, high = s.rise - 0.35 * size, s.rise + 1.1 * size
+        trm = _mul(self.tm, s.ctm)
+        corners = [_apply(trm, x, y) for x in (left, right) for y in (low, high)]
+        xs, ys = [p[0] for p in corners], [p[1] for p in corners]
+        return (min(xs), min(ys), max(xs), max(ys))
 
 
 def _within(clip: tuple[float, float, float, float] | None,
@@ -257,6 +410,8 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
 
     top = _Stream(stream.operations, write_page)
     walk.page.streams["page"] = top
+    walk.page.shown = _Shown(walk.box)
+    walk.page.layers = _Layers(reader)
     removed = _run(walk, top, counts)
     # invisible text over an image is a scan's OCR layer only on a page that paints no text of its
     # own; beside painted text it is text hidden behind a picture, and goes too
@@ -302,6 +457,9 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
         return "image"
     if walk.depth >= MAX_FORM_DEPTH:
         return "too deep"
+    layers = walk.page.layers
+    if walk.hidden() or ("/OC" in xobj and layers is not None and not layers.shows(xobj.raw_get("/OC"))):
+        return "off"
     key = (id(xobjects), str(name))
     rec = walk.page.streams.get(key)
     if rec is None:
@@ -320,7 +478,15 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
         walk.page.streams[key] = rec
     m = tuple(float(x) for x in xobj.get("/Matrix", IDENTITY))
     own = xobj.get("/Resources")
-    sub = _Walk(box=walk.box, state=replace(walk.state, ctm=_mul(m, walk.state.ctm)),  # type: ignore[arg-type]
+    ctm = _mul(m, walk.state.ctm)  # type: ignore[arg-type]
+    state = replace(walk.state, ctm=ctm)
+    bbox = xobj.get("/BBox")
+    if bbox is not None and len(bbox) == 4:  # the form paints nothing outside its box: a clip
+        x0, y0, x1, y1 = (float(v) for v in bbox)
+        corners = [_apply(ctm, x, y) for x in (x0, x1) for y in (y0, y1)]
+        state = replace(state, clip=_within(walk.state.clip, corners),
+                        clip_exact=walk.state.clip_exact and _upright(ctm))
+    sub = _Walk(box=walk.box, state=state,
                 areas=walk.areas, resources=own.get_object() if own is not None else walk.resources,
                 reader=walk.reader, depth=walk.depth + 1, page=walk.page)
     if _run(sub, rec, counts):
@@ -352,31 +518,58 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         x, y, w, h = map(float, operands)
         walk.path += [_apply(s.ctm, x, y), _apply(s.ctm, x + w, y), _apply(s.ctm, x, y + h),
                       _apply(s.ctm, x + w, y + h)]
+        walk.rects = walk.rects + 1 if walk.rects >= 0 and _upright(s.ctm) else -1
     elif operator in (b"m", b"l", b"c", b"v", b"y") and operands and len(operands) % 2 == 0:
         nums = list(map(float, operands))
         walk.path += [_apply(s.ctm, nums[k], nums[k + 1]) for k in range(0, len(nums), 2)]
+        walk.rects = -1
     elif operator in (b"W", b"W*"):
         walk.clipping = True  # the path, once ended, bounds what follows (until Q)
     elif operator in _PATH_ENDS:
-        if operator in _FILLS and walk.path:
-            walk.area(walk.path, s.fill)
+        path, one_rect = walk.path, walk.rects == 1
+        walk.path, walk.rects = [], 0
+        if operator in _FILLS and path and not walk.hidden():
+            walk.area(path, s.fill)
+            if one_rect and s.fill is not None:
+                n = _cover(walk, path, counts)
+                if n:
+                    return n
         if walk.clipping:
-            walk.state = replace(s, clip=_within(s.clip, walk.path))
+            walk.state = replace(s, clip=_within(s.clip, path), clip_exact=s.clip_exact and one_rect)
             walk.clipping = False
-        walk.path = []
+    elif operator == b"gs" and operands and walk.resources is not None:
+        walk.state = _graphics_state(s, walk.resources["/ExtGState"][operands[0]])
+    elif operator == b"BDC" and len(operands) == 2:
+        walk.marked.append(operands[0] == "/OC" and not _layer_shows(walk, operands[1]))
+    elif operator == b"BMC":
+        walk.marked.append(False)
+    elif operator == b"EMC":
+        if walk.marked:
+            walk.marked.pop()
     elif operator == b"Do" and operands and walk.resources is not None and (
             drawn := _form(walk, operands[0], counts)) != "image":
-        if drawn == "too deep":
+        if drawn in ("too deep", "off"):
             rec.ops[i] = ([], b"n")  # not drawn: `n` alone ends no path and paints nothing
-            counts["pdf_hidden_too_deep"] += 1
+            counts["pdf_hidden_too_deep" if drawn == "too deep" else "pdf_hidden_optional_content"] += 1
             return 1
-    elif operator in (b"Do", b"INLINE IMAGE", b"sh"):
+    elif operator in (b"Do", b"INLINE IMAGE", b"sh") and not walk.hidden():
         corners = [_apply(s.ctm, 0, 0), _apply(s.ctm, 1, 0), _apply(s.ctm, 0, 1), _apply(s.ctm, 1, 1)]
         if operator == b"sh":  # a shading fills the clip: the page, as far as this walk knows
             corners = [(walk.box[0], walk.box[1]), (walk.box[2], walk.box[3])]
         walk.area(corners, UNKNOWN)
+        if operator != b"sh" and _upright(s.ctm) and _opaque_image(walk, operator, operands):
+            n = _cover(walk, corners, counts)
+            if n:
+                return n
     elif operator == b"BT":
         walk.tm = walk.tlm = IDENTITY
+        walk.advance = 0.0
+    elif operator == b"Tc" and operands:
+        walk.state = replace(s, char_spacing=float(operands[0]))
+    elif operator == b"Tw" and operands:
+        walk.state = replace(s, word_spacing=float(operands[0]))
+    elif operator == b"Ts" and operands:
+        walk.state = replace(s, rise=float(operands[0]))
     elif operator == b"Tf" and len(operands) == 2:
         walk.state = replace(s, font_size=float(operands[1]))
     elif operator == b"Tr" and operands:
@@ -387,13 +580,18 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.state = replace(s, leading=float(operands[0]))
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
+        walk.advance = 0.0
     elif operator in (b"Td", b"TD") and len(operands) == 2:
         tx, ty = float(operands[0]), float(operands[1])
         if operator == b"TD":
             walk.state = replace(s, leading=-ty)
         walk.tm = walk.tlm = _mul((1.0, 0.0, 0.0, 1.0, tx, ty), walk.tlm)
+        walk.advance = 0.0
     elif operator in (b"T*", b"'", b'"'):
+        if operator == b'"' and len(operands) == 3:
+            walk.state = replace(s, word_spacing=float(operands[0]), char_spacing=float(operands[1]))
         walk.tm = walk.tlm = _mul((1.0, 0.0, 0.0, 1.0, 0.0, -walk.state.leading), walk.tlm)
+        walk.advance = 0.0
     if operator in _SHOW:
         n = _text_len(operator, operands)
         why = walk.reason(n) if n else None
@@ -401,8 +599,74 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
             walk.page.ocr.append((rec, i))
         elif why is None and n:
             walk.page.painted = True
+            if walk.page.shown is not None:
+                walk.page.shown.add(walk.text_box(operator, operands, n), rec, i)
         elif why is not None:
             rec.ops[i] = (_emptied(operator, operands), operator)
             counts[f"pdf_hidden_{why}"] += 1
             return 1
     return 0
+
+
+def _upright(m: Matrix) -> bool:
+    """The matrix keeps rectangles axis-aligned (no rotation or skew but quarter turns)."""
+    return (m[1] == 0 and m[2] == 0) or (m[0] == 0 and m[3] == 0)
+
+
+def _cover(walk: _Walk, points: list[tuple[float, float]], counts: Counter[str]) -> int:
+    """An opaque rectangle painted now, in plain paint: the text painted before that it covers
+    whole goes (the classic white box over a line, or an image laid over it). Only where the clip,
+    if any, is exactly its bounds; otherwise the paint may fall short of them and nothing goes."""
+    s, shown = walk.state, walk.page.shown
+    if shown is None or not s.plain_paint or s.fill_alpha < 1.0 or not s.clip_exact:
+        return 0
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    box = (min(xs), min(ys), max(xs), max(ys))
+    if s.clip is not None:
+        box = (max(box[0], s.clip[0]), max(box[1], s.clip[1]), min(box[2], s.clip[2]), min(box[3], s.clip[3]))
+        if box[2] <= box[0] or box[3] <= box[1]:
+            return 0
+    gone = shown.covered(box)
+    for rec, i in gone:
+        operands, operator = rec.ops[i]
+        rec.ops[i] = (_emptied(operator, operands), operator)
+        rec.changed = True
+        counts["pdf_hidden_covered"] += 1
+    return len(gone)
+
+
+def _opaque_image(walk: _Walk, operator: bytes, operands: list[Any]) -> bool:
+    """An image that paints every point of its square: no mask, soft mask or stencil."""
+    if operator == b"INLINE IMAGE":
+        settings = operands[0] if operands and hasattr(operands[0], "get") else {}
+        return not (settings.get("/IM") or settings.get("/ImageMask"))
+    image = walk.resources["/XObject"][operands[0]]
+    return image.get("/Subtype") == "/Image" and not any(image.get(k) for k in ("/SMask", "/Mask", "/ImageMask"))
+
+
+def _layer_shows(walk: _Walk, props: Any) -> bool:
+    """Whether `/OC props BDC` content shows: `props` names an entry of /Properties (or is the
+    dictionary itself)."""
+    layers = walk.page.layers
+    if layers is None:
+        return True
+    if not hasattr(props, "get_object") or isinstance(props, str):
+        props = walk.resources["/Properties"].raw_get(props) if walk.resources is not None else None
+    return props is None or layers.shows(props)
+
+
+def _graphics_state(s: _State, gs: Any) -> _State:
+    """`s` with what a /ExtGState dictionary sets that decides whether paint shows."""
+    gs = gs.get_object()
+    fill, stroke = gs.get("/ca"), gs.get("/CA")
+    blend = gs.get("/BM")
+    blend = blend[0] if isinstance(blend, list) and blend else blend
+    mask = gs.get("/SMask")
+    plain = s.plain_paint
+    if blend is not None:
+        plain = blend in ("/Normal", "/Compatible")
+    if mask is not None:
+        plain = plain and mask == "/None"
+    return replace(s, fill_alpha=s.fill_alpha if fill is None else min(max(float(fill), 0.0), 1.0),
+                   stroke_alpha=s.stroke_alpha if stroke is None else min(max(float(stroke), 0.0), 1.0),
+                   plain_paint=plain)
