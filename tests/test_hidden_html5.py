@@ -72,6 +72,15 @@ HIDDEN = [
     ("black text in a dark scheme", ":root{color-scheme:dark}", '<p style="color:#000">SECRET</p>', "color"),
     ("dark scheme by meta", "</style><meta name=color-scheme content=dark><style>", '<p style="color:#050505">SECRET</p>',
      "color"),
+    # an opaque positioned box over the whole of its containing block paints over its in-flow text
+    ("white box over its block", "", '<div style="position:relative"><p>SECRET</p>'
+     '<div style="position:absolute;inset:0;background:#fff"></div></div>', "covered"),
+    ("box by edges and full size", "", '<div style="position:relative"><p>A SECRET</p><span style="position:absolute;'
+     'top:0;left:0;width:100%;height:100%;background:white"></span></div>', "covered"),
+    ("box by class rules", ".c{position:relative}.o{position:absolute;top:0;right:0;bottom:0;left:0;"
+     "background-color:rgb(255,255,255)}", '<div class="c"><div><p>SECRET</p></div><b class="o"></b></div>', "covered"),
+    ("box before the text", "", '<div style="position:relative"><div style="position:absolute;inset:0;'
+     'background:#fff"></div><p>SECRET</p></div>', "covered"),
 ]
 VISIBLE = [
     ("text after --!>", "", "<!-- a --!><p>SHOWN</p>"),
@@ -97,6 +106,18 @@ VISIBLE = [
     ("blend normal", "", '<p style="mix-blend-mode:normal">SHOWN</p>'),
     ("the selected option", "", "<select><option selected>SHOWN</option></select>"),
     ("a multiple select shows all", "", "<select multiple><option>SHOWN</option><option>SHOWN</option></select>"),
+    ("see-through box over its block", "", '<div style="position:relative"><p>SHOWN</p>'
+     '<div style="position:absolute;inset:0;background:rgba(255,255,255,.4)"></div></div>'),
+    ("box under the text (z-index -1)", "", '<div style="position:relative"><p>SHOWN</p>'
+     '<div style="position:absolute;inset:0;background:#fff;z-index:-1"></div></div>'),
+    ("positioned text after the box", "", '<div style="position:relative"><div style="position:absolute;inset:0;'
+     'background:#fff"></div><p style="position:relative">SHOWN</p></div>'),
+    ("a layer of its own after the box", "", '<div style="position:relative"><div style="position:absolute;inset:0;'
+     'background:#fff"></div><p style="opacity:.99">SHOWN</p></div>'),
+    ("box over half its block", "", '<div style="position:relative"><p>SHOWN</p>'
+     '<div style="position:absolute;top:0;left:50%;right:0;bottom:0;background:#fff"></div></div>'),
+    ("box in a block of set height", "", '<div style="position:relative;height:4px"><p>one</p><p>SHOWN</p>'
+     '<div style="position:absolute;inset:0;background:#fff"></div></div>'),
     ("light and dark schemes", ":root{color-scheme:light dark}", '<p style="color:#222">SHOWN</p>'),
     ("white text in a dark scheme", ":root{color-scheme:dark}", "<p>SHOWN</p>"),
 ]
@@ -125,3 +146,16 @@ def test_visible_is_kept(name: str, css: str, html: str) -> None:
     text, counts = _clean(css, html)
     assert "SHOWN" in text, f"{name}: visible text removed ({_hidden(counts)})"
     assert not {k for k in _hidden(counts) if k != "html_non_content_elements"}, f"{name}: {_hidden(counts)}"
+
+
+def test_a_box_fixed_over_the_whole_window_covers_the_page_but_not_its_own_text() -> None:
+    """A fixed box over the window stays over it at any scroll: nothing in flow shows, at any
+    place in the page; the box's own text and a layer after it do. Half the window covers nothing
+    docket can place (the text under it depends on the layout), so everything is kept."""
+    box = '<div style="position:fixed;top:0;left:0;width:100vw;height:100vh;background:#fff">Maintenance</div>'
+    text, counts = _clean("", f'<p>SECRET one</p>{box}<p>SECRET two</p><p style="position:relative">SHOWN</p>')
+    assert "SECRET" not in text and "Refunds take 14 days." not in text
+    assert "Maintenance" in text and "SHOWN" in text and counts["html_hidden_covered"] == 1
+    half = box.replace("height:100vh", "height:50vh")
+    text, counts = _clean("", f"<p>SHOWN</p>{half}")
+    assert "SHOWN" in text and "Refunds take 14 days." in text and not counts["html_hidden_covered"]

@@ -112,6 +112,13 @@ def _costly_attachments() -> list[tuple[str, Callable[[], Any]]]:
         ("many tiny sentences", lambda: _brief([("s.txt", "A. " * 300_000)])),
         ("Markdown of 60k inline HTML elements (cleaned as a page)",
          lambda: _brief([("spans.md", "Para " + "<span style='color:#fff'>x</span> " * 60_000)])),
+        ("HTML of 3,000 nested boxes, each with a white box over it (the covered-text rule)",
+         lambda: _brief([("nest.html", "<html><body>" + "<div style='position:relative'><p>x</p>"
+                          "<div style='position:absolute;inset:0;background:#fff'></div>" * 3_000
+                          + "</div>" * 3_000 + "</body></html>")])),
+        ("HTML of 20,000 paragraphs under one white box", lambda: _brief([("many.html", "<html><body>"
+                          "<div style='position:relative'>" + "<p>word</p>" * 20_000
+                          + "<div style='position:absolute;inset:0;background:#fff'></div></div></body></html>")])),
         ("Markdown of 50k paragraphs and one comment", lambda: _brief([("c.md", "<!-- c -->\n\n" + "".join(
             f"paragraph {i}.\n\n" for i in range(50_000)))])),
     ]

@@ -51,7 +51,9 @@ RELEVANT = frozenset(
     "content-visibility font background margin float text-shadow -webkit-text-stroke "
     # read to fail closed: they can hide text in ways docket does not compute
     "mask mask-image -webkit-mask -webkit-mask-image -webkit-mask-box-image mix-blend-mode -webkit-text-security "
-    "animation animation-name letter-spacing offset-path offset color-scheme".split()
+    "animation animation-name letter-spacing offset-path offset color-scheme "
+    # read for text an opaque positioned box covers (what is painted in a layer of its own, and how)
+    "z-index isolation will-change contain perspective backdrop-filter border-radius".split()
 )
 #: other names a browser reads as one of the properties above (prefixed aliases, logical
 #: properties in a left-to-right, horizontal page); a pair sets both sides

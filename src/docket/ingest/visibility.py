@@ -58,7 +58,7 @@ _WIDE = ("inherit", "initial", "unset", "revert", "revert-layer")
 
 #: kinds of removal (the index report counts `html_hidden_<kind>`)
 KINDS = ("display", "hidden_attribute", "aria_hidden", "visibility", "opacity", "font_size", "color", "offscreen",
-         "clip", "transform", "zero_size", "filter", "text_security", "letter_spacing",
+         "clip", "transform", "zero_size", "filter", "text_security", "letter_spacing", "covered",
          # fail closed: what docket cannot compute is not known to be shown
          "unresolved_color", "unresolved_filter", "unresolved_clip", "unresolved_mask", "unresolved_blend",
          "unresolved_motion", "unresolved_animation", "unresolved_css_nesting")
@@ -91,12 +91,19 @@ class _State:
     spacing_em: float = 0.0  # letter-spacing, in ems of the font size where it was set
     colour_unknown: bool = False  # a colour function docket cannot compute
     keyframes: frozenset[str] = frozenset()
+    container: Any = None  # the nearest positioned ancestor (an absolute box's containing block)
+    container_holds: bool = True  # that ancestor grows with its content (no set height) or clips what overflows
+    # this element's own, not inherited (reset for every element):
+    layered: bool = False  # positioned or a stacking context: painted in a layer of its own
+    covers: Any = None  # an opaque positioned box over the whole of this element (see _overlay)
 
 
 @dataclass
 class Removed:
     counts: Counter[str] = field(default_factory=Counter)
     origins: set[tuple[str, int]] = field(default_factory=set)
+    overlays: list[tuple[Tag, Tag]] = field(default_factory=list)  # (opaque box, the element it covers)
+    layered: set[int] = field(default_factory=set)  # ids of elements painted in a layer of their own
 
     def add(self, kind: str, origin: int) -> None:
         if (kind, origin) not in self.origins:
@@ -120,7 +127,32 @@ def hide(soup: BeautifulSoup, styles: Styles | None = None) -> Counter[str]:
     if _dark_scheme(soup, styles):  # the canvas and the default text colour follow a dark scheme
         start.background, start.color = (0.07, 0.07, 0.07, 1.0), cv.WHITE
     _visit(root if isinstance(root, Tag) else soup, start, styles, removed, is_root=True)
+    _remove_covered(removed, root if isinstance(root, Tag) else soup)
     return removed.counts
+
+
+def _remove_covered(removed: Removed, top: Tag | BeautifulSoup) -> None:
+    """Text under an opaque positioned box that covers the whole of its containing block (or of
+    the window, when fixed): a positioned box paints over the in-flow content of that block,
+    before or after it in the page. Text inside the box, or inside anything painted in a layer of
+    its own below the block (positioned, or a stacking context, which may paint above the box),
+    is kept: only what certainly lies under the box goes. One walk of the tree, however many
+    boxes (a page of nested boxes is not quadratic)."""
+    if not removed.overlays:
+        return
+    blocks = {id(block): id(box) for box, block in removed.overlays if box.parent is not None}
+    stack: list[tuple[Any, int]] = [(top, 0)]  # (element, id of the box over it; 0: none)
+    while stack:
+        node, box = stack.pop()
+        if id(node) in removed.layered:
+            box = 0
+        box = blocks.get(id(node), box)
+        for child in list(node.children):
+            if isinstance(child, Tag):
+                stack.append((child, box))
+            elif box and type(child) is NavigableString and str(child).strip():
+                removed.add("covered", box)
+                child.extract()
 
 
 def _dark_scheme(soup: BeautifulSoup, styles: Styles) -> bool:
@@ -154,6 +186,10 @@ def _visit(top: Tag, parent: _State, styles: Styles, removed: Removed, is_root: 
                 removed.add(box_reason, id(tag))
             tag.decompose()
             continue
+        if state.layered:
+            removed.layered.add(id(tag))
+        if state.covers is not None:
+            removed.overlays.append((tag, state.covers))
         later: list[tuple[Tag, _State, bool]] = []
         for child in list(tag.children):
             if isinstance(child, Tag):
@@ -230,7 +266,7 @@ def _compute(tag: Tag, decls: dict[str, Decl], parent: _State, is_root: bool) ->
             sub = _substitute(d.value, parent.custom)
             if sub is not None:
                 custom[name] = sub
-    state = replace(parent, custom=custom)
+    state = replace(parent, custom=custom, layered=False, covers=None)
 
     def kw(name: str) -> str | None:
         toks = _value(decls, name, state)
@@ -314,6 +350,7 @@ def _compute(tag: Tag, decls: dict[str, Decl], parent: _State, is_root: bool) ->
 
     # -- the background behind this element's content
     state.background = _background(decls, state, parent)
+    _layers(tag, decls, state, parent, position, is_root)
 
     # -- text hidden by the (inherited) style
     text_kind = _text_reason(state)
@@ -324,6 +361,91 @@ def _compute(tag: Tag, decls: dict[str, Decl], parent: _State, is_root: bool) ->
     else:
         state.text_reason = (text_kind, id(tag))
     return state, None
+
+
+#: properties that put an element in a layer of its own (a stacking context) at any value but these
+_LAYERING = {"transform": ("none",), "filter": ("none",), "isolation": ("auto",), "will-change": ("auto",),
+             "contain": ("none",), "perspective": ("none",), "backdrop-filter": ("none",), "z-index": ("auto",),
+             "translate": ("none",), "scale": ("none",), "rotate": ("none",)}
+
+
+def _layers(tag: Tag, decls: dict[str, Decl], state: _State, parent: _State, position: str, is_root: bool) -> None:
+    """Set what the covered-text rule needs: whether this element paints in a layer of its own,
+    the containing block its absolute descendants cover, and whether it is itself an opaque box
+    over the whole of its containing block (or of the window)."""
+    def set_(name: str, keep: tuple[str, ...]) -> bool:  # given a value other than `keep` (a function, a number...)
+        toks = _value(decls, name, state)
+        k = cv.keyword(toks) if toks is not None else None
+        return toks is not None and (k is None or k not in (*keep, *_WIDE))
+
+    own_opacity = parent.opacity <= 0 or state.opacity / parent.opacity < 0.999
+    state.layered = position != "static" or own_opacity or any(set_(name, keep) for name, keep in _LAYERING.items())
+    if position != "static" or is_root:
+        height = _len(decls, "height", state, cv.Ctx(em=state.font_px, percent=None))
+        state.container, state.container_holds = tag, height is None or bool(_overflow_clips(decls, state))
+    if position not in ("absolute", "fixed") or state.visibility != "visible" or state.opacity < 0.999:
+        return
+    block = _root_of(tag) if position == "fixed" else parent.container
+    if block is None or (position == "absolute" and not parent.container_holds):
+        return
+    z = _value(decls, "z-index", state)
+    if z is not None and (cv.number(z) or 0) < 0:
+        return  # painted under the in-flow content
+    if any(set_(name, keep) for name, keep in (
+            ("transform", ("none",)), ("translate", ("none",)), ("scale", ("none",)), ("rotate", ("none",)),
+            ("filter", ("none",)), ("clip-path", ("none",)), ("-webkit-clip-path", ("none",)), ("clip", ("auto",)),
+            ("border-radius", ()), ("zoom", ("normal",)))):
+        return  # moved, shaped or clipped: it may not cover the block
+    if not _opaque_background(decls, state) or not _spans(decls, state, position):
+        return
+    state.covers = block
+
+
+def _root_of(tag: Tag) -> Tag | None:
+    """The page's body (what a box fixed over the whole window covers at any scroll)."""
+    node: Any = tag
+    while node is not None and getattr(node, "name", None) != "body":
+        node = node.parent
+    return node
+
+
+def _opaque_background(decls: dict[str, Decl], state: _State) -> bool:
+    """A background colour of its own that nothing shows through (an image: not known)."""
+    sh = _shorthand(decls, "background-color", state)
+    img = _shorthand(decls, "background-image", state)
+    if img is not None and img[0] == "background-image" and cv.keyword(img[1]) != "none":
+        return False
+    if sh is None:
+        return False
+    if sh[0] == "background":
+        colour, image = cv.background(sh[1], state.color)
+        if image != "none":
+            return False
+    else:
+        colour = cv.color(sh[1], state.color) if cv.keyword(sh[1]) not in _WIDE else None
+    return colour is not None and colour[3] >= 0.999
+
+
+def _spans(decls: dict[str, Decl], state: _State, position: str) -> bool:
+    """Does the box reach every edge of its containing block (the window, when fixed)? Each
+    axis: its start at or before the edge, and its end at or past the other (an end inset at or
+    before it, or a size of at least 100 % of the block, or 100vw/vh of the window)."""
+    ctx = cv.Ctx(em=state.font_px, percent=None)
+    for start, end, size, unit in (("top", "bottom", "height", "vh"), ("left", "right", "width", "vw")):
+        a, b = _len(decls, start, state, ctx), _len(decls, end, state, ctx)
+        if a is None or a > 0:
+            return False
+        if b is not None and b <= 0:
+            continue
+        sh = _shorthand(decls, size, state)
+        toks = cv.significant(sh[1]) if sh is not None and sh[0] == size else []
+        full = len(toks) == 1 and (
+            (isinstance(toks[0], ast.PercentageToken) and toks[0].value >= 100)
+            or (position == "fixed" and isinstance(toks[0], ast.DimensionToken) and toks[0].lower_unit == unit
+                and toks[0].value >= 100))
+        if not full:
+            return False
+    return True
 
 
 def _decorated(decls: dict[str, Decl], state: _State) -> bool:
