@@ -21,9 +21,19 @@ from docket.results import WireMapping
 from docket.safeio import check_tree, scrub, shown
 
 #: Statuses that mean "this version is no longer (or not yet) the rule".
-RETIRED_STATUSES = frozenset({"superseded", "archived", "withdrawn", "retired", "deprecated", "draft"})
+RETIRED_STATUSES = frozenset({
+    "superseded", "archived", "withdrawn", "retired", "deprecated", "draft",
+    # the same in other words: a store's own vocabulary must not let an expired rule pass as current
+    "obsolete", "expired", "revoked", "rescinded", "repealed", "replaced", "inactive", "outdated", "cancelled",
+    "canceled", "void", "sunset", "retracted", "proposed"})
 #: Statuses that mark text written by people outside the organisation.
-UNTRUSTED_STATUSES = frozenset({"user-generated", "ugc", "external"})
+UNTRUSTED_STATUSES = frozenset({"user-generated", "ugc", "external", "community", "user-submitted",
+                                "user-contributed", "third-party", "unverified"})
+#: Statuses read as "in force and trusted", like "current"; any status outside these three sets is
+#: read the same way, and Move 1's trace says so (a typo must not pass silently)
+CURRENT_STATUSES = frozenset({"current", "active", "published", "in-force", "in force", "approved", "final",
+                              "official", "live", "valid", "effective", "latest", "derived"})
+KNOWN_STATUSES = RETIRED_STATUSES | UNTRUSTED_STATUSES | CURRENT_STATUSES
 
 #: versions and positions are stored in 32-bit integer columns (PostgreSQL `integer`)
 MAX_SMALL_INT = 2**31 - 1

@@ -21,7 +21,7 @@ from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.features import title_terms
-from docket.model import Chunk, Passage
+from docket.model import KNOWN_STATUSES, Chunk, Passage
 from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase
@@ -207,11 +207,27 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
         else:
             kept.append(p)
 
+    _note_unknown_statuses(kept, ctx)
     if ctx.policy.versions.fetch_current and dropped:  # nothing dropped: nothing to fetch
         kept = _fetch_current(kept, dropped, ctx, as_of)
     reach.ensure(kept, ctx, MOVE, authorities)  # what can reach the prompt: Moves 1-2 compare it with the pool, not every pair
     _find_conflicts(kept, ctx)
     return kept
+
+
+def _note_unknown_statuses(kept: list[Passage], ctx: Context) -> None:
+    """A status docket does not know (a typo, a store's own word) is read as in force and
+    trusted, and shown on the passage's tag; say so once, with the chunks, so a "retird" rule
+    kept as current is visible in the trace."""
+    odd: dict[str, list[str]] = {}
+    for p in kept:
+        for c in p.chunks:
+            if c.status not in KNOWN_STATUSES:
+                odd.setdefault(c.status, []).append(c.id)
+    for status, ids in sorted(odd.items()):
+        ctx.trace.add(MOVE, "note", ids, f"status {status!r} is not one docket knows: read as in force and trusted "
+                      "(shown on the tag); retired ones include superseded, archived, expired, obsolete; "
+                      "untrusted: user-generated, external", status=status, passages=len(ids))
 
 
 def _all_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], as_of: Date) -> bool:
