@@ -66,7 +66,7 @@ ABSENT_MEANS = {
     "status": "every chunk is current",
     "date": "no chunk is dated (as_of cannot tell versions apart)",
     "source_type": "every source has the default authority",
-    "trust": "trust follows the status (user-generated, ugc and external are untrusted)",
+    "trust": "trust follows the status (user-generated, ugc, external, community, third-party... are untrusted)",
 }
 
 
