@@ -14,6 +14,13 @@ paragraph in a cell), then the paragraph style's chain (`basedOn`, base first), 
 character style's chain, then the run's own; the last one given wins. A table style's
 conditional formats (its header row's, its banding) and themes are not read (a theme colour is
 taken from the `w:val` Word writes beside it). A paragraph with nothing hidden reads exactly as python-docx reads it.
+
+Text boxes (`w:txbxContent`) are read as blocks of their own at the paragraph that anchors them
+(`text_boxes`), once: of an `mc:AlternateContent` only the branch Word reads (a Word 2010 shape in
+`mc:Choice`, its VML copy in `mc:Fallback`). A box is left out whole when Word does not draw its
+shape (`wp:docPr`/`cNvPr` `hidden`, VML `visibility:hidden` or `display:none`) or when the run
+that anchors it is hidden; inside a box the same rules apply, the box's fill being what lies under
+its text.
 """
 
 from __future__ import annotations
@@ -22,10 +29,32 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import tinycss2
+
 from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_WPS = "{http://schemas.microsoft.com/office/word/2010/wordprocessingShape}"
+_VML = "{urn:schemas-microsoft-com:vml}"
+#: namespaces whose `mc:Choice` Word reads (its own markup of Word 2010 and later); a Choice that
+#: requires any other is skipped for the next one or the Fallback, as Word skips it
+_UNDERSTOOD = frozenset({
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingShape",  # wps
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingGroup",  # wpg
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingCanvas",  # wpc
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingInk",  # wpi
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingDrawing",  # wp14
+    "http://schemas.microsoft.com/office/word/2010/wordml",  # w14
+    "http://schemas.microsoft.com/office/word/2012/wordml",  # w15
+    "http://schemas.microsoft.com/office/drawing/2010/main",  # a14
+})
+#: a run's children that can hold a shape, and so a text box
+_SHAPE_HOLDERS = frozenset({f"{_W}drawing", f"{_W}pict", f"{_W}object", f"{_MC}AlternateContent"})
+#: the default Office theme's base colours (a `a:schemeClr` with no modifiers); others are unknown
+_SCHEME = {"lt1": "FFFFFF", "bg1": "FFFFFF", "dk1": "000000", "tx1": "000000"}
 _FALSE = frozenset({"0", "false", "off"})
 #: the colours of `w:highlight` (ECMA-376 ST_HighlightColor)
 _HIGHLIGHT = {
@@ -34,7 +63,7 @@ _HIGHLIGHT = {
     "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
     "lightGray": "C0C0C0",
 }
-KINDS = ("vanish", "color", "font_size", "letter_spacing")
+KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape")
 #: letters narrower than this percent of their width (w:w) are a sliver, not text
 MIN_WIDTH_PERCENT = 10
 #: letters condensed by this share of the font size or more (w:spacing) stack on each other
@@ -137,13 +166,16 @@ class Visibility:
             self._chains[key] = self._chain(char_style, self._chain(para_style, base))
         return self._chains[key]
 
-    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA, table_style: str | None = None) -> str | None:
+    def _props(self, run: Any, para_style: str | None, table_style: str | None) -> _Props:
         rpr = run.find(f"{_W}rPr")
         char_style = None
         if rpr is not None:
             rs = rpr.find(f"{_W}rStyle")
             char_style = rs.get(f"{_W}val") if rs is not None else None
-        p = self._styled(para_style, char_style, table_style).over(rpr)
+        return self._styled(para_style, char_style, table_style).over(rpr)
+
+    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA, table_style: str | None = None) -> str | None:
+        p = self._props(run, para_style, table_style)
         if p.vanish:
             return "vanish"
         points = (p.half_points if p.half_points is not None else 20) / 2  # Word's own default: 10 pt
@@ -158,16 +190,27 @@ class Visibility:
                 return "color"
         return None
 
-    def text(self, p: Any) -> str:
-        """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
-        runs Word does not show, each counted as `docx_hidden_<kind>`."""
+    def _context(self, p: Any) -> tuple[str | None, cv.RGBA, str | None]:
+        """Paragraph element `p`'s style, the colour under its text (the page, the fill of the
+        text box it is in, its cell's shading, its own shading) and its table's style. A
+        paragraph in a text box belongs to the box, not to a table the box is anchored in."""
         ppr = p.find(f"{_W}pPr")
         para_style = self._default_para
-        under = self._page or cv.WHITE  # what lies under the text: the page, the cell, the paragraph
-        cell = next(p.iterancestors(f"{_W}tc"), None)
+        under = self._page or cv.WHITE
+        cell = table = None
+        for anc in p.iterancestors():
+            if anc.tag == f"{_W}txbxContent":
+                fill = _box_fill(anc)
+                if fill is not None:
+                    under = cv.over(fill, under)
+                break
+            if anc.tag == f"{_W}tc" and cell is None:
+                cell = anc
+            elif anc.tag == f"{_W}tbl" and cell is not None and table is None:
+                table = anc
         table_style = None
-        if cell is not None:
-            ts = next(p.iterancestors(f"{_W}tbl")).find(f"{_W}tblPr/{_W}tblStyle")
+        if table is not None:
+            ts = table.find(f"{_W}tblPr/{_W}tblStyle")
             table_style = ts.get(f"{_W}val") if ts is not None else None
         for shd in (cell.find(f"{_W}tcPr/{_W}shd") if cell is not None else None,
                     ppr.find(f"{_W}shd") if ppr is not None else None):
@@ -176,6 +219,12 @@ class Visibility:
         if ppr is not None:
             ps = ppr.find(f"{_W}pStyle")
             para_style = ps.get(f"{_W}val") if ps is not None else para_style
+        return para_style, under, table_style
+
+    def text(self, p: Any) -> str:
+        """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
+        runs Word does not show, each counted as `docx_hidden_<kind>`."""
+        para_style, under, table_style = self._context(p)
         parts: list[str] = []
         for run in runs(p):
             text = run.text
@@ -187,6 +236,118 @@ class Visibility:
             elif text.strip():
                 self.counts[f"docx_hidden_{reason}"] += 1
         return "".join(parts)
+
+    def text_boxes(self, p: Any) -> list[Any]:
+        """The text boxes (`w:txbxContent`) paragraph element `p` anchors and Word draws, in
+        document order: of an `mc:AlternateContent` only the branch Word reads, no box whose
+        shape is hidden or whose anchoring run is hidden (each box with text left out counted,
+        as `docx_hidden_shape` or `docx_hidden_vanish`), none inside a deletion. A box inside a
+        box is the inner paragraph's, not `p`'s."""
+        out: list[Any] = []
+        context: tuple[str | None, cv.RGBA, str | None] | None = None
+        for run in runs(p):
+            stack = [c for c in reversed(run) if c.tag in _SHAPE_HOLDERS]
+            if not stack:
+                continue
+            if context is None:
+                context = self._context(p)
+            hidden_run = bool(self._props(run, context[0], context[2]).vanish)
+            while stack:
+                el = stack.pop()
+                if el.tag == f"{_W}txbxContent":
+                    if hidden_run:
+                        self._count_box(el, "vanish")
+                    else:
+                        out.append(el)
+                elif el.tag == f"{_MC}AlternateContent":
+                    branch = alternate(el)
+                    if branch is not None:
+                        stack.extend(reversed(branch))
+                elif _shape_hidden(el):
+                    for box in el.iter(f"{_W}txbxContent"):
+                        if next(box.iterancestors(f"{_W}txbxContent"), el) is el:  # not a box in a box
+                            self._count_box(box, "shape")
+                else:
+                    stack.extend(reversed(el))
+        return out
+
+    def _count_box(self, box: Any, kind: str) -> None:
+        if any((t.text or "").strip() for t in box.iter(f"{_W}t")):
+            self.counts[f"docx_hidden_{kind}"] += 1
+
+
+def alternate(el: Any) -> list[Any] | None:
+    """The children of the branch of `mc:AlternateContent` `el` that Word reads: the first
+    `mc:Choice` whose `Requires` prefixes all name namespaces Word knows, else the `mc:Fallback`
+    (None: neither)."""
+    for branch in el:
+        if branch.tag == f"{_MC}Choice":
+            prefixes = (branch.get("Requires") or "").split()
+            if prefixes and all(branch.nsmap.get(px) in _UNDERSTOOD for px in prefixes):
+                return list(branch)
+        elif branch.tag == f"{_MC}Fallback":
+            return list(branch)
+    return None
+
+
+def _vml_style(style: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for decl in style.split(";"):
+        name, _, value = decl.partition(":")
+        out[name.strip().lower()] = value.strip().lower()
+    return out
+
+
+def _shape_hidden(el: Any) -> bool:
+    """Whether Word leaves shape element `el` undrawn: a DrawingML object whose properties
+    (`wp:docPr`, `wps:cNvPr`, `pic:cNvPr`...) say `hidden`, a VML shape styled `visibility:
+    hidden` or `display:none`."""
+    for child in el:
+        tag = child.tag
+        if isinstance(tag, str) and tag.endswith(("}docPr", "}cNvPr")) and \
+                (child.get("hidden") or "").lower() in ("1", "true", "on"):
+            return True
+    tag = el.tag
+    if isinstance(tag, str) and tag.startswith(_VML) and el.get("style"):
+        style = _vml_style(el.get("style"))
+        return style.get("visibility") == "hidden" or style.get("display") == "none"
+    return False
+
+
+def _box_fill(box: Any) -> cv.RGBA | None:
+    """The colour a text box's shape is filled with (None: no fill, or one not known)."""
+    holder = box.getparent()
+    if holder is None:
+        return None
+    if holder.tag == f"{_WPS}txbx":
+        shape = holder.getparent()
+        fill = shape.find(f"{_WPS}spPr/{_A}solidFill") if shape is not None else None
+        if fill is None or len(fill) != 1:
+            return None
+        clr = fill[0]
+        name = clr.tag.rpartition("}")[2]
+        alpha = 1.0
+        for mod in clr:
+            if mod.tag == f"{_A}alpha":
+                try:
+                    alpha = max(0.0, min(1.0, int(mod.get("val") or "") / 100_000))
+                except ValueError:
+                    return None
+            else:
+                return None  # a shade, tint, luminance change...: not computed
+        hex6 = {"srgbClr": clr.get("val"), "sysClr": clr.get("lastClr"),
+                "schemeClr": _SCHEME.get(clr.get("val") or "")}.get(name)
+        rgb = _rgb(hex6)
+        return (rgb[0], rgb[1], rgb[2], alpha) if rgb is not None else None
+    if holder.tag == f"{_VML}textbox":
+        shape = holder.getparent()
+        if shape is None or (shape.get("filled") or "t").lower() in ("f", "false"):
+            return None
+        value = (shape.get("fillcolor") or "white").split()
+        if not value:
+            return None
+        return cv.color(tinycss2.parse_one_component_value(value[0]), cv.BLACK)
+    return None
 
 
 #: inline wrappers whose runs Word shows as the paragraph's own text: links, tracked insertions
@@ -200,8 +361,9 @@ _BLOCK_WRAPPERS = frozenset(f"{_W}{t}" for t in ("sdt", "sdtContent", "customXml
 def runs(p: Any) -> list[Any]:
     """The runs of paragraph element `p` in document order, those inside the inline wrappers
     Word shows as text (python-docx reads only direct runs and a link's: a content control's or a
-    tracked insertion's text was lost). A deletion's runs (`w:del`, `w:moveFrom`) are not text,
-    and a drawing's text box is another paragraph, not this one's."""
+    tracked insertion's text was lost), and those in the branch of an `mc:AlternateContent` Word
+    reads. A deletion's runs (`w:del`, `w:moveFrom`) are not text, and a drawing's text box is
+    another paragraph (`Visibility.text_boxes`), not this one's."""
     out: list[Any] = []
     stack = list(reversed(list(p)))
     while stack:
@@ -210,12 +372,15 @@ def runs(p: Any) -> list[Any]:
             out.append(el)
         elif el.tag in _INLINE_WRAPPERS:
             stack.extend(reversed(list(el)))
+        elif el.tag == f"{_MC}AlternateContent":
+            stack.extend(reversed(alternate(el) or []))
     return out
 
 
 def blocks(parent: Any) -> list[Any]:
     """The paragraphs and tables of a body or a table cell in document order, those inside
-    content controls and custom XML included (python-docx reads only direct children)."""
+    content controls and custom XML included (python-docx reads only direct children), and those
+    in the branch of an `mc:AlternateContent` Word reads."""
     out: list[Any] = []
     stack = list(reversed(list(parent)))
     while stack:
@@ -224,4 +389,6 @@ def blocks(parent: Any) -> list[Any]:
             out.append(el)
         elif el.tag in _BLOCK_WRAPPERS:
             stack.extend(reversed(list(el)))
+        elif el.tag == f"{_MC}AlternateContent":
+            stack.extend(reversed(alternate(el) or []))
     return out
