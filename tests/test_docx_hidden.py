@@ -138,10 +138,11 @@ def _box(d: Any, paragraph: str) -> None:
 
 def _word_box(rpr: str = "", fill: str = "FFFFFF", vml_fill: str = "white", docpr: str = "", anchor_rpr: str = "") -> str:
     """A paragraph anchoring a text box (wps shape and its VML copy) whose one line ends in WORD
-    (with run properties `rpr`), the box filled with `fill` (hex, "" for none)."""
+    (with run properties `rpr`), the box filled with `fill` (hex, a DrawingML colour element, ""
+    for none)."""
     inner = (f'<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:rPr>{rpr}</w:rPr><w:t>WORD</w:t>'
              f'</w:r></w:p>')
-    srgb = f'<a:srgbClr val="{fill}"/>' if fill else ""
+    srgb = fill if fill.startswith("<") else f'<a:srgbClr val="{fill}"/>' if fill else ""
     return box_paragraph(box_alternate(box_drawing(inner, docpr=docpr, fill=srgb), box_pict(inner, fill=vml_fill)),
                          rpr=anchor_rpr)
 
@@ -166,6 +167,8 @@ CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
      "color"),
     ("black in a black text box", lambda d: _box(d, _word_box('<w:color w:val="000000"/>', fill="000000",
                                                              vml_fill="black")), True, "color"),
+    ("white in a see-through black text box", lambda d: _box(d, _word_box(
+        '<w:color w:val="FFFFFF"/>', fill='<a:srgbClr val="000000"><a:alpha val="0"/></a:srgbClr>')), True, "color"),
     ("text box hidden (docPr)", lambda d: _box(d, _word_box(docpr='hidden="1"')), True, "shape"),
     ("VML text box visibility:hidden", lambda d: _box(d, box_paragraph(box_pict(
         '<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:t>WORD</w:t></w:r></w:p>',
@@ -189,6 +192,8 @@ CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
     ("text box", lambda d: _box(d, _word_box()), False, ""),
     ("white in a black text box", lambda d: _box(d, _word_box('<w:color w:val="FFFFFF"/>', fill="000000",
                                                              vml_fill="black")), False, ""),
+    ("white in a text box of the theme's accent colour", lambda d: _box(d, _word_box(
+        '<w:color w:val="FFFFFF"/>', fill='<a:schemeClr val="accent1"/>', vml_fill="#4472C4")), False, ""),
     ("white in a black VML text box", lambda d: _box(d, box_paragraph(box_pict(
         '<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:rPr><w:color w:val="FFFFFF"/></w:rPr>'
         '<w:t>WORD</w:t></w:r></w:p>', fill="black"))), False, ""),

@@ -165,6 +165,34 @@ def test_a_box_in_a_table_cell_does_not_take_the_cells_shading() -> None:
     assert not counts
 
 
+@pytest.mark.parametrize(("name", "fill", "kept"), [
+    ("the default theme's light colour", '<a:solidFill><a:schemeClr val="lt1"/></a:solidFill>', False),
+    ("the theme's dark colour, lightened (not computed)",
+     '<a:solidFill><a:schemeClr val="tx1"><a:lumMod val="50000"/></a:schemeClr></a:solidFill>', True),
+    ("an accent colour (not computed)", '<a:solidFill><a:schemeClr val="accent2"/></a:solidFill>', True),
+    ("a gradient (not computed)", '<a:gradFill><a:gsLst/></a:gradFill>', True),
+    ("the shape style's fill (not computed)", '<wps:style><a:fillRef idx="1"><a:schemeClr val="accent1"/></a:fillRef>'
+     '</wps:style>', True),
+    ("the shape style's fill 0: none", '<wps:style><a:fillRef idx="0"><a:schemeClr val="accent1"/></a:fillRef>'
+     '</wps:style>', False),
+    ("no fill", "<a:noFill/>", False),
+])
+def test_white_text_in_a_box_is_judged_only_on_a_fill_docket_computes(name: str, fill: str, kept: bool) -> None:
+    """White words on a fill docket can compute (white, or none over the white page) are left
+    out; on one it cannot (a theme's accent, a changed theme colour, a gradient) they are kept,
+    as the HTML cleaner keeps text whose colours it cannot compute."""
+    white = _word_para("WHITEWORD", rpr='<w:rPr><w:color w:val="FFFFFF"/></w:rPr>')
+    shape = box_drawing(white, fill="")
+    if fill.startswith("<wps:style"):
+        shape = shape.replace("<a:noFill/>", "").replace("<wps:txbx>", fill + "<wps:txbx>")
+    else:
+        shape = shape.replace("<a:noFill/>", fill)
+    counts: Counter[str] = Counter()
+    blocks = _read(_doc(box_paragraph(shape)), counts)
+    assert ("WHITEWORD" in blocks) is kept, blocks
+    assert counts == (Counter() if kept else Counter({"docx_hidden_color": 1})), counts
+
+
 def test_boxes_nested_past_the_limit_stop_reading_without_failing() -> None:
     from docket.ingest.office import MAX_BOX_DEPTH
 

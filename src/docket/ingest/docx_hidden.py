@@ -20,7 +20,7 @@ Text boxes (`w:txbxContent`) are read as blocks of their own at the paragraph th
 `mc:Choice`, its VML copy in `mc:Fallback`). A box is left out whole when Word does not draw its
 shape (`wp:docPr`/`cNvPr` `hidden`, VML `visibility:hidden` or `display:none`) or when the run
 that anchors it is hidden; inside a box the same rules apply, the box's fill being what lies under
-its text.
+its text (a fill docket cannot compute, such as a theme's accent colour, leaves colours unjudged).
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ class Visibility:
             char_style = rs.get(f"{_W}val") if rs is not None else None
         return self._styled(para_style, char_style, table_style).over(rpr)
 
-    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA, table_style: str | None = None) -> str | None:
+    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA | None,
+                table_style: str | None = None) -> str | None:
         p = self._props(run, para_style, table_style)
         if p.vanish:
             return "vanish"
@@ -186,22 +187,25 @@ class Visibility:
         color = _rgb(p.color)
         if color is not None:
             back = _rgb(p.highlight) or _rgb(p.shading) or under
-            if cv.contrast(color, back) < MIN_CONTRAST:
+            if back is not None and cv.contrast(color, back) < MIN_CONTRAST:
                 return "color"
         return None
 
-    def _context(self, p: Any) -> tuple[str | None, cv.RGBA, str | None]:
+    def _context(self, p: Any) -> tuple[str | None, cv.RGBA | None, str | None]:
         """Paragraph element `p`'s style, the colour under its text (the page, the fill of the
-        text box it is in, its cell's shading, its own shading) and its table's style. A
-        paragraph in a text box belongs to the box, not to a table the box is anchored in."""
+        text box it is in, its cell's shading, its own shading; None: a box's fill docket cannot
+        compute, so a colour is not judged) and its table's style. A paragraph in a text box
+        belongs to the box, not to a table the box is anchored in."""
         ppr = p.find(f"{_W}pPr")
         para_style = self._default_para
-        under = self._page or cv.WHITE
+        under: cv.RGBA | None = self._page or cv.WHITE
         cell = table = None
         for anc in p.iterancestors():
             if anc.tag == f"{_W}txbxContent":
-                fill = _box_fill(anc)
-                if fill is not None:
+                known, fill = _box_fill(anc)
+                if not known:
+                    under = None
+                elif fill is not None and under is not None:
                     under = cv.over(fill, under)
                 break
             if anc.tag == f"{_W}tc" and cell is None:
@@ -244,7 +248,7 @@ class Visibility:
         as `docx_hidden_shape` or `docx_hidden_vanish`), none inside a deletion. A box inside a
         box is the inner paragraph's, not `p`'s."""
         out: list[Any] = []
-        context: tuple[str | None, cv.RGBA, str | None] | None = None
+        context: tuple[str | None, cv.RGBA | None, str | None] | None = None
         for run in runs(p):
             stack = [c for c in reversed(run) if c.tag in _SHAPE_HOLDERS]
             if not stack:
@@ -314,40 +318,59 @@ def _shape_hidden(el: Any) -> bool:
     return False
 
 
-def _box_fill(box: Any) -> cv.RGBA | None:
-    """The colour a text box's shape is filled with (None: no fill, or one not known)."""
+def _box_fill(box: Any) -> tuple[bool, cv.RGBA | None]:
+    """Whether the fill of a text box's shape is known, and its colour (None: no fill). A theme
+    colour other than the default theme's plain light and dark, a changed one (shade, tint,
+    luminance), a gradient, a picture or a pattern are not known."""
     holder = box.getparent()
-    if holder is None:
-        return None
+    shape = holder.getparent() if holder is not None else None
+    if shape is None:
+        return False, None
     if holder.tag == f"{_WPS}txbx":
-        shape = holder.getparent()
-        fill = shape.find(f"{_WPS}spPr/{_A}solidFill") if shape is not None else None
-        if fill is None or len(fill) != 1:
-            return None
-        clr = fill[0]
-        name = clr.tag.rpartition("}")[2]
-        alpha = 1.0
-        for mod in clr:
-            if mod.tag == f"{_A}alpha":
-                try:
-                    alpha = max(0.0, min(1.0, int(mod.get("val") or "") / 100_000))
-                except ValueError:
-                    return None
-            else:
-                return None  # a shade, tint, luminance change...: not computed
-        hex6 = {"srgbClr": clr.get("val"), "sysClr": clr.get("lastClr"),
-                "schemeClr": _SCHEME.get(clr.get("val") or "")}.get(name)
-        rgb = _rgb(hex6)
-        return (rgb[0], rgb[1], rgb[2], alpha) if rgb is not None else None
+        sppr = shape.find(f"{_WPS}spPr")
+        for fill in sppr if sppr is not None else ():
+            if fill.tag == f"{_A}noFill":
+                return True, None
+            if fill.tag == f"{_A}solidFill":
+                return _drawing_colour(fill)
+            if fill.tag in (f"{_A}gradFill", f"{_A}blipFill", f"{_A}pattFill", f"{_A}grpFill"):
+                return False, None
+        ref = shape.find(f"{_WPS}style/{_A}fillRef")  # the theme's fill, unless its index is 0
+        return (ref is None or ref.get("idx") == "0"), None
     if holder.tag == f"{_VML}textbox":
-        shape = holder.getparent()
-        if shape is None or (shape.get("filled") or "t").lower() in ("f", "false"):
-            return None
-        value = (shape.get("fillcolor") or "white").split()
-        if not value:
-            return None
-        return cv.color(tinycss2.parse_one_component_value(value[0]), cv.BLACK)
-    return None
+        fill = shape.find(f"{_VML}fill")
+        if (shape.get("filled") or "t").lower() in ("f", "false") or (
+                fill is not None and (fill.get("on") or "t").lower() in ("f", "false")):
+            return True, None
+        if fill is not None and ((fill.get("type") or "solid") != "solid" or fill.get("opacity") is not None):
+            return False, None
+        value = (shape.get("fillcolor") or "white").split()  # VML's default fill is white
+        colour = cv.color(tinycss2.parse_one_component_value(value[0]), cv.BLACK) if value else None
+        return colour is not None, colour
+    return False, None
+
+
+def _drawing_colour(fill: Any) -> tuple[bool, cv.RGBA | None]:
+    """An `a:solidFill`'s colour: RGB, a system colour's last value, or a default-theme colour,
+    with its `a:alpha`."""
+    if len(fill) != 1:
+        return False, None
+    clr = fill[0]
+    name = clr.tag.rpartition("}")[2] if isinstance(clr.tag, str) else ""
+    alpha = 1.0
+    for mod in clr:
+        if mod.tag != f"{_A}alpha":
+            return False, None  # a shade, tint, luminance change...: not computed
+        try:
+            alpha = max(0.0, min(1.0, int(mod.get("val") or "") / 100_000))
+        except ValueError:
+            return False, None
+    hex6 = {"srgbClr": clr.get("val"), "sysClr": clr.get("lastClr"),
+            "schemeClr": _SCHEME.get(clr.get("val") or "")}.get(name)
+    rgb = _rgb(hex6)
+    if rgb is None:
+        return False, None
+    return True, (rgb[0], rgb[1], rgb[2], alpha)
 
 
 #: inline wrappers whose runs Word shows as the paragraph's own text: links, tracked insertions
