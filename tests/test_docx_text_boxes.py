@@ -293,3 +293,17 @@ def test_redteam_docx_text_boxes_vs_libreoffice(tmp_path: Path) -> None:
     record("hidden/docx-textbox-libreoffice", tried=len(STRUCTURE), escaped=len(differ),
            note=f"DOCX text boxes, LibreOffice's PDF text vs docket's; (case, only shown, only kept): {differ}")
     assert not differ, differ
+
+
+def test_only_the_first_choices_are_looked_at() -> None:
+    """A compatibility block of many Choices costs a namespace lookup each: past MAX_CHOICES the
+    Fallback is read (Word writes one Choice)."""
+    from docket.ingest.docx_hidden import MAX_CHOICES
+
+    junk = "<mc:Choice Requires='zz'/>" * MAX_CHOICES
+    para = _boxed("LATECHOICE", "FALLBACKREAD").replace("<mc:AlternateContent>", "<mc:AlternateContent>" + junk, 1)
+    assert _read(_doc(para.replace("<w:p ", '<w:p xmlns:zz="urn:x-not-word" ', 1))) == [
+        FIRST, "Anchor line", "FALLBACKREAD", LAST]
+    para = _boxed("EARLYCHOICE", "FALLBACK").replace("<mc:AlternateContent>", "<mc:AlternateContent>" + junk[:-26], 1)
+    assert _read(_doc(para.replace("<w:p ", '<w:p xmlns:zz="urn:x-not-word" ', 1))) == [
+        FIRST, "Anchor line", "EARLYCHOICE", LAST]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import tinycss2
@@ -51,6 +52,8 @@ _UNDERSTOOD = frozenset({
     "http://schemas.microsoft.com/office/word/2012/wordml",  # w15
     "http://schemas.microsoft.com/office/drawing/2010/main",  # a14
 })
+#: an mc:AlternateContent's Choices looked at before its Fallback is taken
+MAX_CHOICES = 16
 #: a run's children that can hold a shape, and so a text box
 _SHAPE_HOLDERS = frozenset({f"{_W}drawing", f"{_W}pict", f"{_W}object", f"{_MC}AlternateContent"})
 #: the default Office theme's base colours (a `a:schemeClr` with no modifiers); others are unknown
@@ -149,6 +152,7 @@ class Visibility:
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
+        self._fills: dict[Any, tuple[bool, cv.RGBA | None]] = {}  # a text box's fill, by its w:txbxContent
 
     def _chain(self, style: str | None, props: _Props) -> _Props:
         ids: list[str] = []
@@ -200,9 +204,11 @@ class Visibility:
         para_style = self._default_para
         under: cv.RGBA | None = self._page or cv.WHITE
         cell = table = None
-        for anc in p.iterancestors():
+        for anc in p.iterancestors(f"{_W}tc", f"{_W}tbl", f"{_W}txbxContent"):
             if anc.tag == f"{_W}txbxContent":
-                known, fill = _box_fill(anc)
+                if anc not in self._fills:
+                    self._fills[anc] = _box_fill(anc)
+                known, fill = self._fills[anc]
                 if not known:
                     under = None
                 elif fill is not None and under is not None:
@@ -246,33 +252,30 @@ class Visibility:
         document order: of an `mc:AlternateContent` only the branch Word reads, no box whose
         shape is hidden or whose anchoring run is hidden (each box with text left out counted,
         as `docx_hidden_shape` or `docx_hidden_vanish`), none inside a deletion. A box inside a
-        box is the inner paragraph's, not `p`'s."""
+        box is the inner paragraph's, not `p`'s. The boxes are found by lxml; only the elements
+        between a box and its run are looked at here, each once."""
         out: list[Any] = []
         context: tuple[str | None, cv.RGBA | None, str | None] | None = None
+        seen: dict[Any, str] = {}
+        branches: dict[Any, Any] = {}
         for run in runs(p):
-            stack = [c for c in reversed(run) if c.tag in _SHAPE_HOLDERS]
-            if not stack:
-                continue
-            if context is None:
-                context = self._context(p)
-            hidden_run = bool(self._props(run, context[0], context[2]).vanish)
-            while stack:
-                el = stack.pop()
-                if el.tag == f"{_W}txbxContent":
-                    if hidden_run:
-                        self._count_box(el, "vanish")
+            hidden_run: bool | None = None
+            for holder in run.iterchildren(*_SHAPE_HOLDERS):
+                for box in holder.iter(f"{_W}txbxContent"):
+                    if not len(box):
+                        continue
+                    where = _placement(box, run, seen, branches)
+                    if where == "elsewhere":
+                        continue
+                    if hidden_run is None:
+                        context = context or self._context(p)
+                        hidden_run = bool(self._props(run, context[0], context[2]).vanish)
+                    if where == "hidden":
+                        self._count_box(box, "shape")
+                    elif hidden_run:
+                        self._count_box(box, "vanish")
                     else:
-                        out.append(el)
-                elif el.tag == f"{_MC}AlternateContent":
-                    branch = alternate(el)
-                    if branch is not None:
-                        stack.extend(reversed(branch))
-                elif _shape_hidden(el):
-                    for box in el.iter(f"{_W}txbxContent"):
-                        if next(box.iterancestors(f"{_W}txbxContent"), el) is el:  # not a box in a box
-                            self._count_box(box, "shape")
-                else:
-                    stack.extend(reversed(el))
+                        out.append(box)
         return out
 
     def _count_box(self, box: Any, kind: str) -> None:
@@ -280,18 +283,53 @@ class Visibility:
             self.counts[f"docx_hidden_{kind}"] += 1
 
 
+def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any]) -> str:
+    """Where text box `box` (inside `run`) stands: "elsewhere" (in an `mc:AlternateContent`
+    branch Word does not read, or in another box, whose paragraph it belongs to), "hidden" (in a
+    shape Word does not draw) or "shown". `seen` keeps each element's answer and `branches` each
+    AlternateContent's branch, so boxes sharing a shape or a branch do not look at it again."""
+    chain: list[Any] = []
+    el = box.getparent()
+    verdict = "shown"
+    while el is not None and el is not run:
+        if el in seen:
+            verdict = seen[el]
+            break
+        chain.append(el)
+        el = el.getparent()
+    for el in reversed(chain):  # from the run down to the box
+        if verdict != "elsewhere":
+            if el.tag == f"{_W}txbxContent":
+                verdict = "elsewhere"
+            elif el.tag in (f"{_MC}Choice", f"{_MC}Fallback"):
+                parent = el.getparent()
+                if parent not in branches:
+                    branches[parent] = _branch(parent)
+                if branches[parent] is not el:
+                    verdict = "elsewhere"
+            elif verdict == "shown" and _shape_hidden(el):
+                verdict = "hidden"
+        seen[el] = verdict
+    return verdict
+
+
+def _branch(el: Any) -> Any | None:
+    """The branch of `mc:AlternateContent` `el` that Word reads: the first `mc:Choice` whose
+    `Requires` prefixes all name namespaces Word knows, else the `mc:Fallback` (None: neither).
+    Only the first MAX_CHOICES are looked at (Word writes one; each costs a namespace lookup)."""
+    for branch in islice(el.iterchildren(f"{_MC}Choice", f"{_MC}Fallback"), MAX_CHOICES):
+        if branch.tag == f"{_MC}Fallback":
+            return branch
+        prefixes = (branch.get("Requires") or "").split()
+        if prefixes and all(branch.nsmap.get(px) in _UNDERSTOOD for px in prefixes):
+            return branch
+    return el.find(f"{_MC}Fallback")
+
+
 def alternate(el: Any) -> list[Any] | None:
-    """The children of the branch of `mc:AlternateContent` `el` that Word reads: the first
-    `mc:Choice` whose `Requires` prefixes all name namespaces Word knows, else the `mc:Fallback`
-    (None: neither)."""
-    for branch in el:
-        if branch.tag == f"{_MC}Choice":
-            prefixes = (branch.get("Requires") or "").split()
-            if prefixes and all(branch.nsmap.get(px) in _UNDERSTOOD for px in prefixes):
-                return list(branch)
-        elif branch.tag == f"{_MC}Fallback":
-            return list(branch)
-    return None
+    """The children of the branch of `mc:AlternateContent` `el` that Word reads (`_branch`)."""
+    branch = _branch(el)
+    return list(branch) if branch is not None else None
 
 
 def _vml_style(style: str) -> dict[str, str]:
@@ -306,10 +344,9 @@ def _shape_hidden(el: Any) -> bool:
     """Whether Word leaves shape element `el` undrawn: a DrawingML object whose properties
     (`wp:docPr`, `wps:cNvPr`, `pic:cNvPr`...) say `hidden`, a VML shape styled `visibility:
     hidden` or `display:none`."""
-    for child in el:
-        tag = child.tag
-        if isinstance(tag, str) and tag.endswith(("}docPr", "}cNvPr")) and \
-                (child.get("hidden") or "").lower() in ("1", "true", "on"):
+    for name in ("{*}docPr", "{*}cNvPr"):  # found by lxml: a shape may hold any number of children
+        child = el.find(name)
+        if child is not None and (child.get("hidden") or "").lower() in ("1", "true", "on"):
             return True
     tag = el.tag
     if isinstance(tag, str) and tag.startswith(_VML) and el.get("style"):

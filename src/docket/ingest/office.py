@@ -276,8 +276,8 @@ def _paragraph_page(p: object, pages: _Pages) -> tuple[int | None, bool]:
     for el in p.iter(f"{_W}br", f"{_W}lastRenderedPageBreak", f"{_W}t", f"{_W}txbxContent"):  # type: ignore[attr-defined]
         if el.tag == f"{_W}txbxContent":
             boxed = True
-        elif boxed and _in_box(el, p):
-            continue
+        elif boxed and next(el.iterancestors(f"{_W}p"), None) is not p:
+            continue  # a text box's paragraph's
         elif el.tag == f"{_W}t":
             if (el.text or "").strip():
                 if first is None:
@@ -286,15 +286,6 @@ def _paragraph_page(p: object, pages: _Pages) -> tuple[int | None, bool]:
         elif el.tag == f"{_W}lastRenderedPageBreak" or el.get(f"{_W}type") == "page":
             pages.mark()
     return first, boxed
-
-
-def _in_box(el: object, p: object) -> bool:
-    for anc in el.iterancestors():  # type: ignore[attr-defined]
-        if anc is p:
-            return False
-        if anc.tag == f"{_W}txbxContent":
-            return True
-    return False
 
 
 def _paragraph_styles(document: object) -> tuple[dict[str, str], str]:
