@@ -88,3 +88,59 @@ def check_left_out(text: str, counts: Any, hidden: bool, kind: str) -> None:
         assert counts[kind] == 1, counts
     else:
         assert not counts, counts
+
+
+# --- text boxes, as Word 2010 and later writes them --------------------------------------------
+
+#: the namespaces a text box's XML uses, declared on the paragraph that anchors it
+BOX_NS = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+          'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+          'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+          'xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" '
+          'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+          'xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office"')
+
+
+def _box_content(inner: str) -> str:
+    """`inner` as a text box's content: w: block XML as given, plain words as one paragraph."""
+    return inner if inner.startswith("<") else f"<w:p><w:r><w:t>{inner}</w:t></w:r></w:p>"
+
+
+def box_drawing(inner: str, docpr: str = "", fill: str = '<a:srgbClr val="FFFFFF"/>', n: int = 1) -> str:
+    """A Word 2010 text box (`w:drawing`, wps shape) holding `inner`, anchored at its paragraph,
+    filled with `fill` (a DrawingML colour element, "" for no fill); `docpr`: more attributes of
+    `wp:docPr` (`hidden="1"`)."""
+    fill_xml = f"<a:solidFill>{fill}</a:solidFill>" if fill else "<a:noFill/>"
+    return (f'<w:drawing><wp:anchor distT="0" distB="0" distL="0" distR="0" simplePos="0" '
+            f'relativeHeight="{251659264 + n}" behindDoc="0" locked="0" layoutInCell="1" allowOverlap="1">'
+            f'<wp:simplePos x="0" y="0"/><wp:positionH relativeFrom="column"><wp:posOffset>0</wp:posOffset>'
+            f'</wp:positionH><wp:positionV relativeFrom="paragraph"><wp:posOffset>0</wp:posOffset></wp:positionV>'
+            f'<wp:extent cx="4572000" cy="914400"/><wp:effectExtent l="0" t="0" r="0" b="0"/><wp:wrapTopAndBottom/>'
+            f'<wp:docPr id="{n}" name="Text Box {n}" {docpr}/><wp:cNvGraphicFramePr/><a:graphic>'
+            f'<a:graphicData uri="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"><wps:wsp>'
+            f'<wps:cNvSpPr txBox="1"/><wps:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="4572000" cy="914400"/>'
+            f'</a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom>{fill_xml}<a:ln w="6350"><a:solidFill>'
+            f'<a:srgbClr val="808080"/></a:solidFill></a:ln></wps:spPr><wps:txbx><w:txbxContent>'
+            f'{_box_content(inner)}</w:txbxContent></wps:txbx><wps:bodyPr rot="0" vert="horz" wrap="square" '
+            f'lIns="91440" tIns="45720" rIns="91440" bIns="45720" anchor="t"><a:noAutofit/></wps:bodyPr>'
+            f'</wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing>')
+
+
+def box_pict(inner: str, style: str = "", fill: str = "white", n: int = 1) -> str:
+    """The same text box in VML (`w:pict`), as Word writes it for older readers; `style`: more
+    CSS-like declarations (`visibility:hidden`)."""
+    return (f'<w:pict><v:shape id="Text Box {n}" type="#_x0000_t202" style="position:absolute;margin-left:0;'
+            f'margin-top:0;width:5in;height:1in;z-index:{n};{style}" fillcolor="{fill}" strokeweight=".5pt">'
+            f'<v:textbox><w:txbxContent>{_box_content(inner)}</w:txbxContent></v:textbox></v:shape></w:pict>')
+
+
+def box_alternate(choice: str, fallback: str, requires: str = "wps") -> str:
+    """What Word writes for a text box: the wps shape as the Choice, its VML copy as the Fallback."""
+    return (f'<mc:AlternateContent><mc:Choice Requires="{requires}">{choice}</mc:Choice>'
+            f'<mc:Fallback>{fallback}</mc:Fallback></mc:AlternateContent>')
+
+
+def box_paragraph(run_inner: str, before: str = "Anchor line", rpr: str = "") -> str:
+    """A paragraph of `before`, then one run (with `rpr`) holding `run_inner` (a text box)."""
+    return (f'<w:p {BOX_NS}><w:r><w:t xml:space="preserve">{before} </w:t></w:r>'
+            f'<w:r>{rpr}{run_inner}</w:r></w:p>')

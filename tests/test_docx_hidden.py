@@ -22,7 +22,14 @@ from docx.enum.text import WD_COLOR_INDEX  # noqa: E402
 from docx.oxml import parse_xml  # noqa: E402
 from docx.oxml.ns import nsdecls  # noqa: E402
 from docx.shared import Pt, RGBColor  # noqa: E402
-from office_files import check_left_out, replace_in_part  # noqa: E402
+from office_files import (  # noqa: E402
+    box_alternate,
+    box_drawing,
+    box_paragraph,
+    box_pict,
+    check_left_out,
+    replace_in_part,
+)
 
 from docket.ingest.office import read_docx  # noqa: E402
 
@@ -124,6 +131,22 @@ def _rpr(d: Any, xml: str) -> None:
     r._r.get_or_add_rPr().append(parse_xml(xml.replace("/>", f" {nsdecls('w')}/>", 1)))
 
 
+def _box(d: Any, paragraph: str) -> None:
+    """A paragraph of raw XML (box_paragraph: one anchoring a text box) at the body's end."""
+    d.element.body.insert(len(d.element.body) - 1, parse_xml(paragraph))
+
+
+def _word_box(rpr: str = "", fill: str = "FFFFFF", vml_fill: str = "white", docpr: str = "", anchor_rpr: str = "") -> str:
+    """A paragraph anchoring a text box (wps shape and its VML copy) whose one line ends in WORD
+    (with run properties `rpr`), the box filled with `fill` (hex, a DrawingML colour element, ""
+    for none)."""
+    inner = (f'<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:rPr>{rpr}</w:rPr><w:t>WORD</w:t>'
+             f'</w:r></w:p>')
+    srgb = fill if fill.startswith("<") else f'<a:srgbClr val="{fill}"/>' if fill else ""
+    return box_paragraph(box_alternate(box_drawing(inner, docpr=docpr, fill=srgb), box_pict(inner, fill=vml_fill)),
+                         rpr=anchor_rpr)
+
+
 # (name, builder, hidden?, kind counted when hidden)
 CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
     ("run hidden", lambda d: _run(d, "WORD", hidden=True), True, "vanish"),
@@ -138,6 +161,20 @@ CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
     ("white in a white cell", lambda d: _cell(d, "FFFFFF", WHITE), True, "color"),
     ("black in a black paragraph", lambda d: _shaded_paragraph(d, "000000", BLACK), True, "color"),
     ("hidden run in a hyperlink", _hyperlink, True, "vanish"),
+    ("hidden run in a text box", lambda d: _box(d, _word_box("<w:vanish/>")), True, "vanish"),
+    ("white in a white text box", lambda d: _box(d, _word_box('<w:color w:val="FFFFFF"/>')), True, "color"),
+    ("white in an unfilled text box", lambda d: _box(d, _word_box('<w:color w:val="FFFFFF"/>', fill="")), True,
+     "color"),
+    ("black in a black text box", lambda d: _box(d, _word_box('<w:color w:val="000000"/>', fill="000000",
+                                                             vml_fill="black")), True, "color"),
+    ("white in a see-through black text box", lambda d: _box(d, _word_box(
+        '<w:color w:val="FFFFFF"/>', fill='<a:srgbClr val="000000"><a:alpha val="0"/></a:srgbClr>')), True, "color"),
+    ("text box hidden (docPr)", lambda d: _box(d, _word_box(docpr='hidden="1"')), True, "shape"),
+    ("VML text box visibility:hidden", lambda d: _box(d, box_paragraph(box_pict(
+        '<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:t>WORD</w:t></w:r></w:p>',
+        style="visibility:hidden"))), True, "shape"),
+    ("text box anchored in a hidden run", lambda d: _box(d, _word_box(anchor_rpr="<w:rPr><w:vanish/></w:rPr>")),
+     True, "vanish"),
     ("white through the table's style", _table_style, True, "color"),
     ("squeezed to 1 % wide", lambda d: _rpr(d, '<w:w w:val="1"/>'), True, "font_size"),
     ("letters stacked by -20 pt", lambda d: _rpr(d, '<w:spacing w:val="-400"/>'), True, "letter_spacing"),
@@ -152,12 +189,23 @@ CASES: list[tuple[str, Callable[[Any], None], bool, str]] = [
     ("white in a black paragraph", lambda d: _shaded_paragraph(d, "000000", WHITE), False, ""),
     ("eight points", lambda d: _run(d, "WORD", size=Pt(8)), False, ""),
     ("un-hidden over a hidden character style", _unhidden_over_hidden_style, False, ""),
+    ("text box", lambda d: _box(d, _word_box()), False, ""),
+    ("white in a black text box", lambda d: _box(d, _word_box('<w:color w:val="FFFFFF"/>', fill="000000",
+                                                             vml_fill="black")), False, ""),
+    ("white in a text box of the theme's accent colour", lambda d: _box(d, _word_box(
+        '<w:color w:val="FFFFFF"/>', fill='<a:schemeClr val="accent1"/>', vml_fill="#4472C4")), False, ""),
+    ("white in a black VML text box", lambda d: _box(d, box_paragraph(box_pict(
+        '<w:p><w:r><w:t xml:space="preserve">Boxed </w:t></w:r><w:r><w:rPr><w:color w:val="FFFFFF"/></w:rPr>'
+        '<w:t>WORD</w:t></w:r></w:p>', fill="black"))), False, ""),
 ]
 
 
 #: LibreOffice draws it, Word (ECMA-376 §17.7.2: the defaults are the base of every style) does
 #: not; docket follows the standard, so the text is left out (never kept where Word hides it)
-OFFICE_DIFFERS = {"document defaults hidden"}
+OFFICE_DIFFERS = {"document defaults hidden",
+                  # LibreOffice 7.4 draws a shape Word hides (ECMA-376 §20.4.2.5 docPr@hidden, VML's
+                  # visibility), and a box whose anchoring run Word hides with the run
+                  "text box hidden (docPr)", "VML text box visibility:hidden", "text box anchored in a hidden run"}
 #: ink is painted, but each letter over the one before it: unreadable, removed by policy as the
 #: HTML cleaner removes letters stacked by a negative letter-spacing
 BY_POLICY = {"letters stacked by -20 pt"}

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import redteam_log
-from office_files import make_docx, make_pdf
+from office_files import box_alternate, box_drawing, box_paragraph, box_pict, make_docx, make_pdf
 
 from docket.embed import HashEmbedder
 from docket.errors import InputError
@@ -129,6 +129,15 @@ def _costly_attachments() -> list[tuple[str, Callable[[], Any]]]:
                   lambda: _brief([Attachment("p.docx", _docx_with(b"<w:p/>" * 333_000))])))
     cases.append(("DOCX of 1 MB of one-word paragraphs", lambda: _brief([Attachment("w.docx", _docx_with(
         b"<w:p><w:r><w:t>word</w:t></w:r></w:p>" * 27_000))])))
+    box = box_paragraph(box_alternate(box_drawing("Boxed"), box_pict("Boxed"))).encode()
+    cases.append(("DOCX of one text box beside 3M elements in its drawing", lambda: _brief([Attachment(
+        "junk.docx", _docx_with(box.replace(b"<w:drawing>", b"<w:drawing>" + b"<a:x/>" * 3_000_000, 1)))])))
+    cases.append(("DOCX of 27,000 one-word text boxes in one drawing", lambda: _brief([Attachment(
+        "boxes.docx", _docx_with(box.replace(b"<w:drawing>", b"<w:drawing>" + b"<w:txbxContent><w:p><w:r><w:t>"
+                                             b"word</w:t></w:r></w:p></w:txbxContent>" * 27_000, 1)))])))
+    cases.append(("DOCX of a compatibility block of 300k Choices", lambda: _brief([Attachment(
+        "choices.docx", _docx_with(box.replace(b"<mc:AlternateContent>", b"<mc:AlternateContent>"
+                                               + b"<mc:Choice Requires='zz'/>" * 300_000, 1)))])))
     for forged in (100, 10_000, 2_000_000):
         cases.append((f"DOCX of 30 MB declaring {forged} bytes", lambda f=forged: _brief([Attachment(
             "forged.docx", _docx_with(b"<w:p/>" * 5_000_000, forge=f))])))

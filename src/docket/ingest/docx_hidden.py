@@ -14,18 +14,50 @@ paragraph in a cell), then the paragraph style's chain (`basedOn`, base first), 
 character style's chain, then the run's own; the last one given wins. A table style's
 conditional formats (its header row's, its banding) and themes are not read (a theme colour is
 taken from the `w:val` Word writes beside it). A paragraph with nothing hidden reads exactly as python-docx reads it.
+
+Text boxes (`w:txbxContent`) are read as blocks of their own at the paragraph that anchors them
+(`text_boxes`), once: of an `mc:AlternateContent` only the branch Word reads (a Word 2010 shape in
+`mc:Choice`, its VML copy in `mc:Fallback`). A box is left out whole when Word does not draw its
+shape (`wp:docPr`/`cNvPr` `hidden`, VML `visibility:hidden` or `display:none`) or when the run
+that anchors it is hidden; inside a box the same rules apply, the box's fill being what lies under
+its text (a fill docket cannot compute, such as a theme's accent colour, leaves colours unjudged).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
+
+import tinycss2
 
 from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_WPS = "{http://schemas.microsoft.com/office/word/2010/wordprocessingShape}"
+_VML = "{urn:schemas-microsoft-com:vml}"
+#: namespaces whose `mc:Choice` Word reads (its own markup of Word 2010 and later); a Choice that
+#: requires any other is skipped for the next one or the Fallback, as Word skips it
+_UNDERSTOOD = frozenset({
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingShape",  # wps
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingGroup",  # wpg
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingCanvas",  # wpc
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingInk",  # wpi
+    "http://schemas.microsoft.com/office/word/2010/wordprocessingDrawing",  # wp14
+    "http://schemas.microsoft.com/office/word/2010/wordml",  # w14
+    "http://schemas.microsoft.com/office/word/2012/wordml",  # w15
+    "http://schemas.microsoft.com/office/drawing/2010/main",  # a14
+})
+#: an mc:AlternateContent's Choices looked at before its Fallback is taken
+MAX_CHOICES = 16
+#: a run's children that can hold a shape, and so a text box
+_SHAPE_HOLDERS = frozenset({f"{_W}drawing", f"{_W}pict", f"{_W}object", f"{_MC}AlternateContent"})
+#: the default Office theme's base colours (a `a:schemeClr` with no modifiers); others are unknown
+_SCHEME = {"lt1": "FFFFFF", "bg1": "FFFFFF", "dk1": "000000", "tx1": "000000"}
 _FALSE = frozenset({"0", "false", "off"})
 #: the colours of `w:highlight` (ECMA-376 ST_HighlightColor)
 _HIGHLIGHT = {
@@ -34,7 +66,7 @@ _HIGHLIGHT = {
     "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
     "lightGray": "C0C0C0",
 }
-KINDS = ("vanish", "color", "font_size", "letter_spacing")
+KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape")
 #: letters narrower than this percent of their width (w:w) are a sliver, not text
 MIN_WIDTH_PERCENT = 10
 #: letters condensed by this share of the font size or more (w:spacing) stack on each other
@@ -120,6 +152,7 @@ class Visibility:
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
+        self._fills: dict[Any, tuple[bool, cv.RGBA | None]] = {}  # a text box's fill, by its w:txbxContent
 
     def _chain(self, style: str | None, props: _Props) -> _Props:
         ids: list[str] = []
@@ -137,13 +170,17 @@ class Visibility:
             self._chains[key] = self._chain(char_style, self._chain(para_style, base))
         return self._chains[key]
 
-    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA, table_style: str | None = None) -> str | None:
+    def _props(self, run: Any, para_style: str | None, table_style: str | None) -> _Props:
         rpr = run.find(f"{_W}rPr")
         char_style = None
         if rpr is not None:
             rs = rpr.find(f"{_W}rStyle")
             char_style = rs.get(f"{_W}val") if rs is not None else None
-        p = self._styled(para_style, char_style, table_style).over(rpr)
+        return self._styled(para_style, char_style, table_style).over(rpr)
+
+    def _reason(self, run: Any, para_style: str | None, under: cv.RGBA | None,
+                table_style: str | None = None) -> str | None:
+        p = self._props(run, para_style, table_style)
         if p.vanish:
             return "vanish"
         points = (p.half_points if p.half_points is not None else 20) / 2  # Word's own default: 10 pt
@@ -154,20 +191,36 @@ class Visibility:
         color = _rgb(p.color)
         if color is not None:
             back = _rgb(p.highlight) or _rgb(p.shading) or under
-            if cv.contrast(color, back) < MIN_CONTRAST:
+            if back is not None and cv.contrast(color, back) < MIN_CONTRAST:
                 return "color"
         return None
 
-    def text(self, p: Any) -> str:
-        """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
-        runs Word does not show, each counted as `docx_hidden_<kind>`."""
+    def _context(self, p: Any) -> tuple[str | None, cv.RGBA | None, str | None]:
+        """Paragraph element `p`'s style, the colour under its text (the page, the fill of the
+        text box it is in, its cell's shading, its own shading; None: a box's fill docket cannot
+        compute, so a colour is not judged) and its table's style. A paragraph in a text box
+        belongs to the box, not to a table the box is anchored in."""
         ppr = p.find(f"{_W}pPr")
         para_style = self._default_para
-        under = self._page or cv.WHITE  # what lies under the text: the page, the cell, the paragraph
-        cell = next(p.iterancestors(f"{_W}tc"), None)
+        under: cv.RGBA | None = self._page or cv.WHITE
+        cell = table = None
+        for anc in p.iterancestors(f"{_W}tc", f"{_W}tbl", f"{_W}txbxContent"):
+            if anc.tag == f"{_W}txbxContent":
+                if anc not in self._fills:
+                    self._fills[anc] = _box_fill(anc)
+                known, fill = self._fills[anc]
+                if not known:
+                    under = None
+                elif fill is not None and under is not None:
+                    under = cv.over(fill, under)
+                break
+            if anc.tag == f"{_W}tc" and cell is None:
+                cell = anc
+            elif anc.tag == f"{_W}tbl" and cell is not None and table is None:
+                table = anc
         table_style = None
-        if cell is not None:
-            ts = next(p.iterancestors(f"{_W}tbl")).find(f"{_W}tblPr/{_W}tblStyle")
+        if table is not None:
+            ts = table.find(f"{_W}tblPr/{_W}tblStyle")
             table_style = ts.get(f"{_W}val") if ts is not None else None
         for shd in (cell.find(f"{_W}tcPr/{_W}shd") if cell is not None else None,
                     ppr.find(f"{_W}shd") if ppr is not None else None):
@@ -176,6 +229,12 @@ class Visibility:
         if ppr is not None:
             ps = ppr.find(f"{_W}pStyle")
             para_style = ps.get(f"{_W}val") if ps is not None else para_style
+        return para_style, under, table_style
+
+    def text(self, p: Any) -> str:
+        """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
+        runs Word does not show, each counted as `docx_hidden_<kind>`."""
+        para_style, under, table_style = self._context(p)
         parts: list[str] = []
         for run in runs(p):
             text = run.text
@@ -187,6 +246,168 @@ class Visibility:
             elif text.strip():
                 self.counts[f"docx_hidden_{reason}"] += 1
         return "".join(parts)
+
+    def text_boxes(self, p: Any) -> list[Any]:
+        """The text boxes (`w:txbxContent`) paragraph element `p` anchors and Word draws, in
+        document order: of an `mc:AlternateContent` only the branch Word reads, no box whose
+        shape is hidden or whose anchoring run is hidden (each box with text left out counted,
+        as `docx_hidden_shape` or `docx_hidden_vanish`), none inside a deletion. A box inside a
+        box is the inner paragraph's, not `p`'s. The boxes are found by lxml; only the elements
+        between a box and its run are looked at here, each once."""
+        out: list[Any] = []
+        context: tuple[str | None, cv.RGBA | None, str | None] | None = None
+        seen: dict[Any, str] = {}
+        branches: dict[Any, Any] = {}
+        for run in runs(p):
+            hidden_run: bool | None = None
+            for holder in run.iterchildren(*_SHAPE_HOLDERS):
+                for box in holder.iter(f"{_W}txbxContent"):
+                    if not len(box):
+                        continue
+                    where = _placement(box, run, seen, branches)
+                    if where == "elsewhere":
+                        continue
+                    if hidden_run is None:
+                        context = context or self._context(p)
+                        hidden_run = bool(self._props(run, context[0], context[2]).vanish)
+                    if where == "hidden":
+                        self._count_box(box, "shape")
+                    elif hidden_run:
+                        self._count_box(box, "vanish")
+                    else:
+                        out.append(box)
+        return out
+
+    def _count_box(self, box: Any, kind: str) -> None:
+        if any((t.text or "").strip() for t in box.iter(f"{_W}t")):
+            self.counts[f"docx_hidden_{kind}"] += 1
+
+
+def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any]) -> str:
+    """Where text box `box` (inside `run`) stands: "elsewhere" (in an `mc:AlternateContent`
+    branch Word does not read, or in another box, whose paragraph it belongs to), "hidden" (in a
+    shape Word does not draw) or "shown". `seen` keeps each element's answer and `branches` each
+    AlternateContent's branch, so boxes sharing a shape or a branch do not look at it again."""
+    chain: list[Any] = []
+    el = box.getparent()
+    verdict = "shown"
+    while el is not None and el is not run:
+        if el in seen:
+            verdict = seen[el]
+            break
+        chain.append(el)
+        el = el.getparent()
+    for el in reversed(chain):  # from the run down to the box
+        if verdict != "elsewhere":
+            if el.tag == f"{_W}txbxContent":
+                verdict = "elsewhere"
+            elif el.tag in (f"{_MC}Choice", f"{_MC}Fallback"):
+                parent = el.getparent()
+                if parent not in branches:
+                    branches[parent] = _branch(parent)
+                if branches[parent] is not el:
+                    verdict = "elsewhere"
+            elif verdict == "shown" and _shape_hidden(el):
+                verdict = "hidden"
+        seen[el] = verdict
+    return verdict
+
+
+def _branch(el: Any) -> Any | None:
+    """The branch of `mc:AlternateContent` `el` that Word reads: the first `mc:Choice` whose
+    `Requires` prefixes all name namespaces Word knows, else the `mc:Fallback` (None: neither).
+    Only the first MAX_CHOICES are looked at (Word writes one; each costs a namespace lookup)."""
+    for branch in islice(el.iterchildren(f"{_MC}Choice", f"{_MC}Fallback"), MAX_CHOICES):
+        if branch.tag == f"{_MC}Fallback":
+            return branch
+        prefixes = (branch.get("Requires") or "").split()
+        if prefixes and all(branch.nsmap.get(px) in _UNDERSTOOD for px in prefixes):
+            return branch
+    return el.find(f"{_MC}Fallback")
+
+
+def alternate(el: Any) -> list[Any] | None:
+    """The children of the branch of `mc:AlternateContent` `el` that Word reads (`_branch`)."""
+    branch = _branch(el)
+    return list(branch) if branch is not None else None
+
+
+def _vml_style(style: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for decl in style.split(";"):
+        name, _, value = decl.partition(":")
+        out[name.strip().lower()] = value.strip().lower()
+    return out
+
+
+def _shape_hidden(el: Any) -> bool:
+    """Whether Word leaves shape element `el` undrawn: a DrawingML object whose properties
+    (`wp:docPr`, `wps:cNvPr`, `pic:cNvPr`...) say `hidden`, a VML shape styled `visibility:
+    hidden` or `display:none`."""
+    for name in ("{*}docPr", "{*}cNvPr"):  # found by lxml: a shape may hold any number of children
+        child = el.find(name)
+        if child is not None and (child.get("hidden") or "").lower() in ("1", "true", "on"):
+            return True
+    tag = el.tag
+    if isinstance(tag, str) and tag.startswith(_VML) and el.get("style"):
+        style = _vml_style(el.get("style"))
+        return style.get("visibility") == "hidden" or style.get("display") == "none"
+    return False
+
+
+def _box_fill(box: Any) -> tuple[bool, cv.RGBA | None]:
+    """Whether the fill of a text box's shape is known, and its colour (None: no fill). A theme
+    colour other than the default theme's plain light and dark, a changed one (shade, tint,
+    luminance), a gradient, a picture or a pattern are not known."""
+    holder = box.getparent()
+    shape = holder.getparent() if holder is not None else None
+    if shape is None:
+        return False, None
+    if holder.tag == f"{_WPS}txbx":
+        sppr = shape.find(f"{_WPS}spPr")
+        for fill in sppr if sppr is not None else ():
+            if fill.tag == f"{_A}noFill":
+                return True, None
+            if fill.tag == f"{_A}solidFill":
+                return _drawing_colour(fill)
+            if fill.tag in (f"{_A}gradFill", f"{_A}blipFill", f"{_A}pattFill", f"{_A}grpFill"):
+                return False, None
+        ref = shape.find(f"{_WPS}style/{_A}fillRef")  # the theme's fill, unless its index is 0
+        return (ref is None or ref.get("idx") == "0"), None
+    if holder.tag == f"{_VML}textbox":
+        fill = shape.find(f"{_VML}fill")
+        if (shape.get("filled") or "t").lower() in ("f", "false") or (
+                fill is not None and (fill.get("on") or "t").lower() in ("f", "false")):
+            return True, None
+        if fill is not None and ((fill.get("type") or "solid") != "solid" or fill.get("opacity") is not None):
+            return False, None
+        value = (shape.get("fillcolor") or "white").split()  # VML's default fill is white
+        colour = cv.color(tinycss2.parse_one_component_value(value[0]), cv.BLACK) if value else None
+        return colour is not None, colour
+    return False, None
+
+
+def _drawing_colour(fill: Any) -> tuple[bool, cv.RGBA | None]:
+    """An `a:solidFill`'s colour: RGB, a system colour's last value, or a default-theme colour,
+    with its `a:alpha`."""
+    if len(fill) != 1:
+        return False, None
+    clr = fill[0]
+    name = clr.tag.rpartition("}")[2] if isinstance(clr.tag, str) else ""
+    alpha = 1.0
+    for mod in clr:
+        if mod.tag != f"{_A}alpha":
+            return False, None  # a shade, tint, luminance change...: not computed
+        try:
+            alpha = max(0.0, min(1.0, int(mod.get("val") or "") / 100_000))
+        except ValueError:
+            return False, None
+    hex6 = {"srgbClr": clr.get("val"), "sysClr": clr.get("lastClr"),
+            "schemeClr": _SCHEME.get(clr.get("val") or "")}.get(name)
+    rgb = _rgb(hex6)
+    if rgb is None:
+        return False, None
+    return True, (rgb[0], rgb[1], rgb[2], alpha)
 
 
 #: inline wrappers whose runs Word shows as the paragraph's own text: links, tracked insertions
@@ -200,8 +421,9 @@ _BLOCK_WRAPPERS = frozenset(f"{_W}{t}" for t in ("sdt", "sdtContent", "customXml
 def runs(p: Any) -> list[Any]:
     """The runs of paragraph element `p` in document order, those inside the inline wrappers
     Word shows as text (python-docx reads only direct runs and a link's: a content control's or a
-    tracked insertion's text was lost). A deletion's runs (`w:del`, `w:moveFrom`) are not text,
-    and a drawing's text box is another paragraph, not this one's."""
+    tracked insertion's text was lost), and those in the branch of an `mc:AlternateContent` Word
+    reads. A deletion's runs (`w:del`, `w:moveFrom`) are not text, and a drawing's text box is
+    another paragraph (`Visibility.text_boxes`), not this one's."""
     out: list[Any] = []
     stack = list(reversed(list(p)))
     while stack:
@@ -210,12 +432,15 @@ def runs(p: Any) -> list[Any]:
             out.append(el)
         elif el.tag in _INLINE_WRAPPERS:
             stack.extend(reversed(list(el)))
+        elif el.tag == f"{_MC}AlternateContent":
+            stack.extend(reversed(alternate(el) or []))
     return out
 
 
 def blocks(parent: Any) -> list[Any]:
     """The paragraphs and tables of a body or a table cell in document order, those inside
-    content controls and custom XML included (python-docx reads only direct children)."""
+    content controls and custom XML included (python-docx reads only direct children), and those
+    in the branch of an `mc:AlternateContent` Word reads."""
     out: list[Any] = []
     stack = list(reversed(list(parent)))
     while stack:
@@ -224,4 +449,6 @@ def blocks(parent: Any) -> list[Any]:
             out.append(el)
         elif el.tag in _BLOCK_WRAPPERS:
             stack.extend(reversed(list(el)))
+        elif el.tag == f"{_MC}AlternateContent":
+            stack.extend(reversed(alternate(el) or []))
     return out

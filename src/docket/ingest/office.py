@@ -266,20 +266,26 @@ class _Pages:
         self._pending = False
 
 
-def _paragraph_page(p: object, pages: _Pages) -> int | None:
-    """Walk one paragraph's marks and text; the page its first text is on (None: no text)."""
+def _paragraph_page(p: object, pages: _Pages) -> tuple[int | None, bool]:
+    """Walk one paragraph's marks and text; the page its first text is on (None: no text), and
+    whether it holds a text box (whose marks and text are the box's paragraphs', not this one's)."""
     first: int | None = None
+    boxed = False
     if p.find(f"{_W}pPr/{_W}pageBreakBefore") is not None:  # type: ignore[attr-defined]
         pages.mark()
-    for el in p.iter(f"{_W}br", f"{_W}lastRenderedPageBreak", f"{_W}t"):  # type: ignore[attr-defined]
-        if el.tag == f"{_W}t":
+    for el in p.iter(f"{_W}br", f"{_W}lastRenderedPageBreak", f"{_W}t", f"{_W}txbxContent"):  # type: ignore[attr-defined]
+        if el.tag == f"{_W}txbxContent":
+            boxed = True
+        elif boxed and next(el.iterancestors(f"{_W}p"), None) is not p:
+            continue  # a text box's paragraph's
+        elif el.tag == f"{_W}t":
             if (el.text or "").strip():
                 if first is None:
                     first = pages.page
                 pages.text()
         elif el.tag == f"{_W}lastRenderedPageBreak" or el.get(f"{_W}type") == "page":
             pages.mark()
-    return first
+    return first, boxed
 
 
 def _paragraph_styles(document: object) -> tuple[dict[str, str], str]:
@@ -308,37 +314,55 @@ def _style_name(p: object, styles: dict[str, str], default: str) -> str:
     return styles[sid] if sid in styles else default
 
 
+#: text boxes inside text boxes read this deep (Word draws none; the XML allows any depth)
+MAX_BOX_DEPTH = 8
+
+
 def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
     """(page, text) for each paragraph and table row, in body order; headings as Markdown; only
-    the text Word shows (`shown`)."""
+    the text Word shows (`shown`). A text box's paragraphs and rows come after the paragraph (or
+    the table row) that anchors it, on its page."""
     from docx.table import Table
 
     out: list[tuple[int, str]] = []
     pages = _Pages()
     styles, default = _paragraph_styles(document)
-    body = document.element.body  # type: ignore[attr-defined]
-    for child in blocks(body):
-        if child.tag == f"{_W}p":
-            page = _paragraph_page(child, pages)
-            if page is None and child.find(f".//{_W}noBreakHyphen") is None:
-                continue  # no text: skipped before python-docx's costly paragraph and style objects
-            text = shown.text(child).strip()
-            if not text:
-                continue
-            style = _style_name(child, styles, default)
-            m = _HEADING_STYLE.search(style)
-            if m:
-                text = "#" * min(int(m.group(1)), 6) + " " + " ".join(text.split())
-            elif style.lower() == "title":
-                text = "# " + " ".join(text.split())
-            out.append((page or pages.page, text))
-        elif child.tag == f"{_W}tbl":
-            table = Table(child, document)  # type: ignore[arg-type]
-            for row in table.rows:
-                cells = ["\n".join(shown.text(p) for p in blocks(c._tc) if p.tag == f"{_W}p").strip()
-                         for c in row.cells]
-                line = " | ".join(dict.fromkeys(c for c in cells if c))
-                if line:
-                    out.append((pages.page, line))
-                    pages.text()
+
+    def walk(parent: object, depth: int) -> None:
+        for child in blocks(parent):
+            if child.tag == f"{_W}p":
+                page, boxed = _paragraph_page(child, pages)
+                # no text: skipped before python-docx's costly paragraph and style objects
+                if page is not None or child.find(f".//{_W}noBreakHyphen") is not None:
+                    text = shown.text(child).strip()
+                    if text:
+                        style = _style_name(child, styles, default)
+                        m = _HEADING_STYLE.search(style)
+                        if m:
+                            text = "#" * min(int(m.group(1)), 6) + " " + " ".join(text.split())
+                        elif style.lower() == "title":
+                            text = "# " + " ".join(text.split())
+                        out.append((page or pages.page, text))
+                if boxed and depth < MAX_BOX_DEPTH:
+                    for box in shown.text_boxes(child):
+                        walk(box, depth + 1)
+            elif child.tag == f"{_W}tbl":
+                table = Table(child, document)  # type: ignore[arg-type]
+                boxed = depth < MAX_BOX_DEPTH and child.find(f".//{_W}txbxContent") is not None
+                seen: set[object] = set()  # a cell merged down several rows is in each of them
+                for row in table.rows:
+                    paras = {c._tc: [p for p in blocks(c._tc) if p.tag == f"{_W}p"] for c in row.cells}
+                    cells = ["\n".join(shown.text(p) for p in ps).strip() for ps in paras.values()]
+                    line = " | ".join(dict.fromkeys(c for c in cells if c))
+                    if line:
+                        out.append((pages.page, line))
+                        pages.text()
+                    if boxed:
+                        for p in (p for ps in paras.values() for p in ps):
+                            for box in shown.text_boxes(p):
+                                if box not in seen:
+                                    seen.add(box)
+                                    walk(box, depth + 1)
+
+    walk(document.element.body, 0)  # type: ignore[attr-defined]
     return out
