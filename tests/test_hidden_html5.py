@@ -81,6 +81,17 @@ HIDDEN = [
      "background-color:rgb(255,255,255)}", '<div class="c"><div><p>SECRET</p></div><b class="o"></b></div>', "covered"),
     ("box before the text", "", '<div style="position:relative"><div style="position:absolute;inset:0;'
      'background:#fff"></div><p>SECRET</p></div>', "covered"),
+    # a ::first-line rule that hides the line: where it ends is layout, so the element goes whole
+    ("first line white", "p.x::first-line{color:#fff}", '<p class="x">SECRET</p>', "unresolved_first_line"),
+    ("first line, legacy one-colon syntax", "p.x:first-line{color:white}", '<p class="x">SECRET</p>',
+     "unresolved_first_line"),
+    ("first line of size 0", ".x::first-line{font-size:0}", '<p class="x">SECRET</p>', "unresolved_first_line"),
+    ("first line by the font shorthand", ".x::first-line{font:0/0 a}", '<p class="x">SECRET</p>',
+     "unresolved_first_line"),
+    ("first line with a transparent fill", ".x::first-line{-webkit-text-fill-color:transparent}",
+     '<p class="x">SECRET</p>', "unresolved_first_line"),
+    ("first line of a block's first paragraph", "div.x::first-line{color:#fff}",
+     '<div class="x"><p>SECRET</p></div>', "unresolved_first_line"),
 ]
 VISIBLE = [
     ("text after --!>", "", "<!-- a --!><p>SHOWN</p>"),
@@ -118,6 +129,10 @@ VISIBLE = [
      '<div style="position:absolute;top:0;left:50%;right:0;bottom:0;background:#fff"></div></div>'),
     ("box in a block of set height", "", '<div style="position:relative;height:4px"><p>one</p><p>SHOWN</p>'
      '<div style="position:absolute;inset:0;background:#fff"></div></div>'),
+    ("first line in red", "p.x::first-line{color:red}", '<p class="x">SHOWN</p>'),
+    ("first line larger", "p.x::first-line{font-size:2em}", '<p class="x">SHOWN</p>'),
+    ("first line white on its own black", "p.x::first-line{color:#fff;background:#000}", '<p class="x">SHOWN</p>'),
+    ("first letter styled", "p.x::first-letter{color:#c00;font-size:3em}", '<p class="x">SHOWN</p>'),
     ("light and dark schemes", ":root{color-scheme:light dark}", '<p style="color:#222">SHOWN</p>'),
     ("white text in a dark scheme", ":root{color-scheme:dark}", "<p>SHOWN</p>"),
 ]

@@ -207,6 +207,31 @@ def specificity(tokens: Sequence[Any]) -> tuple[int, int, int]:
     return (a, b, c)
 
 
+#: what a `::first-line` rule sets that can hide the line, kept under this prefix on its element
+FIRST_LINE = "first-line:"
+_FIRST_LINE_PROPS = frozenset({"color", "-webkit-text-fill-color", "font-size", "font", "background-color",
+                               "background", "letter-spacing"})
+
+
+def _first_line_of(tokens: Sequence[Any]) -> Tokens | None:
+    """The element part of `X::first-line` (or the legacy `X:first-line`), or None for any other
+    selector (a pseudo-element elsewhere, or none)."""
+    toks = list(tokens)
+    while toks and isinstance(toks[-1], (ast.WhitespaceToken, ast.Comment)):
+        toks.pop()
+    if len(toks) < 2 or not (isinstance(toks[-1], ast.IdentToken) and toks[-1].lower_value == "first-line"):
+        return None
+    head = toks[:-1]
+    if not (isinstance(head[-1], ast.LiteralToken) and head[-1].value == ":"):
+        return None
+    head.pop()
+    if head and isinstance(head[-1], ast.LiteralToken) and head[-1].value == ":":
+        head.pop()
+    if not head or _has_pseudo_element(head) or isinstance(head[-1], ast.WhitespaceToken):
+        return None  # `X ::first-line` or `::first-line` alone: left to the general rule (skipped)
+    return head
+
+
 def _has_pseudo_element(tokens: Sequence[Any]) -> bool:
     prev: Any = None
     for t in tokens:
@@ -533,6 +558,11 @@ class _Collector:
             return
         for sel in selectors:
             if _has_pseudo_element(sel):
+                base = _first_line_of(sel)
+                if base is not None and decls:  # its colour and size can hide the element's first line
+                    spec = specificity(sel)
+                    self.add(_nest(tinycss2.serialize(base).strip(), parents), spec, origin, layer, decls,
+                             prefix=FIRST_LINE)
                 continue
             text = tinycss2.serialize(sel).strip()
             full = _nest(text, parents)
@@ -548,9 +578,11 @@ class _Collector:
                 self.rules_of(nested, origin, layer, [here])
 
     def add(self, selector: str, spec: tuple[int, int, int], origin: int, layer: int, decls: list[Any],
-            nested: bool = False, parents: list[str] | None = None) -> None:
+            nested: bool = False, parents: list[str] | None = None, prefix: str = "") -> None:
         kept = [(n, v, bool(d.important)) for d in decls if _keep(d.name if d.name.startswith("--") else d.lower_name)
                 for n, v in normalise(d.name if d.name.startswith("--") else d.lower_name, list(d.value))]
+        if prefix:  # a pseudo-element's declarations, under their own names on its element
+            kept = [(prefix + n, v, imp) for n, v, imp in kept if n in _FIRST_LINE_PROPS]
         if not kept:
             return
         if nested and parents:

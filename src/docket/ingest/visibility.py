@@ -31,7 +31,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 from tinycss2 import ast
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.css import Decl, Styles, declared, resolve
+from docket.ingest.css import FIRST_LINE, Decl, Styles, declared, resolve
 
 #: text smaller than this (px) cannot be read
 MIN_FONT_PX = 4.0
@@ -61,7 +61,7 @@ KINDS = ("display", "hidden_attribute", "aria_hidden", "visibility", "opacity", 
          "clip", "transform", "zero_size", "filter", "text_security", "letter_spacing", "covered",
          # fail closed: what docket cannot compute is not known to be shown
          "unresolved_color", "unresolved_filter", "unresolved_clip", "unresolved_mask", "unresolved_blend",
-         "unresolved_motion", "unresolved_animation", "unresolved_css_nesting")
+         "unresolved_motion", "unresolved_animation", "unresolved_css_nesting", "unresolved_first_line")
 # (html.py counts two more: html_hidden_select_options, html_hidden_unresolved_shadow_dom)
 #: filter functions that leave text readable at any argument (the others are read, or fail closed)
 _SAFE_FILTERS = frozenset({"drop-shadow", "grayscale", "sepia", "saturate", "hue-rotate", "contrast"})
@@ -351,6 +351,8 @@ def _compute(tag: Tag, decls: dict[str, Decl], parent: _State, is_root: bool) ->
     # -- the background behind this element's content
     state.background = _background(decls, state, parent)
     _layers(tag, decls, state, parent, position, is_root)
+    if _first_line_hidden(decls, state):
+        return state, "unresolved_first_line"
 
     # -- text hidden by the (inherited) style
     text_kind = _text_reason(state)
@@ -775,6 +777,48 @@ def _background(decls: dict[str, Decl], state: _State, parent: _State) -> cv.RGB
     if below is None:
         return colour if colour[3] >= 0.99 else None
     return cv.over(colour, below)
+
+
+def _first_line_hidden(decls: dict[str, Decl], state: _State) -> bool:
+    """Does a `::first-line` rule make this element's first line unreadable (its colour, fill,
+    size or background) where the element's own text would show? Where the first line ends
+    depends on the layout, which docket does not compute, so the caller removes the element
+    whole (fail closed: a page that shows its first line never pays)."""
+    if not any(name.startswith(FIRST_LINE) for name in decls):
+        return False
+
+    def val(name: str) -> list[Any] | None:
+        d = decls.get(FIRST_LINE + name)
+        if d is None:
+            return None
+        toks = _substitute(d.value, state.custom)
+        return None if toks is None or cv.keyword(toks) in _WIDE else toks
+
+    line = replace(state)
+    if (c := val("color")) is not None:
+        colour = cv.color(c, state.color)
+        line.color, line.colour_unknown = (colour, False) if colour is not None else (state.color, True)
+    if (f := val("-webkit-text-fill-color")) is not None:
+        line.fill = None if cv.keyword(f) == "currentcolor" else cv.color(f, line.color)
+        line.colour_unknown = line.colour_unknown or (line.fill is None and cv.keyword(f) != "currentcolor")
+    if (fs := val("font-size")) is not None:
+        line.font_px = _font_size(fs, state.font_px)
+    if (font := val("font")) is not None:
+        size_toks, _ = _font_shorthand(font)
+        if size_toks is not None:
+            line.font_px = _font_size(size_toks, state.font_px)
+    for name in ("background", "background-color"):  # the later declaration wins
+        d = decls.get(FIRST_LINE + name)
+        other = decls.get(FIRST_LINE + ("background-color" if name == "background" else "background"))
+        bg = val(name)
+        if bg is None or line.background is None or (d is not None and other is not None and other.key > d.key):
+            continue
+        under, image = cv.background(bg, line.color) if name == "background" else (cv.color(bg, line.color), "none")
+        if image != "none":
+            line.background = None  # a picture under the line: its colour is not known
+        elif under is not None:
+            line.background = cv.over(under, line.background)
+    return _text_reason(state) is None and _text_reason(line) is not None
 
 
 def _text_reason(state: _State) -> str | None:
