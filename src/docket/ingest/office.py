@@ -316,6 +316,8 @@ def _style_name(p: object, styles: dict[str, str], default: str) -> str:
 
 #: text boxes inside text boxes read this deep (Word draws none; the XML allows any depth)
 MAX_BOX_DEPTH = 8
+#: tables inside table cells read row by row this deep; deeper ones as their paragraphs
+MAX_TABLE_DEPTH = 8
 
 
 def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
@@ -327,6 +329,31 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pages = _Pages()
     styles, default = _paragraph_styles(document)
+
+    def cell_text(tc: object, depth: int) -> str:
+        """A cell's paragraphs, and the rows of a table nested in it (cells joined as " | "),
+        one per line; nesting past MAX_TABLE_DEPTH is read as the paragraphs it holds."""
+        lines = []
+        for child in blocks(tc):
+            if child.tag == f"{_W}p":
+                lines.append(shown.text(child))
+            elif child.tag == f"{_W}tbl" and depth < MAX_TABLE_DEPTH:
+                for row in Table(child, document).rows:  # type: ignore[arg-type]
+                    inner = [cell_text(t, depth + 1) for t in dict.fromkeys(c._tc for c in row.cells)]
+                    lines.append(" | ".join(dict.fromkeys(t for t in inner if t)))
+            elif child.tag == f"{_W}tbl":
+                lines += [shown.text(p) for p in child.iter(f"{_W}p")]
+        return "\n".join(t for t in lines if t.strip()).strip()
+
+    def cell_paragraphs(tc: object, depth: int) -> list[object]:
+        """The paragraphs of a cell and of the tables nested in it (where text boxes anchor)."""
+        out: list[object] = []
+        for child in blocks(tc):
+            if child.tag == f"{_W}p":
+                out.append(child)
+            elif child.tag == f"{_W}tbl":
+                out += [p for p in child.iter(f"{_W}p")]
+        return out
 
     def walk(parent: object, depth: int) -> None:
         for child in blocks(parent):
@@ -351,8 +378,8 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
                 boxed = depth < MAX_BOX_DEPTH and child.find(f".//{_W}txbxContent") is not None
                 seen: set[object] = set()  # a cell merged down several rows is in each of them
                 for row in table.rows:
-                    paras = {c._tc: [p for p in blocks(c._tc) if p.tag == f"{_W}p"] for c in row.cells}
-                    cells = ["\n".join(shown.text(p) for p in ps).strip() for ps in paras.values()]
+                    paras = {c._tc: cell_paragraphs(c._tc, 0) for c in row.cells}
+                    cells = [cell_text(tc, 0) for tc in paras]
                     line = " | ".join(dict.fromkeys(c for c in cells if c))
                     if line:
                         out.append((pages.page, line))
