@@ -247,6 +247,18 @@ class Visibility:
                 self.counts[f"docx_hidden_{reason}"] += 1
         return "".join(parts)
 
+    def note_references(self, p: Any) -> list[tuple[str, str]]:
+        """("footnote" | "endnote", id) for each note paragraph `p` refers to in a run Word shows,
+        in order: a note is printed only where its reference is."""
+        para_style, under, table_style = self._context(p)
+        out = []
+        for run in runs(p):
+            refs = [(kind, ref.get(f"{_W}id") or "") for kind in ("footnote", "endnote")
+                    for ref in run.iter(f"{_W}{kind}Reference")]
+            if refs and self._reason(run, para_style, under, table_style) is None:
+                out += refs
+        return out
+
     def text_boxes(self, p: Any) -> list[Any]:
         """The text boxes (`w:txbxContent`) paragraph element `p` anchors and Word draws, in
         document order: of an `mc:AlternateContent` only the branch Word reads, no box whose

@@ -161,7 +161,9 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
         document = docx.Document(io.BytesIO(data))
         title = (document.core_properties.title or "").strip()
         _check_blocks(document, where, limits)
-        blocks = list(_docx_blocks(document, Visibility(document, counts)))
+        shown = Visibility(document, counts)
+        blocks = list(_docx_blocks(document, shown))
+        blocks += _docx_notes(document, shown, blocks[-1][0] if blocks else 1)
     except InputError:
         raise
     except PackageNotFoundError:
@@ -312,6 +314,40 @@ def _style_name(p: object, styles: dict[str, str], default: str) -> str:
     el = p.find(f"{_W}pPr/{_W}pStyle")  # type: ignore[attr-defined]
     sid = el.get(f"{_W}val") if el is not None else None
     return styles[sid] if sid in styles else default
+
+
+def _docx_notes(document: object, shown: Visibility, page: int) -> list[tuple[int, str]]:
+    """The footnotes and endnotes a reader sees, after the body ("Footnote 1: ..."), numbered
+    in the order the body refers to them: Word prints a note only where a shown run refers to
+    it, and the same hidden-text rules apply to its own text."""
+    from docx.oxml import parse_xml
+
+    body = document.element.body  # type: ignore[attr-defined]
+    order: dict[tuple[str, str], int] = {}
+    for p in body.iter(f"{_W}p"):
+        if p.find(f".//{_W}footnoteReference") is None and p.find(f".//{_W}endnoteReference") is None:
+            continue
+        for ref in shown.note_references(p):
+            order.setdefault(ref, sum(1 for k in order if k[0] == ref[0]) + 1)
+    if not order:
+        return []
+    notes: dict[tuple[str, str], object] = {}
+    for rel in document.part.rels.values():  # type: ignore[attr-defined]
+        kind = rel.reltype.rsplit("/", 1)[-1]
+        if rel.is_external or kind not in ("footnotes", "endnotes"):
+            continue
+        for note in parse_xml(rel.target_part.blob).iterchildren(f"{_W}{kind[:-1]}"):
+            notes.setdefault((kind[:-1], note.get(f"{_W}id") or ""), note)
+    out = []
+    for (kind, nid), n in sorted(order.items(), key=lambda item: (item[0][0] != "footnote", item[1])):
+        note = notes.get((kind, nid))
+        if note is None:
+            continue
+        paragraphs = note.iter(f"{_W}p")  # type: ignore[attr-defined]
+        text = "\n".join(t for p in paragraphs if (t := shown.text(p).strip()))
+        if text:
+            out.append((page, f"{kind.capitalize()} {n}: {text}"))
+    return out
 
 
 #: text boxes inside text boxes read this deep (Word draws none; the XML allows any depth)
