@@ -54,9 +54,14 @@ class Sizer(Protocol):
         maybe below `at_least`): a caller refines it with `at_least` where the difference matters."""
         ...
 
+    def known(self, passages: Sequence[Passage], label: str) -> list[int | None]:
+        """`cost(p, label)` of each passage where it is known without counting (cached), else
+        None: the packer's skip of a passage ruled out on its bound gives the count when known."""
+        ...
+
     def cost_function(self, label: str) -> Callable[[Passage], int]:
         """`cost(·, label)` for many passages, as a function that holds only what counting needs
-        (not the assembly context): a trace event may keep it to count a passage when read."""
+        (not the assembly context)."""
         ...
 
     def wrapper_tokens(self) -> int:

@@ -69,6 +69,9 @@ class RenderSizer:
     def bounds(self, passages: Sequence[Passage], label: str, cheap: bool = False) -> list[int]:
         return self.costing(label).bounds(passages, cheap)
 
+    def known(self, passages: Sequence[Passage], label: str) -> list[int | None]:
+        return self.costing(label).known(passages)
+
     def wrapper_tokens(self) -> int:
         ctx = self.ctx
         fmt = ctx.policy.render.format
@@ -91,8 +94,7 @@ class RenderSizer:
 
 class Costing:
     """`cost(·, label)` as a function that holds only what counting needs (the counter, the render
-    settings and the feature cache, not the assembly context): a trace event may keep it to count
-    a skipped passage when the trace is read. A whole chunk's count is cached with its features,
+    settings and the feature cache, not the assembly context). A whole chunk's count is cached with its features,
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
@@ -167,6 +169,14 @@ class Costing:
                     else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)]
         return [c if c is not None else w + sep if w is not None else self.at_least(p)
                 for c, w, p in zip(got, words, passages)]
+
+    def known(self, passages: Sequence[Passage]) -> list[int | None]:
+        """Each passage's exact count where it is cached (`self(p)` without counting), else None:
+        the packer reports a skip on its lower bound with the count when it is at hand."""
+        if not self.cacheable:
+            return [None] * len(passages)
+        key = self.key
+        return [None if f is None else f.costs.get(key) for f in self.cache.of_passages(passages)]
 
     def _words_hold(self, passages: Sequence[Passage]) -> bool:
         """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and
