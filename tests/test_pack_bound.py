@@ -122,7 +122,8 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
     monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
-    monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label, cheap=False: [0] * len(ps))
+    monkeypatch.setattr(RenderSizer, "bounds_and_counts",
+                        lambda self, ps, label, cheap=False: ([0] * len(ps), [None] * len(ps)))
     asked: list[str] = []
     size = _record(monkeypatch, "__call__", asked)
     eager = context([p.first for p in ps], policy=pol)
@@ -220,6 +221,11 @@ def test_bounds_reads_what_at_least_gives_each_passage(fmt: str) -> None:
     assert costing.bounds(ps) == [costing.at_least(p) for p in ps]
     assert costing.bounds(mixed) == [costing.at_least(p) for p in mixed]
     assert costing.bounds([]) == []
+    for some in (ps, mixed):  # the counts: those cached (every third single chunk), None for the rest
+        got, counts = costing.bounds_and_counts(some, True)
+        assert got == costing.bounds(some, True) and got is not counts
+        assert counts == [costing(p) if len(p.chunks) == 1 and p.text_override is None and i % 3 == 0
+                          and i < len(ps) else None for i, p in enumerate(some)]
 
 
 def test_nothing_fits_warns_with_the_smallest_exact_count() -> None:

@@ -96,8 +96,11 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
     # (cheap: a chunk's word bound where its `at_least` is not at hand, refined below where it fits)
-    bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest, cheap=True)
-              if bounded_from < below else [])
+    # (and the counts already cached, read by the same look-ups: a skip on its bound gives its count when known)
+    bounds, counted = sizer.bounds_and_counts(ordered[bounded_from:below], widest, cheap=True)
+    if bounded_from < below:
+        bounds[:0] = [0] * bounded_from  # (never read: these passages are counted)
+        counted[:0] = [None] * bounded_from
     refine = sizer.bound_function(widest)
     idx = 0
     while idx < n:
@@ -122,10 +125,9 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                 end += 1
             run = ordered[idx:end]
             unsized.extend(run)
-            known = sizer.known(run, widest)
+            known = counted[idx:end]
             on_bound += known.count(None)
-            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_event, used, budget),
-                  list(zip(known, bounds[idx:end])))
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_event, used, budget), list(zip(known, bounds[idx:end])))
             idx = end
             continue
         at, idx = idx, idx + 1  # p is ordered[at]: counted now
