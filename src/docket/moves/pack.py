@@ -125,9 +125,9 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                 end += 1
             run = ordered[idx:end]
             unsized.extend(run)
-            known = counted[idx:end]
-            on_bound += known.count(None)
-            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_event, used, budget), list(zip(known, bounds[idx:end])))
+            on_bound += counted[idx:end].count(None)
+            # each event holds its position; the lists are final there (a bound is refined only ahead of the loop)
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_event, used, budget, counted, bounds), range(idx, end))
             idx = end
             continue
         at, idx = idx, idx + 1  # p is ordered[at]: counted now
@@ -176,14 +176,15 @@ def _over(bounds: list[int], k: int, left: int, refine: Callable[[Passage], int]
     return b > left
 
 
-def _skip_event(used: int, budget: int, held: tuple[int | None, int]) -> tuple[str, dict[str, Any]]:
-    """The trace event of a passage skipped on its lower bound (made when the trace is read from
-    what the packer held: its count where it was cached, and its bound): with the count, the same
-    reason and numbers as a counted skip; else the bound's, "at least" ones."""
-    exact, bound = held
+def _skip_event(used: int, budget: int, counted: list[int | None], bounds: list[int], k: int) -> tuple[str, dict[str, Any]]:
+    """The trace event of the passage at `k`, skipped on its lower bound (made when the trace is
+    read from what the packer held: the counts cached when it started, and the bounds): with the
+    count, the same reason and numbers as a counted skip; else the bound's, "at least" ones."""
+    exact = counted[k]
     if exact is not None:
         return f"{exact} tokens: would reach {used + exact} > {budget}, skip", {"tokens": exact,
                                                                                "would_reach": used + exact}
+    bound = bounds[k]
     reach = used + bound
     return (f"at least {bound} tokens: would reach at least {reach} > {budget}, skip",
             {"tokens_at_least": bound, "would_reach_at_least": reach})
