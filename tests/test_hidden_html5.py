@@ -81,6 +81,13 @@ HIDDEN = [
      "background-color:rgb(255,255,255)}", '<div class="c"><div><p>SECRET</p></div><b class="o"></b></div>', "covered"),
     ("box before the text", "", '<div style="position:relative"><div style="position:absolute;inset:0;'
      'background:#fff"></div><p>SECRET</p></div>', "covered"),
+    ("::after box over its element", '.w{position:relative}.w::after{content:"";position:absolute;inset:0;'
+     'background:#fff}', '<div class="w"><p>SECRET</p></div>', "covered"),
+    (":before box, legacy syntax, by edges and size", '.w{position:relative}.w:before{content:"";position:absolute;'
+     'top:0;left:0;width:100%;height:100%;background:white}', '<div class="w"><p>SECRET</p></div>', "covered"),
+    ("::after of a static child covers the positioned parent", '.o{position:relative}.c::after{content:"";'
+     'position:absolute;inset:0;background:#fff}', '<div class="o"><p>SECRET</p><span class="c">x</span></div>',
+     "covered"),
     # a ::first-line rule that hides the line: where it ends is layout, so the element goes whole
     ("first line white", "p.x::first-line{color:#fff}", '<p class="x">SECRET</p>', "unresolved_first_line"),
     ("first line, legacy one-colon syntax", "p.x:first-line{color:white}", '<p class="x">SECRET</p>',
@@ -129,6 +136,14 @@ VISIBLE = [
      '<div style="position:absolute;top:0;left:50%;right:0;bottom:0;background:#fff"></div></div>'),
     ("box in a block of set height", "", '<div style="position:relative;height:4px"><p>one</p><p>SHOWN</p>'
      '<div style="position:absolute;inset:0;background:#fff"></div></div>'),
+    ("::after box without content", '.w{position:relative}.w::after{position:absolute;inset:0;background:#fff}',
+     '<div class="w"><p>SHOWN</p></div>'),
+    ("::after box see-through", '.w{position:relative}.w::after{content:"";position:absolute;inset:0;'
+     'background:rgba(255,255,255,.5)}', '<div class="w"><p>SHOWN</p></div>'),
+    ("::after box under the text", '.w{position:relative;z-index:0}.w::after{content:"";position:absolute;inset:0;'
+     'background:#fff;z-index:-1}', '<div class="w"><p>SHOWN</p></div>'),
+    ("::after box not displayed", '.w{position:relative}.w::after{content:"";display:none;position:absolute;'
+     'inset:0;background:#fff}', '<div class="w"><p>SHOWN</p></div>'),
     ("first line in red", "p.x::first-line{color:red}", '<p class="x">SHOWN</p>'),
     ("first line larger", "p.x::first-line{font-size:2em}", '<p class="x">SHOWN</p>'),
     ("first line white on its own black", "p.x::first-line{color:#fff;background:#000}", '<p class="x">SHOWN</p>'),

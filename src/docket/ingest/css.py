@@ -53,7 +53,7 @@ RELEVANT = frozenset(
     "mask mask-image -webkit-mask -webkit-mask-image -webkit-mask-box-image mix-blend-mode -webkit-text-security "
     "animation animation-name letter-spacing offset-path offset color-scheme "
     # read for text an opaque positioned box covers (what is painted in a layer of its own, and how)
-    "z-index isolation will-change contain perspective backdrop-filter border-radius".split()
+    "z-index isolation will-change contain perspective backdrop-filter border-radius content".split()
 )
 #: other names a browser reads as one of the properties above (prefixed aliases, logical
 #: properties in a left-to-right, horizontal page); a pair sets both sides
@@ -213,14 +213,26 @@ _FIRST_LINE_PROPS = frozenset({"color", "-webkit-text-fill-color", "font-size", 
                                "background", "letter-spacing"})
 
 
-def _first_line_of(tokens: Sequence[Any]) -> Tokens | None:
-    """The element part of `X::first-line` (or the legacy `X:first-line`), or None for any other
-    selector (a pseudo-element elsewhere, or none)."""
+#: what a `::before` / `::after` rule sets that can make the pseudo-element an opaque box over text
+_BOX_PROPS = frozenset({"content", "display", "position", "top", "left", "right", "bottom", "inset", "width",
+                        "height", "background", "background-color", "background-image", "opacity", "visibility",
+                        "z-index", "transform", "translate", "scale", "rotate", "filter", "clip", "clip-path",
+                        "-webkit-clip-path", "border-radius", "zoom", "mask", "mask-image", "-webkit-mask",
+                        "-webkit-mask-image", "mix-blend-mode"})
+#: the pseudo-elements read, each kept on its element under a prefix ("before:background-color")
+PSEUDO_PROPS = {"first-line": _FIRST_LINE_PROPS, "before": _BOX_PROPS, "after": _BOX_PROPS}
+
+
+def _pseudo_of(tokens: Sequence[Any]) -> tuple[str, Tokens] | None:
+    """(pseudo-element, element part) of `X::first-line`, `X::before` or `X::after` (or the
+    legacy one-colon spellings), or None for any other selector (a pseudo-element elsewhere, or
+    none)."""
     toks = list(tokens)
     while toks and isinstance(toks[-1], (ast.WhitespaceToken, ast.Comment)):
         toks.pop()
-    if len(toks) < 2 or not (isinstance(toks[-1], ast.IdentToken) and toks[-1].lower_value == "first-line"):
+    if len(toks) < 2 or not (isinstance(toks[-1], ast.IdentToken) and toks[-1].lower_value in PSEUDO_PROPS):
         return None
+    pseudo = toks[-1].lower_value
     head = toks[:-1]
     if not (isinstance(head[-1], ast.LiteralToken) and head[-1].value == ":"):
         return None
@@ -229,7 +241,7 @@ def _first_line_of(tokens: Sequence[Any]) -> Tokens | None:
         head.pop()
     if not head or _has_pseudo_element(head) or isinstance(head[-1], ast.WhitespaceToken):
         return None  # `X ::first-line` or `::first-line` alone: left to the general rule (skipped)
-    return head
+    return pseudo, head
 
 
 def _has_pseudo_element(tokens: Sequence[Any]) -> bool:
@@ -558,11 +570,11 @@ class _Collector:
             return
         for sel in selectors:
             if _has_pseudo_element(sel):
-                base = _first_line_of(sel)
-                if base is not None and decls:  # its colour and size can hide the element's first line
+                found = _pseudo_of(sel)
+                if found is not None and decls:  # a first line it can hide, a box over the element's text
                     spec = specificity(sel)
-                    self.add(_nest(tinycss2.serialize(base).strip(), parents), spec, origin, layer, decls,
-                             prefix=FIRST_LINE)
+                    self.add(_nest(tinycss2.serialize(found[1]).strip(), parents), spec, origin, layer, decls,
+                             prefix=found[0] + ":")
                 continue
             text = tinycss2.serialize(sel).strip()
             full = _nest(text, parents)
@@ -582,7 +594,8 @@ class _Collector:
         kept = [(n, v, bool(d.important)) for d in decls if _keep(d.name if d.name.startswith("--") else d.lower_name)
                 for n, v in normalise(d.name if d.name.startswith("--") else d.lower_name, list(d.value))]
         if prefix:  # a pseudo-element's declarations, under their own names on its element
-            kept = [(prefix + n, v, imp) for n, v, imp in kept if n in _FIRST_LINE_PROPS]
+            wanted = PSEUDO_PROPS[prefix[:-1]]
+            kept = [(prefix + n, v, imp) for n, v, imp in kept if n in wanted]
         if not kept:
             return
         if nested and parents:

@@ -385,22 +385,58 @@ def _layers(tag: Tag, decls: dict[str, Decl], state: _State, parent: _State, pos
     if position != "static" or is_root:
         height = _len(decls, "height", state, cv.Ctx(em=state.font_px, percent=None))
         state.container, state.container_holds = tag, height is None or bool(_overflow_clips(decls, state))
-    if position not in ("absolute", "fixed") or state.visibility != "visible" or state.opacity < 0.999:
+    state.covers = _covered_block(tag, decls, state, position, state.visibility, state.opacity,
+                                  parent.container, parent.container_holds)
+    if state.covers is not None:
         return
-    block = _root_of(tag) if position == "fixed" else parent.container
-    if block is None or (position == "absolute" and not parent.container_holds):
-        return
+    # a ::before or ::after box: a child of the element, so a positioned element is its block
+    holder, holds = (tag, state.container_holds) if position != "static" else (parent.container, parent.container_holds)
+    for prefix in ("before:", "after:"):
+        own = {name[len(prefix):]: replace(d, name=d.name[len(prefix):]) for name, d in decls.items()
+               if name.startswith(prefix)}
+        content = _value(own, "content", state)
+        if not own or content is None or cv.keyword(content) in ("none", "normal", *_WIDE):
+            continue  # no content: no box
+        if (kw_of(own, "display", state) or "inline") == "none":
+            continue
+        vis = kw_of(own, "visibility", state) or state.visibility
+        op = _value(own, "opacity", state)
+        alpha = state.opacity * (min(max(cv.number(op) or 0.0, 0.0), 1.0) if op is not None and cv.keyword(op)
+                                 not in _WIDE else 1.0)
+        block = _covered_block(tag, own, state, kw_of(own, "position", state) or "static", vis, alpha, holder, holds)
+        if block is not None:
+            state.covers = block
+            return
+
+
+def _covered_block(tag: Tag, decls: dict[str, Decl], state: _State, position: str, visibility: str, opacity: float,
+                   container: Any, holds: bool) -> Any:
+    """The block an opaque box (the element, or its ::before/::after) paints over whole: its
+    containing block when it is absolute and spans it, the page when it is fixed over the window;
+    None when it may not cover it all (see _remove_covered for what goes)."""
+    if position not in ("absolute", "fixed") or visibility != "visible" or opacity < 0.999:
+        return None
+    block = _root_of(tag) if position == "fixed" else container
+    if block is None or (position == "absolute" and not holds):
+        return None
     z = _value(decls, "z-index", state)
     if z is not None and (cv.number(z) or 0) < 0:
-        return  # painted under the in-flow content
+        return None  # painted under the in-flow content
+
+    def set_(name: str, keep: tuple[str, ...]) -> bool:
+        toks = _value(decls, name, state)
+        k = cv.keyword(toks) if toks is not None else None
+        return toks is not None and (k is None or k not in (*keep, *_WIDE))
+
     if any(set_(name, keep) for name, keep in (
             ("transform", ("none",)), ("translate", ("none",)), ("scale", ("none",)), ("rotate", ("none",)),
             ("filter", ("none",)), ("clip-path", ("none",)), ("-webkit-clip-path", ("none",)), ("clip", ("auto",)),
-            ("border-radius", ()), ("zoom", ("normal",)))):
-        return  # moved, shaped or clipped: it may not cover the block
+            ("border-radius", ()), ("zoom", ("normal",)), ("mask", ("none",)), ("mask-image", ("none",)),
+            ("-webkit-mask", ("none",)), ("-webkit-mask-image", ("none",)), ("mix-blend-mode", ("normal",)))):
+        return None  # moved, shaped, clipped or blended: it may not cover the block
     if not _opaque_background(decls, state) or not _spans(decls, state, position):
-        return
-    state.covers = block
+        return None
+    return block
 
 
 def _root_of(tag: Tag) -> Tag | None:
