@@ -42,6 +42,10 @@ IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 _SHOW = frozenset({b"Tj", b"TJ", b"'", b'"'})
 _FILLS = frozenset({b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*"})
 _PATH_ENDS = _FILLS | {b"S", b"s", b"n"}
+#: text-state operators of one operand: the state field each sets, and the operand's type
+_TEXT_STATE: dict[bytes, tuple[str, type]] = {b"Tc": ("char_spacing", float), b"Tw": ("word_spacing", float),
+                                              b"Ts": ("rise", float), b"Tr": ("render_mode", int),
+                                              b"Tz": ("hscale", float), b"TL": ("leading", float)}
 #: a region whose colour is not known (an image, a form, a pattern): text over it is kept
 UNKNOWN = None
 
@@ -564,20 +568,11 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
     elif operator == b"BT":
         walk.tm = walk.tlm = IDENTITY
         walk.advance = 0.0
-    elif operator == b"Tc" and operands:
-        walk.state = replace(s, char_spacing=float(operands[0]))
-    elif operator == b"Tw" and operands:
-        walk.state = replace(s, word_spacing=float(operands[0]))
-    elif operator == b"Ts" and operands:
-        walk.state = replace(s, rise=float(operands[0]))
+    elif operator in _TEXT_STATE and operands:
+        name, kind = _TEXT_STATE[operator]
+        walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
         walk.state = replace(s, font_size=float(operands[1]))
-    elif operator == b"Tr" and operands:
-        walk.state = replace(s, render_mode=int(operands[0]))
-    elif operator == b"Tz" and operands:
-        walk.state = replace(s, hscale=float(operands[0]))
-    elif operator == b"TL" and operands:
-        walk.state = replace(s, leading=float(operands[0]))
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
