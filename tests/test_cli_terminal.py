@@ -90,3 +90,19 @@ def test_every_helper_leaves_no_control_character(text: str) -> None:
 @pytest.mark.parametrize("ch, shown", [("\x1b", "\\x1b"), ("\x9b", "\\x9b"), ("\u202e", "\\u202e"), ("\x7f", "\\x7f")])
 def test_controls_are_shown_as_escapes(ch: str, shown: str) -> None:
     assert safe(f"a{ch}b") == f"a{shown}b" and safe("tab\tand\nnewline") == "tab\tand\nnewline"
+
+
+@pytest.mark.parametrize("text", ["[/31m]", "[/]", "Refunds [/EU] only", "[/\x1b]"])
+def test_data_that_looks_like_a_closing_tag_is_shown_not_raised(text: str) -> None:
+    """A table cell or header is read as Rich markup; a title like "Refunds [/EU]" made Rich raise
+    MarkupError (a traceback for the user). The console shows such a string as it is."""
+    buf = io.StringIO()
+    con = SafeConsole(file=buf, force_terminal=True, width=80)
+    t = Table()
+    t.add_column(text)
+    t.add_row(text)
+    con.print(t)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
+    assert not RAW.search(plain)
+    if "\x1b" not in text:
+        assert plain.count(text) == 2

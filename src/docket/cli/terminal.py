@@ -63,6 +63,17 @@ def _safe_console_class() -> type[Console]:
     class SafeConsole(Console):
         """A Rich console whose rendered text never holds a control character from the data."""
 
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            """A string inside a renderable (a table cell, a column header) is read as markup; data
+            that only looks like a closing tag ("[/EU]", "[/]") made Rich raise and the command
+            die with a traceback. Such a string is shown as it is."""
+            from rich.errors import MarkupError
+
+            try:
+                return super().render_str(text, **kwargs)
+            except MarkupError:
+                return super().render_str(text, **{**kwargs, "markup": False})
+
         def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
             for seg in super().render(renderable, options):
                 if seg.control or not _CONTROL.search(seg.text):
