@@ -631,12 +631,14 @@ def _cover(walk: _Walk, points: list[tuple[float, float]], counts: Counter[str])
 
 
 def _opaque_image(walk: _Walk, operator: bytes, operands: list[Any]) -> bool:
-    """An image that paints every point of its square: no mask, soft mask or stencil."""
+    """An image that paints every point of its square: no mask, soft mask (its own, or a JPEG 2000
+    alpha channel) or stencil."""
     if operator == b"INLINE IMAGE":
         settings = operands[0] if operands and hasattr(operands[0], "get") else {}
         return not (settings.get("/IM") or settings.get("/ImageMask"))
     image = walk.resources["/XObject"][operands[0]]
-    return image.get("/Subtype") == "/Image" and not any(image.get(k) for k in ("/SMask", "/Mask", "/ImageMask"))
+    return image.get("/Subtype") == "/Image" and not any(image.get(k) for k in ("/SMask", "/Mask", "/ImageMask",
+                                                                               "/SMaskInData"))
 
 
 def _layer_shows(walk: _Walk, props: Any) -> bool:
