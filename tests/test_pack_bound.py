@@ -18,7 +18,6 @@ from docket.brief.sizer import RenderSizer, rendered_cost, words_at_least
 from docket.model import Passage, Trace
 from docket.moves.pack import pack, wrapper_cost
 from docket.policy import Policy
-from docket.sizing import label_for
 from docket.tokens import WordCounter
 
 from helpers import context, mk, passages
@@ -108,9 +107,6 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """`held`: every chunk's word bound is known (as after the reachable set's scan), so the
     passages whose word bound is over the budget are skipped on it."""
-    from docket.features import default_cache
-
-    default_cache().clear()  # nothing counted yet (an earlier case's eager run counted every passage)
     ps = _pool(80)
     pol = Policy().updated(pack={"budget": budget, "floor": 0.0}, compress={"enabled": compress})
     counted: list[str] = []
@@ -122,8 +118,7 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     chosen, _ = pack(ps, lazy)
     lazily_counted = len(counted)
     monkeypatch.setattr(RenderSizer, "bound_function", lambda self, label: lambda p: 0)  # no bound: all counted
-    monkeypatch.setattr(RenderSizer, "bounds_and_counts",
-                        lambda self, ps, label, cheap=False: ([0] * len(ps), [None] * len(ps)))
+    monkeypatch.setattr(RenderSizer, "bounds", lambda self, ps, label, cheap=False: [0] * len(ps))
     asked: list[str] = []
     size = _record(monkeypatch, "__call__", asked)
     eager = context([p.first for p in ps], policy=pol)
@@ -132,78 +127,8 @@ def test_pack_decides_and_traces_as_counting_every_passage(budget: int, compress
     assert [p.ids for p in chosen] == [p.ids for p in chosen_eager]
     assert lazy.warnings == eager.warnings
     assert lazily_counted < len(ps) or budget >= 2000
+    assert lazy.trace.to_json() == eager.trace.to_json()  # the skipped passages counted now, when read
     assert set(asked) == {p.first.id for p in ps}  # no bound (floor 0): the eager run sized every passage
-    _same_but_bounds(lazy.trace.to_json(), eager.trace.to_json(), budget)
-
-
-def _same_but_bounds(lazy: list[dict[str, Any]], eager: list[dict[str, Any]], budget: int) -> None:
-    """The lazy trace is the eager one but for the skips it reports on their bound (issue 21,
-    prompt-equivalence): each of those names the same chunks, its bound is never above the
-    count the eager run gave and still reaches over the budget, and one `pack bound` event
-    (after the packing's own) counts them."""
-    bound = [e for e in lazy if e["move"] == "pack" and e["action"] == "bound"]
-    rest = [e for e in lazy if e not in bound]
-    assert len(rest) == len(eager)
-    on_bound = 0
-    for got, want in zip(rest, eager):
-        if got == want:
-            continue
-        on_bound += 1
-        assert (got["move"], got["action"], got["chunks"]) == ("pack", "skip", want["chunks"])
-        low, exact = got["numbers"], want["numbers"]
-        assert set(low) == {"tokens_at_least", "would_reach_at_least"}
-        assert 0 < low["tokens_at_least"] <= exact["tokens"]
-        assert budget < low["would_reach_at_least"] == exact["would_reach"] - exact["tokens"] + low["tokens_at_least"]
-        assert got["reason"] == (f"at least {low['tokens_at_least']} tokens: would reach at least "
-                                 f"{low['would_reach_at_least']} > {budget}, skip")
-    if on_bound:
-        assert len(bound) == 1 and bound[0]["numbers"] == {"skips_on_bound": on_bound}
-    else:
-        assert bound == []
-
-
-def test_skips_on_their_bound_are_not_counted_when_the_trace_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reading the trace renders and counts nothing (issue 21: the service reads every trace and
-    paid ~11 ms CPU a first-sight request for the ~180 skips of a never-seen pool): a passage
-    ruled out on its bound is reported with the bound, and the one event says how many were."""
-    from docket.features import default_cache
-
-    default_cache().clear()
-    ps = _pool(80)
-    ctx = context([p.first for p in ps], policy=Policy().updated(pack={"budget": 400, "floor": 0.0}))
-    chosen, _ = pack(ps, ctx)
-    counted: list[str] = []
-    _record(monkeypatch, "count", counted)
-    events = ctx.trace.to_json()
-    assert counted == []
-    low = [e for e in events if e["action"] == "skip" and "tokens_at_least" in e.get("numbers", {})]
-    bound = [e for e in events if e["action"] == "bound"]
-    assert low and bound == [{"move": "pack", "action": "bound", "chunks": [],
-                              "reason": bound[0]["reason"], "numbers": {"skips_on_bound": len(low)}}]
-    assert bound[0]["reason"].startswith(f"{len(low)} skip(s) give a lower bound")
-    assert events.index(bound[0]) > max(events.index(e) for e in low)
-    assert {c for e in low for c in e["chunks"]}.isdisjoint(c for p in chosen for c in p.ids)
-
-
-def test_a_skip_on_its_bound_gives_the_count_when_it_is_cached() -> None:
-    """A passage counted before (its count cached with its features) and now ruled out on it is
-    reported exactly as a counted skip: a warm request's trace reads as the cold one's."""
-    from docket.features import default_cache
-
-    default_cache().clear()
-    ps = _pool(80)
-    pol = Policy().updated(pack={"budget": 400, "floor": 0.0})
-    cold = context([p.first for p in ps], policy=pol)
-    pack(ps, cold)
-    RenderSizer(cold).costs(ps, label_for(len(ps)))  # every count cached now
-    warm = context([p.first for p in ps], policy=pol)  # the same feature cache (the default)
-    assert warm.features is cold.features
-    pack(ps, warm)
-    events = warm.trace.to_json()
-    assert not any(e["action"] == "bound" or "tokens_at_least" in e.get("numbers", {}) for e in events)
-    skips = [e for e in events if e["action"] == "skip"]
-    assert len(skips) > 10 and all(e["reason"] == f"{e['numbers']['tokens']} tokens: would reach "
-                                                  f"{e['numbers']['would_reach']} > 400, skip" for e in skips)
 
 
 @pytest.mark.parametrize("fmt", formats.text_formats())
@@ -221,11 +146,6 @@ def test_bounds_reads_what_at_least_gives_each_passage(fmt: str) -> None:
     assert costing.bounds(ps) == [costing.at_least(p) for p in ps]
     assert costing.bounds(mixed) == [costing.at_least(p) for p in mixed]
     assert costing.bounds([]) == []
-    for some in (ps, mixed):  # the counts: those cached (every third single chunk), None for the rest
-        got, counts = costing.bounds_and_counts(some, True)
-        assert got == costing.bounds(some, True) and got is not counts
-        assert counts == [costing(p) if len(p.chunks) == 1 and p.text_override is None and i % 3 == 0
-                          and i < len(ps) else None for i, p in enumerate(some)]
 
 
 def test_nothing_fits_warns_with_the_smallest_exact_count() -> None:

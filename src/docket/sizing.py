@@ -54,16 +54,9 @@ class Sizer(Protocol):
         maybe below `at_least`): a caller refines it with `at_least` where the difference matters."""
         ...
 
-    def bounds_and_counts(self, passages: Sequence[Passage], label: str,
-                          cheap: bool = False) -> tuple[list[int], list[int | None]]:
-        """`bounds(passages, label, cheap)`, and each passage's `cost` where it is known without
-        counting (cached), else None: the packer's skip of a passage ruled out on its bound gives
-        the count when it is at hand, the bound otherwise."""
-        ...
-
     def cost_function(self, label: str) -> Callable[[Passage], int]:
         """`cost(·, label)` for many passages, as a function that holds only what counting needs
-        (not the assembly context)."""
+        (not the assembly context): a trace event may keep it to count a passage when read."""
         ...
 
     def wrapper_tokens(self) -> int:

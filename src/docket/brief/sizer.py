@@ -69,10 +69,6 @@ class RenderSizer:
     def bounds(self, passages: Sequence[Passage], label: str, cheap: bool = False) -> list[int]:
         return self.costing(label).bounds(passages, cheap)
 
-    def bounds_and_counts(self, passages: Sequence[Passage], label: str,
-                          cheap: bool = False) -> tuple[list[int], list[int | None]]:
-        return self.costing(label).bounds_and_counts(passages, cheap)
-
     def wrapper_tokens(self) -> int:
         ctx = self.ctx
         fmt = ctx.policy.render.format
@@ -95,7 +91,8 @@ class RenderSizer:
 
 class Costing:
     """`cost(·, label)` as a function that holds only what counting needs (the counter, the render
-    settings and the feature cache, not the assembly context). A whole chunk's count is cached with its features,
+    settings and the feature cache, not the assembly context): a trace event may keep it to count
+    a skipped passage when the trace is read. A whole chunk's count is cached with its features,
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
@@ -153,31 +150,23 @@ class Costing:
         (docket.features.text_words_bound), read without the clean text's words (issue 21, first
         sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer,
         which refines with `at_least` only where it is not over what is left)."""
-        return self.bounds_and_counts(passages, cheap)[0]
-
-    def bounds_and_counts(self, passages: Sequence[Passage], cheap: bool = False) -> tuple[list[int], list[int | None]]:
-        """`bounds(passages, cheap)`, and each passage's count where it is cached (`self(p)`
-        without counting), else None, from the same look-ups: the packer reports a skip on its
-        bound with the count when it is at hand. The two lists are distinct objects."""
-        n = len(passages)
         if not self.cacheable:
-            return [0] * n, [None] * n
+            return [0] * len(passages)
         feats = self.cache.of_passages(passages)
         if None in feats:
-            key = self.key
-            return list(map(self.at_least, passages)), [None if f is None else f.costs.get(key) for f in feats]
+            return list(map(self.at_least, passages))
         costs = list(map(_COSTS, feats))
         got: list[int | None] = list(map(dict.get, costs, repeat(self.key)))
         if None not in got:
-            return got, got.copy()  # type: ignore[return-value]
+            return got  # type: ignore[return-value]
         words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
         sep = self.sep
         if cheap and self._words_hold(passages):
             held: list[int | None] = list(map(_WORDS_BOUND, feats))  # type: ignore[arg-type]
             return [c if c is not None else w + sep if w is not None else h + sep if h is not None
-                    else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)], got
+                    else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)]
         return [c if c is not None else w + sep if w is not None else self.at_least(p)
-                for c, w, p in zip(got, words, passages)], got
+                for c, w, p in zip(got, words, passages)]
 
     def _words_hold(self, passages: Sequence[Passage]) -> bool:
         """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and

@@ -69,12 +69,9 @@ def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
 def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     """Whole passages best first into the budget, down to the floor. A passage is counted exactly
     only when a lower bound on its cost (`Sizer.at_least`: its words, no rendering) cannot rule
-    it out, so a pool of hundreds is not rendered to fill a budget of ten. The skip of a passage
-    ruled out on its bound gives its count where it is known (cached), else the bound ("at least
-    N tokens", `tokens_at_least`): no count of it can change the prompt, and counting the ~180
-    such skips of a never-seen pool when the trace is read cost the service ~11 ms CPU a request
-    (issue 21); one `pack bound` event says how many skips give a bound. The decisions are those
-    of counting every passage (the bound is never above the count)."""
+    it out, so a pool of hundreds is not rendered to fill a budget of ten; the skip of a passage
+    ruled out on its bound is logged with its exact count all the same, counted when the trace is
+    read. The decisions are those of counting every passage (the bound is never above the count)."""
     budget = evidence_budget(ctx)
     pol = ctx.policy.pack
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
@@ -86,7 +83,6 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     used = wrapper_cost(ctx)
     chosen: list[Passage] = []
     unsized: list[Passage] = []  # skipped on the bound: counted only if the warning below needs them
-    on_bound = 0  # of those, the skips reported with their bound (their count not at hand)
     smallest: int | None = None
     add, skips = ctx.trace.add_format, ctx.trace.add_deferred_many
     floor, most = ctx.floor, pol.max_passages
@@ -96,11 +92,8 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
     # (cheap: a chunk's word bound where its `at_least` is not at hand, refined below where it fits)
-    # (and the counts already cached, read by the same look-ups: a skip on its bound gives its count when known)
-    bounds, counted = sizer.bounds_and_counts(ordered[bounded_from:below], widest, cheap=True)
-    if bounded_from < below:
-        bounds[:0] = [0] * bounded_from  # (never read: these passages are counted)
-        counted[:0] = [None] * bounded_from
+    bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest, cheap=True)
+              if bounded_from < below else [])
     refine = sizer.bound_function(widest)
     idx = 0
     while idx < n:
@@ -114,8 +107,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             break
         if idx >= bounded_from and _over(bounds, idx, budget - used, refine, ordered):
             # this passage and the next ones whose bounds are over what is left, up to the floor
-            # (`used` cannot change while passages are skipped): skipped, each with its count where it
-            # is cached, else with its bound (formatted when the trace is read)
+            # (`used` cannot change while passages are skipped): skipped, each counted when the trace is read
             left = budget - used
             end = idx + 1
             while True:
@@ -125,9 +117,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                 end += 1
             run = ordered[idx:end]
             unsized.extend(run)
-            on_bound += counted[idx:end].count(None)
-            # each event holds its position; the lists are final there (a bound is refined only ahead of the loop)
-            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_event, used, budget, counted, bounds), range(idx, end))
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
             idx = end
             continue
         at, idx = idx, idx + 1  # p is ordered[at]: counted now
@@ -154,10 +144,6 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             break
         add(MOVE, "skip", p.ids, "{} tokens: would reach {} > {}, skip", (cost, used + cost, budget), tokens=cost,
             would_reach=used + cost)
-    if on_bound:
-        ctx.trace.add(MOVE, "bound", [], f"{on_bound} skip(s) give a lower bound on the passage's tokens, not its "
-                      "count: a bound over what is left of the budget rules the passage out, so no count of it "
-                      "can change the prompt", skips_on_bound=on_bound)
     if not chosen and (smallest is not None or unsized):
         smallest = min([cost_of(p) for p in unsized] + ([smallest] if smallest is not None else []))
         ctx.warnings.append(f"the evidence budget {budget} is smaller than every passage (the smallest needs "
@@ -176,15 +162,14 @@ def _over(bounds: list[int], k: int, left: int, refine: Callable[[Passage], int]
     return b > left
 
 
-def _skip_event(used: int, budget: int, counted: list[int | None], bounds: list[int], k: int) -> tuple[str, dict[str, Any]]:
-    """The trace event of the passage at `k`, skipped on its lower bound (made when the trace is
-    read from what the packer held: the counts cached when it started, and the bounds): with the
-    count, the same reason and numbers as a counted skip; else the bound's, "at least" ones."""
-    exact = counted[k]
-    if exact is not None:
-        return f"{exact} tokens: would reach {used + exact} > {budget}, skip", {"tokens": exact,
-                                                                               "would_reach": used + exact}
-    bound = bounds[k]
-    reach = used + bound
-    return (f"at least {bound} tokens: would reach at least {reach} > {budget}, skip",
-            {"tokens_at_least": bound, "would_reach_at_least": reach})
+def _skip_at(cost: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
+    """`_skip` with the passage last: one function for a run of skips, each event holding its passage."""
+    return _skip(cost, passage, used, budget)
+
+
+def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:
+    """The trace event of a passage skipped on its lower bound, with its exact count (made when
+    the trace is read: the same reason and numbers as a counted skip)."""
+    n = cost(passage)
+    reach = used + n
+    return f"{n} tokens: would reach {reach} > {budget}, skip", {"tokens": n, "would_reach": reach}
