@@ -19,6 +19,7 @@ pytest.importorskip("reportlab")
 pytest.importorskip("pypdf")
 
 from office_files import check_left_out  # noqa: E402
+from reportlab.lib.colors import Color  # noqa: E402
 
 from docket.ingest.office import read_pdf  # noqa: E402
 
@@ -45,7 +46,7 @@ def _pdf(draw: Draw, word: str = "WORD") -> bytes:
     c.showPage()
     c.save()
     post = getattr(draw, "post", None)  # a change reportlab cannot draw (optional content)
-    return post(buf.getvalue()) if post else buf.getvalue()
+    return post(buf.getvalue(), word) if post else buf.getvalue()
 
 
 def _colour(r: float, g: float, b: float) -> Draw:
@@ -244,7 +245,7 @@ def _layer(state: str, membership: str = "") -> Draw:
         c.drawString(50, 600, word)
         c._code.append("EMC")
 
-    def post(data: bytes) -> bytes:
+    def post(data: bytes, word: str) -> bytes:
         from pypdf import PdfReader, PdfWriter
         from pypdf.generic import ArrayObject, DictionaryObject, NameObject, TextStringObject
 
@@ -330,6 +331,121 @@ CASES: list[tuple[str, Draw, bool, str]] = [
 ]
 
 
+def _annot(subtype: str, stream: str | None, rect: tuple[float, float, float, float] = (40, 590, 240, 620),
+           flags: int = 4, contents: str = "", extra: dict[str, Any] | None = None, layer: str = "") -> Draw:
+    """An annotation added to the framed page (with pypdf): `subtype`, at `rect`, with /F
+    `flags`, `contents` (WORD in it stands for the word), and an appearance stream `stream`
+    (None: none) in Courier over a /BBox the size of the Rect; in a layer that is `layer`."""
+    def draw(c: Any, word: str) -> None:
+        pass
+
+    def post(data: bytes, word: str) -> bytes:
+        from pypdf import PdfReader, PdfWriter
+        from pypdf.generic import (
+            ArrayObject,
+            DecodedStreamObject,
+            DictionaryObject,
+            FloatObject,
+            NameObject,
+            NumberObject,
+            TextStringObject,
+        )
+
+        w = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        x0, y0, x1, y1 = rect
+        annot = DictionaryObject({NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject(subtype),
+                                  NameObject("/Rect"): ArrayObject(FloatObject(v) for v in rect),
+                                  NameObject("/F"): NumberObject(flags)})
+        if contents:
+            annot[NameObject("/Contents")] = TextStringObject(contents.replace("WORD", word))
+        for k, v in (extra or {}).items():
+            annot[NameObject(k)] = TextStringObject(v) if isinstance(v, str) else v
+        if stream is not None:
+            font = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"),
+                                                   NameObject("/Subtype"): NameObject("/Type1"),
+                                                   NameObject("/BaseFont"): NameObject("/Courier")}))
+            ap = DecodedStreamObject()
+            ap.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Form"),
+                       NameObject("/BBox"): ArrayObject(FloatObject(v) for v in (0, 0, x1 - x0, y1 - y0)),
+                       NameObject("/Resources"): DictionaryObject(
+                           {NameObject("/Font"): DictionaryObject({NameObject("/Cour"): font})})})
+            ap.set_data(stream.replace("WORD", word).encode())
+            annot[NameObject("/AP")] = DictionaryObject({NameObject("/N"): w._add_object(ap)})
+        if layer:
+            ocg = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/OCG"),
+                                                  NameObject("/Name"): TextStringObject("notes")}))
+            annot[NameObject("/OC")] = ocg
+            w._root_object[NameObject("/OCProperties")] = DictionaryObject(
+                {NameObject("/OCGs"): ArrayObject([ocg]),
+                 NameObject("/D"): DictionaryObject({NameObject("/OFF" if layer == "off" else "/ON"):
+                                                     ArrayObject([ocg])})})
+        w.pages[0][NameObject("/Annots")] = ArrayObject([w._add_object(annot)])
+        out = io.BytesIO()
+        w.write(out)
+        return out.getvalue()
+
+    draw.post = post  # type: ignore[attr-defined]
+    return draw
+
+
+def _field(word_in: str = "value", **kw: Any) -> Draw:
+    """A text field made by reportlab (a real AcroForm widget with its appearance), WORD as its
+    value, at (50, 600); `kw` goes to `textfield` (colours, flags)."""
+    def draw(c: Any, word: str) -> None:
+        from reportlab.lib.colors import black
+
+        c.acroForm.textfield(name="notes", value=word if word_in == "value" else "", x=50, y=590, width=200,
+                             height=24, fontName="Courier", fontSize=12, textColor=kw.pop("textColor", black), **kw)
+    return draw
+
+
+def _square_over(fill: bool) -> Draw:
+    """WORD on the page, then a Square annotation over it whose appearance fills a white box
+    (or only strokes its border)."""
+    inner = _annot("/Square", "1 1 1 rg 0 0 200 30 re f" if fill else "0 G 1 w 0.5 0.5 199 29 re S")
+
+    def draw(c: Any, word: str) -> None:
+        c.drawString(50, 600, word)
+    draw.post = inner.post  # type: ignore[attr-defined]
+    return draw
+
+
+white, blue = Color(1, 1, 1), Color(0, 0, 0.6)
+_SHOWN_TEXT = "BT /Cour 12 Tf 0 g 10 10 Td (WORD) Tj ET"
+#: annotations and form fields: (name, drawing, hidden?, kind counted when hidden; "" with hidden:
+#: never read, nothing counted)
+ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
+    ("a FreeText annotation", _annot("/FreeText", _SHOWN_TEXT, contents="WORD"), False, ""),
+    ("a FreeText annotation with no appearance",
+     _annot("/FreeText", None, contents="WORD", extra={"/DA": "/Cour 12 Tf 0 g"}), False, ""),
+    ("a filled text field", _field(), False, ""),
+    ("a FreeText annotation flagged Hidden", _annot("/FreeText", _SHOWN_TEXT, flags=2, contents="WORD"), True,
+     "annotation"),
+    ("a FreeText annotation flagged NoView", _annot("/FreeText", _SHOWN_TEXT, flags=32 | 4, contents="WORD"), True,
+     "annotation"),
+    ("a FreeText annotation off the page",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(2000, 590, 2200, 620), contents="WORD"), True, "annotation"),
+    ("a FreeText annotation of no size",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 40, 620), contents="WORD"), True, "annotation"),
+    ("a FreeText annotation in a layer that is off",
+     _annot("/FreeText", _SHOWN_TEXT, contents="WORD", layer="off"), True, "annotation"),
+    ("a FreeText annotation in a layer that is on",
+     _annot("/FreeText", _SHOWN_TEXT, contents="WORD", layer="on"), False, ""),
+    ("a FreeText annotation painting white text",
+     _annot("/FreeText", "BT /Cour 12 Tf 1 g 10 10 Td (WORD) Tj ET", contents="WORD"), True, "color"),
+    ("a FreeText annotation painting one-point text",
+     _annot("/FreeText", "BT /Cour 1 Tf 0 g 10 10 Td (WORD) Tj ET", contents="WORD"), True, "font_size"),
+    ("a FreeText annotation with no appearance, white",
+     _annot("/FreeText", None, contents="WORD", extra={"/DA": "/Cour 12 Tf 1 g"}), True, "color"),
+    ("a hidden text field", _field(annotationFlags="hidden"), True, "annotation"),
+    ("a text field in white on white", _field(textColor=white, fillColor=white), True, "color"),
+    ("a text field in white on blue", _field(textColor=white, fillColor=blue), False, ""),
+    ("a sticky note", _annot("/Text", None, rect=(300, 590, 320, 610), contents="WORD"), True, ""),
+    ("a Square annotation's white box over it", _square_over(True), True, "covered"),
+    ("a Square annotation's border around it", _square_over(False), False, ""),
+]
+
+
 #: poppler paints the picture, not the text: the OCR layer is what the reader reads in the picture
 SCAN = {"OCR layer over a scan"}
 
@@ -338,10 +454,15 @@ def _text(data: bytes, counts: Counter[str] | None = None) -> str:
     return "\n".join(s.text for s in read_pdf(data, "t.pdf", counts=counts).segments)
 
 
-@pytest.mark.parametrize(("name", "draw", "hidden", "kind"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "draw", "hidden", "kind"), CASES + ANNOT_CASES,
+                         ids=[c[0] for c in CASES + ANNOT_CASES])
 def test_pdf_text_a_viewer_does_not_paint_is_left_out(name: str, draw: Draw, hidden: bool, kind: str) -> None:
     counts: Counter[str] = Counter()
-    check_left_out(_text(_pdf(draw), counts), counts, hidden, f"pdf_hidden_{kind}")
+    text = _text(_pdf(draw), counts)
+    if hidden and not kind:  # never read: nothing to count
+        assert "WORD" not in text and "Refunds take 14 days." in text and not counts, (text, counts)
+    else:
+        check_left_out(text, counts, hidden, f"pdf_hidden_{kind}")
 
 
 def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -352,7 +473,7 @@ def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.
 
     files = [make_pdf(["Page one\nsecond line", "Page two"])] + [_pdf(d) for _n, d, hidden, _k in CASES if not hidden]
     now = [_text(f) for f in files]
-    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts: 0)
+    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts, annotations=None: 0)
     assert now == [_text(f) for f in files]
 
 
@@ -396,7 +517,7 @@ def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
     if raster is None:
         pytest.skip("needs pdftoppm (apt-get install poppler-utils)")
     escaped, lost = [], []
-    for k, (name, draw, _hidden, _kind) in enumerate(CASES):
+    for k, (name, draw, _hidden, _kind) in enumerate(CASES + ANNOT_CASES):
         shots = []
         for word in ("WORD", "XXXX"):
             pdf = tmp_path / f"c{k:02d}{word}.pdf"
@@ -410,7 +531,7 @@ def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
             escaped.append(name)
         if shown and not kept:
             lost.append(name)
-    record("hidden/pdf-poppler", tried=len(CASES), escaped=len(escaped) + len(lost),
+    record("hidden/pdf-poppler", tried=len(CASES + ANNOT_CASES), escaped=len(escaped) + len(lost),
            note=f"PDF text painted by poppler; escaped: {escaped}; lost: {lost}; kept as a scan's OCR layer: "
                 f"{sorted(SCAN)}")
     assert not escaped and not lost, (escaped, lost)

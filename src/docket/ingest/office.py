@@ -126,8 +126,9 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
     pages: list[str] = []
     chars = 0
     for page in reader.pages:
-        strip_hidden_text(page, reader, counts)
-        pages.append(_clean(page.extract_text() or ""))
+        annotations: list[str] = []
+        strip_hidden_text(page, reader, counts, annotations)
+        pages.append(_clean("\n".join([page.extract_text() or "", *annotations]).strip("\n")))
         chars += len(pages[-1])
         if chars > limits.max_chars:
             raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",
