@@ -34,7 +34,7 @@ def _pdf(draw: Draw, word: str = "WORD") -> bytes:
     buf = io.BytesIO()
     c = canvas.Canvas(buf, pagesize=A4, invariant=1)
     c.setFont("Courier", 12)  # one width for every letter: the oracle's swap moves nothing
-    framed = draw is not _scan
+    framed = draw is not _scan and not getattr(draw, "scan", False)
     if framed:
         c.drawString(50, 800, "Refunds take 14 days.")
     c.saveState()
@@ -388,21 +388,53 @@ def _annot(subtype: str, stream: str | None, rect: tuple[float, float, float, fl
     return draw
 
 
-def _field(word_in: str = "value", **kw: Any) -> Draw:
+def _field(**kw: Any) -> Draw:
     """A text field made by reportlab (a real AcroForm widget with its appearance), WORD as its
     value, at (50, 600); `kw` goes to `textfield` (colours, flags)."""
     def draw(c: Any, word: str) -> None:
         from reportlab.lib.colors import black
 
-        c.acroForm.textfield(name="notes", value=word if word_in == "value" else "", x=50, y=590, width=200,
-                             height=24, fontName="Courier", fontSize=12, textColor=kw.pop("textColor", black), **kw)
+        c.acroForm.textfield(name="notes", value=word, x=50, y=590, width=200,
+                             height=24, fontName="Courier", fontSize=12, **{"textColor": black, **kw})
     return draw
 
 
-def _square_over(fill: bool) -> Draw:
-    """WORD on the page, then a Square annotation over it whose appearance fills a white box
-    (or only strokes its border)."""
-    inner = _annot("/Square", "1 1 1 rg 0 0 200 30 re f" if fill else "0 G 1 w 0.5 0.5 199 29 re S")
+def _choice(c: Any, word: str) -> None:
+    """A choice field (reportlab's, with its appearance) with WORD selected."""
+    c.acroForm.choice(name="plan", value=word, options=[word, "Other"], x=50, y=590, width=200, height=24,
+                      fontName="Courier", fontSize=12)
+
+
+def _viewer_drawn(inner: Draw, appearance: str = "", da: str = "") -> Draw:
+    """`inner`'s form fields drawn by the viewer from their value (/NeedAppearances), their own
+    appearance stream made to paint `appearance` instead (the word or not), their /DA set to `da`."""
+    def post(data: bytes, word: str) -> bytes:
+        from pypdf import PdfReader, PdfWriter
+        from pypdf.generic import BooleanObject, NameObject, TextStringObject
+
+        w = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        w._root_object["/AcroForm"][NameObject("/NeedAppearances")] = BooleanObject(True)
+        for a in w.pages[0]["/Annots"]:
+            a = a.get_object()
+            if appearance:
+                ap = a["/AP"]["/N"].get_object()
+                ap.set_data(ap.get_data().replace(word.encode(), appearance.encode()))
+            if da:
+                a[NameObject("/DA")] = TextStringObject(da)
+        out = io.BytesIO()
+        w.write(out)
+        return out.getvalue()
+
+    def draw(c: Any, word: str) -> None:  # a function of its own to hang `post` on
+        inner(c, word)
+    draw.post = post  # type: ignore[attr-defined]
+    return draw
+
+
+def _square_over(fill: bool, subtype: str = "/Square") -> Draw:
+    """WORD on the page, then a Square (or other) annotation over it whose appearance fills a
+    white box (or only strokes its border)."""
+    inner = _annot(subtype, "1 1 1 rg 0 0 200 30 re f" if fill else "0 G 1 w 0.5 0.5 199 29 re S")
 
     def draw(c: Any, word: str) -> None:
         c.drawString(50, 600, word)
@@ -440,6 +472,13 @@ ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
     ("a hidden text field", _field(annotationFlags="hidden"), True, "annotation"),
     ("a text field in white on white", _field(textColor=white, fillColor=white), True, "color"),
     ("a text field in white on blue", _field(textColor=white, fillColor=blue), False, ""),
+    ("a filled choice field", _choice, False, ""),
+    ("a text field the viewer draws from its value", _viewer_drawn(_field(), appearance="Nothing"), False, ""),
+    ("a text field the viewer draws from its value, white on white",
+     _viewer_drawn(_field(fillColor=white), da="/Cour 12 Tf 1 g"), True, "color"),
+    ("a text field the viewer draws from its value, white on blue",
+     _viewer_drawn(_field(fillColor=blue), da="/Cour 12 Tf 1 g"), False, ""),
+    ("a FreeText annotation's white box over it", _square_over(True, "/FreeText"), True, "covered"),
     ("a sticky note", _annot("/Text", None, rect=(300, 590, 320, 610), contents="WORD"), True, ""),
     ("a Square annotation's white box over it", _square_over(True), True, "covered"),
     ("a Square annotation's border around it", _square_over(False), False, ""),
@@ -588,3 +627,76 @@ def test_the_area_grid_finds_what_a_scan_of_every_area_finds() -> None:
                          if max(a, lo_x) <= cx <= min(e, hi_x) and max(b, lo_y) <= cy <= min(f, hi_y)),
                         (1.0, 1.0, 1.0, 1.0))
             assert areas.under(x, y) == want
+
+
+def _form_pdf(fill: dict[str, str] | None = None, body: bool = True) -> bytes:
+    """An application form as people make them: labels on the page, a text field, a choice and
+    a checkbox (reportlab), filled in afterwards by another tool (pypdf, which sets
+    /NeedAppearances) when `fill` is given."""
+    from pypdf import PdfReader, PdfWriter
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, invariant=1)
+    if body:
+        c.drawString(50, 800, "Application form")
+        c.drawString(50, 615, "Email:")
+    c.acroForm.textfield(name="email", value="", x=100, y=610, width=200, height=20)
+    c.acroForm.choice(name="plan", value="Gold", options=["Gold", "Silver"], x=100, y=500, width=100, height=20)
+    c.acroForm.checkbox(name="agree", x=100, y=400, checked=True)
+    c.showPage()
+    c.save()
+    if fill is None:
+        return buf.getvalue()
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(buf.getvalue())))
+    w.update_page_form_field_values(w.pages[0], fill)
+    out = io.BytesIO()
+    w.write(out)
+    return out.getvalue()
+
+
+def test_a_filled_form_reads_its_fields_after_the_page_text() -> None:
+    """Each text or choice field with a value, as "Form field NAME: VALUE" after the page's own
+    text; an empty field and a checkbox give nothing; nothing counted as left out."""
+    counts: Counter[str] = Counter()
+    text = _text(_form_pdf({"email": "ann@example.com", "plan": "Silver"}), counts)
+    assert text.splitlines()[:2] == ["Application form", "Email:"]
+    assert text.endswith("Form field email: ann@example.com\nForm field plan: Silver"), text
+    assert "agree" not in text and not counts
+    assert _text(_form_pdf()).endswith("Email:\n\nForm field plan: Gold")  # the empty email field: no line
+
+
+def test_a_page_of_form_fields_only_is_read() -> None:
+    """A page with no content stream of its own, only filled fields: their text is the page's."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(_form_pdf({"email": "ann@example.com"}, body=False))))
+    del w.pages[0][NameObject("/Contents")]
+    out = io.BytesIO()
+    w.write(out)
+    assert _text(out.getvalue()) == "Form field email: ann@example.com\nForm field plan: Gold"
+
+
+def test_a_scan_with_a_filled_field_keeps_its_ocr_layer() -> None:
+    """A scanned form (a picture, its invisible OCR text) with a FreeText note typed on it: the
+    note is text the viewer paints, but not the page's own, so the OCR layer is still read."""
+    note = _annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (NOTE) Tj ET", rect=(300, 700, 500, 730),
+                  contents="IGNORED: the appearance is what shows")
+    draw: Any = lambda c, word: _scan(c, word)  # noqa: E731
+    draw.post, draw.scan = note.post, True
+    counts: Counter[str] = Counter()
+    text = _text(_pdf(draw, "WORD"), counts)
+    assert text == "Refunds take 14 days. WORD Contact billing for help.\nNOTE", text
+    assert not counts
+
+
+def test_annotation_text_counts_toward_the_character_limit() -> None:
+    from docket.errors import InputError
+    from docket.ingest.office import OfficeLimits
+
+    data = _pdf(_annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (" + "x" * 60 + ") Tj ET"))
+    body = len(_text(_pdf(_colour(0, 0, 0), "")))
+    read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 70))
+    with pytest.raises(InputError, match="max_chars"):
+        read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 30))
