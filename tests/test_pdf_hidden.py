@@ -479,6 +479,8 @@ ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
     ("a text field the viewer draws from its value, white on blue",
      _viewer_drawn(_field(fillColor=blue), da="/Cour 12 Tf 1 g"), False, ""),
     ("a FreeText annotation's white box over it", _square_over(True, "/FreeText"), True, "covered"),
+    ("a password field whose appearance paints it", _field(fieldFlags="password"), False, ""),
+    ("a password field the viewer draws (as asterisks)", _viewer_drawn(_field(fieldFlags="password")), True, ""),
     ("a sticky note", _annot("/Text", None, rect=(300, 590, 320, 610), contents="WORD"), True, ""),
     ("a Square annotation's white box over it", _square_over(True), True, "covered"),
     ("a Square annotation's border around it", _square_over(False), False, ""),

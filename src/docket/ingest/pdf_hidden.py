@@ -447,7 +447,10 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
             rec.write()
     if annotations is not None:
         for painted in drawn:
-            text = " ".join(painted.text(reader).split())
+            try:
+                text = " ".join(painted.text(reader).split())
+            except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+                continue  # an appearance pypdf cannot extract from: its text is not read
             if text:
                 annotations.append(f"{painted.label}{text}")
     return removed
@@ -693,6 +696,8 @@ def _graphics_state(s: _State, gs: Any) -> _State:
 MAX_ANNOTATIONS = 1000
 #: annotation flags (/F) a viewer draws nothing for: Hidden (bit 2) and NoView (bit 6)
 _NOT_SHOWN_FLAGS = 2 | 32
+#: a text field's flag (/Ff bit 14) for a password: a viewer shows asterisks, not /V
+_PASSWORD = 1 << 13
 #: annotations whose text a viewer paints on the page and docket reads: FreeText, and form fields
 #: (widgets) of text and choice fields; a sticky note (/Text) paints an icon, a /Popup nothing
 _READ = frozenset({"/FreeText", "/Widget"})
@@ -731,12 +736,19 @@ def _field_name(widget: Any) -> str:
     return ".".join(reversed(names))
 
 
+def _read_field(widget: Any) -> bool:
+    """A text or choice field whose value a viewer paints: not a password's (shown as asterisks
+    where the viewer makes the appearance; an appearance stream of its own is read as it paints)."""
+    kind = _inherited(widget, "/FT")
+    return kind == "/Ch" or (kind == "/Tx" and not int(_inherited(widget, "/Ff") or 0) & _PASSWORD)
+
+
 def _value(annot: Any) -> str:
     """The text the annotation stands for: a FreeText's /Contents, a text or choice field's /V
     (a multiple choice joined with ", "); "" for anything else (a checkbox, a signature)."""
     if annot.get("/Subtype") == "/FreeText":
         return str(annot.get("/Contents") or "")
-    if _inherited(annot, "/FT") not in ("/Tx", "/Ch"):
+    if not _read_field(annot):
         return ""
     v = _inherited(annot, "/V")
     if v is None:
