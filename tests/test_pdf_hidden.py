@@ -483,6 +483,7 @@ ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
     ("a password field the viewer draws (as asterisks)", _viewer_drawn(_field(fieldFlags="password")), True, ""),
     ("a sticky note", _annot("/Text", None, rect=(300, 590, 320, 610), contents="WORD"), True, ""),
     ("a Square annotation's white box over it", _square_over(True), True, "covered"),
+    ("a Stamp annotation's white box over it", _square_over(True, "/Stamp"), True, "covered"),
     ("a Square annotation's border around it", _square_over(False), False, ""),
 ]
 

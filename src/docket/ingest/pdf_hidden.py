@@ -19,9 +19,18 @@ A clipping path bounds what follows it by its bounds (text wholly outside goes: 
 hides everything); text squeezed to a sliver by `Tz` or the matrix counts as too small.
 Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them; a
 form drawn twice is one stream, emptied of what is hidden in either drawing; a form nested past
-MAX_FORM_DEPTH is not drawn at all (fail closed). Annotations are not extracted, so not walked.
-Not read: soft masks, blend modes, and
+MAX_FORM_DEPTH is not drawn at all (fail closed). Not read: soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
+
+Annotations are drawn after the page's content, as a viewer draws them over it (when the caller
+asks for their text): none that its flags hide (Hidden, NoView), whose optional content is off,
+whose Rect has no size or lies off the page, nor a /Popup. The rest are walked like forms: the
+normal appearance stream (the one /AS names), fitted from its /BBox to the Rect, over the
+areas the page painted; without one (or for form fields under /NeedAppearances) the appearance
+a viewer would make, the value in /DA's font size and colour over the field's /MK /BG. So text
+an appearance hides goes by the same rules, and an opaque box an appearance paints covers the
+page text under it. What the walk leaves of a FreeText annotation and a text or choice field
+(not a checkbox, a signature or a sticky note, which poppler paints as an icon) is the text read.
 """
 
 from __future__ import annotations
