@@ -515,7 +515,7 @@ def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.
 
     files = [make_pdf(["Page one\nsecond line", "Page two"])] + [_pdf(d) for _n, d, hidden, _k in CASES if not hidden]
     now = [_text(f) for f in files]
-    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts, annotations=None: 0)
+    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts, annotations=None, max_annotations=0: 0)
     assert now == [_text(f) for f in files]
 
 
@@ -703,3 +703,28 @@ def test_annotation_text_counts_toward_the_character_limit() -> None:
     read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 70))
     with pytest.raises(InputError, match="max_chars"):
         read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 30))
+
+
+def test_annotations_past_the_limits_are_neither_drawn_nor_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each annotation costs a walk and an extraction, and one /Annots array can serve every page:
+    past a page's limit and the file's, the rest are not read (counted as too many)."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, NameObject
+
+    import docket.ingest.office as office
+
+    monkeypatch.setattr(office, "MAX_ANNOTATIONS", 3)
+    monkeypatch.setattr(office, "MAX_FILE_ANNOTATIONS", 5)
+    one = PdfReader(io.BytesIO(_pdf(_annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (NOTE) Tj ET"))))
+    w = PdfWriter()
+    for _ in range(3):
+        w.add_page(one.pages[0])
+    shared = w._add_object(ArrayObject([w.pages[0]["/Annots"][0]] * 4))
+    for page in w.pages:
+        page[NameObject("/Annots")] = shared
+    out = io.BytesIO()
+    w.write(out)
+    counts: Counter[str] = Counter()
+    pages = read_pdf(out.getvalue(), "t.pdf", counts=counts).segments
+    assert [p.text.count("NOTE") for p in pages] == [3, 1, 0]
+    assert counts == Counter({"pdf_hidden_too_many": 1 + 3 + 4})

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from docket.errors import InputError, UnavailableError
 from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
-from docket.ingest.pdf_hidden import strip_hidden_text
+from docket.ingest.pdf_hidden import MAX_ANNOTATIONS, MAX_FILE_ANNOTATIONS, annotation_count, strip_hidden_text
 from docket.tokens import TokenCounter
 
 
@@ -124,10 +124,11 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
     if count > limits.max_pages:
         raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where, limits.keys)
     pages: list[str] = []
-    chars = 0
+    chars, annots_left = 0, MAX_FILE_ANNOTATIONS
     for page in reader.pages:
         annotations: list[str] = []
-        strip_hidden_text(page, reader, counts, annotations)
+        strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left))
+        annots_left = max(annots_left - annotation_count(page), 0)
         pages.append(_clean("\n".join([page.extract_text() or "", *annotations]).strip("\n")))
         chars += len(pages[-1])
         if chars > limits.max_chars:

@@ -45,7 +45,7 @@ from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
-         "too_deep", "annotation")
+         "too_deep", "annotation", "too_many")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -402,15 +402,22 @@ def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
     return [*operands[:-1], ByteStringObject(b"")]
 
 
+#: annotations drawn on one page, and in one file, at most; those after are neither drawn nor
+#: read (each costs about 2 ms, and one /Annots array can be shared by every page of a file)
+MAX_ANNOTATIONS = 1000
+MAX_FILE_ANNOTATIONS = 5000
+
+
 def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None,
-                      annotations: list[str] | None = None) -> int:
+                      annotations: list[str] | None = None, max_annotations: int = MAX_ANNOTATIONS) -> int:
     """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
     would not paint, in the page's stream and in the forms it draws (each form once, whatever it
     is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`.
 
     With `annotations` (a list), the page's annotations are drawn too, over its content as a
     viewer draws them (an opaque box in one covers the page text under it), and the text each
-    shown FreeText annotation and filled text or choice field paints is appended to the list."""
+    shown FreeText annotation and filled text or choice field paints is appended to the list;
+    past `max_annotations` they are neither drawn nor read (counted as `pdf_hidden_too_many`)."""
     from pypdf.generic import ContentStream, NameObject
 
     counts = counts if counts is not None else Counter()
@@ -435,7 +442,11 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     body_painted, body_ocr = walk.page.painted, len(walk.page.ocr)
     drawn: list[_Painted] = []
     if annotations is not None:
-        for annot in _annots(page)[:MAX_ANNOTATIONS]:
+        annots = _annots(page)
+        if len(annots) > max_annotations:
+            counts["pdf_hidden_too_many"] += len(annots) - max(max_annotations, 0)
+            annots = annots[:max(max_annotations, 0)]
+        for annot in annots:
             try:
                 removed += _annotation(walk, annot, counts, drawn)
             except (ValueError, TypeError, IndexError, OverflowError, KeyError, AttributeError):
@@ -700,9 +711,6 @@ def _graphics_state(s: _State, gs: Any) -> _State:
                    plain_paint=plain)
 
 
-#: annotations drawn on one page at most; those after are neither drawn nor read (a form of
-#: thousands of fields on one page is not a document a person reads)
-MAX_ANNOTATIONS = 1000
 #: annotation flags (/F) a viewer draws nothing for: Hidden (bit 2) and NoView (bit 6)
 _NOT_SHOWN_FLAGS = 2 | 32
 #: a text field's flag (/Ff bit 14) for a password: a viewer shows asterisks, not /V
@@ -710,6 +718,13 @@ _PASSWORD = 1 << 13
 #: annotations whose text a viewer paints on the page and docket reads: FreeText, and form fields
 #: (widgets) of text and choice fields; a sticky note (/Text) paints an icon, a /Popup nothing
 _READ = frozenset({"/FreeText", "/Widget"})
+
+
+def annotation_count(page: Any) -> int:
+    """How many annotations `page` lists (none read)."""
+    annots = page.get("/Annots")
+    annots = annots.get_object() if annots is not None else None
+    return len(annots) if isinstance(annots, list) else 0
 
 
 def _annots(page: Any) -> list[Any]:
