@@ -332,10 +332,12 @@ CASES: list[tuple[str, Draw, bool, str]] = [
 
 
 def _annot(subtype: str, stream: str | None, rect: tuple[float, float, float, float] = (40, 590, 240, 620),
-           flags: int = 4, contents: str = "", extra: dict[str, Any] | None = None, layer: str = "") -> Draw:
+           flags: int = 4, contents: str = "", extra: dict[str, Any] | None = None, layer: str = "",
+           bbox: tuple[float, float] | None = None) -> Draw:
     """An annotation added to the framed page (with pypdf): `subtype`, at `rect`, with /F
     `flags`, `contents` (WORD in it stands for the word), and an appearance stream `stream`
-    (None: none) in Courier over a /BBox the size of the Rect; in a layer that is `layer`."""
+    (None: none) in Courier over a /BBox the size of the Rect (or `bbox`: a viewer scales it to
+    the Rect); in a layer that is `layer`."""
     def draw(c: Any, word: str) -> None:
         pass
 
@@ -366,7 +368,7 @@ def _annot(subtype: str, stream: str | None, rect: tuple[float, float, float, fl
                                                    NameObject("/BaseFont"): NameObject("/Courier")}))
             ap = DecodedStreamObject()
             ap.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Form"),
-                       NameObject("/BBox"): ArrayObject(FloatObject(v) for v in (0, 0, x1 - x0, y1 - y0)),
+                       NameObject("/BBox"): ArrayObject(FloatObject(v) for v in (0, 0, *(bbox or (x1 - x0, y1 - y0)))),
                        NameObject("/Resources"): DictionaryObject(
                            {NameObject("/Font"): DictionaryObject({NameObject("/Cour"): font})})})
             ap.set_data(stream.replace("WORD", word).encode())
@@ -459,6 +461,15 @@ ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
      _annot("/FreeText", _SHOWN_TEXT, rect=(2000, 590, 2200, 620), contents="WORD"), True, "annotation"),
     ("a FreeText annotation of no size",
      _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 40, 620), contents="WORD"), True, "annotation"),
+    ("a FreeText annotation squeezed into a one-point Rect",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 41, 591), contents="WORD", bbox=(200, 30)), True,
+     "font_size"),
+    ("a FreeText annotation's appearance scaled to its Rect",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 240, 620), contents="WORD", bbox=(100, 15)), False, ""),
+    ("a FreeText annotation flagged Invisible (for unknown kinds only)",
+     _annot("/FreeText", _SHOWN_TEXT, flags=1 | 4, contents="WORD"), False, ""),
+    ("a FreeText annotation whose text lies outside its appearance's box",
+     _annot("/FreeText", "BT /Cour 12 Tf 0 g 300 10 Td (WORD) Tj ET", contents="WORD"), True, "clipped"),
     ("a FreeText annotation in a layer that is off",
      _annot("/FreeText", _SHOWN_TEXT, contents="WORD", layer="off"), True, "annotation"),
     ("a FreeText annotation in a layer that is on",
