@@ -739,3 +739,30 @@ def test_annotations_past_the_limits_are_neither_drawn_nor_read(monkeypatch: pyt
     pages = read_pdf(out.getvalue(), "t.pdf", counts=counts).segments
     assert [p.text.count("NOTE") for p in pages] == [3, 1, 0]
     assert counts == Counter({"pdf_hidden_too_many": 1 + 3 + 4})
+
+
+def test_broken_annotations_do_not_make_a_readable_pdf_unreadable() -> None:
+    """Annotations without a Rect, with a Rect of words, an appearance that is not a stream, a
+    /Parent loop: each is skipped (its text not read); the page reads as before."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, DictionaryObject, NameObject, NumberObject, TextStringObject
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(_pdf(_colour(0, 0, 0)))))
+
+    def annot(**kw: Any) -> Any:
+        d = DictionaryObject({NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject("/FreeText"),
+                              NameObject("/Contents"): TextStringObject("NOTE")})
+        for k, v in kw.items():
+            d[NameObject("/" + k)] = v
+        return w._add_object(d)
+
+    looped = annot(Subtype=NameObject("/Widget"), Rect=ArrayObject([NumberObject(v) for v in (40, 500, 240, 520)]))
+    looped.get_object()[NameObject("/Parent")] = looped
+    w.pages[0][NameObject("/Annots")] = ArrayObject([
+        annot(), annot(Rect=ArrayObject([TextStringObject("a")] * 4)),
+        annot(Rect=ArrayObject([NumberObject(v) for v in (40, 500, 240, 520)]), AP=DictionaryObject(
+            {NameObject("/N"): NumberObject(3)})), looped])
+    out = io.BytesIO()
+    w.write(out)
+    text = _text(out.getvalue())
+    assert "WORD" in text and "Contact billing for help." in text
