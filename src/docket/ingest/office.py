@@ -94,7 +94,8 @@ def _quiet(name: str) -> Iterator[None]:
 def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None,
              counts: Counter[str] | None = None) -> OfficeText:
     """The text a viewer paints, page by page (docket.ingest.pdf_hidden: text in the colour under
-    it, invisible away from a scan, too small or off the page is left out and counted in `counts`)."""
+    it, invisible away from a scan, too small or off the page is left out and counted in `counts`),
+    each page's shown FreeText annotations and filled form fields after its own text."""
     try:
         import pypdf
     except ImportError as e:  # pragma: no cover - depends on the environment
