@@ -19,6 +19,7 @@ pytest.importorskip("reportlab")
 pytest.importorskip("pypdf")
 
 from office_files import check_left_out  # noqa: E402
+from reportlab.lib.colors import Color  # noqa: E402
 
 from docket.ingest.office import read_pdf  # noqa: E402
 
@@ -33,7 +34,7 @@ def _pdf(draw: Draw, word: str = "WORD") -> bytes:
     buf = io.BytesIO()
     c = canvas.Canvas(buf, pagesize=A4, invariant=1)
     c.setFont("Courier", 12)  # one width for every letter: the oracle's swap moves nothing
-    framed = draw is not _scan
+    framed = draw is not _scan and not getattr(draw, "scan", False)
     if framed:
         c.drawString(50, 800, "Refunds take 14 days.")
     c.saveState()
@@ -45,7 +46,7 @@ def _pdf(draw: Draw, word: str = "WORD") -> bytes:
     c.showPage()
     c.save()
     post = getattr(draw, "post", None)  # a change reportlab cannot draw (optional content)
-    return post(buf.getvalue()) if post else buf.getvalue()
+    return post(buf.getvalue(), word) if post else buf.getvalue()
 
 
 def _colour(r: float, g: float, b: float) -> Draw:
@@ -244,7 +245,7 @@ def _layer(state: str, membership: str = "") -> Draw:
         c.drawString(50, 600, word)
         c._code.append("EMC")
 
-    def post(data: bytes) -> bytes:
+    def post(data: bytes, word: str) -> bytes:
         from pypdf import PdfReader, PdfWriter
         from pypdf.generic import ArrayObject, DictionaryObject, NameObject, TextStringObject
 
@@ -330,6 +331,174 @@ CASES: list[tuple[str, Draw, bool, str]] = [
 ]
 
 
+def _annot(subtype: str, stream: str | None, rect: tuple[float, float, float, float] = (40, 590, 240, 620),
+           flags: int = 4, contents: str = "", extra: dict[str, Any] | None = None, layer: str = "",
+           bbox: tuple[float, float] | None = None) -> Draw:
+    """An annotation added to the framed page (with pypdf): `subtype`, at `rect`, with /F
+    `flags`, `contents` (WORD in it stands for the word), and an appearance stream `stream`
+    (None: none) in Courier over a /BBox the size of the Rect (or `bbox`: a viewer scales it to
+    the Rect); in a layer that is `layer`."""
+    def draw(c: Any, word: str) -> None:
+        pass
+
+    def post(data: bytes, word: str) -> bytes:
+        from pypdf import PdfReader, PdfWriter
+        from pypdf.generic import (
+            ArrayObject,
+            DecodedStreamObject,
+            DictionaryObject,
+            FloatObject,
+            NameObject,
+            NumberObject,
+            TextStringObject,
+        )
+
+        w = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        x0, y0, x1, y1 = rect
+        annot = DictionaryObject({NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject(subtype),
+                                  NameObject("/Rect"): ArrayObject(FloatObject(v) for v in rect),
+                                  NameObject("/F"): NumberObject(flags)})
+        if contents:
+            annot[NameObject("/Contents")] = TextStringObject(contents.replace("WORD", word))
+        for k, v in (extra or {}).items():
+            annot[NameObject(k)] = TextStringObject(v) if isinstance(v, str) else v
+        if stream is not None:
+            font = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"),
+                                                   NameObject("/Subtype"): NameObject("/Type1"),
+                                                   NameObject("/BaseFont"): NameObject("/Courier")}))
+            ap = DecodedStreamObject()
+            ap.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Form"),
+                       NameObject("/BBox"): ArrayObject(FloatObject(v) for v in (0, 0, *(bbox or (x1 - x0, y1 - y0)))),
+                       NameObject("/Resources"): DictionaryObject(
+                           {NameObject("/Font"): DictionaryObject({NameObject("/Cour"): font})})})
+            ap.set_data(stream.replace("WORD", word).encode())
+            annot[NameObject("/AP")] = DictionaryObject({NameObject("/N"): w._add_object(ap)})
+        if layer:
+            ocg = w._add_object(DictionaryObject({NameObject("/Type"): NameObject("/OCG"),
+                                                  NameObject("/Name"): TextStringObject("notes")}))
+            annot[NameObject("/OC")] = ocg
+            w._root_object[NameObject("/OCProperties")] = DictionaryObject(
+                {NameObject("/OCGs"): ArrayObject([ocg]),
+                 NameObject("/D"): DictionaryObject({NameObject("/OFF" if layer == "off" else "/ON"):
+                                                     ArrayObject([ocg])})})
+        w.pages[0][NameObject("/Annots")] = ArrayObject([w._add_object(annot)])
+        out = io.BytesIO()
+        w.write(out)
+        return out.getvalue()
+
+    draw.post = post  # type: ignore[attr-defined]
+    return draw
+
+
+def _field(**kw: Any) -> Draw:
+    """A text field made by reportlab (a real AcroForm widget with its appearance), WORD as its
+    value, at (50, 600); `kw` goes to `textfield` (colours, flags)."""
+    def draw(c: Any, word: str) -> None:
+        from reportlab.lib.colors import black
+
+        c.acroForm.textfield(name="notes", value=word, x=50, y=590, width=200,
+                             height=24, fontName="Courier", fontSize=12, **{"textColor": black, **kw})
+    return draw
+
+
+def _choice(c: Any, word: str) -> None:
+    """A choice field (reportlab's, with its appearance) with WORD selected."""
+    c.acroForm.choice(name="plan", value=word, options=[word, "Other"], x=50, y=590, width=200, height=24,
+                      fontName="Courier", fontSize=12)
+
+
+def _viewer_drawn(inner: Draw, appearance: str = "", da: str = "") -> Draw:
+    """`inner`'s form fields drawn by the viewer from their value (/NeedAppearances), their own
+    appearance stream made to paint `appearance` instead (the word or not), their /DA set to `da`."""
+    def post(data: bytes, word: str) -> bytes:
+        from pypdf import PdfReader, PdfWriter
+        from pypdf.generic import BooleanObject, NameObject, TextStringObject
+
+        w = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+        w._root_object["/AcroForm"][NameObject("/NeedAppearances")] = BooleanObject(True)
+        for a in w.pages[0]["/Annots"]:
+            a = a.get_object()
+            if appearance:
+                ap = a["/AP"]["/N"].get_object()
+                ap.set_data(ap.get_data().replace(word.encode(), appearance.encode()))
+            if da:
+                a[NameObject("/DA")] = TextStringObject(da)
+        out = io.BytesIO()
+        w.write(out)
+        return out.getvalue()
+
+    def draw(c: Any, word: str) -> None:  # a function of its own to hang `post` on
+        inner(c, word)
+    draw.post = post  # type: ignore[attr-defined]
+    return draw
+
+
+def _square_over(fill: bool, subtype: str = "/Square") -> Draw:
+    """WORD on the page, then a Square (or other) annotation over it whose appearance fills a
+    white box (or only strokes its border)."""
+    inner = _annot(subtype, "1 1 1 rg 0 0 200 30 re f" if fill else "0 G 1 w 0.5 0.5 199 29 re S")
+
+    def draw(c: Any, word: str) -> None:
+        c.drawString(50, 600, word)
+    draw.post = inner.post  # type: ignore[attr-defined]
+    return draw
+
+
+white, blue = Color(1, 1, 1), Color(0, 0, 0.6)
+_SHOWN_TEXT = "BT /Cour 12 Tf 0 g 10 10 Td (WORD) Tj ET"
+#: annotations and form fields: (name, drawing, hidden?, kind counted when hidden; "" with hidden:
+#: never read, nothing counted)
+ANNOT_CASES: list[tuple[str, Draw, bool, str]] = [
+    ("a FreeText annotation", _annot("/FreeText", _SHOWN_TEXT, contents="WORD"), False, ""),
+    ("a FreeText annotation with no appearance",
+     _annot("/FreeText", None, contents="WORD", extra={"/DA": "/Cour 12 Tf 0 g"}), False, ""),
+    ("a filled text field", _field(), False, ""),
+    ("a FreeText annotation flagged Hidden", _annot("/FreeText", _SHOWN_TEXT, flags=2, contents="WORD"), True,
+     "annotation"),
+    ("a FreeText annotation flagged NoView", _annot("/FreeText", _SHOWN_TEXT, flags=32 | 4, contents="WORD"), True,
+     "annotation"),
+    ("a FreeText annotation off the page",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(2000, 590, 2200, 620), contents="WORD"), True, "annotation"),
+    ("a FreeText annotation of no size",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 40, 620), contents="WORD"), True, "annotation"),
+    ("a FreeText annotation squeezed into a one-point Rect",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 41, 591), contents="WORD", bbox=(200, 30)), True,
+     "font_size"),
+    ("a FreeText annotation's appearance scaled to its Rect",
+     _annot("/FreeText", _SHOWN_TEXT, rect=(40, 590, 240, 620), contents="WORD", bbox=(100, 15)), False, ""),
+    ("a FreeText annotation flagged Invisible (for unknown kinds only)",
+     _annot("/FreeText", _SHOWN_TEXT, flags=1 | 4, contents="WORD"), False, ""),
+    ("a FreeText annotation whose text lies outside its appearance's box",
+     _annot("/FreeText", "BT /Cour 12 Tf 0 g 300 10 Td (WORD) Tj ET", contents="WORD"), True, "clipped"),
+    ("a FreeText annotation in a layer that is off",
+     _annot("/FreeText", _SHOWN_TEXT, contents="WORD", layer="off"), True, "annotation"),
+    ("a FreeText annotation in a layer that is on",
+     _annot("/FreeText", _SHOWN_TEXT, contents="WORD", layer="on"), False, ""),
+    ("a FreeText annotation painting white text",
+     _annot("/FreeText", "BT /Cour 12 Tf 1 g 10 10 Td (WORD) Tj ET", contents="WORD"), True, "color"),
+    ("a FreeText annotation painting one-point text",
+     _annot("/FreeText", "BT /Cour 1 Tf 0 g 10 10 Td (WORD) Tj ET", contents="WORD"), True, "font_size"),
+    ("a FreeText annotation with no appearance, white",
+     _annot("/FreeText", None, contents="WORD", extra={"/DA": "/Cour 12 Tf 1 g"}), True, "color"),
+    ("a hidden text field", _field(annotationFlags="hidden"), True, "annotation"),
+    ("a text field in white on white", _field(textColor=white, fillColor=white), True, "color"),
+    ("a text field in white on blue", _field(textColor=white, fillColor=blue), False, ""),
+    ("a filled choice field", _choice, False, ""),
+    ("a text field the viewer draws from its value", _viewer_drawn(_field(), appearance="Nothing"), False, ""),
+    ("a text field the viewer draws from its value, white on white",
+     _viewer_drawn(_field(fillColor=white), da="/Cour 12 Tf 1 g"), True, "color"),
+    ("a text field the viewer draws from its value, white on blue",
+     _viewer_drawn(_field(fillColor=blue), da="/Cour 12 Tf 1 g"), False, ""),
+    ("a FreeText annotation's white box over it", _square_over(True, "/FreeText"), True, "covered"),
+    ("a password field whose appearance paints it", _field(fieldFlags="password"), False, ""),
+    ("a password field the viewer draws (as asterisks)", _viewer_drawn(_field(fieldFlags="password")), True, ""),
+    ("a sticky note", _annot("/Text", None, rect=(300, 590, 320, 610), contents="WORD"), True, ""),
+    ("a Square annotation's white box over it", _square_over(True), True, "covered"),
+    ("a Stamp annotation's white box over it", _square_over(True, "/Stamp"), True, "covered"),
+    ("a Square annotation's border around it", _square_over(False), False, ""),
+]
+
+
 #: poppler paints the picture, not the text: the OCR layer is what the reader reads in the picture
 SCAN = {"OCR layer over a scan"}
 
@@ -338,10 +507,15 @@ def _text(data: bytes, counts: Counter[str] | None = None) -> str:
     return "\n".join(s.text for s in read_pdf(data, "t.pdf", counts=counts).segments)
 
 
-@pytest.mark.parametrize(("name", "draw", "hidden", "kind"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "draw", "hidden", "kind"), CASES + ANNOT_CASES,
+                         ids=[c[0] for c in CASES + ANNOT_CASES])
 def test_pdf_text_a_viewer_does_not_paint_is_left_out(name: str, draw: Draw, hidden: bool, kind: str) -> None:
     counts: Counter[str] = Counter()
-    check_left_out(_text(_pdf(draw), counts), counts, hidden, f"pdf_hidden_{kind}")
+    text = _text(_pdf(draw), counts)
+    if hidden and not kind:  # never read: nothing to count
+        assert "WORD" not in text and "Refunds take 14 days." in text and not counts, (text, counts)
+    else:
+        check_left_out(text, counts, hidden, f"pdf_hidden_{kind}")
 
 
 def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -352,7 +526,7 @@ def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.
 
     files = [make_pdf(["Page one\nsecond line", "Page two"])] + [_pdf(d) for _n, d, hidden, _k in CASES if not hidden]
     now = [_text(f) for f in files]
-    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts: 0)
+    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts, annotations=None, max_annotations=0: 0)
     assert now == [_text(f) for f in files]
 
 
@@ -396,7 +570,7 @@ def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
     if raster is None:
         pytest.skip("needs pdftoppm (apt-get install poppler-utils)")
     escaped, lost = [], []
-    for k, (name, draw, _hidden, _kind) in enumerate(CASES):
+    for k, (name, draw, _hidden, _kind) in enumerate(CASES + ANNOT_CASES):
         shots = []
         for word in ("WORD", "XXXX"):
             pdf = tmp_path / f"c{k:02d}{word}.pdf"
@@ -410,7 +584,7 @@ def test_redteam_pdf_hidden_vs_poppler(tmp_path: Path) -> None:
             escaped.append(name)
         if shown and not kept:
             lost.append(name)
-    record("hidden/pdf-poppler", tried=len(CASES), escaped=len(escaped) + len(lost),
+    record("hidden/pdf-poppler", tried=len(CASES + ANNOT_CASES), escaped=len(escaped) + len(lost),
            note=f"PDF text painted by poppler; escaped: {escaped}; lost: {lost}; kept as a scan's OCR layer: "
                 f"{sorted(SCAN)}")
     assert not escaped and not lost, (escaped, lost)
@@ -467,3 +641,128 @@ def test_the_area_grid_finds_what_a_scan_of_every_area_finds() -> None:
                          if max(a, lo_x) <= cx <= min(e, hi_x) and max(b, lo_y) <= cy <= min(f, hi_y)),
                         (1.0, 1.0, 1.0, 1.0))
             assert areas.under(x, y) == want
+
+
+def _form_pdf(fill: dict[str, str] | None = None, body: bool = True) -> bytes:
+    """An application form as people make them: labels on the page, a text field, a choice and
+    a checkbox (reportlab), filled in afterwards by another tool (pypdf, which sets
+    /NeedAppearances) when `fill` is given."""
+    from pypdf import PdfReader, PdfWriter
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, invariant=1)
+    if body:
+        c.drawString(50, 800, "Application form")
+        c.drawString(50, 615, "Email:")
+    c.acroForm.textfield(name="email", value="", x=100, y=610, width=200, height=20)
+    c.acroForm.choice(name="plan", value="Gold", options=["Gold", "Silver"], x=100, y=500, width=100, height=20)
+    c.acroForm.checkbox(name="agree", x=100, y=400, checked=True)
+    c.showPage()
+    c.save()
+    if fill is None:
+        return buf.getvalue()
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(buf.getvalue())))
+    w.update_page_form_field_values(w.pages[0], fill)
+    out = io.BytesIO()
+    w.write(out)
+    return out.getvalue()
+
+
+def test_a_filled_form_reads_its_fields_after_the_page_text() -> None:
+    """Each text or choice field with a value, as "Form field NAME: VALUE" after the page's own
+    text; an empty field and a checkbox give nothing; nothing counted as left out."""
+    counts: Counter[str] = Counter()
+    text = _text(_form_pdf({"email": "ann@example.com", "plan": "Silver"}), counts)
+    assert text.splitlines()[:2] == ["Application form", "Email:"]
+    assert text.endswith("Form field email: ann@example.com\nForm field plan: Silver"), text
+    assert "agree" not in text and not counts
+    assert _text(_form_pdf()).endswith("Email:\n\nForm field plan: Gold")  # the empty email field: no line
+
+
+def test_a_page_of_form_fields_only_is_read() -> None:
+    """A page with no content stream of its own, only filled fields: their text is the page's."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(_form_pdf({"email": "ann@example.com"}, body=False))))
+    del w.pages[0][NameObject("/Contents")]
+    out = io.BytesIO()
+    w.write(out)
+    assert _text(out.getvalue()) == "Form field email: ann@example.com\nForm field plan: Gold"
+
+
+def test_a_scan_with_a_filled_field_keeps_its_ocr_layer() -> None:
+    """A scanned form (a picture, its invisible OCR text) with a FreeText note typed on it: the
+    note is text the viewer paints, but not the page's own, so the OCR layer is still read."""
+    note = _annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (NOTE) Tj ET", rect=(300, 700, 500, 730),
+                  contents="IGNORED: the appearance is what shows")
+    draw: Any = lambda c, word: _scan(c, word)  # noqa: E731
+    draw.post, draw.scan = note.post, True
+    counts: Counter[str] = Counter()
+    text = _text(_pdf(draw, "WORD"), counts)
+    assert text == "Refunds take 14 days. WORD Contact billing for help.\nNOTE", text
+    assert not counts
+
+
+def test_annotation_text_counts_toward_the_character_limit() -> None:
+    from docket.errors import InputError
+    from docket.ingest.office import OfficeLimits
+
+    data = _pdf(_annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (" + "x" * 60 + ") Tj ET"))
+    body = len(_text(_pdf(_colour(0, 0, 0), "")))
+    read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 70))
+    with pytest.raises(InputError, match="max_chars"):
+        read_pdf(data, "t.pdf", OfficeLimits(max_chars=body + 30))
+
+
+def test_annotations_past_the_limits_are_neither_drawn_nor_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each annotation costs a walk and an extraction, and one /Annots array can serve every page:
+    past a page's limit and the file's, the rest are not read (counted as too many)."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, NameObject
+
+    import docket.ingest.office as office
+
+    monkeypatch.setattr(office, "MAX_ANNOTATIONS", 3)
+    monkeypatch.setattr(office, "MAX_FILE_ANNOTATIONS", 5)
+    one = PdfReader(io.BytesIO(_pdf(_annot("/FreeText", "BT /Cour 12 Tf 0 g 10 10 Td (NOTE) Tj ET"))))
+    w = PdfWriter()
+    for _ in range(3):
+        w.add_page(one.pages[0])
+    shared = w._add_object(ArrayObject([w.pages[0]["/Annots"][0]] * 4))
+    for page in w.pages:
+        page[NameObject("/Annots")] = shared
+    out = io.BytesIO()
+    w.write(out)
+    counts: Counter[str] = Counter()
+    pages = read_pdf(out.getvalue(), "t.pdf", counts=counts).segments
+    assert [p.text.count("NOTE") for p in pages] == [3, 1, 0]
+    assert counts == Counter({"pdf_hidden_too_many": 1 + 3 + 4})
+
+
+def test_broken_annotations_do_not_make_a_readable_pdf_unreadable() -> None:
+    """Annotations without a Rect, with a Rect of words, an appearance that is not a stream, a
+    /Parent loop: each is skipped (its text not read); the page reads as before."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, DictionaryObject, NameObject, NumberObject, TextStringObject
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(_pdf(_colour(0, 0, 0)))))
+
+    def annot(**kw: Any) -> Any:
+        d = DictionaryObject({NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject("/FreeText"),
+                              NameObject("/Contents"): TextStringObject("NOTE")})
+        for k, v in kw.items():
+            d[NameObject("/" + k)] = v
+        return w._add_object(d)
+
+    looped = annot(Subtype=NameObject("/Widget"), Rect=ArrayObject([NumberObject(v) for v in (40, 500, 240, 520)]))
+    looped.get_object()[NameObject("/Parent")] = looped
+    w.pages[0][NameObject("/Annots")] = ArrayObject([
+        annot(), annot(Rect=ArrayObject([TextStringObject("a")] * 4)),
+        annot(Rect=ArrayObject([NumberObject(v) for v in (40, 500, 240, 520)]), AP=DictionaryObject(
+            {NameObject("/N"): NumberObject(3)})), looped])
+    out = io.BytesIO()
+    w.write(out)
+    text = _text(out.getvalue())
+    assert "WORD" in text and "Contact billing for help." in text

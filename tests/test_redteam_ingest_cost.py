@@ -144,7 +144,35 @@ def _costly_attachments() -> list[tuple[str, Callable[[], Any]]]:
     cases.append(("zip of 12,000 entries", lambda: _brief([Attachment("e.docx", many_entries.getvalue())])))
     for pages in (501, 2000):
         cases.append((f"PDF of {pages} pages", lambda p=pages: _brief([Attachment("p.pdf", make_pdf(["x"] * p))])))
+    cases.append(("PDF of 500 pages sharing one list of 1,000 FreeText notes", lambda: _brief([Attachment(
+        "notes.pdf", _pdf_of_shared_notes(500, 1000))])))
     return cases
+
+
+def _pdf_of_shared_notes(pages: int, notes: int) -> bytes:
+    """`pages` pages whose /Annots is one array of `notes` FreeText annotations sharing one
+    appearance: a small file, each annotation drawn and read per page (pdf_hidden's limits)."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, FloatObject, NameObject, NumberObject
+
+    one = PdfReader(io.BytesIO(make_pdf(["x"])))
+    w = PdfWriter()
+    for _ in range(pages):
+        w.add_page(one.pages[0])
+    ap = DecodedStreamObject()
+    ap.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Form"),
+               NameObject("/BBox"): ArrayObject([FloatObject(0), FloatObject(0), FloatObject(100), FloatObject(20)])})
+    ap.set_data(b"0 g 0 0 100 20 re S BT /F1 12 Tf 2 5 Td (note) Tj ET")
+    note = w._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject("/FreeText"),
+        NameObject("/Rect"): ArrayObject([FloatObject(v) for v in (50, 50, 150, 70)]),
+        NameObject("/F"): NumberObject(4), NameObject("/AP"): DictionaryObject({NameObject("/N"): w._add_object(ap)})}))
+    shared = w._add_object(ArrayObject([note] * notes))
+    for page in w.pages:
+        page[NameObject("/Annots")] = shared
+    out = io.BytesIO()
+    w.write(out)
+    return out.getvalue()
 
 
 def test_redteam_costly_attachments_finish_or_are_refused_in_seconds() -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from docket.errors import InputError, UnavailableError
 from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
-from docket.ingest.pdf_hidden import strip_hidden_text
+from docket.ingest.pdf_hidden import MAX_ANNOTATIONS, MAX_FILE_ANNOTATIONS, annotation_count, strip_hidden_text
 from docket.tokens import TokenCounter
 
 
@@ -94,7 +94,8 @@ def _quiet(name: str) -> Iterator[None]:
 def read_pdf(data: bytes, where: str, limits: OfficeLimits | None = None,
              counts: Counter[str] | None = None) -> OfficeText:
     """The text a viewer paints, page by page (docket.ingest.pdf_hidden: text in the colour under
-    it, invisible away from a scan, too small or off the page is left out and counted in `counts`)."""
+    it, invisible away from a scan, too small or off the page is left out and counted in `counts`),
+    each page's shown FreeText annotations and filled form fields after its own text."""
     try:
         import pypdf
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -124,10 +125,12 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
     if count > limits.max_pages:
         raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where, limits.keys)
     pages: list[str] = []
-    chars = 0
+    chars, annots_left = 0, MAX_FILE_ANNOTATIONS
     for page in reader.pages:
-        strip_hidden_text(page, reader, counts)
-        pages.append(_clean(page.extract_text() or ""))
+        annotations: list[str] = []
+        strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left))
+        annots_left = max(annots_left - annotation_count(page), 0)
+        pages.append(_clean("\n".join([page.extract_text() or "", *annotations]).strip("\n")))
         chars += len(pages[-1])
         if chars > limits.max_chars:
             raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",

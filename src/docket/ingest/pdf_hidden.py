@@ -19,14 +19,24 @@ A clipping path bounds what follows it by its bounds (text wholly outside goes: 
 hides everything); text squeezed to a sliver by `Tz` or the matrix counts as too small.
 Forms (XObjects) are walked where they are drawn, with the matrix and the paint under them; a
 form drawn twice is one stream, emptied of what is hidden in either drawing; a form nested past
-MAX_FORM_DEPTH is not drawn at all (fail closed). Annotations are not extracted, so not walked.
-Not read: soft masks, blend modes, and
+MAX_FORM_DEPTH is not drawn at all (fail closed). Not read: soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
+
+Annotations are drawn after the page's content, as a viewer draws them over it (when the caller
+asks for their text): none that its flags hide (Hidden, NoView), whose optional content is off,
+whose Rect has no size or lies off the page, nor a /Popup. The rest are walked like forms: the
+normal appearance stream (the one /AS names), fitted from its /BBox to the Rect, over the
+areas the page painted; without one (or for form fields under /NeedAppearances) the appearance
+a viewer would make, the value in /DA's font size and colour over the field's /MK /BG. So text
+an appearance hides goes by the same rules, and an opaque box an appearance paints covers the
+page text under it. What the walk leaves of a FreeText annotation and a text or choice field
+(not a checkbox, a signature or a sticky note, which poppler paints as an icon) is the text read.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,7 +45,7 @@ from docket.ingest import cssvalues as cv
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
-         "too_deep")
+         "too_deep", "annotation", "too_many")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -392,17 +402,29 @@ def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
     return [*operands[:-1], ByteStringObject(b"")]
 
 
-def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None) -> int:
+#: annotations drawn on one page, and in one file, at most; those after are neither drawn nor
+#: read (each costs about 2 ms, and one /Annots array can be shared by every page of a file)
+MAX_ANNOTATIONS = 1000
+MAX_FILE_ANNOTATIONS = 5000
+
+
+def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None,
+                      annotations: list[str] | None = None, max_annotations: int = MAX_ANNOTATIONS) -> int:
     """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
     would not paint, in the page's stream and in the forms it draws (each form once, whatever it
-    is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`."""
+    is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`.
+
+    With `annotations` (a list), the page's annotations are drawn too, over its content as a
+    viewer draws them (an opaque box in one covers the page text under it), and the text each
+    shown FreeText annotation and filled text or choice field paints is appended to the list;
+    past `max_annotations` they are neither drawn nor read (counted as `pdf_hidden_too_many`)."""
     from pypdf.generic import ContentStream, NameObject
 
     counts = counts if counts is not None else Counter()
     contents = page.get_contents()
-    if contents is None:
+    if contents is None and (annotations is None or "/Annots" not in page):
         return 0
-    stream = ContentStream(contents, reader)
+    stream = ContentStream(contents, reader)  # a page of annotations only: no operators
     box = page.cropbox
     res = page.get("/Resources")
     walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)),
@@ -417,18 +439,40 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     walk.page.shown = _Shown(walk.box)
     walk.page.layers = _Layers(reader)
     removed = _run(walk, top, counts)
+    body_painted, body_ocr = walk.page.painted, len(walk.page.ocr)
+    drawn: list[_Painted] = []
+    if annotations is not None:
+        annots = _annots(page)
+        if len(annots) > max_annotations:
+            counts["pdf_hidden_too_many"] += len(annots) - max(max_annotations, 0)
+            annots = annots[:max(max_annotations, 0)]
+        for annot in annots:
+            try:
+                removed += _annotation(walk, annot, counts, drawn)
+            except (ValueError, TypeError, IndexError, OverflowError, KeyError, AttributeError):
+                continue  # an annotation a viewer could not draw either: its text is not read
     # invisible text over an image is a scan's OCR layer only on a page that paints no text of its
-    # own; beside painted text it is text hidden behind a picture, and goes too
-    if walk.page.painted:
-        for rec, i in walk.page.ocr:
+    # own (text an annotation paints, a filled field on a scanned form, does not count); beside
+    # painted text it is text hidden behind a picture, and goes too, as does any in an annotation
+    ocr = walk.page.ocr if body_painted else walk.page.ocr[body_ocr:]
+    if ocr:
+        for rec, i in ocr:
             operands, operator = rec.ops[i]
             rec.ops[i] = (_emptied(operator, operands), operator)
             rec.changed = True
             counts["pdf_hidden_render_mode"] += 1
-        removed += len(walk.page.ocr)
+        removed += len(ocr)
     for rec in walk.page.streams.values():
         if rec.changed:
             rec.write()
+    if annotations is not None:
+        for painted in drawn:
+            try:
+                text = " ".join(painted.text(reader).split())
+            except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+                continue  # an appearance pypdf cannot extract from: its text is not read
+            if text:
+                annotations.append(f"{painted.label}{text}")
     return removed
 
 
@@ -667,3 +711,212 @@ def _graphics_state(s: _State, gs: Any) -> _State:
     return replace(s, fill_alpha=s.fill_alpha if fill is None else min(max(float(fill), 0.0), 1.0),
                    stroke_alpha=s.stroke_alpha if stroke is None else min(max(float(stroke), 0.0), 1.0),
                    plain_paint=plain)
+
+
+#: annotation flags (/F) a viewer draws nothing for: Hidden (bit 2) and NoView (bit 6)
+_NOT_SHOWN_FLAGS = 2 | 32
+#: a text field's flag (/Ff bit 14) for a password: a viewer shows asterisks, not /V
+_PASSWORD = 1 << 13
+#: annotations whose text a viewer paints on the page and docket reads: FreeText, and form fields
+#: (widgets) of text and choice fields; a sticky note (/Text) paints an icon, a /Popup nothing
+_READ = frozenset({"/FreeText", "/Widget"})
+
+
+def annotation_count(page: Any) -> int:
+    """How many annotations `page` lists (none read)."""
+    annots = page.get("/Annots")
+    annots = annots.get_object() if annots is not None else None
+    return len(annots) if isinstance(annots, list) else 0
+
+
+def _annots(page: Any) -> list[Any]:
+    annots = page.get("/Annots")
+    if annots is None:
+        return []
+    annots = annots.get_object()
+    return [a.get_object() for a in annots] if isinstance(annots, list) else []
+
+
+def _inherited(field_: Any, key: str) -> Any:
+    """A form field's entry, looked up its /Parent chain (a widget holds its field's entries or
+    sits under the field that does)."""
+    for _ in range(32):
+        if field_ is None:
+            return None
+        if key in field_:
+            return field_[key]
+        field_ = field_.get("/Parent")
+        field_ = field_.get_object() if field_ is not None else None
+    return None
+
+
+def _field_name(widget: Any) -> str:
+    names, node = [], widget
+    for _ in range(32):
+        if node is None:
+            break
+        if "/T" in node:
+            names.append(str(node["/T"]))
+        node = node.get("/Parent")
+        node = node.get_object() if node is not None else None
+    return ".".join(reversed(names))
+
+
+def _read_field(widget: Any) -> bool:
+    """A text or choice field whose value a viewer paints: not a password's (shown as asterisks
+    where the viewer makes the appearance; an appearance stream of its own is read as it paints)."""
+    kind = _inherited(widget, "/FT")
+    return kind == "/Ch" or (kind == "/Tx" and not int(_inherited(widget, "/Ff") or 0) & _PASSWORD)
+
+
+def _value(annot: Any) -> str:
+    """The text the annotation stands for: a FreeText's /Contents, a text or choice field's /V
+    (a multiple choice joined with ", "); "" for anything else (a checkbox, a signature)."""
+    if annot.get("/Subtype") == "/FreeText":
+        return str(annot.get("/Contents") or "")
+    if not _read_field(annot):
+        return ""
+    v = _inherited(annot, "/V")
+    if v is None:
+        return ""
+    v = v.get_object() if hasattr(v, "get_object") else v
+    return ", ".join(str(x) for x in v) if isinstance(v, list) else str(v)
+
+
+def _appearance(annot: Any, reader: Any) -> Any:
+    """The annotation's normal appearance stream, the one its /AS names where there are several;
+    None when there is none, or when the document asks the viewer to make form fields' own
+    (/NeedAppearances)."""
+    if annot.get("/Subtype") == "/Widget":
+        try:
+            if reader.trailer["/Root"]["/AcroForm"].get("/NeedAppearances"):
+                return None
+        except (KeyError, TypeError, AttributeError):
+            pass
+    ap = annot.get("/AP")
+    n = ap.get_object().get("/N") if ap is not None else None
+    n = n.get_object() if n is not None else None
+    if n is None or hasattr(n, "get_data"):
+        return n
+    state = annot.get("/AS")
+    s = n.get(state) if state is not None else None
+    return s.get_object() if s is not None else None
+
+
+@dataclass
+class _Painted:
+    """An annotation drawn with text to read: from its appearance stream `cs` (as the walk left
+    it), or, where the viewer makes the appearance, its `value` if the walk kept the show."""
+
+    label: str
+    rec: _Stream
+    value: str = ""
+    cs: Any = None
+    resources: Any = None
+    bbox: list[float] = field(default_factory=list)
+
+    def text(self, reader: Any) -> str:
+        if self.cs is None:
+            return self.value if any(op in _SHOW and _text_len(op, o) for o, op in self.rec.ops) else ""
+        return _extract(reader, self.cs, self.resources, self.bbox)
+
+
+def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Painted]) -> int:
+    """Draw one annotation over the page as a viewer does: nothing when it is hidden (flags, an
+    optional content group that is off, a Rect of no size or off the page); else its appearance
+    (or, without one, the appearance a viewer would make from /DA), walked like a form. What it
+    paints with text to read is added to `drawn`."""
+    from pypdf.generic import ContentStream, DecodedStreamObject
+
+    kind = annot.get("/Subtype")
+    if kind == "/Popup":
+        return 0
+    value = _value(annot) if kind in _READ else ""
+    layers = walk.page.layers
+    rect = [float(x) for x in annot["/Rect"]]
+    x0, y0, x1, y1 = min(rect[0], rect[2]), min(rect[1], rect[3]), max(rect[0], rect[2]), max(rect[1], rect[3])
+    left, bottom, right, top = walk.box
+    if (int(annot.get("/F", 0)) & _NOT_SHOWN_FLAGS or x1 - x0 <= 0 or y1 - y0 <= 0
+            or x1 <= left or x0 >= right or y1 <= bottom or y0 >= top
+            or ("/OC" in annot and layers is not None and not layers.shows(annot.raw_get("/OC")))):
+        if value.strip():
+            counts["pdf_hidden_annotation"] += 1
+            return 1
+        return 0
+    label = f"Form field {_field_name(annot)}: " if kind == "/Widget" else ""
+    reads = kind == "/FreeText" or (kind == "/Widget" and _inherited(annot, "/FT") in ("/Tx", "/Ch"))
+    ap = _appearance(annot, walk.reader)
+    if ap is not None and "/BBox" in ap:
+        bbox = [float(v) for v in ap["/BBox"]]
+        m = tuple(float(v) for v in ap.get("/Matrix", IDENTITY))
+        res = ap.get("/Resources")
+        res = res.get_object() if res is not None else _form_resources(walk.reader)
+        cs = ContentStream(ap, walk.reader)
+        rec = _Stream(cs.operations, lambda: None)
+        rec.write = lambda: setattr(cs, "operations", rec.ops)
+        painted = _Painted(label, rec, cs=cs, resources=res, bbox=bbox)
+    elif value.strip():  # the appearance a viewer makes: the value in /DA's font and colour
+        bbox, m, res = [0.0, 0.0, x1 - x0, y1 - y0], IDENTITY, None
+        da = str(_inherited(annot, "/DA") or _form_default(walk.reader, "/DA") or "0 g /Helv 12 Tf")
+        da = re.sub(r"(/\S+)\s+0(?:\.0*)?\s+Tf", r"\1 12 Tf", da)  # size 0: fitted to the box
+        bg = annot.get("/MK", {}).get("/BG") if kind == "/Widget" else None
+        back = _colour(list(bg)) if bg is not None else None  # a field's background, painted first
+        fill = f"{back[0]:.3f} {back[1]:.3f} {back[2]:.3f} rg 0 0 {bbox[2]:.2f} {bbox[3]:.2f} re f " if back else ""
+        line = f"1 0 0 1 2 {max(bbox[3] / 2 - 4, 0):.2f} Tm ({'x' * min(len(value), 200)}) Tj"
+        data = DecodedStreamObject()
+        data.set_data(f"{fill}BT {da} {line} ET".encode("latin-1", "replace"))
+        rec = _Stream(ContentStream(data, walk.reader).operations, lambda: None)
+        painted = _Painted(label, rec, value=value)
+    else:
+        return 0
+    ctm = _fit(m, bbox, (x0, y0, x1, y1))  # type: ignore[arg-type]
+    if ctm is None:
+        return 0
+    corners = [_apply(ctm, x, y) for x in (bbox[0], bbox[2]) for y in (bbox[1], bbox[3])]
+    state = _State(ctm=ctm, clip=_within(None, corners), clip_exact=_upright(ctm))
+    walk.page.streams[("annot", id(annot))] = rec
+    sub = _Walk(box=walk.box, state=state, areas=walk.areas, resources=res, reader=walk.reader, depth=1,
+                page=walk.page)
+    removed = _run(sub, rec, counts)
+    if removed:
+        rec.changed = True
+    if reads:
+        drawn.append(painted)
+    return removed
+
+
+def _fit(m: Matrix, bbox: list[float], rect: tuple[float, float, float, float]) -> Matrix | None:
+    """The matrix a viewer draws an appearance with: its /Matrix, then the map of the /BBox so
+    transformed onto the annotation's Rect (PDF 32000 12.5.5)."""
+    pts = [_apply(m, x, y) for x in (bbox[0], bbox[2]) for y in (bbox[1], bbox[3])]
+    bx0, by0 = min(p[0] for p in pts), min(p[1] for p in pts)
+    bx1, by1 = max(p[0] for p in pts), max(p[1] for p in pts)
+    if bx1 - bx0 <= 0 or by1 - by0 <= 0:
+        return None
+    sx, sy = (rect[2] - rect[0]) / (bx1 - bx0), (rect[3] - rect[1]) / (by1 - by0)
+    return _mul(m, (sx, 0.0, 0.0, sy, rect[0] - bx0 * sx, rect[1] - by0 * sy))
+
+
+def _form_default(reader: Any, key: str) -> Any:
+    try:
+        return reader.trailer["/Root"]["/AcroForm"].get(key)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _form_resources(reader: Any) -> Any:
+    dr = _form_default(reader, "/DR")
+    return dr.get_object() if dr is not None else None
+
+
+def _extract(reader: Any, cs: Any, resources: Any, bbox: list[float]) -> str:
+    """The text an appearance stream paints (after the walk emptied what it hides), extracted as
+    a page's is."""
+    from pypdf import PageObject
+    from pypdf.generic import DictionaryObject, NameObject, RectangleObject
+
+    page = PageObject(reader)
+    page[NameObject("/Resources")] = resources if resources is not None else DictionaryObject()
+    page[NameObject("/MediaBox")] = RectangleObject(bbox)
+    page[NameObject("/Contents")] = cs
+    return page.extract_text() or ""
