@@ -766,3 +766,14 @@ def test_broken_annotations_do_not_make_a_readable_pdf_unreadable() -> None:
     w.write(out)
     text = _text(out.getvalue())
     assert "WORD" in text and "Contact billing for help." in text
+
+
+@pytest.mark.parametrize("subtype", ["/Highlight", "/Underline", "/StrikeOut", "/Squiggly"])
+def test_text_markup_never_covers_the_text_it_marks(subtype: str) -> None:
+    """A highlight marks words; its appearance written as a plain opaque box (no Multiply blend,
+    as some producers write it) must not cost the highlighted words, by policy (poppler would
+    paint that box opaque)."""
+    draw = _square_over(True, subtype)
+    counts: Counter[str] = Counter()
+    text = _text(_pdf(draw), counts)
+    assert "WORD" in text and not counts["pdf_hidden_covered"], (text, counts)

@@ -713,6 +713,10 @@ def _graphics_state(s: _State, gs: Any) -> _State:
                    plain_paint=plain)
 
 
+#: annotations not drawn: a /Popup paints nothing on the page, and text markup (a highlight, an
+#: underline...) marks the text it lies on, never hides it: a highlight's appearance written
+#: without its Multiply blend mode must not count as a box over the highlighted words
+_NOT_DRAWN = frozenset({"/Popup", "/Highlight", "/Underline", "/StrikeOut", "/Squiggly"})
 #: annotation flags (/F) a viewer draws nothing for: Hidden (bit 2) and NoView (bit 6)
 _NOT_SHOWN_FLAGS = 2 | 32
 #: a text field's flag (/Ff bit 14) for a password: a viewer shows asterisks, not /V
@@ -829,7 +833,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
     from pypdf.generic import ContentStream, DecodedStreamObject
 
     kind = annot.get("/Subtype")
-    if kind == "/Popup":
+    if kind in _NOT_DRAWN:
         return 0
     value = _value(annot) if kind in _READ else ""
     layers = walk.page.layers
