@@ -327,11 +327,14 @@ def _docx_notes(document: object, shown: Visibility, page: int) -> list[tuple[in
 
     body = document.element.body  # type: ignore[attr-defined]
     order: dict[tuple[str, str], int] = {}
+    numbered = {"footnote": 0, "endnote": 0}
     for p in body.iter(f"{_W}p"):
         if p.find(f".//{_W}footnoteReference") is None and p.find(f".//{_W}endnoteReference") is None:
             continue
         for ref in shown.note_references(p):
-            order.setdefault(ref, sum(1 for k in order if k[0] == ref[0]) + 1)
+            if ref not in order:
+                numbered[ref[0]] += 1
+                order[ref] = numbered[ref[0]]
     if not order:
         return []
     notes: dict[tuple[str, str], object] = {}
@@ -339,7 +342,11 @@ def _docx_notes(document: object, shown: Visibility, page: int) -> list[tuple[in
         kind = rel.reltype.rsplit("/", 1)[-1]
         if rel.is_external or kind not in ("footnotes", "endnotes"):
             continue
-        for note in parse_xml(rel.target_part.blob).iterchildren(f"{_W}{kind[:-1]}"):
+        try:
+            part = parse_xml(rel.target_part.blob)
+        except Exception:  # noqa: BLE001 - a damaged notes part costs its notes, not the document's body
+            continue
+        for note in part.iterchildren(f"{_W}{kind[:-1]}"):
             notes.setdefault((kind[:-1], note.get(f"{_W}id") or ""), note)
     out = []
     for (kind, nid), n in sorted(order.items(), key=lambda item: (item[0][0] != "footnote", item[1])):
