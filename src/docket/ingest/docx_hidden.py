@@ -436,30 +436,30 @@ def runs(p: Any) -> list[Any]:
     tracked insertion's text was lost), and those in the branch of an `mc:AlternateContent` Word
     reads. A deletion's runs (`w:del`, `w:moveFrom`) are not text, and a drawing's text box is
     another paragraph (`Visibility.text_boxes`), not this one's."""
-    out: list[Any] = []
-    stack = list(reversed(list(p)))
-    while stack:
-        el = stack.pop()
-        if el.tag == f"{_W}r":
-            out.append(el)
-        elif el.tag in _INLINE_WRAPPERS:
-            stack.extend(reversed(list(el)))
-        elif el.tag == f"{_MC}AlternateContent":
-            stack.extend(reversed(alternate(el) or []))
-    return out
+    return _unwrapped(p, _RUN, _INLINE_WRAPPERS)
 
 
 def blocks(parent: Any) -> list[Any]:
     """The paragraphs and tables of a body or a table cell in document order, those inside
     content controls and custom XML included (python-docx reads only direct children), and those
     in the branch of an `mc:AlternateContent` Word reads."""
+    return _unwrapped(parent, _BLOCKS, _BLOCK_WRAPPERS)
+
+
+_RUN = frozenset({f"{_W}r"})
+_BLOCKS = frozenset({f"{_W}p", f"{_W}tbl"})
+
+
+def _unwrapped(parent: Any, wanted: frozenset[str], wrappers: frozenset[str]) -> list[Any]:
+    """The `wanted` elements under `parent` in document order, looking inside `wrappers` and
+    into the branch of an `mc:AlternateContent` Word reads (iteratively: nesting is the file's)."""
     out: list[Any] = []
     stack = list(reversed(list(parent)))
     while stack:
         el = stack.pop()
-        if el.tag in (f"{_W}p", f"{_W}tbl"):
+        if el.tag in wanted:
             out.append(el)
-        elif el.tag in _BLOCK_WRAPPERS:
+        elif el.tag in wrappers:
             stack.extend(reversed(list(el)))
         elif el.tag == f"{_MC}AlternateContent":
             stack.extend(reversed(alternate(el) or []))
