@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -127,32 +128,55 @@ class _Page:
     layers: _Layers | None = None  # which optional content is off (the document's default view)
 
 
-class _Areas:
-    """The filled areas painted so far (device space) with their colour or UNKNOWN, clipped to the
-    page (with a margin: text beyond it is off the page anyway) and indexed by a grid of CELL-point
-    squares, so finding what lies under a point reads the areas of its cell, not every area of
-    the page (a page of thousands of table cells and words was quadratic)."""
+Box = tuple[float, float, float, float]
+
+
+def _bounds(points: list[tuple[float, float]]) -> Box:
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+class _Grid:
+    """Boxes (device space) clipped to `bounds` and indexed by a grid of CELL-point squares, so
+    a look-up reads the boxes of the cells it touches, not every box of the page (a page of
+    thousands of table cells and words was quadratic)."""
 
     CELL = 32.0
 
-    def __init__(self, box: tuple[float, float, float, float]) -> None:
-        margin = 2 * self.CELL
-        self.bounds = (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
-        self.boxes: list[tuple[float, float, float, float, cv.RGBA | None]] = []
+    def __init__(self, bounds: Box) -> None:
+        self.bounds = bounds
         self.grid: dict[tuple[int, int], list[int]] = {}
 
-    def add(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
-        xs, ys = [p[0] for p in points], [p[1] for p in points]
+    def clipped(self, box: Box) -> Box | None:
         lo_x, lo_y, hi_x, hi_y = self.bounds
-        x0, y0, x1, y1 = max(min(xs), lo_x), max(min(ys), lo_y), min(max(xs), hi_x), min(max(ys), hi_y)
-        if x1 < x0 or y1 < y0:
-            return  # wholly off the page: under no text that could show
-        k = len(self.boxes)
-        self.boxes.append((x0, y0, x1, y1, colour))
+        x0, y0, x1, y1 = max(box[0], lo_x), max(box[1], lo_y), min(box[2], hi_x), min(box[3], hi_y)
+        return None if x1 < x0 or y1 < y0 else (x0, y0, x1, y1)
+
+    def cells(self, box: Box) -> list[tuple[int, int]]:
         c = self.CELL
-        for cx in range(math.floor(x0 / c), math.floor(x1 / c) + 1):
-            for cy in range(math.floor(y0 / c), math.floor(y1 / c) + 1):
-                self.grid.setdefault((cx, cy), []).append(k)
+        return [(cx, cy) for cx in range(math.floor(box[0] / c), math.floor(box[2] / c) + 1)
+                for cy in range(math.floor(box[1] / c), math.floor(box[3] / c) + 1)]
+
+    def index(self, k: int, box: Box) -> None:
+        for cell in self.cells(box):
+            self.grid.setdefault(cell, []).append(k)
+
+
+class _Areas(_Grid):
+    """The filled areas painted so far with their colour or UNKNOWN, clipped to the page (with a
+    margin: text beyond it is off the page anyway)."""
+
+    def __init__(self, box: Box) -> None:
+        margin = 2 * self.CELL
+        super().__init__((box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin))
+        self.boxes: list[tuple[float, float, float, float, cv.RGBA | None]] = []
+
+    def add(self, points: list[tuple[float, float]], colour: cv.RGBA | None) -> None:
+        box = self.clipped(_bounds(points))
+        if box is None:
+            return  # wholly off the page: under no text that could show
+        self.index(len(self.boxes), box)
+        self.boxes.append((*box, colour))
 
     def under(self, x: float, y: float) -> cv.RGBA | None:
         """The colour last painted at (x, y): the page's white where nothing was. A point beyond
@@ -167,42 +191,33 @@ class _Areas:
         return cv.WHITE
 
 
-class _Shown:
-    """The text painted so far on a page (each show's device-space bounds, on the page, and where
-    its operator is), in a grid like `_Areas`, so an opaque shape painted later finds the text it
-    covers without a scan of every show."""
+class _Shown(_Grid):
+    """The text painted so far on a page (each show's bounds, on the page, and where its operator
+    is), so an opaque shape painted later finds the text it covers without a scan of every show."""
 
-    CELL = 32.0
-
-    def __init__(self, box: tuple[float, float, float, float]) -> None:
-        self.page = box
+    def __init__(self, box: Box) -> None:
+        super().__init__(box)
         self.items: list[tuple[float, float, float, float, _Stream, int]] = []
-        self.grid: dict[tuple[int, int], list[int]] = {}
         self.gone: set[int] = set()
 
-    def add(self, bounds: tuple[float, float, float, float], rec: _Stream, i: int) -> None:
-        x0, y0 = max(bounds[0], self.page[0]), max(bounds[1], self.page[1])
-        x1, y1 = min(bounds[2], self.page[2]), min(bounds[3], self.page[3])
-        if x1 < x0 or y1 < y0:
+    def add(self, bounds: Box, rec: _Stream, i: int) -> None:
+        box = self.clipped(bounds)
+        if box is None:
             return
-        k = len(self.items)
-        self.items.append((x0, y0, x1, y1, rec, i))
-        c = self.CELL
-        for cx in range(math.floor(x0 / c), math.floor(x1 / c) + 1):
-            for cy in range(math.floor(y0 / c), math.floor(y1 / c) + 1):
-                self.grid.setdefault((cx, cy), []).append(k)
+        self.index(len(self.items), box)
+        self.items.append((*box, rec, i))
 
-    def covered(self, box: tuple[float, float, float, float]) -> list[tuple[_Stream, int]]:
+    def covered(self, box: Box) -> list[tuple[_Stream, int]]:
         """The shows wholly inside `box` (an opaque rectangle painted now), each given once."""
         x0, y0, x1, y1 = box
-        c, out = self.CELL, []
-        for cx in range(math.floor(max(x0, self.page[0]) / c), math.floor(min(x1, self.page[2]) / c) + 1):
-            for cy in range(math.floor(max(y0, self.page[1]) / c), math.floor(min(y1, self.page[3]) / c) + 1):
-                for k in self.grid.get((cx, cy), ()):
-                    a0, b0, a1, b1, rec, i = self.items[k]
-                    if k not in self.gone and x0 <= a0 and y0 <= b0 and a1 <= x1 and b1 <= y1:
-                        self.gone.add(k)
-                        out.append((rec, i))
+        out = []
+        on_page = self.clipped(box)
+        for cell in self.cells(on_page) if on_page is not None else ():
+            for k in self.grid.get(cell, ()):
+                a0, b0, a1, b1, rec, i = self.items[k]
+                if k not in self.gone and x0 <= a0 and y0 <= b0 and a1 <= x1 and b1 <= y1:
+                    self.gone.add(k)
+                    out.append((rec, i))
         return out
 
 
@@ -368,18 +383,14 @@ class _Walk:
         self.advance += n * step
         low, high = s.rise - 0.35 * size, s.rise + 1.1 * size
         trm = _mul(self.tm, s.ctm)
-        corners = [_apply(trm, x, y) for x in (left, right) for y in (low, high)]
-        xs, ys = [p[0] for p in corners], [p[1] for p in corners]
-        return (min(xs), min(ys), max(xs), max(ys))
+        return _bounds([_apply(trm, x, y) for x in (left, right) for y in (low, high)])
 
 
-def _within(clip: tuple[float, float, float, float] | None,
-            path: list[tuple[float, float]]) -> tuple[float, float, float, float] | None:
+def _within(clip: Box | None, path: list[tuple[float, float]]) -> Box:
     """The clip's bounds intersected with the path's (an empty path clips everything away)."""
     if not path:
         return (0.0, 0.0, 0.0, 0.0)
-    xs, ys = [p[0] for p in path], [p[1] for p in path]
-    box = (min(xs), min(ys), max(xs), max(ys))
+    box = _bounds(path)
     if clip is None:
         return box
     return (max(box[0], clip[0]), max(box[1], clip[1]), min(box[2], clip[2]), min(box[3], clip[3]))
@@ -659,12 +670,9 @@ def _cover(walk: _Walk, points: list[tuple[float, float]], counts: Counter[str])
     s, shown = walk.state, walk.page.shown
     if shown is None or not s.plain_paint or s.fill_alpha < 1.0 or not s.clip_exact:
         return 0
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    box = (min(xs), min(ys), max(xs), max(ys))
-    if s.clip is not None:
-        box = (max(box[0], s.clip[0]), max(box[1], s.clip[1]), min(box[2], s.clip[2]), min(box[3], s.clip[3]))
-        if box[2] <= box[0] or box[3] <= box[1]:
-            return 0
+    box = _within(s.clip, points)
+    if s.clip is not None and (box[2] <= box[0] or box[3] <= box[1]):
+        return 0
     gone = shown.covered(box)
     for rec, i in gone:
         operands, operator = rec.ops[i]
@@ -726,44 +734,39 @@ _PASSWORD = 1 << 13
 _READ = frozenset({"/FreeText", "/Widget"})
 
 
-def annotation_count(page: Any) -> int:
-    """How many annotations `page` lists (none read)."""
+def _annots_array(page: Any) -> list[Any]:
     annots = page.get("/Annots")
     annots = annots.get_object() if annots is not None else None
-    return len(annots) if isinstance(annots, list) else 0
+    return annots if isinstance(annots, list) else []
+
+
+def annotation_count(page: Any) -> int:
+    """How many annotations `page` lists (none read)."""
+    return len(_annots_array(page))
 
 
 def _annots(page: Any) -> list[Any]:
-    annots = page.get("/Annots")
-    if annots is None:
-        return []
-    annots = annots.get_object()
-    return [a.get_object() for a in annots] if isinstance(annots, list) else []
+    return [a.get_object() for a in _annots_array(page)]
+
+
+def _lineage(node: Any) -> Iterator[Any]:
+    """A widget and the fields above it, up its /Parent chain (32 at most: a loop ends there)."""
+    for _ in range(32):
+        if node is None:
+            return
+        yield node
+        node = node.get("/Parent")
+        node = node.get_object() if node is not None else None
 
 
 def _inherited(field_: Any, key: str) -> Any:
     """A form field's entry, looked up its /Parent chain (a widget holds its field's entries or
     sits under the field that does)."""
-    for _ in range(32):
-        if field_ is None:
-            return None
-        if key in field_:
-            return field_[key]
-        field_ = field_.get("/Parent")
-        field_ = field_.get_object() if field_ is not None else None
-    return None
+    return next((node[key] for node in _lineage(field_) if key in node), None)
 
 
 def _field_name(widget: Any) -> str:
-    names, node = [], widget
-    for _ in range(32):
-        if node is None:
-            break
-        if "/T" in node:
-            names.append(str(node["/T"]))
-        node = node.get("/Parent")
-        node = node.get_object() if node is not None else None
-    return ".".join(reversed(names))
+    return ".".join(reversed([str(node["/T"]) for node in _lineage(widget) if "/T" in node]))
 
 
 def _read_field(widget: Any) -> bool:
@@ -791,12 +794,8 @@ def _appearance(annot: Any, reader: Any) -> Any:
     """The annotation's normal appearance stream, the one its /AS names where there are several;
     None when there is none, or when the document asks the viewer to make form fields' own
     (/NeedAppearances)."""
-    if annot.get("/Subtype") == "/Widget":
-        try:
-            if reader.trailer["/Root"]["/AcroForm"].get("/NeedAppearances"):
-                return None
-        except (KeyError, TypeError, AttributeError):
-            pass
+    if annot.get("/Subtype") == "/Widget" and _form_default(reader, "/NeedAppearances"):
+        return None
     ap = annot.get("/AP")
     n = ap.get_object().get("/N") if ap is not None else None
     n = n.get_object() if n is not None else None
@@ -892,9 +891,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
 def _fit(m: Matrix, bbox: list[float], rect: tuple[float, float, float, float]) -> Matrix | None:
     """The matrix a viewer draws an appearance with: its /Matrix, then the map of the /BBox so
     transformed onto the annotation's Rect (PDF 32000 12.5.5)."""
-    pts = [_apply(m, x, y) for x in (bbox[0], bbox[2]) for y in (bbox[1], bbox[3])]
-    bx0, by0 = min(p[0] for p in pts), min(p[1] for p in pts)
-    bx1, by1 = max(p[0] for p in pts), max(p[1] for p in pts)
+    bx0, by0, bx1, by1 = _bounds([_apply(m, x, y) for x in (bbox[0], bbox[2]) for y in (bbox[1], bbox[3])])
     if bx1 - bx0 <= 0 or by1 - by0 <= 0:
         return None
     sx, sy = (rect[2] - rect[0]) / (bx1 - bx0), (rect[3] - rect[1]) / (by1 - by0)
