@@ -109,7 +109,9 @@ def run_index(a: IndexArgs) -> IndexReport:
 def _remove_empty_store(path: Path) -> None:
     """A store this run created and then wrote nothing to (every file it was given failed) would
     only make `ask` answer "not found": take it back, with the files SQLite keeps beside it."""
-    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal", ".index", ".ann"))):
+    from docket.store.sqlite_file import beside
+
+    for p in beside(path, ("-journal",)):
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
 

@@ -375,13 +375,9 @@ def _layers(tag: Tag, decls: dict[str, Decl], state: _State, parent: _State, pos
     """Set what the covered-text rule needs: whether this element paints in a layer of its own,
     the containing block its absolute descendants cover, and whether it is itself an opaque box
     over the whole of its containing block (or of the window)."""
-    def set_(name: str, keep: tuple[str, ...]) -> bool:  # given a value other than `keep` (a function, a number...)
-        toks = _value(decls, name, state)
-        k = cv.keyword(toks) if toks is not None else None
-        return toks is not None and (k is None or k not in (*keep, *_WIDE))
-
     own_opacity = parent.opacity <= 0 or state.opacity / parent.opacity < 0.999
-    state.layered = position != "static" or own_opacity or any(set_(name, keep) for name, keep in _LAYERING.items())
+    state.layered = position != "static" or own_opacity or any(
+        _given(decls, name, keep, state) for name, keep in _LAYERING.items())
     if position != "static" or is_root:
         height = _len(decls, "height", state, cv.Ctx(em=state.font_px, percent=None))
         state.container, state.container_holds = tag, height is None or bool(_overflow_clips(decls, state))
@@ -422,13 +418,7 @@ def _covered_block(tag: Tag, decls: dict[str, Decl], state: _State, position: st
     z = _value(decls, "z-index", state)
     if z is not None and (cv.number(z) or 0) < 0:
         return None  # painted under the in-flow content
-
-    def set_(name: str, keep: tuple[str, ...]) -> bool:
-        toks = _value(decls, name, state)
-        k = cv.keyword(toks) if toks is not None else None
-        return toks is not None and (k is None or k not in (*keep, *_WIDE))
-
-    if any(set_(name, keep) for name, keep in (
+    if any(_given(decls, name, keep, state) for name, keep in (
             ("transform", ("none",)), ("translate", ("none",)), ("scale", ("none",)), ("rotate", ("none",)),
             ("filter", ("none",)), ("clip-path", ("none",)), ("-webkit-clip-path", ("none",)), ("clip", ("auto",)),
             ("border-radius", ()), ("zoom", ("normal",)), ("mask", ("none",)), ("mask-image", ("none",)),
@@ -437,6 +427,13 @@ def _covered_block(tag: Tag, decls: dict[str, Decl], state: _State, position: st
     if not _opaque_background(decls, state) or not _spans(decls, state, position):
         return None
     return block
+
+
+def _given(decls: dict[str, Decl], name: str, keep: tuple[str, ...], state: _State) -> bool:
+    """Is `name` given a value other than `keep` (a function, a number, another keyword)?"""
+    toks = _value(decls, name, state)
+    k = cv.keyword(toks) if toks is not None else None
+    return toks is not None and (k is None or k not in (*keep, *_WIDE))
 
 
 def _root_of(tag: Tag) -> Tag | None:

@@ -65,10 +65,19 @@ def create_private(path: Path, mode: int | None) -> bool:
     return True
 
 
+#: the files SQLite and docket keep beside a store file: WAL, SHM, index snapshot, approximate index
+BESIDE = ("-wal", "-shm", ".index", ".ann")
+
+
+def beside(path: Path, extra: tuple[str, ...] = ()) -> list[Path]:
+    """The store file and the files kept beside it (and those named by `extra` suffixes)."""
+    return [path, *(path.with_name(path.name + s) for s in (*BESIDE, *extra))]
+
+
 def apply_mode(path: Path, mode: int) -> None:
     """Set `mode` on the store file and the files that live beside it (WAL, SHM, index snapshot,
     approximate index)."""
-    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", ".index", ".ann"))):
+    for p in beside(path):
         if p.exists():
             os.chmod(p, mode)
 
