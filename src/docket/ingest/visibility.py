@@ -95,7 +95,7 @@ class _State:
     container_holds: bool = True  # that ancestor grows with its content (no set height) or clips what overflows
     # this element's own, not inherited (reset for every element):
     layered: bool = False  # positioned or a stacking context: painted in a layer of its own
-    covers: Any = None  # an opaque positioned box over the whole of this element (see _overlay)
+    covers: Any = None  # the block this element (or its ::before/::after) covers whole as an opaque box (_covered_block)
 
 
 @dataclass
