@@ -211,9 +211,17 @@ def test_a_text_box_is_on_its_anchors_page() -> None:
     assert [s.page for s in segments if "PAGETWOBOX" in s.text] == [2]
 
 
-def test_a_text_box_in_the_header_is_not_read() -> None:
-    """Headers and footers are not read (docs/security.md): a box in one is no exception."""
-    assert _read(_doc(header=_boxed("HEADERBOX"))) == [FIRST, LAST]
+def test_a_text_box_in_the_header_is_read_with_it() -> None:
+    """A printed header is read before the body (docs/security.md), its text boxes with it."""
+    assert _read(_doc(header=_boxed("HEADERBOX"))) == ["Header: Anchor line\nHEADERBOX", FIRST, LAST]
+
+
+def test_a_hidden_text_box_in_the_header_is_not_read() -> None:
+    counts: Counter[str] = Counter()
+    hidden = box_paragraph(box_alternate(box_drawing("HEADERBOX", docpr='hidden="1"'),
+                                         box_pict("HEADERBOX", style="visibility:hidden")))
+    assert _read(_doc(header=hidden), counts) == ["Header: Anchor line", FIRST, LAST]
+    assert counts["docx_hidden_shape"] == 1
 
 
 # --- a property: any arrangement of boxes reads the words Word shows, each once ------------------

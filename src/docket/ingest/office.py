@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from docket.errors import InputError, UnavailableError
 from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
+from docket.ingest.docx_margins import read_margins
 from docket.ingest.pdf_hidden import MAX_ANNOTATIONS, MAX_FILE_ANNOTATIONS, annotation_count, strip_hidden_text
 from docket.tokens import TokenCounter
 
@@ -166,7 +167,10 @@ def read_docx(data: bytes, where: str, limits: OfficeLimits | None = None,
         _check_blocks(document, where, limits)
         shown = Visibility(document, counts)
         blocks = list(_docx_blocks(document, shown))
-        blocks += _docx_notes(document, shown, blocks[-1][0] if blocks else 1)
+        last = blocks[-1][0] if blocks else 1
+        heads, feet = read_margins(document, lambda root: [t for _, t in _docx_blocks(document, shown, root, False)],
+                                   shown.counts)
+        blocks = [(1, t) for t in heads] + blocks + _docx_notes(document, shown, last) + [(last, t) for t in feet]
     except InputError:
         raise
     except PackageNotFoundError:
@@ -243,10 +247,13 @@ BLOCKS_PER_PAGE = 200
 
 
 def _check_blocks(document: object, where: str, limits: OfficeLimits) -> None:
-    """Refuse a body of more paragraphs and rows than `max_pages` allows, counted by lxml in C
-    (no python-docx object is made) before the per-paragraph walk."""
+    """Refuse a body (with its headers and footers) of more paragraphs and rows than `max_pages`
+    allows, counted by lxml in C (no python-docx object is made) before the per-paragraph walk."""
     body = document.element.body  # type: ignore[attr-defined]
     n = int(body.xpath("count(.//w:p | .//w:tr)"))  # python-docx's xpath knows the w: prefix
+    for rel in document.part.rels.values():  # type: ignore[attr-defined]
+        if not rel.is_external and rel.reltype.rsplit("/", 1)[-1] in ("header", "footer"):
+            n += int(rel.target_part.element.xpath("count(.//w:p | .//w:tr)"))  # read once each, as the body
     if n > limits.max_pages * BLOCKS_PER_PAGE:
         raise _over(f"has {n:,} paragraphs and table rows (counted at {BLOCKS_PER_PAGE} a page)", "max_pages",
                     limits.max_pages, where, limits.keys)
@@ -366,10 +373,12 @@ MAX_BOX_DEPTH = 8
 MAX_TABLE_DEPTH = 8
 
 
-def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
-    """(page, text) for each paragraph and table row, in body order; headings as Markdown; only
-    the text Word shows (`shown`). A text box's paragraphs and rows come after the paragraph (or
-    the table row) that anchors it, on its page."""
+def _docx_blocks(document: object, shown: Visibility, root: object = None,
+                 headings: bool = True) -> list[tuple[int, str]]:
+    """(page, text) for each paragraph and table row of the body (or of `root`, a header's or a
+    footer's), in order; headings as Markdown (`headings`); only the text Word shows (`shown`). A
+    text box's paragraphs and rows come after the paragraph (or the table row) that anchors it,
+    on its page."""
     from docx.table import Table
 
     out: list[tuple[int, str]] = []
@@ -408,13 +417,14 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
                 # no text: skipped before python-docx's costly paragraph and style objects
                 if page is not None or child.find(f".//{_W}noBreakHyphen") is not None:
                     text = shown.text(child).strip()
-                    if text:
+                    if text and headings:
                         style = _style_name(child, styles, default)
                         m = _HEADING_STYLE.search(style)
                         if m:
                             text = "#" * min(int(m.group(1)), 6) + " " + " ".join(text.split())
                         elif style.lower() == "title":
                             text = "# " + " ".join(text.split())
+                    if text:
                         out.append((page or pages.page, text))
                 if boxed and depth < MAX_BOX_DEPTH:
                     for box in shown.text_boxes(child):
@@ -437,5 +447,5 @@ def _docx_blocks(document: object, shown: Visibility) -> list[tuple[int, str]]:
                                     seen.add(box)
                                     walk(box, depth + 1)
 
-    walk(document.element.body, 0)  # type: ignore[attr-defined]
+    walk(document.element.body if root is None else root, 0)  # type: ignore[attr-defined]
     return out
