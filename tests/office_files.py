@@ -106,19 +106,23 @@ def _box_content(inner: str) -> str:
     return inner if inner.startswith("<") else f"<w:p><w:r><w:t>{inner}</w:t></w:r></w:p>"
 
 
-def box_drawing(inner: str, docpr: str = "", fill: str = '<a:srgbClr val="FFFFFF"/>', n: int = 1) -> str:
+def box_drawing(inner: str, docpr: str = "", fill: str = '<a:srgbClr val="FFFFFF"/>', n: int = 1,
+                h: str = '<wp:posOffset>0</wp:posOffset>', v: str = '<wp:posOffset>0</wp:posOffset>',
+                h_from: str = "column", v_from: str = "paragraph", rot: int = 0, simple: str = "") -> str:
     """A Word 2010 text box (`w:drawing`, wps shape) holding `inner`, anchored at its paragraph,
     filled with `fill` (a DrawingML colour element, "" for no fill); `docpr`: more attributes of
-    `wp:docPr` (`hidden="1"`)."""
+    `wp:docPr` (`hidden="1"`); `h`, `v`: the offset (or alignment) from `h_from` and `v_from`;
+    `rot`: its rotation (60,000ths of a degree); `simple`: "x,y" to place it by `wp:simplePos`."""
     fill_xml = f"<a:solidFill>{fill}</a:solidFill>" if fill else "<a:noFill/>"
-    return (f'<w:drawing><wp:anchor distT="0" distB="0" distL="0" distR="0" simplePos="0" '
+    sx, sy = simple.split(",") if simple else ("0", "0")
+    return (f'<w:drawing><wp:anchor distT="0" distB="0" distL="0" distR="0" simplePos="{1 if simple else 0}" '
             f'relativeHeight="{251659264 + n}" behindDoc="0" locked="0" layoutInCell="1" allowOverlap="1">'
-            f'<wp:simplePos x="0" y="0"/><wp:positionH relativeFrom="column"><wp:posOffset>0</wp:posOffset>'
-            f'</wp:positionH><wp:positionV relativeFrom="paragraph"><wp:posOffset>0</wp:posOffset></wp:positionV>'
+            f'<wp:simplePos x="{sx}" y="{sy}"/><wp:positionH relativeFrom="{h_from}">{h}'
+            f'</wp:positionH><wp:positionV relativeFrom="{v_from}">{v}</wp:positionV>'
             f'<wp:extent cx="4572000" cy="914400"/><wp:effectExtent l="0" t="0" r="0" b="0"/><wp:wrapTopAndBottom/>'
             f'<wp:docPr id="{n}" name="Text Box {n}" {docpr}/><wp:cNvGraphicFramePr/><a:graphic>'
             f'<a:graphicData uri="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"><wps:wsp>'
-            f'<wps:cNvSpPr txBox="1"/><wps:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="4572000" cy="914400"/>'
+            f'<wps:cNvSpPr txBox="1"/><wps:spPr><a:xfrm rot="{rot}"><a:off x="0" y="0"/><a:ext cx="4572000" cy="914400"/>'
             f'</a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom>{fill_xml}<a:ln w="6350"><a:solidFill>'
             f'<a:srgbClr val="808080"/></a:solidFill></a:ln></wps:spPr><wps:txbx><w:txbxContent>'
             f'{_box_content(inner)}</w:txbxContent></wps:txbx><wps:bodyPr rot="0" vert="horz" wrap="square" '

@@ -18,8 +18,8 @@ taken from the `w:val` Word writes beside it). A paragraph with nothing hidden r
 Text boxes (`w:txbxContent`) are read as blocks of their own at the paragraph that anchors them
 (`text_boxes`), once: of an `mc:AlternateContent` only the branch Word reads (a Word 2010 shape in
 `mc:Choice`, its VML copy in `mc:Fallback`). A box is left out whole when Word does not draw its
-shape (`wp:docPr`/`cNvPr` `hidden`, VML `visibility:hidden` or `display:none`) or when the run
-that anchors it is hidden; inside a box the same rules apply, the box's fill being what lies under
+shape (`wp:docPr`/`cNvPr` `hidden`, VML `visibility:hidden` or `display:none`), when it is placed
+wholly off the page (docket.ingest.docx_place), or when the run that anchors it is hidden; inside a box the same rules apply, the box's fill being what lies under
 its text (a fill docket cannot compute, such as a theme's accent colour, leaves colours unjudged).
 """
 
@@ -33,6 +33,7 @@ from typing import Any
 import tinycss2
 
 from docket.ingest import cssvalues as cv
+from docket.ingest.docx_place import Sheet
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -66,7 +67,7 @@ _HIGHLIGHT = {
     "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
     "lightGray": "C0C0C0",
 }
-KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape")
+KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape", "off_page")
 #: letters narrower than this percent of their width (w:w) are a sliver, not text
 MIN_WIDTH_PERCENT = 10
 #: letters condensed by this share of the font size or more (w:spacing) stack on each other
@@ -153,6 +154,8 @@ class Visibility:
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
         self._fills: dict[Any, tuple[bool, cv.RGBA | None]] = {}  # a text box's fill, by its w:txbxContent
+        self._sheet: Sheet | None = None  # the pages' geometry, read when a box is first placed
+        self._document = document
 
     def _chain(self, style: str | None, props: _Props) -> _Props:
         ids: list[str] = []
@@ -276,7 +279,9 @@ class Visibility:
                 for box in holder.iter(f"{_W}txbxContent"):
                     if not len(box):
                         continue
-                    where = _placement(box, run, seen, branches)
+                    if self._sheet is None:
+                        self._sheet = Sheet.of(self._document.element.body)
+                    where = _placement(box, run, seen, branches, self._sheet)
                     if where == "elsewhere":
                         continue
                     if hidden_run is None:
@@ -284,6 +289,8 @@ class Visibility:
                         hidden_run = bool(self._props(run, context[0], context[2]).vanish)
                     if where == "hidden":
                         self._count_box(box, "shape")
+                    elif where == "off_page":
+                        self._count_box(box, "off_page")
                     elif hidden_run:
                         self._count_box(box, "vanish")
                     else:
@@ -295,11 +302,12 @@ class Visibility:
             self.counts[f"docx_hidden_{kind}"] += 1
 
 
-def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any]) -> str:
+def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any], sheet: Sheet) -> str:
     """Where text box `box` (inside `run`) stands: "elsewhere" (in an `mc:AlternateContent`
     branch Word does not read, or in another box, whose paragraph it belongs to), "hidden" (in a
-    shape Word does not draw) or "shown". `seen` keeps each element's answer and `branches` each
-    AlternateContent's branch, so boxes sharing a shape or a branch do not look at it again."""
+    shape Word does not draw), "off_page" (placed wholly off the `sheet`) or "shown". `seen` keeps each
+    element's answer and `branches` each AlternateContent's branch, so boxes sharing a shape or a
+    branch do not look at it again."""
     chain: list[Any] = []
     el = box.getparent()
     verdict = "shown"
@@ -321,6 +329,8 @@ def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any
                     verdict = "elsewhere"
             elif verdict == "shown" and _shape_hidden(el):
                 verdict = "hidden"
+            elif verdict == "shown" and sheet.off_page(el):
+                verdict = "off_page"
         seen[el] = verdict
     return verdict
 
