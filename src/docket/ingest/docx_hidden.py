@@ -67,7 +67,7 @@ _HIGHLIGHT = {
     "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000", "darkGray": "808080",
     "lightGray": "C0C0C0",
 }
-KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape", "off_page")
+KINDS = ("vanish", "color", "font_size", "letter_spacing", "shape", "off_page", "field_code")
 #: letters narrower than this percent of their width (w:w) are a sliver, not text
 MIN_WIDTH_PERCENT = 10
 #: letters condensed by this share of the font size or more (w:spacing) stack on each other
@@ -155,6 +155,7 @@ class Visibility:
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
         self._fills: dict[Any, tuple[bool, cv.RGBA | None]] = {}  # a text box's fill, by its w:txbxContent
         self._sheet: Sheet | None = None  # the pages' geometry, read when a box is first placed
+        self._stories: dict[Any, _Fields] = {}  # a story's root -> its complex fields, once it has one
         self._document = document
 
     def _chain(self, style: str | None, props: _Props) -> _Props:
@@ -236,11 +237,17 @@ class Visibility:
 
     def text(self, p: Any) -> str:
         """The text of paragraph element `p` (its `runs`, as python-docx reads each), less the
-        runs Word does not show, each counted as `docx_hidden_<kind>`."""
+        runs Word does not show, each counted as `docx_hidden_<kind>`. Paragraphs of one story
+        (the body, a header, a note, a text box) must be read in order: a field's code can run
+        from one paragraph into the next."""
         para_style, under, table_style = self._context(p)
         parts: list[str] = []
+        fields = self._fields_of(p)
         for run in runs(p):
-            text = run.text
+            if fields is not None and (fields.in_code or run.find(f"{_W}fldChar") is not None):
+                text = fields.shown(run)
+            else:
+                text = run.text
             if not text:
                 continue
             reason = self._reason(run, para_style, under, table_style)
@@ -249,6 +256,19 @@ class Visibility:
             elif text.strip():
                 self.counts[f"docx_hidden_{reason}"] += 1
         return "".join(parts)
+
+    def _fields_of(self, p: Any) -> _Fields | None:
+        """The field state of `p`'s story, when a field is open in it or `p` holds a field
+        character (None otherwise: most paragraphs, one C-level search)."""
+        if not self._stories and p.find(f".//{_W}fldChar") is None:
+            return None
+        story = next(p.iterancestors(*_STORIES), None)
+        fields = self._stories.get(story)
+        if fields is None:
+            if p.find(f".//{_W}fldChar") is None:
+                return None
+            fields = self._stories[story] = _Fields(self.counts)
+        return fields
 
     def note_references(self, p: Any) -> list[tuple[str, str]]:
         """("footnote" | "endnote", id) for each note paragraph `p` refers to in a run Word shows,
@@ -300,6 +320,52 @@ class Visibility:
     def _count_box(self, box: Any, kind: str) -> None:
         if any((t.text or "").strip() for t in box.iter(f"{_W}t")):
             self.counts[f"docx_hidden_{kind}"] += 1
+
+
+#: the elements that hold a story of their own: a field begun in one does not reach into another
+_STORIES = tuple(f"{_W}{t}" for t in ("txbxContent", "footnote", "endnote", "comment", "hdr", "ftr", "body"))
+#: a run's children that python-docx reads as its text (CT_R.text), and the field characters
+_RUN_TEXT = frozenset(f"{_W}{t}" for t in ("br", "cr", "noBreakHyphen", "ptab", "t", "tab"))
+
+
+class _Fields:
+    """The complex fields open in one story (`w:fldChar` begin ... separate ... end). Word shows
+    a field's result, the part after `separate`; its code, from `begin` to `separate` (or to `end`
+    when it has no result), is not shown, and neither is a field's result nested inside another's
+    code. Text written there as plain `w:t` is a hidden line: left out, counted `docx_hidden_field_code`."""
+
+    __slots__ = ("counts", "stack", "in_code")
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+        self.stack: list[bool] = []  # per open field: in its result part
+        self.in_code = 0  # how many open fields are in their code part
+
+    def shown(self, run: Any) -> str:
+        """The text of `run` that is not inside a field's code, its field characters applied."""
+        out: list[str] = []
+        hidden = False
+        for child in run.iterchildren():
+            tag = child.tag
+            if tag == f"{_W}fldChar":
+                kind = child.get(f"{_W}fldCharType")
+                if kind == "begin":
+                    self.stack.append(False)
+                    self.in_code += 1
+                elif kind == "separate" and self.stack and not self.stack[-1]:
+                    self.stack[-1] = True
+                    self.in_code -= 1
+                elif kind == "end" and self.stack:
+                    if not self.stack.pop():
+                        self.in_code -= 1
+            elif tag in _RUN_TEXT:
+                if self.in_code:
+                    hidden = hidden or bool(str(child).strip())
+                else:
+                    out.append(str(child))
+        if hidden:
+            self.counts["docx_hidden_field_code"] += 1
+        return "".join(out)
 
 
 def _placement(box: Any, run: Any, seen: dict[Any, str], branches: dict[Any, Any], sheet: Sheet) -> str:

@@ -414,8 +414,10 @@ def _docx_blocks(document: object, shown: Visibility, root: object = None,
         for child in blocks(parent):
             if child.tag == f"{_W}p":
                 page, boxed = _paragraph_page(child, pages)
-                # no text: skipped before python-docx's costly paragraph and style objects
-                if page is not None or child.find(f".//{_W}noBreakHyphen") is not None:
+                # no text: skipped before python-docx's costly paragraph and style objects, unless
+                # it opens or closes a field (whose code may run on into the next paragraphs)
+                if page is not None or child.find(f".//{_W}noBreakHyphen") is not None \
+                        or child.find(f".//{_W}fldChar") is not None:
                     text = shown.text(child).strip()
                     if text and headings:
                         style = _style_name(child, styles, default)
