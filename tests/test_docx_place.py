@@ -187,3 +187,113 @@ def test_docx_boxes_off_the_page_vs_libreoffice(tmp_path: Path) -> None:
            note=f"DOCX text boxes off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
                 f"differ: {escaped}")
     assert not wrong and not escaped, (wrong, escaped)
+
+
+# --- paragraphs indented off the page -----------------------------------------------------------
+
+def _indented(word: str, ind: str, ppr: str = "") -> str:
+    return (f'<w:p xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:pPr>{ppr}'
+            f"<w:ind {ind}/></w:pPr><w:r><w:t xml:space='preserve'>{word}</w:t></w:r></w:p>")
+
+
+#: ~250 letters on one line from 20 inches left of the page: LibreOffice prints from w038 on
+_LONG = " ".join(f"w{n:03d}" for n in range(50))
+_NUMBERED = '<w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>'
+
+#: (name, paragraph, its word, whether docket keeps it, whether LibreOffice prints it)
+INDENTS: list[tuple[str, str, str, bool, bool]] = [
+    ("indented off the left, both edges", _indented("INDBOTH", 'w:left="-30000" w:right="30000"'), "INDBOTH",
+     False, False),
+    ("indented off the left, a short line", _indented("INDSHORT", 'w:left="-30000"'), "INDSHORT", False, False),
+    ("indented past the right edge: laid out on the page", _indented("INDRIGHT", 'w:left="30000"'), "INDRIGHT",
+     True, True),
+    ("a first line pulled off the left", _indented("INDFIRST", 'w:firstLine="-30000"'), "INDFIRST", False, False),
+    ("hanging off the left", _indented("INDHANG", 'w:left="0" w:hanging="30000"'), "INDHANG", False, False),
+    ("start and end, the newer names", _indented("INDSTART", 'w:start="-30000" w:end="30000"'), "INDSTART",
+     False, False),
+    ("right-aligned, its room off the left", _indented("INDJCRIGHT", 'w:left="-30000" w:right="20000"',
+                                                       '<w:jc w:val="right"/>'), "INDJCRIGHT", False, False),
+    ("an ordinary indent", _indented("INDPLAIN", 'w:left="720" w:hanging="360"'), "INDPLAIN", True, True),
+    ("into the margin a little", _indented("INDMARGIN", 'w:left="-1000"'), "INDMARGIN", True, True),
+    ("a long line that runs onto the page", _indented("INDLONG " + _LONG, 'w:left="-28800"'), "w045", True, True),
+    # by policy, kept where LibreOffice prints nothing: docket does not lay a line out
+    ("centred in a room mostly off the page", _indented("INDCENTRE", 'w:left="-30000"', '<w:jc w:val="center"/>'),
+     "INDCENTRE", True, False),
+    ("its indent in characters", _indented("INDCHARS", 'w:leftChars="-9000" w:left="-30000"'), "INDCHARS",
+     True, False),
+]
+
+
+@pytest.mark.parametrize(("name", "paragraph", "word", "kept", "printed"), INDENTS, ids=[c[0] for c in INDENTS])
+def test_a_paragraph_indented_off_the_page_is_left_out(name: str, paragraph: str, word: str, kept: bool,
+                                                       printed: bool) -> None:
+    counts: Counter[str] = Counter()
+    text = _text(_doc(paragraph), counts)
+    assert (word in text) is kept, text
+    assert counts == (Counter() if kept else Counter({"docx_hidden_off_page": 1})), counts
+    assert "Refunds take 14 days." in text and "Contact billing." in text
+
+
+def test_an_indent_from_the_paragraphs_style_counts() -> None:
+    d = docx.Document()
+    style = d.styles.add_style("Aside", docx.enum.style.WD_STYLE_TYPE.PARAGRAPH)
+    style.paragraph_format.left_indent = docx.shared.Inches(-22)
+    style.paragraph_format.right_indent = docx.shared.Inches(22)
+    d.add_paragraph("Refunds take 14 days.")
+    d.add_paragraph("STYLEDOFF", style="Aside")
+    override = d.add_paragraph("STYLEDBACK", style="Aside")  # its own indents bring it back
+    override.paragraph_format.left_indent = docx.shared.Inches(0)
+    override.paragraph_format.right_indent = docx.shared.Inches(0)
+    buf = io.BytesIO()
+    d.save(buf)
+    text = _text(buf.getvalue())
+    assert "STYLEDOFF" not in text and "STYLEDBACK" in text
+
+
+@pytest.mark.parametrize("ppr", [_NUMBERED, '<w:bidi/>'])
+def test_numbered_and_right_to_left_paragraphs_are_not_judged(ppr: str) -> None:
+    assert "INDNOTJUDGED" in _text(_doc(_indented("INDNOTJUDGED", 'w:left="-30000" w:right="30000"', ppr)))
+
+
+def test_a_paragraph_in_a_table_cell_is_placed_by_its_cell() -> None:
+    cell = ('<w:tbl xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:tr><w:tc>'
+            + _indented("INDCELL", 'w:left="-30000" w:right="30000"').replace(
+                ' xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"', "")
+            + "</w:tc></w:tr></w:tbl>")
+    assert "INDCELL" in _text(_doc(cell))
+
+
+@pytest.mark.slow
+def test_docx_indents_vs_libreoffice(tmp_path: Path) -> None:
+    """LibreOffice prints each INDENTS case; docket keeps its word exactly when LibreOffice prints
+    it, or by the policy the table states."""
+    from redteam_log import record
+
+    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
+    if office is None or totext is None:
+        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
+    files = []
+    for k, (_name, paragraph, *_rest) in enumerate(INDENTS):
+        path = tmp_path / f"i{k:02d}.docx"
+        path.write_bytes(_doc(paragraph))
+        files.append(path)
+    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
+                   check=True, capture_output=True, timeout=600)
+    wrong, differ = [], []
+    for path, (name, _paragraph, word, kept, printed) in zip(files, INDENTS, strict=True):
+        shown = word in subprocess.run([totext, str(path.with_suffix(".pdf")), "-"], check=True,
+                                       capture_output=True, text=True, timeout=60).stdout.split()
+        if shown is not printed:
+            wrong.append(name)
+        if (word in _text(path.read_bytes())) is not kept or (shown and not kept):
+            differ.append(name)
+    record("hidden/docx-indent-libreoffice", tried=len(INDENTS), escaped=len(differ),
+           note=f"DOCX paragraphs indented off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
+                f"differ: {differ}")
+    assert not wrong and not differ, (wrong, differ)
+
+
+def test_a_tab_leaves_a_line_unjudged() -> None:
+    """A tab moves the text after it to a tab stop docket does not read: no bound on the line."""
+    tabbed = _indented("INDTAB", 'w:left="-30000"').replace("<w:r>", "<w:r><w:tab/>", 1)
+    assert "INDTAB" in _text(_doc(tabbed))

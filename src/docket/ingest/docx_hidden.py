@@ -33,7 +33,7 @@ from typing import Any
 import tinycss2
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.docx_place import Sheet
+from docket.ingest.docx_place import Sheet, lines_off_page
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -150,6 +150,11 @@ class Visibility:
             if st.get(f"{_W}type") == "paragraph" and (st.get(f"{_W}default") or "").lower() in ("1", "true", "on"):
                 self._default_para = sid
         self._defaults = _Props().over(root.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr"))
+        # paragraph properties that place a paragraph's lines (indents, alignment, numbering)
+        self._style_ppr = {sid: ppr for st in root.iterchildren(f"{_W}style")
+                           if (sid := st.get(f"{_W}styleId")) and (ppr := st.find(f"{_W}pPr")) is not None}
+        self._default_ppr = root.find(f"{_W}docDefaults/{_W}pPrDefault/{_W}pPr")
+        self._lines: dict[str | None, list[Any]] = {}  # paragraph style -> its pPr chain, base first
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
@@ -242,6 +247,7 @@ class Visibility:
         from one paragraph into the next."""
         para_style, under, table_style = self._context(p)
         parts: list[str] = []
+        shown: list[tuple[Any, str]] = []
         fields = self._fields_of(p)
         for run in runs(p):
             if fields is not None and (fields.in_code or run.find(f"{_W}fldChar") is not None):
@@ -253,9 +259,73 @@ class Visibility:
             reason = self._reason(run, para_style, under, table_style)
             if reason is None:
                 parts.append(text)
+                shown.append((run, text))
             elif text.strip():
                 self.counts[f"docx_hidden_{reason}"] += 1
+        if shown and self._indented_off_page(p, para_style, table_style, shown):
+            self.counts["docx_hidden_off_page"] += sum(1 for _, text in shown if text.strip())
+            return ""
         return "".join(parts)
+
+    def _ppr_chain(self, para_style: str | None) -> list[Any]:
+        """The `w:pPr` elements a paragraph of `para_style` inherits, base first (the defaults'
+        first), without the paragraph's own."""
+        if para_style not in self._lines:
+            ids: list[str] = []
+            style = para_style
+            while style and style in self._styles and style not in ids and len(ids) < 64:
+                ids.append(style)
+                style = self._styles[style][0]
+            chain = [self._default_ppr] + [self._style_ppr.get(sid) for sid in reversed(ids)]
+            self._lines[para_style] = [el for el in chain if el is not None]
+        return self._lines[para_style]
+
+    def _indented_off_page(self, p: Any, para_style: str | None, table_style: str | None,
+                           shown: list[tuple[Any, str]]) -> bool:
+        """Whether paragraph `p`'s indents put every line of its shown text off the page
+        (docket.ingest.docx_place.lines_off_page), read only where an indent is given. Paragraphs
+        in a table cell or a text box (placed by their container), numbered ones (the list level
+        indents them) and right-to-left ones are not judged."""
+        own = p.find(f"{_W}pPr")
+        chain = self._ppr_chain(para_style) + ([own] if own is not None else [])
+        if not any(el.find(f"{_W}ind") is not None for el in chain):
+            return False
+        if next(p.iterancestors(f"{_W}tc", f"{_W}txbxContent"), None) is not None:
+            return False
+        indent: dict[str, int] = {}
+        jc = None
+        for el in chain:
+            bidi = el.find(f"{_W}bidi")
+            if el.find(f"{_W}numPr") is not None or (bidi is not None and _on(bidi)):
+                return False
+            ind = el.find(f"{_W}ind")
+            if ind is not None:
+                for name, value in ind.attrib.items():
+                    key = _INDENT.get(name)
+                    if key is None:
+                        return False  # in characters (leftChars...): not judged
+                    try:
+                        indent[key] = int(value)
+                    except ValueError:
+                        return False
+            align = el.find(f"{_W}jc")
+            if align is not None:
+                jc = align.get(f"{_W}val")
+        if self._sheet is None:
+            self._sheet = Sheet.of(self._document.element.body)
+
+        def widest() -> float:  # the most the shown text can span, in twips: each letter at most its em
+            out = 0.0
+            for run, text in shown:
+                if "\t" in text:
+                    return float("inf")  # a tab moves on to a stop docket does not read
+                props = self._props(run, para_style, table_style)
+                em = (props.half_points if props.half_points is not None else 20) * 10
+                stretch = max(1.0, (props.width or 100) / 100)
+                out += len(text) * (em * stretch + max(0, props.spacing or 0))
+            return out
+
+        return lines_off_page(self._sheet, indent, jc, widest)
 
     def _fields_of(self, p: Any) -> _Fields | None:
         """The field state of `p`'s story, when a field is open in it or `p` holds a field
@@ -322,6 +392,9 @@ class Visibility:
             self.counts[f"docx_hidden_{kind}"] += 1
 
 
+#: `w:ind`'s attributes in twips, by what they set ("start"/"end" are the newer names)
+_INDENT = {f"{_W}{k}": v for k, v in (("left", "left"), ("start", "left"), ("right", "right"), ("end", "right"),
+                                      ("firstLine", "firstLine"), ("hanging", "hanging"))}
 #: the elements that hold a story of their own: a field begun in one does not reach into another
 _STORIES = tuple(f"{_W}{t}" for t in ("txbxContent", "footnote", "endnote", "comment", "hdr", "ftr", "body"))
 #: a run's children that python-docx reads as its text (CT_R.text), and the field characters

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,3 +212,21 @@ def _length(text: str | None) -> float | None:
 def _sum(a: str | None, b: str | None) -> float | None:
     x, y = _length(a), _length(b)
     return None if x is None or y is None else x + y
+
+
+def lines_off_page(sheet: Sheet, indent: dict[str, int], jc: str | None, widest: Callable[[], float]) -> bool:
+    """Whether a paragraph's lines lie wholly off the page, from its indents (`left`, `right`,
+    `firstLine`, `hanging`, in twips, as resolved through its styles), its alignment `jc` and
+    `widest()`, the most its text can span (twips; asked only when the first line starts off the page). Off when the room its lines are laid out in ends
+    before the page begins, or, for text set from the left, when even the
+    widest the text can be ends before the page begins on the first line (it then fits on that
+    line: the line runs on past the page's edge, so nothing wraps). Lines indented past the page's
+    right edge are not judged: LibreOffice still lays them out on the page."""
+    t = _TWIP
+    left, right = indent.get("left", 0) * t, indent.get("right", 0) * t
+    first = (indent.get("firstLine", 0) - indent.get("hanging", 0)) * t
+    room_right = sheet.right[1] - right  # the right end of the lines at their rightmost
+    if room_right <= 0:  # (lines that begin past the page's right edge are laid out on it: not judged)
+        return True
+    start = sheet.left[1] + left + first  # the first line's start at its rightmost
+    return start < 0 and jc in (None, "left", "start", "both") and start + widest() * t <= 0
