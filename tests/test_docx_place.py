@@ -297,3 +297,90 @@ def test_a_tab_leaves_a_line_unjudged() -> None:
     """A tab moves the text after it to a tab stop docket does not read: no bound on the line."""
     tabbed = _indented("INDTAB", 'w:left="-30000"').replace("<w:r>", "<w:r><w:tab/>", 1)
     assert "INDTAB" in _text(_doc(tabbed))
+
+
+# --- tables indented off the page ---------------------------------------------------------------
+
+def _table(word: str, tblpr: str, grid: tuple[int, ...] = (2500, 2500)) -> str:
+    cols = "".join(f'<w:gridCol w:w="{w}"/>' for w in grid)
+    cells = "".join(f"<w:tc><w:p><w:r><w:t>{word}{k}</w:t></w:r></w:p></w:tc>" for k in range(len(grid)))
+    return (f'<w:tbl xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:tblPr>{tblpr}'
+            f"</w:tblPr><w:tblGrid>{cols}</w:tblGrid><w:tr>{cells}</w:tr></w:tbl>")
+
+
+_W5000 = '<w:tblW w:w="5000" w:type="dxa"/>'
+
+#: (name, table, its first cell's word, whether docket keeps it, whether LibreOffice prints it)
+TABLES: list[tuple[str, str, str, bool, bool]] = [
+    ("indented off the left", _table("TBLOFF", _W5000 + '<w:tblInd w:w="-30000" w:type="dxa"/>'), "TBLOFF0",
+     False, False),
+    ("indented off the left, fixed layout", _table("TBLFIXED", _W5000 + '<w:tblLayout w:type="fixed"/>'
+                                                   '<w:tblInd w:w="-30000" w:type="dxa"/>'), "TBLFIXED0", False, False),
+    ("into the margin a little", _table("TBLNEAR", _W5000 + '<w:tblInd w:w="-1000" w:type="dxa"/>'), "TBLNEAR0",
+     True, True),
+    ("right-aligned: Word ignores the indent", _table("TBLJC", _W5000 + '<w:jc w:val="right"/>'
+                                                      '<w:tblInd w:w="-30000" w:type="dxa"/>'), "TBLJC0", True, True),
+    ("a wide table reaching back onto the page", _table("TBLWIDE", '<w:tblW w:w="30000" w:type="dxa"/>'
+                                                        '<w:tblLayout w:type="fixed"/><w:tblInd w:w="-20000" '
+                                                        'w:type="dxa"/>', (22000, 8000)), "TBLWIDE1", True, True),
+    ("an indent as a percentage: not judged", _table("TBLPCT", _W5000 + '<w:tblInd w:w="-30000" w:type="pct"/>'),
+     "TBLPCT0", True, True),
+]
+
+
+@pytest.mark.parametrize(("name", "table", "word", "kept", "printed"), TABLES, ids=[c[0] for c in TABLES])
+def test_a_table_indented_off_the_page_is_left_out(name: str, table: str, word: str, kept: bool,
+                                                   printed: bool) -> None:
+    counts: Counter[str] = Counter()
+    text = _text(_doc(table), counts)
+    assert (word in text) is kept, text
+    assert counts == (Counter() if kept else Counter({"docx_hidden_off_page": 1})), counts
+    assert "Refunds take 14 days." in text and "Contact billing." in text
+
+
+def test_a_table_style_indent_counts_and_a_nested_table_is_placed_by_its_cell() -> None:
+    d = docx.Document()
+    style = d.styles.add_style("OffTable", docx.enum.style.WD_STYLE_TYPE.TABLE)
+    style.element.append(parse_xml('<w:tblPr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+                                   '<w:tblInd w:w="-30000" w:type="dxa"/></w:tblPr>'))
+    d.add_paragraph("Refunds take 14 days.")
+    t = d.add_table(rows=1, cols=1)
+    t.style = style
+    t.cell(0, 0).text = "STYLEDTABLE"
+    outer = d.add_table(rows=1, cols=1)
+    outer.cell(0, 0)._tc.append(parse_xml(_table("NESTED", _W5000 + '<w:tblInd w:w="-30000" w:type="dxa"/>')))
+    outer.cell(0, 0)._tc.append(parse_xml(
+        '<w:p xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>'))
+    buf = io.BytesIO()
+    d.save(buf)
+    text = _text(buf.getvalue())
+    assert "STYLEDTABLE" not in text and "NESTED0" in text
+
+
+@pytest.mark.slow
+def test_docx_tables_off_the_page_vs_libreoffice(tmp_path: Path) -> None:
+    """LibreOffice prints each TABLES case; docket keeps the word exactly when LibreOffice does."""
+    from redteam_log import record
+
+    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
+    if office is None or totext is None:
+        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
+    files = []
+    for k, (_name, table, *_rest) in enumerate(TABLES):
+        path = tmp_path / f"t{k:02d}.docx"
+        path.write_bytes(_doc(table))
+        files.append(path)
+    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
+                   check=True, capture_output=True, timeout=600)
+    wrong, differ = [], []
+    for path, (name, _table_xml, word, kept, printed) in zip(files, TABLES, strict=True):
+        shown = word in subprocess.run([totext, str(path.with_suffix(".pdf")), "-"], check=True,
+                                       capture_output=True, text=True, timeout=60).stdout.split()
+        if shown is not printed:
+            wrong.append(name)
+        if (word in _text(path.read_bytes())) is not kept or shown is not kept:
+            differ.append(name)
+    record("hidden/docx-table-indent-libreoffice", tried=len(TABLES), escaped=len(differ),
+           note=f"DOCX tables indented off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
+                f"differ: {differ}")
+    assert not wrong and not differ, (wrong, differ)

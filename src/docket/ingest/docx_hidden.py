@@ -33,7 +33,7 @@ from typing import Any
 import tinycss2
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.docx_place import Sheet, lines_off_page
+from docket.ingest.docx_place import Sheet, lines_off_page, table_off_page
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -154,6 +154,8 @@ class Visibility:
         self._style_ppr = {sid: ppr for st in root.iterchildren(f"{_W}style")
                            if (sid := st.get(f"{_W}styleId")) and (ppr := st.find(f"{_W}pPr")) is not None}
         self._default_ppr = root.find(f"{_W}docDefaults/{_W}pPrDefault/{_W}pPr")
+        self._style_tblpr = {sid: pr for st in root.iterchildren(f"{_W}style")
+                             if (sid := st.get(f"{_W}styleId")) and (pr := st.find(f"{_W}tblPr")) is not None}
         self._lines: dict[str | None, list[Any]] = {}  # paragraph style -> its pPr chain, base first
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
@@ -327,6 +329,42 @@ class Visibility:
 
         return lines_off_page(self._sheet, indent, jc, widest)
 
+    def table_off_page(self, tbl: Any) -> bool:
+        """Whether table `tbl` (one of the body's or a header's, not nested) is indented wholly off
+        the page (`w:tblInd`, its own or its style's: docket.ingest.docx_place.table_off_page).
+        Floating, right-to-left and aligned tables (whose indent Word ignores) are not judged;
+        its rows with text are counted as `docx_hidden_off_page`."""
+        pr = tbl.find(f"{_W}tblPr")
+        if pr is None or pr.find(f"{_W}tblpPr") is not None:
+            return False
+        bidi, jc = pr.find(f"{_W}bidiVisual"), pr.find(f"{_W}jc")
+        if (bidi is not None and _on(bidi)) or (jc is not None and jc.get(f"{_W}val") not in ("left", "start")):
+            return False
+        ind = pr.find(f"{_W}tblInd")
+        style = pr.find(f"{_W}tblStyle")
+        sid = style.get(f"{_W}val") if style is not None else None
+        seen: list[str] = []
+        while ind is None and sid and sid in self._styles and sid not in seen and len(seen) < 64:
+            seen.append(sid)  # the table style's chain, nearest first
+            own = self._style_tblpr.get(sid)
+            ind = own.find(f"{_W}tblInd") if own is not None else None
+            sid = self._styles[sid][0]
+        if ind is None or (ind.get(f"{_W}type") or "dxa") != "dxa":
+            return False
+        try:
+            indent = int(ind.get(f"{_W}w") or "0")
+        except ValueError:
+            return False
+        widths = [_twips_of(pr.find(f"{_W}tblW")), sum(_twips_of(col) for col in
+                                                       tbl.iterfind(f"{_W}tblGrid/{_W}gridCol"))]
+        if self._sheet is None:
+            self._sheet = Sheet.of(self._document.element.body)
+        if not table_off_page(self._sheet, indent, max(widths)):
+            return False
+        self.counts["docx_hidden_off_page"] += sum(
+            1 for row in tbl.iterfind(f"{_W}tr") if any((t.text or "").strip() for t in row.iter(f"{_W}t")))
+        return True
+
     def _fields_of(self, p: Any) -> _Fields | None:
         """The field state of `p`'s story, when a field is open in it or `p` holds a field
         character (None otherwise: most paragraphs, one C-level search)."""
@@ -390,6 +428,16 @@ class Visibility:
     def _count_box(self, box: Any, kind: str) -> None:
         if any((t.text or "").strip() for t in box.iter(f"{_W}t")):
             self.counts[f"docx_hidden_{kind}"] += 1
+
+
+def _twips_of(el: Any) -> int:
+    """A width element's `w:w` in twips when its type is twips (dxa, the default), else 0."""
+    if el is None or (el.get(f"{_W}type") or "dxa") != "dxa":
+        return 0
+    try:
+        return max(0, int(el.get(f"{_W}w") or "0"))
+    except ValueError:
+        return 0
 
 
 #: `w:ind`'s attributes in twips, by what they set ("start"/"end" are the newer names)

@@ -230,3 +230,12 @@ def lines_off_page(sheet: Sheet, indent: dict[str, int], jc: str | None, widest:
         return True
     start = sheet.left[1] + left + first  # the first line's start at its rightmost
     return start < 0 and jc in (None, "left", "start", "both") and start + widest() * t <= 0
+
+
+def table_off_page(sheet: Sheet, indent: int, width: int) -> bool:
+    """Whether a table indented `indent` twips from the left margin lies wholly off the page's
+    left edge. Its width is taken as the widest it can be: what it declares (`width`, twips), and
+    at least twice the page, since a table that fits its cells to their text may grow past what it
+    declares."""
+    widest = max(width, 2 * sheet.width // _TWIP)
+    return sheet.left[1] + (indent + widest) * _TWIP <= 0

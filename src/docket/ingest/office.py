@@ -432,6 +432,8 @@ def _docx_blocks(document: object, shown: Visibility, root: object = None,
                     for box in shown.text_boxes(child):
                         walk(box, depth + 1)
             elif child.tag == f"{_W}tbl":
+                if depth == 0 and shown.table_off_page(child):
+                    continue  # indented wholly off the page (a table in a text box is placed by the box)
                 table = Table(child, document)  # type: ignore[arg-type]
                 boxed = depth < MAX_BOX_DEPTH and child.find(f".//{_W}txbxContent") is not None
                 seen: set[object] = set()  # a cell merged down several rows is in each of them
