@@ -148,3 +148,27 @@ def box_paragraph(run_inner: str, before: str = "Anchor line", rpr: str = "") ->
     """A paragraph of `before`, then one run (with `rpr`) holding `run_inner` (a text box)."""
     return (f'<w:p {BOX_NS}><w:r><w:t xml:space="preserve">{before} </w:t></w:r>'
             f'<w:r>{rpr}{run_inner}</w:r></w:p>')
+
+
+def libreoffice_texts(documents: Sequence[bytes], tmp_path: Any, prefix: str = "d") -> list[str]:
+    """Each DOCX as LibreOffice prints it: converted to PDF in one LibreOffice run, then read by
+    pdftotext (LibreOffice's own text export drops text boxes). Skips the calling test where
+    either is missing."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
+    if office is None or totext is None:
+        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
+    files = []
+    for k, data in enumerate(documents):
+        path = Path(tmp_path) / f"{prefix}{k:03d}.docx"
+        path.write_bytes(data)
+        files.append(path)
+    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
+                   check=True, capture_output=True, timeout=600)
+    return [subprocess.run([totext, str(f.with_suffix(".pdf")), "-"], check=True, capture_output=True, text=True,
+                           timeout=60).stdout for f in files]

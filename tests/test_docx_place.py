@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 
 docx = pytest.importorskip("docx")
 from docx.oxml import parse_xml  # noqa: E402
-from office_files import box_alternate, box_drawing, box_paragraph, box_pict  # noqa: E402
+from office_files import box_alternate, box_drawing, box_paragraph, box_pict, libreoffice_texts  # noqa: E402
 
 from docket.ingest.docx_place import Sheet  # noqa: E402
 from docket.ingest.office import read_docx  # noqa: E402
@@ -159,34 +157,28 @@ def test_vml_boxes_off_the_page(style: str, off: bool) -> None:
     assert _sheet().off_page(shape) is off
 
 
-@pytest.mark.slow
-def test_docx_boxes_off_the_page_vs_libreoffice(tmp_path: Path) -> None:
-    """LibreOffice prints each case; its text (pdftotext) holds the box's word as the table says,
-    and docket keeps it exactly when LibreOffice prints it, or by the policy the table states."""
+def _oracle(table: list[tuple[str, str, str, bool, bool]], tmp_path: Path, what: str) -> None:
+    """LibreOffice prints each case (name, document body XML, word, kept, printed): its text holds
+    the word as the table says, and docket keeps the word exactly when the table says (where it
+    differs from LibreOffice, by the policy the table states)."""
     from redteam_log import record
 
-    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
-    if office is None or totext is None:
-        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
-    files = []
-    for k, (_name, paragraph, _kept, _printed) in enumerate(CASES):
-        path = tmp_path / f"p{k:02d}.docx"
-        path.write_bytes(_doc(paragraph))
-        files.append(path)
-    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
-                   check=True, capture_output=True, timeout=600)
-    wrong, escaped = [], []
-    for path, (name, paragraph, kept, printed) in zip(files, CASES, strict=True):
-        shown = _word(paragraph) in subprocess.run([totext, str(path.with_suffix(".pdf")), "-"], check=True,
-                                                   capture_output=True, text=True, timeout=60).stdout
-        if shown is not printed:
+    printed_texts = libreoffice_texts([_doc(xml) for _name, xml, *_rest in table], tmp_path)
+    wrong, differ = [], []
+    for shown_text, (name, xml, word, kept, printed) in zip(printed_texts, table, strict=True):
+        if (word in shown_text.split()) is not printed:
             wrong.append(name)
-        if (_word(paragraph) in _text(path.read_bytes())) is not kept or (shown and not kept):
-            escaped.append(name)
-    record("hidden/docx-off-page-libreoffice", tried=len(CASES), escaped=len(escaped),
-           note=f"DOCX text boxes off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
-                f"differ: {escaped}")
-    assert not wrong and not escaped, (wrong, escaped)
+        if (word in _text(_doc(xml))) is not kept or (printed and not kept):
+            differ.append(name)
+    record(f"hidden/docx-{what}-libreoffice", tried=len(table), escaped=len(differ),
+           note=f"DOCX {what}, LibreOffice's PDF text vs docket's; table wrong: {wrong}; differ: {differ}")
+    assert not wrong and not differ, (wrong, differ)
+
+
+@pytest.mark.slow
+def test_docx_boxes_off_the_page_vs_libreoffice(tmp_path: Path) -> None:
+    _oracle([(name, xml, _word(xml), kept, printed) for name, xml, kept, printed in CASES], tmp_path,
+            "off-page-boxes")
 
 
 # --- paragraphs indented off the page -----------------------------------------------------------
@@ -265,32 +257,7 @@ def test_a_paragraph_in_a_table_cell_is_placed_by_its_cell() -> None:
 
 @pytest.mark.slow
 def test_docx_indents_vs_libreoffice(tmp_path: Path) -> None:
-    """LibreOffice prints each INDENTS case; docket keeps its word exactly when LibreOffice prints
-    it, or by the policy the table states."""
-    from redteam_log import record
-
-    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
-    if office is None or totext is None:
-        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
-    files = []
-    for k, (_name, paragraph, *_rest) in enumerate(INDENTS):
-        path = tmp_path / f"i{k:02d}.docx"
-        path.write_bytes(_doc(paragraph))
-        files.append(path)
-    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
-                   check=True, capture_output=True, timeout=600)
-    wrong, differ = [], []
-    for path, (name, _paragraph, word, kept, printed) in zip(files, INDENTS, strict=True):
-        shown = word in subprocess.run([totext, str(path.with_suffix(".pdf")), "-"], check=True,
-                                       capture_output=True, text=True, timeout=60).stdout.split()
-        if shown is not printed:
-            wrong.append(name)
-        if (word in _text(path.read_bytes())) is not kept or (shown and not kept):
-            differ.append(name)
-    record("hidden/docx-indent-libreoffice", tried=len(INDENTS), escaped=len(differ),
-           note=f"DOCX paragraphs indented off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
-                f"differ: {differ}")
-    assert not wrong and not differ, (wrong, differ)
+    _oracle(INDENTS, tmp_path, "indents")
 
 
 def test_a_tab_leaves_a_line_unjudged() -> None:
@@ -359,28 +326,4 @@ def test_a_table_style_indent_counts_and_a_nested_table_is_placed_by_its_cell() 
 
 @pytest.mark.slow
 def test_docx_tables_off_the_page_vs_libreoffice(tmp_path: Path) -> None:
-    """LibreOffice prints each TABLES case; docket keeps the word exactly when LibreOffice does."""
-    from redteam_log import record
-
-    office, totext = shutil.which("soffice") or shutil.which("libreoffice"), shutil.which("pdftotext")
-    if office is None or totext is None:
-        pytest.skip("needs LibreOffice and pdftotext (apt-get install libreoffice-writer-nogui poppler-utils)")
-    files = []
-    for k, (_name, table, *_rest) in enumerate(TABLES):
-        path = tmp_path / f"t{k:02d}.docx"
-        path.write_bytes(_doc(table))
-        files.append(path)
-    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, files)],
-                   check=True, capture_output=True, timeout=600)
-    wrong, differ = [], []
-    for path, (name, _table_xml, word, kept, printed) in zip(files, TABLES, strict=True):
-        shown = word in subprocess.run([totext, str(path.with_suffix(".pdf")), "-"], check=True,
-                                       capture_output=True, text=True, timeout=60).stdout.split()
-        if shown is not printed:
-            wrong.append(name)
-        if (word in _text(path.read_bytes())) is not kept or shown is not kept:
-            differ.append(name)
-    record("hidden/docx-table-indent-libreoffice", tried=len(TABLES), escaped=len(differ),
-           note=f"DOCX tables indented off the page, LibreOffice's PDF text vs docket's; table wrong: {wrong}; "
-                f"differ: {differ}")
-    assert not wrong and not differ, (wrong, differ)
+    _oracle(TABLES, tmp_path, "table-indents")
