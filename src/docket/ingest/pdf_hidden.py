@@ -43,10 +43,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
+from docket.ingest.pdf_type3 import Type3, type3
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
-         "too_deep", "annotation", "too_many")
+         "too_deep", "annotation", "too_many", "blank_glyphs")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -105,6 +106,7 @@ class _State:
     fill_alpha: float = 1.0  # the graphics state's /ca (set by `gs`)
     stroke_alpha: float = 1.0  # /CA
     plain_paint: bool = True  # normal blend mode and no soft mask: what is painted covers what lies under it
+    type3: Type3 | None = None  # the current font, when it is a Type 3 font (docket.ingest.pdf_type3)
 
 
 @dataclass
@@ -126,6 +128,7 @@ class _Page:
     painted: bool = False
     shown: _Shown | None = None  # text painted so far, for what a later opaque shape covers
     layers: _Layers | None = None  # which optional content is off (the document's default view)
+    fonts: dict[Any, Type3 | None] = field(default_factory=dict)  # a font resource's Type 3 reading
 
 
 Box = tuple[float, float, float, float]
@@ -326,19 +329,22 @@ class _Walk:
         assert self.areas is not None
         return self.areas.under(x, y)
 
-    def reason(self, text_len: int) -> str | None:
-        """Why the text shown now would not be painted, or None."""
+    def reason(self, text_len: int, codes: bytes = b"") -> str | None:
+        """Why the text shown now (`codes`: its character codes) would not be painted, or None."""
         s = self.state
         if self.hidden():
             return "optional_content"
+        if s.type3 is not None and s.type3.all_blank(codes):
+            return "blank_glyphs"
         trm = _mul(self.tm, s.ctm)
         x, y = trm[4], trm[5]
-        size = abs(s.font_size) * math.hypot(trm[2], trm[3])
+        glyph_x, glyph_y = s.type3.scale if s.type3 is not None else (1.0, 1.0)
+        size = abs(s.font_size) * math.hypot(trm[2], trm[3]) * glyph_y
         back = self.under(x, y)
         if s.render_mode in (3, 7):  # neither filled nor stroked: over a scan, maybe its OCR layer (see below)
             return "ocr" if back is UNKNOWN else "render_mode"
-        if size < MIN_FONT_PT or size * abs(s.hscale) / 100 * math.hypot(trm[0], trm[1]) / max(
-                math.hypot(trm[2], trm[3]), 1e-9) < MIN_FONT_PT / 4:
+        if size < MIN_FONT_PT or size * abs(s.hscale) / 100 * math.hypot(trm[0], trm[1]) * glyph_x / max(
+                math.hypot(trm[2], trm[3]) * glyph_y, 1e-9) < MIN_FONT_PT / 4:
             return "font_size"  # too small, or squeezed to a sliver by Tz or the matrix
         if s.clip is not None:
             x0, y0, x1, y1 = s.clip
@@ -402,6 +408,28 @@ def _text_len(operator: bytes, operands: list[Any]) -> int:
         return sum(len(x) for x in arr if isinstance(x, (bytes, str)))
     last = operands[-1] if operands else b""
     return len(last) if isinstance(last, (bytes, str)) else 0
+
+
+def _codes(operator: bytes, operands: list[Any]) -> bytes:
+    """The character codes a show operator paints (each string's bytes, TJ's strings joined)."""
+    strings = [x for x in operands[0] if isinstance(x, (bytes, str))] if operator == b"TJ" and operands else (
+        [operands[-1]] if operands and isinstance(operands[-1], (bytes, str)) else [])
+    return b"".join(x if isinstance(x, bytes) else x.encode("latin-1", "replace") for x in strings)
+
+
+def _font(walk: _Walk, name: Any) -> Type3 | None:
+    """The Type 3 reading of font resource `name` of the stream walked (None for another kind),
+    read once a page."""
+    try:
+        ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
+    except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
+        return None
+    if ref is None:
+        return None
+    key = _key(ref)
+    if key not in walk.page.fonts:
+        walk.page.fonts[key] = type3(ref)
+    return walk.page.fonts[key]
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -627,7 +655,7 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         name, kind = _TEXT_STATE[operator]
         walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
-        walk.state = replace(s, font_size=float(operands[1]))
+        walk.state = replace(s, font_size=float(operands[1]), type3=_font(walk, operands[0]))
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
@@ -644,7 +672,7 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.advance = 0.0
     if operator in _SHOW:
         n = _text_len(operator, operands)
-        why = walk.reason(n) if n else None
+        why = walk.reason(n, _codes(operator, operands) if s.type3 is not None else b"") if n else None
         if why == "ocr":
             walk.page.ocr.append((rec, i))
         elif why is None and n:

@@ -1,0 +1,98 @@
+"""Type 3 fonts: glyphs that are little programs, and can paint nothing.
+
+A Type 3 font draws each glyph with a content stream of its own (`/CharProcs`), picked by the
+glyph name its `/Encoding` gives a character code. A glyph whose stream paints nothing, or a code
+the font has no glyph for, shows nothing on the page, yet a text extractor reads the character
+its name spells: a line of such glyphs is a hidden line no viewer paints ("SECRET" in blank
+glyphs). A font whose `/FontMatrix` shrinks its glyphs to nothing hides them the same way, so the
+matrix's scale counts in the size a viewer draws (1 for the usual 0.001).
+
+Whether a glyph paints is read from its stream's bytes, not parsed: any painting operator (a fill,
+a stroke, a shading, an image or form, shown text) between delimiters counts as paint, so a
+glyph that may paint counts as painting. A stream too long to read cheaply counts as painting.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: an operator that paints, standing alone between PDF delimiters (whitespace, brackets, slashes)
+_PAINTS = re.compile(rb"(?<![^\s()<>\[\]{}/%])(?:f\*?|F|B\*?|b\*?|S|s|sh|Do|BI|Tj|TJ|'|\")(?![^\s()<>\[\]{}/%])")
+#: a glyph stream longer than this (decoded) is taken to paint, unread
+MAX_GLYPH_BYTES = 65_536
+#: the glyph space a Type 3 font's matrix usually maps (1/1000 of text space): scale 1
+_USUAL = 0.001
+
+
+@dataclass
+class Type3:
+    """One Type 3 font: its glyph scale against the usual matrix (horizontal, vertical) and, by
+    character code, whether the glyph paints nothing (filled in as codes are met)."""
+
+    font: Any
+    scale: tuple[float, float]
+    names: dict[int, str]
+    blank: dict[int, bool] = field(default_factory=dict)
+
+    def all_blank(self, codes: bytes) -> bool:
+        """Every code of `codes` draws a glyph that paints nothing (a Type 3 code is one byte)."""
+        if not codes:
+            return False
+        for code in set(codes):
+            if code not in self.blank:
+                self.blank[code] = self._blank(code)
+            if not self.blank[code]:
+                return False
+        return True
+
+    def _blank(self, code: int) -> bool:
+        name = self.names.get(code)
+        if name is None:
+            return True  # no glyph for the code: nothing is drawn
+        try:
+            proc = self.font["/CharProcs"].get(name)
+            if proc is None:
+                return True
+            proc = proc.get_object()
+            length = proc.get("/Length")
+            if isinstance(length, int) and length > MAX_GLYPH_BYTES:
+                return False
+            data = proc.get_data()
+        except Exception:  # noqa: BLE001 - a glyph docket cannot read may paint
+            return False
+        if len(data) > MAX_GLYPH_BYTES:
+            return False
+        return _PAINTS.search(data) is None
+
+
+def type3(font: Any) -> Type3 | None:
+    """The Type 3 reading of font dictionary `font`, or None for any other kind of font (or one
+    whose matrix or encoding docket cannot read: then nothing is judged by it)."""
+    try:
+        font = font.get_object()
+        if font.get("/Subtype") != "/Type3":
+            return None
+        fm = [float(x) for x in font.get("/FontMatrix", [_USUAL, 0, 0, _USUAL, 0, 0])]
+        if len(fm) != 6:
+            return None
+        names: dict[int, str] = {}
+        raw = font.get("/Encoding")
+        enc: Any = raw.get_object() if raw is not None else None
+        if not hasattr(enc, "get") or enc.get("/BaseEncoding") is not None:
+            return None  # an encoding by name, or one over a base: codes docket does not map
+        code = None
+        for item in enc.get("/Differences", []) or []:
+            item = item.get_object() if hasattr(item, "get_object") else item
+            if isinstance(item, int) and not isinstance(item, bool):
+                code = int(item)
+            elif isinstance(item, str) and code is not None:
+                if 0 <= code <= 255:
+                    names[code] = item  # a later entry for a code replaces an earlier one
+                code += 1
+    except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
+        return None
+    scale = (math.hypot(fm[0], fm[1]) / _USUAL, math.hypot(fm[2], fm[3]) / _USUAL)
+    return Type3(font, scale, names)
