@@ -21,7 +21,7 @@ from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.features import title_terms
-from docket.model import KNOWN_STATUSES, Chunk, Passage
+from docket.model import KNOWN_STATUSES, Chunk, Passage, status_word
 from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase
@@ -218,13 +218,19 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
 def _note_unknown_statuses(kept: list[Passage], ctx: Context) -> None:
     """A status docket does not know (a typo, a store's own word) is read as in force and
     trusted, and shown on the passage's tag; say so once, with the chunks, so a "retird" rule
-    kept as current is visible in the trace."""
+    kept as current is visible in the trace. A spelling read as a known word ("user_submitted",
+    "Superseded by v4", look-alike letters: docket.statuses) is said too, with the word it read."""
     odd: dict[str, list[str]] = {}
     for p in kept:
         for c in p.chunks:
             if c.status not in KNOWN_STATUSES:
                 odd.setdefault(c.status, []).append(c.id)
     for status, ids in sorted(odd.items()):
+        word = status_word(status)
+        if word is not None:
+            ctx.trace.add(MOVE, "note", ids, f"status {status!r} is read as {word!r}", status=status, read_as=word,
+                          passages=len(ids))
+            continue
         ctx.trace.add(MOVE, "note", ids, f"status {status!r} is not one docket knows: read as in force and trusted "
                       "(shown on the tag); retired ones include superseded, archived, expired, obsolete; "
                       "untrusted: user-generated, external", status=status, passages=len(ids))
