@@ -85,7 +85,8 @@ def as_of_note(ctx: Context, sources: dict[str, dict[str, Any]]) -> str:
     info = ctx.as_of
     if not info:
         return ""
-    old = [label for label, s in sources.items() if is_retired(s["status"])]
+    # a stranger's post is never "the rule", whatever its status
+    old = [label for label, s in sources.items() if is_retired(s["status"]) and s.get("trust") != "untrusted"]
     if info["source"] != "question" and not old:
         return ""
     day = info["date"].isoformat()

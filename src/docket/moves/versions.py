@@ -21,7 +21,7 @@ from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.features import title_terms
-from docket.model import KNOWN_STATUSES, Chunk, Passage, status_word
+from docket.model import KNOWN_STATUSES, Chunk, Passage, is_retired, status_word
 from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase
@@ -180,13 +180,22 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
     deadline.check()
+    posing: dict[str, set[int]] = {}
     if _all_in_force(passages, in_force, as_of):
         passages, kept = [], list(passages)  # every candidate is of the version in force (the common case)
+    else:
+        in_force, posing = _no_stranger_in_force(passages, in_force, vs, ctx, as_of)
     for p in passages:
         deadline.check()
         c = p.first
         current = in_force[p.doc]
-        if current is None:
+        if p.untrusted and c.version in posing.get(p.doc, ()):
+            ctx.trace.add(MOVE, "drop", [c.id], f"untrusted text under the id of the trusted document {c.doc} as its "
+                          f"v{c.version}: a stranger's text is never a version of an official document "
+                          f"({_vlabel(current) if current else 'no trusted version'} is in force on {day})",
+                          version=c.version, as_of=day)
+            dropped.append((p, None))
+        elif current is None:
             why = f"no version of {c.doc} is in force on {day} (v{c.version} is {c.status}" + (
                 f", dated {c.date.isoformat()})" if c.date else ")")
             if c.date is not None and c.date > as_of:
@@ -203,6 +212,13 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
             dropped.append((p, current))
         elif c.date is not None and c.date > as_of:
             ctx.trace.add(MOVE, "drop", [c.id], f"published {c.date.isoformat()}, after the as-of date {day}", as_of=day)
+            dropped.append((p, None))
+        elif _says_not_in_force(c, current, as_of):
+            said = (f"its own status is {c.status!r}" if c.retired
+                    else f"its own effective_to {c.effective_to.isoformat() if c.effective_to else ''} is not after {day}")
+            ctx.trace.add(MOVE, "drop", [c.id], f"{said}, although {_vlabel(current)} of {c.doc} is in force on {day} "
+                          f"as {current.status!r}: the chunk disagrees with its version and says it is not the rule",
+                          version=c.version, as_of=day)
             dropped.append((p, None))
         else:
             kept.append(p)
@@ -236,6 +252,50 @@ def _note_unknown_statuses(kept: list[Passage], ctx: Context) -> None:
                       "untrusted: user-generated, external", status=status, passages=len(ids))
 
 
+def _no_stranger_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], vs: _Versions,
+                          ctx: Context, as_of: Date) -> tuple[dict[str, VersionInfo | None], dict[str, set[int]]]:
+    """An untrusted version never retires a trusted one. A stranger's text stored under an official
+    document's id with a higher version ("refund-policy" v4, a forum post) would otherwise be the
+    version in force and drop the policy from the brief. For each document with a trusted candidate
+    of another version than the one in force, the version in force is read: when every chunk of it
+    is untrusted, the document's versions are chosen again without the strangers' ones (a version
+    all of whose chunks are untrusted). Returns the versions in force and, per document, the
+    strangers' versions set aside (their candidates are dropped as posing, never shown as the rule).
+    Only the documents where a trusted candidate would be dropped are read (one `chunks_of` each)."""
+    suspects: dict[str, VersionInfo] = {}
+    for p in passages:
+        current = in_force[p.doc]
+        if current is not None and p.version != current.version and not p.untrusted:
+            suspects.setdefault(p.doc, current)
+    if not suspects:
+        return in_force, {}
+
+    def stranger(doc: str, version: int) -> bool:
+        chunks = ctx.store.chunks_of(doc, version)
+        return bool(chunks) and all(c.untrusted for c in chunks)
+
+    out, posing = dict(in_force), {}
+    for doc, current in suspects.items():
+        if not stranger(doc, current.version):
+            continue  # the version in force has trusted text: it is the rule (the common case)
+        versions = vs.of(doc)
+        theirs = {v.version for v in versions if v.version == current.version or stranger(doc, v.version)}
+        now = version_in_force([v for v in versions if v.version not in theirs], as_of)
+        out[doc], posing[doc] = now, theirs
+        ctx.trace.add(MOVE, "stranger_version", [], f"{doc} " + ", ".join(f"v{n}" for n in sorted(theirs))
+                      + f" {'is' if len(theirs) == 1 else 'are'} untrusted text under a trusted document's id: an untrusted "
+                      f"version never retires a trusted one; {_vlabel(now) if now else 'no trusted version'} is in force "
+                      f"on {as_of.isoformat()}", doc=doc, versions=sorted(theirs))
+    return out, posing
+
+
+def _says_not_in_force(c: Chunk, version: VersionInfo, as_of: Date) -> bool:
+    """The chunk's own status or effective_to says it is not the rule although its version is in
+    force: a chunk that disagrees with its version (a store keeps one status and one pair of dates
+    per version, read from one chunk: a stranger's chunk, or a careless edit, may say otherwise)."""
+    return (c.retired and not is_retired(version.status)) or (c.effective_to is not None and c.effective_to <= as_of)
+
+
 def _all_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], as_of: Date) -> bool:
     """Every passage's chunk is of the version in force on `as_of` and not dated after it: read
     column by column (a C call per passage, no Python step), as the per-passage loop would decide."""
@@ -246,11 +306,15 @@ def _all_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | Non
     if not all(map(operator.eq, map(_VERSION, firsts), map(_VERSION, now))):
         return False
     dates = list(map(_DATE, firsts))
-    return all(map(operator.is_, dates, repeat(None))) or not any(d is not None and d > as_of for d in dates)
+    if not (all(map(operator.is_, dates, repeat(None))) or not any(d is not None and d > as_of for d in dates)):
+        return False
+    # no chunk says it is not the rule (its own status or effective_to: `_says_not_in_force`)
+    return not any(map(_ENDS, firsts)) and not any(map(_RETIRED, firsts))
 
 
 _DOC, _FIRST = operator.attrgetter("doc"), operator.attrgetter("first")
 _VERSION, _DATE = operator.attrgetter("version"), operator.attrgetter("date")
+_ENDS, _RETIRED = operator.attrgetter("effective_to"), operator.attrgetter("retired")
 
 
 def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo | None]], ctx: Context,

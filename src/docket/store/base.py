@@ -113,7 +113,10 @@ class MemoryStore:
         self._order = list(chunks)
         self._versions: dict[str, list[VersionInfo]] = {}
         for (d, v), cs in self._by_docver.items():
-            c = cs[0]
+            # a version's status and dates are its first chunk's, and a trusted chunk's when it has one: a
+            # stranger's chunk stored under an official document's id and version ("superseded", first
+            # position) must not retire the official text (the importers refuse chunks that disagree)
+            c = cs[0] if not cs[0].untrusted else next((x for x in cs if not x.untrusted), cs[0])
             self._versions.setdefault(d, []).append(VersionInfo(d, v, c.status, c.date, c.effective_to))
         for infos in self._versions.values():
             infos.sort(key=lambda x: x.version)
