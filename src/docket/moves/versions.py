@@ -613,16 +613,17 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
 def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dict[int, int],
                 titles: _Titles) -> tuple[list[int], list[int]]:
     """The similar pairs (rows[n], cols[n]) whose claims `_find_conflicts` compares, in their order:
-    not of one document, not a stranger's post against a source that does not outrank it (or two
-    strangers), and not about different subjects by their titles (`_Titles`). Tested as arrays over
-    the pairs, what is read of each passage read once (issue 21: ~1,800 similar pairs a request on
-    the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
+    not of one document (unless one is a stranger's text stored under the other's document id: it is
+    no part of the official text, and may contradict it), not a stranger's post against a source that
+    does not outrank it (or two strangers), and not about different subjects by their titles
+    (`_Titles`). Tested as arrays over the pairs, what is read of each passage read once (issue 21:
+    ~1,800 similar pairs a request on the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
     the same tests, where the arrays' fixed cost would exceed them."""
     if len(rows) < ARRAY_PAIRS:
         out_rows, out_cols = [], []
         for i, j in zip(rows, cols):
             a, b = pool[i], pool[j]
-            if a.doc == b.doc:
+            if a.doc == b.doc and a.untrusted == b.untrusted:
                 continue
             auth_a, auth_b = auth[i], auth[j]
             if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
@@ -641,7 +642,7 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
         level[k] = lv
     ua, ub, la, lb = untrusted[r], untrusted[c], level[r], level[c]
     stranger = (ua | ub) & ((la == lb) | np.where(la > lb, ua, ub))
-    keep = (doc_of[r] != doc_of[c]) & ~stranger
+    keep = ((doc_of[r] != doc_of[c]) | (ua != ub)) & ~stranger
     if keep.any():
         keep[keep] = ~titles.different_mask(r[keep], c[keep])
     at = np.flatnonzero(keep)
