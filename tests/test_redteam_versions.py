@@ -285,6 +285,41 @@ def test_an_exact_copy_of_the_policy_keeps_the_official_copy(untrusted: dict[str
     assert "untrusted" not in tag_of(b, "pol-1")
 
 
+MODERATOR = dict(id="mod-1", doc="mod-faq", source_type="forum", title="Moderator answer", text=OFFICIAL["text"])
+LOW_BLOG = {"policy": 100, "blog": 5, "forum": 10}  # an operator ranks its own blog below the forum
+
+
+@pytest.mark.parametrize("trusted, authority", [(MODERATOR, None), (dict(MODERATOR, source_type="blog"), LOW_BLOG)])
+def test_at_the_same_authority_the_trusted_copy_is_kept(trusted: dict[str, Any], authority: Any) -> None:
+    """A trusted source whose rank is no higher than a forum's (a moderator's answer typed forum, a
+    blog ranked below the forum) still keeps its copy against a stranger's ranked above it."""
+    from docket.policy import Policy
+
+    pol = Policy().updated(versions={"authority": authority}) if authority else None
+    b = brief([dict(POST, text=OFFICIAL["text"]), trusted], policy=pol)
+    assert [s["chunks"] for s in b.sources.values()] == [["mod-1"]]
+    drop = next(e for e in b.trace if e.move == "dedup" and e.action == "drop")
+    assert drop.chunks == ["forum-1"] and "trusted copy" in drop.reason
+
+
+@pytest.mark.parametrize("trusted, authority", [(MODERATOR, None), (dict(MODERATOR, source_type="blog"), LOW_BLOG)])
+def test_at_the_same_authority_a_contradicting_stranger_is_outranked(trusted: dict[str, Any], authority: Any) -> None:
+    from docket.policy import Policy
+
+    pol = Policy().updated(versions={"authority": authority}) if authority else None
+    post = dict(POST, text="Annual plans can be refunded within 90 days of purchase.")
+    b = brief([post, trusted], policy=pol)
+    pair = [c for c in b.conflicts if set(c.chunks) == {"mod-1", "forum-1"}]
+    assert pair and pair[0].kind == "outranked" and pair[0].higher == "mod-1"
+    assert b.documents.index("30 days") < b.documents.index("90 days")
+
+
+def test_two_strangers_disagreeing_are_not_a_conflict() -> None:
+    a = dict(POST, text="Annual plans can be refunded within 90 days of purchase.")
+    b = brief([a, dict(POST, id="forum-2", doc="forum-2")])
+    assert not b.conflicts
+
+
 def test_expansion_never_joins_a_strangers_chunk_to_the_policy() -> None:
     """A stranger's chunk stored between two official chunks of one version: the hit grows into
     its trusted neighbours only, so the policy keeps its label and the post its own."""

@@ -32,14 +32,27 @@ MOVE = "versions"
 
 def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
     """Authority of a chunk's source: its source_type's rank. Untrusted text (a stranger's post,
-    a web page) never ranks above a forum post, whatever source type its metadata claims."""
-    forum = min(policy.authority.get("forum", 0), policy.default_authority)
+    a web page) never ranks above a forum post, whatever source type its metadata claims, nor above
+    any trusted source (a policy that ranks a source type below "forum"); where the two tie, the
+    trusted text wins (`outranks`)."""
+    forum = _stranger_cap(policy)
     if chunk.source_type is not None:
         rank = policy.authority.get(chunk.source_type.lower(), policy.default_authority)
         return min(rank, forum) if chunk.untrusted else rank
     if chunk.untrusted:
         return forum
     return policy.default_authority
+
+
+def _stranger_cap(policy: VersionsPolicy) -> int:
+    """The highest authority a stranger's text may have: the forum's, and no more than the lowest
+    rank any trusted source can have (the default, every source type's)."""
+    return min(policy.authority.get("forum", 0), policy.default_authority, *policy.authority.values())
+
+
+def outranks(auth_a: int, a_untrusted: bool, auth_b: int, b_untrusted: bool) -> bool:
+    """Source a outranks source b: a higher authority, or the same one and only b is a stranger's."""
+    return auth_a > auth_b or (auth_a == auth_b and b_untrusted and not a_untrusted)
 
 
 def authorities(chunks: Iterable[Chunk], policy: VersionsPolicy) -> list[int]:
@@ -614,8 +627,8 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
                 titles: _Titles) -> tuple[list[int], list[int]]:
     """The similar pairs (rows[n], cols[n]) whose claims `_find_conflicts` compares, in their order:
     not of one document (unless one is a stranger's text stored under the other's document id: it is
-    no part of the official text, and may contradict it), not a stranger's post against a source that
-    does not outrank it (or two strangers), and not about different subjects by their titles
+    no part of the official text, and may contradict it), not two strangers' posts (not worth a note),
+    and not about different subjects by their titles
     (`_Titles`). Tested as arrays over the pairs, what is read of each passage read once (issue 21:
     ~1,800 similar pairs a request on the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
     the same tests, where the arrays' fixed cost would exceed them."""
@@ -626,8 +639,8 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
             if a.doc == b.doc and a.untrusted == b.untrusted:
                 continue
             auth_a, auth_b = auth[i], auth[j]
-            if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
-                continue
+            if a.untrusted and b.untrusted or (a.untrusted and auth_a > auth_b) or (b.untrusted and auth_b > auth_a):
+                continue  # two strangers, or a stranger above a trusted source (the cap in `authority` rules it out)
             if not titles.different_subjects(i, j):
                 out_rows.append(i)
                 out_cols.append(j)
@@ -641,7 +654,7 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
     for k, lv in auth.items():
         level[k] = lv
     ua, ub, la, lb = untrusted[r], untrusted[c], level[r], level[c]
-    stranger = (ua | ub) & ((la == lb) | np.where(la > lb, ua, ub))
+    stranger = (ua & ub) | (ua & (la > lb)) | (ub & (lb > la))
     keep = ((doc_of[r] != doc_of[c]) | (ua != ub)) & ~stranger
     if keep.any():
         keep[keep] = ~titles.different_mask(r[keep], c[keep])
@@ -657,7 +670,8 @@ ARRAY_PAIRS = 64
 def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: str, cos: float) -> None:
     """Record and trace one conflict: kept both (equal authority) or `higher` outranks the other."""
     auth_a, auth_b = auth
-    kind = "equal_authority" if auth_a == auth_b else "outranked"
+    a_wins, b_wins = outranks(auth_a, a.untrusted, auth_b, b.untrusted), outranks(auth_b, b.untrusted, auth_a, a.untrusted)
+    kind = "outranked" if a_wins or b_wins else "equal_authority"  # a trusted source outranks a stranger's at one level
     pair = [a.first.id, b.first.id]
     record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
                               "source_types": [a.first.source_type, b.first.source_type], "reason": why,
@@ -665,10 +679,11 @@ def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: st
     if kind == "equal_authority":
         reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
     else:
-        hi, lo = (a, b) if auth_a > auth_b else (b, a)
+        (hi, auth_hi), (lo, auth_lo) = ((a, auth_a), (b, auth_b)) if a_wins else ((b, auth_b), (a, auth_a))
         record["higher"] = hi.first.id
-        reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
-                  f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
+        reason = (f"{lo.doc} ({_kind(lo)}, authority {auth_lo}) disagrees with {hi.doc} ({_kind(hi)}, "
+                  f"authority {auth_hi}): {why}; {hi.doc} outranks it"
+                  + (" (a trusted source outranks a stranger's at the same authority)" if auth_hi == auth_lo else ""))
     ctx.conflicts.append(record)
     ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
 
