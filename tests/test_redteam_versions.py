@@ -67,7 +67,7 @@ RETIRED_SPELLINGS = [
     "\u0251rchived",  # Latin alpha
     "ret\u200bired", "re\u200dtired", "\ufeffretired", "ret\u00adired", "ret\u0334ired",  # invisible / overlay mark
     "superseded-by", "superseded by v4", "Superseded_by_policy_2", "archived 2024", "draft-2", "Ｄｒａｆｔ",
-    "no longer current", "not active", "NON-CURRENT",
+    "no longer current", "not active", "NON-CURRENT", "unpublished", "Invalid", "nonfinal", "unapproved",
 ]
 
 
@@ -79,7 +79,7 @@ def test_a_retired_status_in_any_spelling_keeps_the_rule_out(status: str) -> Non
 
 
 UNTRUSTED_SPELLINGS = ["User-Generated", "user_submitted", "user submitted", "UserSubmitted", "USER\u2013GENERATED",
-                       "user\u00adgenerated", "Third Party", "ｃｏｍｍｕｎｉｔｙ", "c\u043emmunity", "user-submitted content"]
+                       "user\u00adgenerated", "Third Party", "ｃｏｍｍｕｎｉｔｙ", "c\u043emmunity", "user-submitted content", "Unofficial"]
 
 
 @pytest.mark.parametrize("status", UNTRUSTED_SPELLINGS)
@@ -94,6 +94,7 @@ def test_an_untrusted_status_in_any_spelling_is_fenced_as_untrusted(status: str)
 @pytest.mark.parametrize("status, word", [
     ("Retired ", "retired"), ("user_submitted", "user-submitted"), ("In Force", "in-force"), ("in_force", "in-force"),
     ("superseded by v4", "superseded"), ("no longer current", "inactive"), ("r\u0435tired", "retired"),
+    ("unpublished", "inactive"), ("unofficial", "unverified"), ("interim", None), ("informal", None),
     # not read as a known word: kept, shown on the tag, and said in the trace
     ("not superseded", None), ("retird", None), ("superceded", None), ("v2-old", None), ("gültig", None),
     ("устарел", None),

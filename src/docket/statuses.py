@@ -15,7 +15,8 @@ through the folding:
 
 A folded status that is a known word means that word. Otherwise the words it holds decide, the
 safe way first: a retired word anywhere (`superseded-by-v4`, `archived 2024`) retires it; a
-negated word of force (`no longer current`, `not active`) retires it too; a stranger's word
+negated word of force (`no longer current`, `not active`, `unpublished`, `invalid`) retires it too
+(`unofficial` reads as `unverified`, a stranger's); a stranger's word
 (`user submitted content`) marks it untrusted. A negated retired word (`not superseded`) and
 anything else stays unknown: read as in force and trusted, and said in Move 1's trace.
 """
@@ -45,6 +46,9 @@ KNOWN_STATUSES = RETIRED_STATUSES | UNTRUSTED_STATUSES | CURRENT_STATUSES
 
 #: words that turn a status word around ("not current", "no longer active", "non-official")
 NEGATIONS = frozenset({"not", "no", "non", "never", "un", "nor", "none"})
+
+#: ... and the prefixes that do it inside one word ("unpublished", "nonfinal", "invalid")
+_PREFIXES = ("non", "un", "in", "not")
 
 _LOOKALIKE = str.maketrans(LATIN_LOOKALIKES)
 _SEPARATORS = re.compile(r"[\W_]+")
@@ -85,6 +89,10 @@ def status_word(status: str) -> str | None:
     if known is not None:
         return known
     parts = set(folded.split("-"))
+    for part in parts:  # one word negating a word of force: "unpublished", "nonfinal", "invalid", "unofficial"
+        for prefix in _PREFIXES:
+            if part.startswith(prefix) and part[len(prefix):] in CURRENT_STATUSES:
+                return "unverified" if part[len(prefix):] == "official" else "inactive"
     negated = bool(parts & NEGATIONS)
     if not negated:
         for word in sorted(RETIRED_STATUSES):
