@@ -135,12 +135,14 @@ def _check_pairs(pool: list[Passage], rows: list[int], cols: list[int], levels: 
     auth = dict(enumerate(levels))
     want = []
     slow = versions._Titles(pool)
-    for i, j in zip(rows, cols):  # the loop's tests before this change, one pair at a time
+    for i, j in zip(rows, cols):  # the loop's tests, one pair at a time
         a, b = pool[i], pool[j]
-        if a.doc == b.doc:
+        if a.doc == b.doc and a.untrusted == b.untrusted:  # a stranger's chunk under a trusted doc id is compared
             continue
-        if (a.untrusted or b.untrusted) and (auth[i] == auth[j] or (a if auth[i] > auth[j] else b).untrusted):
+        if a.untrusted and b.untrusted:  # two strangers: not worth a note
             continue
+        if (a.untrusted and auth[i] > auth[j]) or (b.untrusted and auth[j] > auth[i]):
+            continue  # a stranger above a trusted source (versions.authority caps it, so only made-up levels)
         if slow.different_subjects(i, j):
             continue
         want.append((i, j))

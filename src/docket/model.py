@@ -20,20 +20,18 @@ from docket.errors import InputError
 from docket.results import WireMapping
 from docket.safeio import check_tree, scrub, shown
 
-#: Statuses that mean "this version is no longer (or not yet) the rule".
-RETIRED_STATUSES = frozenset({
-    "superseded", "archived", "withdrawn", "retired", "deprecated", "draft",
-    # the same in other words: a store's own vocabulary must not let an expired rule pass as current
-    "obsolete", "expired", "revoked", "rescinded", "repealed", "replaced", "inactive", "outdated", "cancelled",
-    "canceled", "void", "sunset", "retracted", "proposed"})
-#: Statuses that mark text written by people outside the organisation.
-UNTRUSTED_STATUSES = frozenset({"user-generated", "ugc", "external", "community", "user-submitted",
-                                "user-contributed", "third-party", "unverified"})
-#: Statuses read as "in force and trusted", like "current"; any status outside these three sets is
-#: read the same way, and Move 1's trace says so (a typo must not pass silently)
-CURRENT_STATUSES = frozenset({"current", "active", "published", "in-force", "in force", "approved", "final",
-                              "official", "live", "valid", "effective", "latest", "derived"})
-KNOWN_STATUSES = RETIRED_STATUSES | UNTRUSTED_STATUSES | CURRENT_STATUSES
+#: the status vocabulary and how a spelling reads as one of its words (docket.statuses), re-exported:
+#: docket.model is where callers import them from
+from docket.statuses import (  # noqa: F401
+    CURRENT_STATUSES,
+    KNOWN_STATUSES,
+    RETIRED_STATUSES,
+    UNTRUSTED_STATUSES,
+    is_draft,
+    is_retired,
+    is_untrusted,
+    status_word,
+)
 
 #: versions and positions are stored in 32-bit integer columns (PostgreSQL `integer`)
 MAX_SMALL_INT = 2**31 - 1
@@ -118,6 +116,14 @@ class Chunk(BaseModel):
                              else f"must be between 0 and {MAX_SMALL_INT:,}, got {v}")
         return v
 
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status_text(cls, v: Any) -> Any:
+        if not isinstance(v, str):  # a number, null, a list: pydantic would say only "a valid string"
+            raise ValueError(f"must be a word such as current, superseded or user-generated, got {shown(v)} "
+                             "(leave the field out for current)")
+        return v
+
     @field_validator("status")
     @classmethod
     def _status_lower(cls, v: str) -> str:
@@ -156,13 +162,13 @@ class Chunk(BaseModel):
     # --- derived views -------------------------------------------------------------------
     @property
     def retired(self) -> bool:
-        return self.status in RETIRED_STATUSES
+        return is_retired(self.status)  # "Superseded by v4", "ｒｅｔｉｒｅｄ", "rеtired" (Cyrillic е) too
 
     @property
     def untrusted(self) -> bool:
         if self.trust is not None:
             return self.trust == "untrusted"
-        return self.status in UNTRUSTED_STATUSES
+        return is_untrusted(self.status)  # "user_submitted", "User Submitted" too
 
     @property
     def trust_level(self) -> str:

@@ -19,7 +19,7 @@ from docket.brief.notes import conflict_notes, label_conflicts
 from docket.brief.render import Entry, entry, policy_key, render_entries
 from docket.brief.result import Brief
 from docket.context import Context
-from docket.model import RETIRED_STATUSES, Passage
+from docket.model import Passage, is_retired
 from docket.results import Conflict, Provenance, Source, TokenCounts
 
 #: with compress.summary on (stated whether or not this query needed a summary, so the system
@@ -85,7 +85,8 @@ def as_of_note(ctx: Context, sources: dict[str, dict[str, Any]]) -> str:
     info = ctx.as_of
     if not info:
         return ""
-    old = [label for label, s in sources.items() if s["status"] in RETIRED_STATUSES]
+    # a stranger's post is never "the rule", whatever its status
+    old = [label for label, s in sources.items() if is_retired(s["status"]) and s.get("trust") != "untrusted"]
     if info["source"] != "question" and not old:
         return ""
     day = info["date"].isoformat()

@@ -18,7 +18,7 @@ from docket.context import Context
 from docket.features import copy_values
 from docket.model import Passage
 from docket.moves import reach
-from docket.moves.versions import ClaimsReads, authorities, authority
+from docket.moves.versions import ClaimsReads, authorities, authority, outranks
 from docket.text import copy_hash as text_hash
 from docket.text import copy_key as normalize
 
@@ -145,9 +145,11 @@ def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exac
     pol = ctx.policy.dedup
     holder = slots.slots[match]
     a_new, a_old = authority(p.first, ctx.policy.versions), authority(holder.first, ctx.policy.versions)
+    # at one authority, a trusted copy wins over a stranger's (the official copy is the one kept)
+    by_trust = a_new == a_old and holder.untrusted != p.untrusted
     how = ("same normalised text" if exact else f"cosine {cos:.3f} >= {pol.threshold}"
            if cos is not None and cos >= pol.threshold else "each of its values is stated there too: a copied table or list")
-    if a_new > a_old:
+    if outranks(a_new, p.untrusted, a_old, holder.untrusted):
         winner = p.with_(
             score=max(p.score, holder.score), rank=min(p.rank, holder.rank),
             also_in=p.also_in + (_provenance(holder, cos),) + holder.also_in,
@@ -158,14 +160,17 @@ def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exac
         slots.kept[match] = i
         ctx.trace.add(
             MOVE, "drop", [holder.first.id],
-            f"duplicate of {p.first.id} ({how}); kept {p.first.id} for its higher authority "
-            f"({a_new} > {a_old}) at the group's best rank {winner.rank}",
+            f"duplicate of {p.first.id} ({how}); kept {p.first.id} "
+            + ("as the trusted copy (the other is a stranger's" if by_trust else "for its higher authority (")
+            + f"{'' if by_trust else f'{a_new} > {a_old}'}) at the group's best rank {winner.rank}",
             cosine=round(cos or 1.0, 4), kept=p.first.id,
         )
     else:
         slots.slots[match] = holder.with_(also_in=holder.also_in + (_provenance(p, cos),) + p.also_in)
         reason = f"duplicate of {holder.first.id} ({how})"
-        reason += f"; {holder.first.id} has higher authority ({a_old} > {a_new})" if a_old > a_new else "; kept the better-ranked copy"
+        reason += (f"; {holder.first.id} has higher authority ({a_old} > {a_new})" if a_old > a_new
+                   else f"; {holder.first.id} is the trusted copy (the other is a stranger's)" if by_trust
+                   else "; kept the better-ranked copy")
         ctx.trace.add(MOVE, "drop", [p.first.id], reason, cosine=round(cos or 1.0, 4), kept=holder.first.id)
 
 

@@ -71,7 +71,9 @@ def _same_section(a: Chunk, b: Chunk) -> bool:
 def _window(hit: Chunk, ctx: Context, excluded: dict[str, str]) -> list[Chunk]:
     """The hit and its neighbours within the window, contiguous around it: growth stops at a
     section boundary (a passage has one section, so its header never reads "Monthly plans /
-    Annual plans") and at a chunk that Move 2 dropped as a copy (never pasted back)."""
+    Annual plans"), at a chunk of another trust level (a stranger's text stored inside an
+    official document never borrows its header and authority, nor labels it untrusted) and at a
+    chunk that Move 2 dropped as a copy (never pasted back)."""
     span = neighbours(ctx.store, hit, ctx.policy.expand.window)
     if not any(c.id == hit.id for c in span):
         return [hit]
@@ -88,6 +90,9 @@ def _window(hit: Chunk, ctx: Context, excluded: dict[str, str]) -> list[Chunk]:
             if not _same_section(c, hit):
                 stops.append(f"{c.id}: section {c.section!r}, not {hit.section!r} (a passage keeps one section)")
                 break
+            if c.untrusted != hit.untrusted:
+                stops.append(f"{c.id}: {c.trust_level}, not {hit.trust_level} (a passage keeps one trust level)")
+                break
             lo, hi = min(lo, k), max(hi, k)
             k += step
     if stops:
@@ -102,9 +107,13 @@ def _grow(p: Passage, ctx: Context, excluded: dict[str, str]) -> list[Chunk]:
         sec = section_of(ctx.store, hit.doc, hit.version, hit.section)
         cap, rule = passage_cap(ctx, pol.max_section_tokens)
         copies = [c.id for c in sec if c.id in excluded]
-        if sec and not copies and _text_tokens(sec, ctx) <= cap:
+        mixed = [c.id for c in sec if c.untrusted != hit.untrusted]
+        if sec and not copies and not mixed and _text_tokens(sec, ctx) <= cap:
             return sec
-        if copies:
+        if mixed:
+            ctx.trace.add(MOVE, "fallback", [hit.id], f"section {hit.section!r} holds {', '.join(mixed)} of another "
+                          f"trust level than {hit.id}; using a window of {pol.window} instead")
+        elif copies:
             ctx.trace.add(MOVE, "fallback", [hit.id], f"section {hit.section!r} holds {', '.join(copies)}, which Move 2 "
                           f"dropped as copies; using a window of {pol.window} instead")
         elif sec:
@@ -244,8 +253,8 @@ def _drop_repeats(out: list[Passage], ctx: Context) -> list[Passage]:
 
 
 def _joinable(a: Passage, b: Passage, ctx: Context) -> bool:
-    """Spans of one document version and one section that overlap or touch."""
-    if (a.doc, a.version) != (b.doc, b.version):
+    """Spans of one document version, one section and one trust level that overlap or touch."""
+    if (a.doc, a.version) != (b.doc, b.version) or a.untrusted != b.untrusted:
         return False
     if {c.section for c in a.chunks} != {c.section for c in b.chunks}:
         return False

@@ -21,7 +21,7 @@ from docket.claims.compare import PassageRead, contradiction_read
 from docket.context import Context
 from docket.dates import find_dates
 from docket.features import title_terms
-from docket.model import KNOWN_STATUSES, Chunk, Passage
+from docket.model import KNOWN_STATUSES, Chunk, Passage, is_retired, status_word
 from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase
@@ -32,14 +32,27 @@ MOVE = "versions"
 
 def authority(chunk: Chunk, policy: VersionsPolicy) -> int:
     """Authority of a chunk's source: its source_type's rank. Untrusted text (a stranger's post,
-    a web page) never ranks above a forum post, whatever source type its metadata claims."""
-    forum = min(policy.authority.get("forum", 0), policy.default_authority)
+    a web page) never ranks above a forum post, whatever source type its metadata claims, nor above
+    any trusted source (a policy that ranks a source type below "forum"); where the two tie, the
+    trusted text wins (`outranks`)."""
+    forum = _stranger_cap(policy)
     if chunk.source_type is not None:
         rank = policy.authority.get(chunk.source_type.lower(), policy.default_authority)
         return min(rank, forum) if chunk.untrusted else rank
     if chunk.untrusted:
         return forum
     return policy.default_authority
+
+
+def _stranger_cap(policy: VersionsPolicy) -> int:
+    """The highest authority a stranger's text may have: the forum's, and no more than the lowest
+    rank any trusted source can have (the default, every source type's)."""
+    return min(policy.authority.get("forum", 0), policy.default_authority, *policy.authority.values())
+
+
+def outranks(auth_a: int, a_untrusted: bool, auth_b: int, b_untrusted: bool) -> bool:
+    """Source a outranks source b: a higher authority, or the same one and only b is a stranger's."""
+    return auth_a > auth_b or (auth_a == auth_b and b_untrusted and not a_untrusted)
 
 
 def authorities(chunks: Iterable[Chunk], policy: VersionsPolicy) -> list[int]:
@@ -180,13 +193,22 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
     kept: list[Passage] = []
     dropped: list[tuple[Passage, VersionInfo | None]] = []
     deadline.check()
+    posing: dict[str, set[int]] = {}
     if _all_in_force(passages, in_force, as_of):
         passages, kept = [], list(passages)  # every candidate is of the version in force (the common case)
+    else:
+        in_force, posing = _no_stranger_in_force(passages, in_force, vs, ctx, as_of)
     for p in passages:
         deadline.check()
         c = p.first
         current = in_force[p.doc]
-        if current is None:
+        if p.untrusted and c.version in posing.get(p.doc, ()):
+            ctx.trace.add(MOVE, "drop", [c.id], f"untrusted text under the id of the trusted document {c.doc} as its "
+                          f"v{c.version}: a stranger's text is never a version of an official document "
+                          f"({_vlabel(current) if current else 'no trusted version'} is in force on {day})",
+                          version=c.version, as_of=day)
+            dropped.append((p, None))
+        elif current is None:
             why = f"no version of {c.doc} is in force on {day} (v{c.version} is {c.status}" + (
                 f", dated {c.date.isoformat()})" if c.date else ")")
             if c.date is not None and c.date > as_of:
@@ -204,6 +226,13 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
         elif c.date is not None and c.date > as_of:
             ctx.trace.add(MOVE, "drop", [c.id], f"published {c.date.isoformat()}, after the as-of date {day}", as_of=day)
             dropped.append((p, None))
+        elif _says_not_in_force(c, current, as_of):
+            said = (f"its own status is {c.status!r}" if c.retired
+                    else f"its own effective_to {c.effective_to.isoformat() if c.effective_to else ''} is not after {day}")
+            ctx.trace.add(MOVE, "drop", [c.id], f"{said}, although {_vlabel(current)} of {c.doc} is in force on {day} "
+                          f"as {current.status!r}: the chunk disagrees with its version and says it is not the rule",
+                          version=c.version, as_of=day)
+            dropped.append((p, None))
         else:
             kept.append(p)
 
@@ -218,16 +247,66 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
 def _note_unknown_statuses(kept: list[Passage], ctx: Context) -> None:
     """A status docket does not know (a typo, a store's own word) is read as in force and
     trusted, and shown on the passage's tag; say so once, with the chunks, so a "retird" rule
-    kept as current is visible in the trace."""
+    kept as current is visible in the trace. A spelling read as a known word ("user_submitted",
+    "Superseded by v4", look-alike letters: docket.statuses) is said too, with the word it read."""
     odd: dict[str, list[str]] = {}
     for p in kept:
         for c in p.chunks:
             if c.status not in KNOWN_STATUSES:
                 odd.setdefault(c.status, []).append(c.id)
     for status, ids in sorted(odd.items()):
+        word = status_word(status)
+        if word is not None:
+            ctx.trace.add(MOVE, "note", ids, f"status {status!r} is read as {word!r}", status=status, read_as=word,
+                          passages=len(ids))
+            continue
         ctx.trace.add(MOVE, "note", ids, f"status {status!r} is not one docket knows: read as in force and trusted "
                       "(shown on the tag); retired ones include superseded, archived, expired, obsolete; "
                       "untrusted: user-generated, external", status=status, passages=len(ids))
+
+
+def _no_stranger_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], vs: _Versions,
+                          ctx: Context, as_of: Date) -> tuple[dict[str, VersionInfo | None], dict[str, set[int]]]:
+    """An untrusted version never retires a trusted one. A stranger's text stored under an official
+    document's id with a higher version ("refund-policy" v4, a forum post) would otherwise be the
+    version in force and drop the policy from the brief. For each document with a trusted candidate
+    of another version than the one in force, the version in force is read: when every chunk of it
+    is untrusted, the document's versions are chosen again without the strangers' ones (a version
+    all of whose chunks are untrusted). Returns the versions in force and, per document, the
+    strangers' versions set aside (their candidates are dropped as posing, never shown as the rule).
+    Only the documents where a trusted candidate would be dropped are read (one `chunks_of` each)."""
+    suspects: dict[str, VersionInfo] = {}
+    for p in passages:
+        current = in_force[p.doc]
+        if current is not None and p.version != current.version and not p.untrusted:
+            suspects.setdefault(p.doc, current)
+    if not suspects:
+        return in_force, {}
+
+    def stranger(doc: str, version: int) -> bool:
+        chunks = ctx.store.chunks_of(doc, version)
+        return bool(chunks) and all(c.untrusted for c in chunks)
+
+    out, posing = dict(in_force), {}
+    for doc, current in suspects.items():
+        if not stranger(doc, current.version):
+            continue  # the version in force has trusted text: it is the rule (the common case)
+        versions = vs.of(doc)
+        theirs = {v.version for v in versions if v.version == current.version or stranger(doc, v.version)}
+        now = version_in_force([v for v in versions if v.version not in theirs], as_of)
+        out[doc], posing[doc] = now, theirs
+        ctx.trace.add(MOVE, "stranger_version", [], f"{doc} " + ", ".join(f"v{n}" for n in sorted(theirs))
+                      + f" {'is' if len(theirs) == 1 else 'are'} untrusted text under a trusted document's id: an untrusted "
+                      f"version never retires a trusted one; {_vlabel(now) if now else 'no trusted version'} is in force "
+                      f"on {as_of.isoformat()}", doc=doc, versions=sorted(theirs))
+    return out, posing
+
+
+def _says_not_in_force(c: Chunk, version: VersionInfo, as_of: Date) -> bool:
+    """The chunk's own status or effective_to says it is not the rule although its version is in
+    force: a chunk that disagrees with its version (a store keeps one status and one pair of dates
+    per version, read from one chunk: a stranger's chunk, or a careless edit, may say otherwise)."""
+    return (c.retired and not is_retired(version.status)) or (c.effective_to is not None and c.effective_to <= as_of)
 
 
 def _all_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], as_of: Date) -> bool:
@@ -240,11 +319,15 @@ def _all_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | Non
     if not all(map(operator.eq, map(_VERSION, firsts), map(_VERSION, now))):
         return False
     dates = list(map(_DATE, firsts))
-    return all(map(operator.is_, dates, repeat(None))) or not any(d is not None and d > as_of for d in dates)
+    if not (all(map(operator.is_, dates, repeat(None))) or not any(d is not None and d > as_of for d in dates)):
+        return False
+    # no chunk says it is not the rule (its own status or effective_to: `_says_not_in_force`)
+    return not any(map(_ENDS, firsts)) and not any(map(_RETIRED, firsts))
 
 
 _DOC, _FIRST = operator.attrgetter("doc"), operator.attrgetter("first")
 _VERSION, _DATE = operator.attrgetter("version"), operator.attrgetter("date")
+_ENDS, _RETIRED = operator.attrgetter("effective_to"), operator.attrgetter("retired")
 
 
 def _fetch_current(kept: list[Passage], dropped: list[tuple[Passage, VersionInfo | None]], ctx: Context,
@@ -543,20 +626,21 @@ def _find_conflicts(kept: list[Passage], ctx: Context) -> None:
 def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dict[int, int],
                 titles: _Titles) -> tuple[list[int], list[int]]:
     """The similar pairs (rows[n], cols[n]) whose claims `_find_conflicts` compares, in their order:
-    not of one document, not a stranger's post against a source that does not outrank it (or two
-    strangers), and not about different subjects by their titles (`_Titles`). Tested as arrays over
-    the pairs, what is read of each passage read once (issue 21: ~1,800 similar pairs a request on
-    the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
+    not of one document (unless one is a stranger's text stored under the other's document id: it is
+    no part of the official text, and may contradict it), not two strangers' posts (not worth a note),
+    and not about different subjects by their titles
+    (`_Titles`). Tested as arrays over the pairs, what is read of each passage read once (issue 21:
+    ~1,800 similar pairs a request on the service path, most ruled out here); a few pairs (a warm pool's reachable set) one by one,
     the same tests, where the arrays' fixed cost would exceed them."""
     if len(rows) < ARRAY_PAIRS:
         out_rows, out_cols = [], []
         for i, j in zip(rows, cols):
             a, b = pool[i], pool[j]
-            if a.doc == b.doc:
+            if a.doc == b.doc and a.untrusted == b.untrusted:
                 continue
             auth_a, auth_b = auth[i], auth[j]
-            if (a.untrusted or b.untrusted) and (auth_a == auth_b or (a if auth_a > auth_b else b).untrusted):
-                continue
+            if a.untrusted and b.untrusted or (a.untrusted and auth_a > auth_b) or (b.untrusted and auth_b > auth_a):
+                continue  # two strangers, or a stranger above a trusted source (the cap in `authority` rules it out)
             if not titles.different_subjects(i, j):
                 out_rows.append(i)
                 out_cols.append(j)
@@ -570,8 +654,8 @@ def _to_compare(pool: list[Passage], rows: list[int], cols: list[int], auth: dic
     for k, lv in auth.items():
         level[k] = lv
     ua, ub, la, lb = untrusted[r], untrusted[c], level[r], level[c]
-    stranger = (ua | ub) & ((la == lb) | np.where(la > lb, ua, ub))
-    keep = (doc_of[r] != doc_of[c]) & ~stranger
+    stranger = (ua & ub) | (ua & (la > lb)) | (ub & (lb > la))
+    keep = ((doc_of[r] != doc_of[c]) | (ua != ub)) & ~stranger
     if keep.any():
         keep[keep] = ~titles.different_mask(r[keep], c[keep])
     at = np.flatnonzero(keep)
@@ -586,7 +670,8 @@ ARRAY_PAIRS = 64
 def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: str, cos: float) -> None:
     """Record and trace one conflict: kept both (equal authority) or `higher` outranks the other."""
     auth_a, auth_b = auth
-    kind = "equal_authority" if auth_a == auth_b else "outranked"
+    a_wins, b_wins = outranks(auth_a, a.untrusted, auth_b, b.untrusted), outranks(auth_b, b.untrusted, auth_a, a.untrusted)
+    kind = "outranked" if a_wins or b_wins else "equal_authority"  # a trusted source outranks a stranger's at one level
     pair = [a.first.id, b.first.id]
     record: dict[str, Any] = {"chunks": pair, "docs": [a.doc, b.doc], "kind": kind, "authority": [auth_a, auth_b],
                               "source_types": [a.first.source_type, b.first.source_type], "reason": why,
@@ -594,10 +679,11 @@ def _report(ctx: Context, a: Passage, b: Passage, auth: tuple[int, int], why: st
     if kind == "equal_authority":
         reason = f"{a.doc} and {b.doc} are in force, equally authoritative and disagree: {why}; both kept"
     else:
-        hi, lo = (a, b) if auth_a > auth_b else (b, a)
+        (hi, auth_hi), (lo, auth_lo) = ((a, auth_a), (b, auth_b)) if a_wins else ((b, auth_b), (a, auth_a))
         record["higher"] = hi.first.id
-        reason = (f"{lo.doc} ({_kind(lo)}, authority {min(auth_a, auth_b)}) disagrees with {hi.doc} ({_kind(hi)}, "
-                  f"authority {max(auth_a, auth_b)}): {why}; {hi.doc} outranks it")
+        reason = (f"{lo.doc} ({_kind(lo)}, authority {auth_lo}) disagrees with {hi.doc} ({_kind(hi)}, "
+                  f"authority {auth_hi}): {why}; {hi.doc} outranks it"
+                  + (" (a trusted source outranks a stranger's at the same authority)" if auth_hi == auth_lo else ""))
     ctx.conflicts.append(record)
     ctx.trace.add(MOVE, "conflict", pair, reason, cosine=round(cos, 4), authority=[auth_a, auth_b])
 

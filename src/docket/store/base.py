@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date as Date
 from typing import Protocol, runtime_checkable
 
-from docket.model import RETIRED_STATUSES, Chunk
+from docket.model import Chunk, is_draft, is_retired
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,16 @@ def version_in_force(versions: Sequence[VersionInfo], as_of: Date | None = None)
     version that is not retired.
     """
     if as_of is None:
-        live = [v for v in versions if v.status not in RETIRED_STATUSES]
+        live = [v for v in versions if not is_retired(v.status)]
         return max(live, key=lambda v: v.version) if live else None
-    ordered = sorted((v for v in versions if v.status != "draft"), key=lambda v: v.version)
+    ordered = sorted((v for v in versions if not is_draft(v.status)), key=lambda v: v.version)
     best: VersionInfo | None = None
     for i, v in enumerate(ordered):
         if v.date is not None and v.date > as_of:
             continue
         if v.effective_to is not None and v.effective_to <= as_of:
             continue
-        if v.status in RETIRED_STATUSES and v.effective_to is None and i == len(ordered) - 1:
+        if is_retired(v.status) and v.effective_to is None and i == len(ordered) - 1:
             continue
         best = v
     return best
@@ -113,7 +113,10 @@ class MemoryStore:
         self._order = list(chunks)
         self._versions: dict[str, list[VersionInfo]] = {}
         for (d, v), cs in self._by_docver.items():
-            c = cs[0]
+            # a version's status and dates are its first chunk's, and a trusted chunk's when it has one: a
+            # stranger's chunk stored under an official document's id and version ("superseded", first
+            # position) must not retire the official text (the importers refuse chunks that disagree)
+            c = cs[0] if not cs[0].untrusted else next((x for x in cs if not x.untrusted), cs[0])
             self._versions.setdefault(d, []).append(VersionInfo(d, v, c.status, c.date, c.effective_to))
         for infos in self._versions.values():
             infos.sort(key=lambda x: x.version)

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from docket.errors import InputError
-from docket.model import RETIRED_STATUSES, Chunk
+from docket.model import Chunk, is_retired
 from docket.store.access import AclResolution, Principal, may_read, readable_chunks
 from docket.store.base import ChunkLookup, VersionInfo, version_in_force
 from docket.text import SEARCH_STOPWORDS, search_terms
@@ -127,7 +127,7 @@ def check_version(existing: Sequence[StoredVersion], dv: DocumentVersion) -> Non
     if any(v.version == dv.version for v in existing):
         return  # same version: unchanged or changed in place
     higher = [v.version for v in existing if v.version > dv.version]
-    if higher and dv.status not in RETIRED_STATUSES:
+    if higher and not is_retired(dv.status):
         raise InputError(
             f"document {dv.doc!r} version {dv.version} is lower than stored version {max(higher)}; "
             "give it a higher version, mark it superseded, or delete the newer one",
