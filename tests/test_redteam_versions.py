@@ -95,6 +95,9 @@ def test_an_untrusted_status_in_any_spelling_is_fenced_as_untrusted(status: str)
     ("Retired ", "retired"), ("user_submitted", "user-submitted"), ("In Force", "in-force"), ("in_force", "in-force"),
     ("superseded by v4", "superseded"), ("no longer current", "inactive"), ("r\u0435tired", "retired"),
     ("unpublished", "inactive"), ("unofficial", "unverified"), ("interim", None), ("informal", None),
+    # a negation turns the word right after it ("no longer", "not yet" too), not every word of the status
+    ("not yet approved", "inactive"), ("non-official", "unverified"), ("Approved, not draft", None),
+    ("not user-generated", None), ("active until replaced", "replaced"), ("draft, not approved", "draft"),
     # not read as a known word: kept, shown on the tag, and said in the trace
     ("not superseded", None), ("retird", None), ("superceded", None), ("v2-old", None), ("gültig", None),
     ("устарел", None),

@@ -14,9 +14,10 @@ through the folding:
 3. lower case, and every run of spaces, underscores, dashes and punctuation one `-`.
 
 A folded status that is a known word means that word. Otherwise the words it holds decide, the
-safe way first: a retired word anywhere (`superseded-by-v4`, `archived 2024`) retires it; a
-negated word of force (`no longer current`, `not active`, `unpublished`, `invalid`) retires it too
-(`unofficial` reads as `unverified`, a stranger's); a stranger's word
+safe way first: a retired word anywhere (`superseded-by-v4`, `archived 2024`, `active until
+replaced`) retires it unless a negation stands right before it (`approved, not draft`); a negated
+word of force (`no longer current`, `not active`, `unpublished`, `invalid`) retires it too
+(`unofficial`, `non-official` read as `unverified`, a stranger's); a stranger's word
 (`user submitted content`) marks it untrusted. A negated retired word (`not superseded`) and
 anything else stays unknown: read as in force and trusted, and said in Move 1's trace.
 """
@@ -74,11 +75,6 @@ _BY_KEY = {_key(w): w for w in sorted(KNOWN_STATUSES)}
 _BY_COMPACT = {k.replace("-", ""): w for k, w in _BY_KEY.items()}
 
 
-def _holds(folded: str, word: str) -> bool:
-    """The folded status holds the word as whole dash-separated parts."""
-    return f"-{_key(word)}-" in f"-{folded}-"
-
-
 @lru_cache(maxsize=4096)
 def status_word(status: str) -> str | None:
     """The known status word `status` reads as (see the module docstring), or None."""
@@ -88,23 +84,32 @@ def status_word(status: str) -> str | None:
     known = _BY_KEY.get(folded) or _BY_COMPACT.get(folded.replace("-", ""))
     if known is not None:
         return known
-    parts = set(folded.split("-"))
-    for part in parts:  # one word negating a word of force: "unpublished", "nonfinal", "invalid", "unofficial"
+    tokens = folded.split("-")
+    for part in set(tokens):  # one word negating a word of force: "unpublished", "nonfinal", "invalid", "unofficial"
         for prefix in _PREFIXES:
             if part.startswith(prefix) and part[len(prefix):] in CURRENT_STATUSES:
                 return "unverified" if part[len(prefix):] == "official" else "inactive"
-    negated = bool(parts & NEGATIONS)
-    if not negated:
-        for word in sorted(RETIRED_STATUSES):
-            if _holds(folded, word):
-                return word
-    elif any(_holds(folded, w) for w in CURRENT_STATUSES):
-        return "inactive"  # "not current", "no longer active": not the rule
-    if not negated:
-        for word in sorted(UNTRUSTED_STATUSES):
-            if _holds(folded, word):
-                return word
+    # a word right after a negation ("not", "no longer", "not yet") is turned around: "not superseded"
+    # retires nothing, "not current" and "no longer active" retire, "non-official" is a stranger's
+    negated = {k + 1 for k, t in enumerate(tokens) if t in NEGATIONS}
+    negated |= {k + 2 for k, t in enumerate(tokens[:-1]) if t in NEGATIONS and tokens[k + 1] in ("longer", "yet")}
+    for word in sorted(RETIRED_STATUSES):
+        if any(k not in negated for k in _starts(tokens, word)):
+            return word
+    for word in sorted(CURRENT_STATUSES):
+        if any(k in negated for k in _starts(tokens, word)):
+            return "unverified" if word == "official" else "inactive"  # "not current", "no longer active": not the rule
+    for word in sorted(UNTRUSTED_STATUSES):
+        if any(k not in negated for k in _starts(tokens, word)):
+            return word
     return None
+
+
+def _starts(tokens: list[str], word: str) -> list[int]:
+    """Where the (dash-joined) word begins as whole tokens of the folded status."""
+    parts = _key(word).split("-")
+    n = len(parts)
+    return [k for k in range(len(tokens) - n + 1) if tokens[k:k + n] == parts]
 
 
 def is_retired(status: str) -> bool:
