@@ -435,3 +435,30 @@ def test_redteam_versions_and_strangers() -> None:
             escaped += not ok
     record("versions/retired-and-strangers", tried, escaped)
     assert escaped == 0
+
+
+# --- a field spelled another way: kept as metadata, the field it meant absent -------------------
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("ACL", "acl"), ("Acl", "acl"), ("Status", "status"), ("STATUS", "status"), ("Trust", "trust"),
+    ("effectiveTo", "effective_to"), ("Effective-To", "effective_to"), ("source type", "source_type"),
+    ("sourceType", "source_type"), ("Version", "version"), ("Date", "date"), ("Title", "title"),
+])
+def test_a_key_spelling_a_field_is_refused_naming_it(key: str, meant: str) -> None:
+    """An `ACL` kept as metadata would leave the chunk readable by everyone, a `Status:
+    superseded` a retired rule in force: refused, naming the field and the fix."""
+    from docket.errors import InputError
+    from docket.model import parse_chunk
+
+    with pytest.raises(InputError, match=f"name it '{meant}'") as e:
+        parse_chunk({"id": "c1", "doc": "d", "text": "Refunds take 14 days.", key: "x"}, where="line 4")
+    assert e.value.field == meant and "line 4" in str(e.value) and repr(key) in str(e.value)
+
+
+@pytest.mark.parametrize("key", ["author", "url", "doc_id", "meta_data", "Metadata-Source", "tags", "acl_note"])
+def test_other_keys_still_go_into_metadata(key: str) -> None:
+    from docket.model import parse_chunk
+
+    c = parse_chunk({"id": "c1", "doc": "d", "text": "Refunds take 14 days.", key: "x"})
+    assert c.metadata[key] == "x"
+

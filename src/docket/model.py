@@ -8,6 +8,7 @@ one document version. Everything here is immutable or copied, so a move never ch
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
@@ -71,6 +72,10 @@ class Chunk(BaseModel):
         if isinstance(data, dict):
             data = _scrubbed(data)
             extra = {k: v for k, v in data.items() if k not in CHUNK_FIELDS}
+            for k in extra:
+                meant = misnamed_field(k)
+                if meant is not None:  # (an InputError, as the metadata check raises: it names the key)
+                    raise InputError(misnamed_message(k, meant), field=meant)
             if extra:
                 data = {k: v for k, v in data.items() if k in CHUNK_FIELDS}
                 meta = dict(data.get("metadata") or {})
@@ -186,6 +191,26 @@ class Chunk(BaseModel):
         if not out.get("metadata"):
             out.pop("metadata", None)
         return out
+
+
+def misnamed_field(key: Any) -> str | None:
+    """The chunk field a record's key spells in another case or separator style ("ACL",
+    "Status", "effectiveTo", "source-type"), or None. Such a key would go into metadata like any
+    unknown one, and the field it meant would be absent: an `ACL` would leave the chunk readable
+    by everyone, a `Status: superseded` would leave a retired rule in force."""
+    if not isinstance(key, str) or key in CHUNK_FIELDS:
+        return None
+    snake = _SEPARATOR_RUN.sub("_", _CAMEL.sub("_", key.strip())).lower().strip("_")
+    return snake if snake in CHUNK_FIELDS else None
+
+
+def misnamed_message(key: str, meant: str) -> str:
+    return (f"has the key {key!r}, which docket would keep as metadata, not as the field {meant!r} it spells: "
+            f"name it {meant!r} (field names are lower case, words joined by '_'), or put it under 'metadata'")
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATOR_RUN = re.compile(r"[\s\-_.]+")
 
 
 def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:

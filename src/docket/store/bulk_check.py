@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from docket.errors import InputError
-from docket.model import CHUNK_FIELDS, Chunk
+from docket.model import CHUNK_FIELDS, Chunk, misnamed_field
 
 
 class _Absent:
@@ -39,7 +39,7 @@ DISTINCT = ("version", "position", "status", "source_type", "trust")
 KNOWN = frozenset(CHUNK_FIELDS) | {"tokens"}
 #: the validators this module mirrors; tests/test_import.py fails when Chunk gains another, so
 #: that a new cross-field rule is not skipped here unnoticed
-MIRRORED = frozenset({"_unknown_into_metadata", "_non_empty_id", "_non_empty_text", "_strict_int", "_status_lower",
+MIRRORED = frozenset({"_unknown_into_metadata", "_non_empty_id", "_non_empty_text", "_strict_int", "_status_lower", "_status_text",
                       "_finite_vector", "_acl_list", "_date_order"})
 _ANCHOR = {"id": "x", "doc": "x", "text": "x"}
 _BAD = (ValidationError, InputError, ValueError, TypeError)
@@ -53,6 +53,8 @@ def check_columns(cols: dict[str, list[Any]], n: int, extras: list[dict[str, Any
     """The checked values of every Chunk field for `n` rows given as columns (ABSENT where a row
     gives nothing), plus `tokens` (None: count it); `extras` holds each row's fields outside the
     contract (with `metadata`, they become its metadata). Raises Slow for anything doubtful."""
+    if extras is not None and any(misnamed_field(k) for k in set().union(*extras)):
+        raise Slow  # a key spelling a field ("ACL", "Status"): the row-by-row check names its row
     out: dict[str, list[Any]] = {}
     for name in STRINGS:
         out[name] = _strings(cols.get(name), n, required=name in ("id", "doc", "text"))
