@@ -91,8 +91,8 @@ class RenderSizer:
 
 class Costing:
     """`cost(·, label)` as a function that holds only what counting needs (the counter, the render
-    settings and the feature cache, not the assembly context): a trace event may keep it to count
-    a skipped passage when the trace is read. A whole chunk's count is cached with its features,
+    settings and the feature cache, not the assembly context): a trace event may keep it to give
+    a skipped passage's bound when the trace is read. A whole chunk's count is cached with its features,
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
@@ -123,50 +123,73 @@ class Costing:
         return self.counter.count(render_passage(p, self.label, self.policy).block) + self.sep
 
     def at_least(self, p: Passage) -> int:
-        """A lower bound on `self(p)` that renders and counts nothing: the cached count when there
-        is one, else `words_at_least` (kept with the chunk, for any label) plus the separator; 0
-        with a counter it knows nothing of."""
+        """A lower bound on `self(p)` that renders and counts nothing, and a pure function of the
+        passage and the render settings: never the cached count, whatever was counted before, so
+        the packer's choice of which passages a bound rules out, and the bound its trace gives
+        for each, read the same for the same inputs (issue 21, decision 1). `words_at_least` (kept
+        with the chunk, for any label), or for a whole chunk whose own word bound
+        (`ChunkFeatures.words_bound`) bounds its count (`_holds`) the larger of the two, plus the
+        separator; 0 with a counter it knows nothing of."""
         if not self.cacheable:
             return 0
         if len(p.chunks) != 1 or p.text_override is not None:
             return words_at_least(p, self.policy) + self.sep
-        costs = self.features(p.first).costs
-        c = costs.get(self.key)
-        if c is None:
-            c = costs.get(self.words_key)
-            if c is None:
-                c = costs[self.words_key] = words_at_least(p, self.policy)
-            c += self.sep
-        return c  # type: ignore[no-any-return]
+        c = p.first
+        f = self.features(c)
+        costs = f.costs
+        w = costs.get(self.words_key)
+        if w is None:
+            w = costs[self.words_key] = words_at_least(p, self.policy)
+        if self._holds(p):
+            h = f.words_bound(c)
+            if h > w:
+                w = h
+        return w + self.sep  # type: ignore[no-any-return]
 
     def bounds(self, passages: Sequence[Passage], cheap: bool = False) -> list[int]:
-        """`at_least` of each passage, the same numbers: the cached counts read for the whole list
-        by C-level look-ups (the packer reads one for every passage of a pool of hundreds, most of
-        them beyond the budget), `at_least` itself only where a count is not cached.
+        """`at_least` of each passage, the same numbers, the word bounds already kept read for the
+        whole list by C-level look-ups (the packer reads one for every passage of a pool of
+        hundreds, most of them beyond the budget).
 
-        With `cheap`: where neither is cached but the chunk's own word bound is
-        (`ChunkFeatures.words_bound`, which the reachable set reads for every candidate of a large
-        pool), that plus the separator: under o200k_base a lower bound of any rendering
-        (docket.features.text_words_bound), read without the clean text's words (issue 21, first
-        sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer,
-        which refines with `at_least` only where it is not over what is left)."""
+        With `cheap`, each passage gets a lower bound of its `at_least` already at hand where
+        there is one: its clean words' bound (`words_at_least`), or, where that is not kept but
+        the chunk's own word bound is (`ChunkFeatures.words_bound`, which the reachable set reads
+        for every candidate of a large pool), that plus the separator: under o200k_base a lower
+        bound of any rendering (docket.features.text_words_bound), read without the clean text's
+        words (issue 21, first sight: ~1,000 passages a query at 1,000, most of them ruled out on
+        it by the packer, which refines with `at_least` only where it is not over what is left).
+        Where neither is kept, `words_at_least` plus the separator (the chunk's word bound is not
+        computed for it)."""
         if not self.cacheable:
             return [0] * len(passages)
+        if not cheap:
+            return list(map(self.at_least, passages))
         feats = self.cache.of_passages(passages)
         if None in feats:
-            return list(map(self.at_least, passages))
+            return list(map(self._words_only, passages))
         costs = list(map(_COSTS, feats))
-        got: list[int | None] = list(map(dict.get, costs, repeat(self.key)))
-        if None not in got:
-            return got  # type: ignore[return-value]
-        words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
         sep = self.sep
-        if cheap and self._words_hold(passages):
+        words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
+        if self._words_hold(passages):
             held: list[int | None] = list(map(_WORDS_BOUND, feats))  # type: ignore[arg-type]
-            return [c if c is not None else w + sep if w is not None else h + sep if h is not None
-                    else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)]
-        return [c if c is not None else w + sep if w is not None else self.at_least(p)
-                for c, w, p in zip(got, words, passages)]
+            return [w + sep if w is not None else h + sep if h is not None else self._words_only(p)
+                    for w, h, p in zip(words, held, passages)]
+        return [w + sep if w is not None else self._words_only(p) for w, p in zip(words, passages)]
+
+    def _words_only(self, p: Passage) -> int:
+        """`words_at_least(p)` plus the separator (kept with a whole chunk): at most `at_least(p)`."""
+        if len(p.chunks) != 1 or p.text_override is not None:
+            return words_at_least(p, self.policy) + self.sep
+        costs = self.features(p.first).costs
+        w = costs.get(self.words_key)
+        if w is None:
+            w = costs[self.words_key] = words_at_least(p, self.policy)
+        return w + self.sep  # type: ignore[no-any-return]
+
+    def _holds(self, p: Passage) -> bool:
+        """The chunk's word bound is a bound of this whole chunk's count: `_words_hold` for one passage."""
+        return (type(self.counter) is O200kCounter and type(formats.text_format(self.policy.format)) in _FRAME_WORDS
+                and (self.policy.spotlight != "datamark" or not p.untrusted))
 
     def _words_hold(self, passages: Sequence[Passage]) -> bool:
         """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and
