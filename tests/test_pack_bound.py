@@ -384,3 +384,31 @@ def test_the_same_ask_on_two_identical_stores_briefs_alike(budget: int) -> None:
     ahead = ask(warm_first)
     default_cache().clear()
     assert ask(_varied(120, 4)) == ahead == cold  # the reverse order: warm, then cold
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, status=st.sampled_from(["current", "user-generated"]), fmt=st.sampled_from(["xml", "lines"]),
+       spotlight=st.sampled_from(["datamark", "off"]), held=st.booleans())
+def test_at_least_is_the_larger_of_the_two_word_bounds(text: str, status: str, fmt: str, spotlight: str,
+                                                       held: bool) -> None:
+    """`at_least` of a whole chunk is the larger of its clean words' bound and (where it holds) the
+    chunk's own word bound, plus the separator, whether that word bound is held or not: it skips
+    computing the word bound where the text's spaces and newlines show it cannot be the larger."""
+    from docket.features import FeatureCache, text_words_bound
+
+    if not text.strip():
+        text = "x" + text
+    assert text_words_bound(text) <= text.count(" ") + text.count("\n") + 1
+    c = mk("c1", text=text, status=status)
+    pol = _policy(fmt, spotlight)
+    ctx = context([c], policy=pol)
+    ctx.features = FeatureCache()
+    p = Passage.of_chunk(c, 1.0, 1)
+    if held:
+        ctx.features.features(c).words_bound(c)
+    words = words_at_least(p, pol.render)
+    hold = not (spotlight == "datamark" and p.untrusted)
+    want = max(words, text_words_bound(text) if hold else 0) + ctx.tokens(SEP)
+    costing = RenderSizer(ctx).costing("S1")
+    assert costing.at_least(p) == want == costing.bounds([p])[0]
+    assert costing.bounds([p], True)[0] <= want <= costing(p)

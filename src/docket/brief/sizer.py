@@ -96,7 +96,8 @@ class Costing:
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
-    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "cacheable", "sep")
+    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "cacheable", "sep", "hold",
+                 "hold_untrusted")
 
     def __init__(self, counter: Any, policy: RenderPolicy, render_key: str, features: FeatureCache, label: str) -> None:
         self.counter, self.policy, self.label = counter, policy, label
@@ -105,6 +106,12 @@ class Costing:
         self.key = ("cost", counter.name, render_key, counting.label_class(counter, label)) if self.cacheable else ()
         self.words_key = ("words", render_key)
         self.sep = counting.count(counter, SEP)
+        #: a chunk's own word bound (`ChunkFeatures.words_bound`) bounds its passage's count, of a
+        #: trusted source / of an untrusted one: an o200k_base counter, in a format whose body keeps
+        #: words whole (where `words_at_least` bounds by words too), and not datamarked (datamarking
+        #: joins an untrusted passage's words; docket.moves.reach asks the same)
+        self.hold = type(counter) is O200kCounter and type(formats.text_format(policy.format)) in _FRAME_WORDS
+        self.hold_untrusted = self.hold and policy.spotlight != "datamark"
 
     def __call__(self, p: Passage) -> int:
         if not self.cacheable or len(p.chunks) != 1 or p.text_override is not None:
@@ -128,7 +135,7 @@ class Costing:
         the packer's choice of which passages a bound rules out, and the bound its trace gives
         for each, read the same for the same inputs (issue 21, decision 1). `words_at_least` (kept
         with the chunk, for any label), or for a whole chunk whose own word bound
-        (`ChunkFeatures.words_bound`) bounds its count (`_holds`) the larger of the two, plus the
+        (`ChunkFeatures.words_bound`) bounds its count (`hold`) the larger of the two, plus the
         separator; 0 with a counter it knows nothing of."""
         if not self.cacheable:
             return 0
@@ -140,8 +147,16 @@ class Costing:
         w = costs.get(self.words_key)
         if w is None:
             w = costs[self.words_key] = words_at_least(p, self.policy)
-        if self._holds(p):
-            h = f.words_bound(c)
+        if self.hold_untrusted if p.untrusted else self.hold:
+            h = f._words_bound
+            if h is None:
+                t = c.text
+                if t.count(" ") + t.count("\n") < w:
+                    # the chunk's word bound is at most that plus 1 (text_words_bound), so not over w:
+                    # the same number without computing it (the packer's trace asks for the ~180
+                    # skips of a never-seen service pool, ~7 us each)
+                    return w + self.sep  # type: ignore[no-any-return]
+                h = f.words_bound(c)
             if h > w:
                 w = h
         return w + self.sep  # type: ignore[no-any-return]
@@ -186,18 +201,9 @@ class Costing:
             w = costs[self.words_key] = words_at_least(p, self.policy)
         return w + self.sep  # type: ignore[no-any-return]
 
-    def _holds(self, p: Passage) -> bool:
-        """The chunk's word bound is a bound of this whole chunk's count: `_words_hold` for one passage."""
-        return (type(self.counter) is O200kCounter and type(formats.text_format(self.policy.format)) in _FRAME_WORDS
-                and (self.policy.spotlight != "datamark" or not p.untrusted))
-
     def _words_hold(self, passages: Sequence[Passage]) -> bool:
-        """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and
-        no datamarked passage (datamarking joins words; docket.moves.reach asks the same), in a
-        format whose body keeps words whole (where `words_at_least` bounds by words too)."""
-        if type(self.counter) is not O200kCounter or type(formats.text_format(self.policy.format)) not in _FRAME_WORDS:
-            return False
-        return self.policy.spotlight != "datamark" or not any(map(_UNTRUSTED, passages))
+        """The chunks' word bounds are bounds of these passages' counts (`hold`, `hold_untrusted`)."""
+        return self.hold_untrusted or (self.hold and not any(map(_UNTRUSTED, passages)))
 
 
 _COSTS, _WORDS_BOUND = operator.attrgetter("costs"), operator.attrgetter("_words_bound")
