@@ -96,8 +96,8 @@ class Costing:
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
-    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "cacheable", "sep", "hold",
-                 "hold_untrusted")
+    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "bound_key", "cacheable", "sep",
+                 "hold", "hold_untrusted")
 
     def __init__(self, counter: Any, policy: RenderPolicy, render_key: str, features: FeatureCache, label: str) -> None:
         self.counter, self.policy, self.label = counter, policy, label
@@ -105,12 +105,13 @@ class Costing:
         self.cacheable = type(counter) in CACHEABLE_COUNTERS
         self.key = ("cost", counter.name, render_key, counting.label_class(counter, label)) if self.cacheable else ()
         self.words_key = ("words", render_key)
+        self.bound_key = ("bound", counter.name, render_key)  # `at_least` less the separator, once worked out
         self.sep = counting.count(counter, SEP)
         #: a chunk's own word bound (`ChunkFeatures.words_bound`) bounds its passage's count, of a
         #: trusted source / of an untrusted one: an o200k_base counter, in a format whose body keeps
         #: words whole (where `words_at_least` bounds by words too), and not datamarked (datamarking
         #: joins an untrusted passage's words; docket.moves.reach asks the same)
-        self.hold = type(counter) is O200kCounter and type(formats.text_format(policy.format)) in _FRAME_WORDS
+        self.hold = type(counter) is O200kCounter and type(formats.get(policy.format)) in _FRAME_WORDS
         self.hold_untrusted = self.hold and policy.spotlight != "datamark"
 
     def __call__(self, p: Passage) -> int:
@@ -144,22 +145,26 @@ class Costing:
         c = p.first
         f = self.features(c)
         costs = f.costs
-        w = costs.get(self.words_key)
-        if w is None:
-            w = costs[self.words_key] = words_at_least(p, self.policy)
+        b = costs.get(self.bound_key)
+        if b is not None:
+            return b + self.sep  # type: ignore[no-any-return]
+        b = costs.get(self.words_key)
+        if b is None:
+            b = costs[self.words_key] = words_at_least(p, self.policy)
         if self.hold_untrusted if p.untrusted else self.hold:
             h = f._words_bound
             if h is None:
                 t = c.text
-                if t.count(" ") + t.count("\n") < w:
-                    # the chunk's word bound is at most that plus 1 (text_words_bound), so not over w:
-                    # the same number without computing it (the packer's trace asks for the ~180
-                    # skips of a never-seen service pool, ~7 us each)
-                    return w + self.sep  # type: ignore[no-any-return]
-                h = f.words_bound(c)
-            if h > w:
-                w = h
-        return w + self.sep  # type: ignore[no-any-return]
+                # the chunk's word bound is at most its runs between spaces and newlines
+                # (text_words_bound): where those are not more than b, it cannot be the larger and
+                # is not computed (the packer's trace asks for the ~180 skips of a never-seen
+                # service pool, ~7 us each)
+                if t.count(" ") + t.count("\n") >= b:
+                    h = f.words_bound(c)
+            if h is not None and h > b:
+                b = h
+        costs[self.bound_key] = b
+        return b + self.sep  # type: ignore[no-any-return]
 
     def bounds(self, passages: Sequence[Passage], cheap: bool = False) -> list[int]:
         """`at_least` of each passage, the same numbers, the word bounds already kept read for the
@@ -167,7 +172,7 @@ class Costing:
         hundreds, most of them beyond the budget).
 
         With `cheap`, each passage gets a lower bound of its `at_least` already at hand where
-        there is one: its clean words' bound (`words_at_least`), or, where that is not kept but
+        there is one: its `at_least` itself, once worked out, its clean words' bound (`words_at_least`), or, where that is not kept but
         the chunk's own word bound is (`ChunkFeatures.words_bound`, which the reachable set reads
         for every candidate of a large pool), that plus the separator: under o200k_base a lower
         bound of any rendering (docket.features.text_words_bound), read without the clean text's
@@ -184,12 +189,16 @@ class Costing:
             return list(map(self._words_only, passages))
         costs = list(map(_COSTS, feats))
         sep = self.sep
+        got: list[int | None] = list(map(dict.get, costs, repeat(self.bound_key)))
+        if None not in got:  # every `at_least` worked out before (a warm pool)
+            return list(map(operator.add, got, repeat(sep)))  # type: ignore[arg-type]
         words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
         if self._words_hold(passages):
             held: list[int | None] = list(map(_WORDS_BOUND, feats))  # type: ignore[arg-type]
-            return [w + sep if w is not None else h + sep if h is not None else self._words_only(p)
-                    for w, h, p in zip(words, held, passages)]
-        return [w + sep if w is not None else self._words_only(p) for w, p in zip(words, passages)]
+            return [b + sep if b is not None else w + sep if w is not None else h + sep if h is not None
+                    else self._words_only(p) for b, w, h, p in zip(got, words, held, passages)]
+        return [b + sep if b is not None else w + sep if w is not None else self._words_only(p)
+                for b, w, p in zip(got, words, passages)]
 
     def _words_only(self, p: Passage) -> int:
         """`words_at_least(p)` plus the separator (kept with a whole chunk): at most `at_least(p)`."""
