@@ -167,19 +167,19 @@ class Costing:
         return b + self.sep  # type: ignore[no-any-return]
 
     def bounds(self, passages: Sequence[Passage], cheap: bool = False) -> list[int]:
-        """`at_least` of each passage, the same numbers, the word bounds already kept read for the
-        whole list by C-level look-ups (the packer reads one for every passage of a pool of
-        hundreds, most of them beyond the budget).
+        """`at_least` of each passage (the packer reads one for every passage of a pool of
+        hundreds, most of them beyond the budget: one call for the list).
 
         With `cheap`, each passage gets a lower bound of its `at_least` already at hand where
-        there is one: its `at_least` itself, once worked out, its clean words' bound (`words_at_least`), or, where that is not kept but
-        the chunk's own word bound is (`ChunkFeatures.words_bound`, which the reachable set reads
-        for every candidate of a large pool), that plus the separator: under o200k_base a lower
-        bound of any rendering (docket.features.text_words_bound), read without the clean text's
-        words (issue 21, first sight: ~1,000 passages a query at 1,000, most of them ruled out on
-        it by the packer, which refines with `at_least` only where it is not over what is left).
-        Where neither is kept, `words_at_least` plus the separator (the chunk's word bound is not
-        computed for it)."""
+        there is one: its `at_least` itself, once worked out; else its clean words' bound
+        (`words_at_least`); else, where the chunk's own word bound is kept
+        (`ChunkFeatures.words_bound`, which the reachable set reads for every candidate of a large
+        pool), that plus the separator: under o200k_base a lower bound of any rendering
+        (docket.features.text_words_bound), read without the clean text's words (issue 21, first
+        sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer, which
+        refines with `at_least` only where it is not over what is left). Where none is kept,
+        `words_at_least` plus the separator (the chunk's word bound is not computed for it). The
+        kept ones are read for the whole list by C-level look-ups."""
         if not self.cacheable:
             return [0] * len(passages)
         if not cheap:
