@@ -847,7 +847,9 @@ def text_words_bound(text: str) -> int:
     tokenizer's pre-tokens never hold two runs of text a space apart, and each is one token or
     more. Only runs the renderer keeps whole count: a plain printable text's words, else the runs
     between spaces and newlines holding a letter or digit that cleaning never removes. (The
-    reachable set's bound, docket.moves.reach; a pure function of the text, kept per chunk.)"""
+    reachable set's bound, docket.moves.reach; a pure function of the text, kept per chunk.)
+    Never above `text.count(" ") + text.count("\n") + 1`, the runs between spaces and newlines
+    (every branch counts some of those runs; docket.brief.sizer's `at_least` relies on it)."""
     if text.isascii():  # most texts: classed byte by byte in one C pass, no word list made
         b = text.encode("ascii").translate(_ASCII_WORD_CLASS)
         if b"\0" not in b:  # printable but for newlines: the words of the branch below, counted

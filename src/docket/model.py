@@ -503,8 +503,8 @@ class Trace:
     def add_deferred(self, move: str, action: str, chunks: Sequence[str],
                      event: Callable[[], tuple[str, dict[str, Any]]]) -> None:
         """An event whose reason and numbers `event()` computes when the trace is first read: for
-        numbers that cost real work and that no decision needs (the exact token count of a
-        passage the packer ruled out on a lower bound). `event` must be a pure function of what
+        numbers that cost work and that no decision needs (the lower bound on the tokens of a
+        passage the packer ruled out on it, made by the hundred in a large pool). `event` must be a pure function of what
         it holds, so the trace reads the same whenever it is read; it should hold no more than
         that (a trace may be kept long after its assembly)."""
         self._raw.append((move, action, chunks, event, None))  # numbers None: the reason is the event

@@ -40,7 +40,9 @@ class Sizer(Protocol):
     def at_least(self, passage: Passage, label: str) -> int:
         """A lower bound on `cost(passage, label)`, cheap to compute (nothing rendered or
         tokenised; 0 when no bound is known): the packer counts exactly only the passages a bound
-        cannot rule out (docket.moves.pack)."""
+        cannot rule out (docket.moves.pack), and its trace gives this bound for each of those it
+        does. A pure function of the passage and the settings, never a count cached by an earlier
+        assembly, so the same inputs give the same trace whatever ran before."""
         ...
 
     def bound_function(self, label: str) -> Callable[[Passage], int]:
@@ -50,13 +52,13 @@ class Sizer(Protocol):
     def bounds(self, passages: Sequence[Passage], label: str, cheap: bool = False) -> list[int]:
         """`at_least(p, label)` of each passage, read for the whole list at once (the packer asks
         for every passage of the pool: one call, not one per passage). With `cheap`, a passage
-        whose bound is not at hand may get a cheaper one already known (never above its cost, but
-        maybe below `at_least`): a caller refines it with `at_least` where the difference matters."""
+        may get a cheaper bound already known (never above its `at_least`, maybe below it): a
+        caller refines it with `at_least` where the difference matters."""
         ...
 
     def cost_function(self, label: str) -> Callable[[Passage], int]:
         """`cost(·, label)` for many passages, as a function that holds only what counting needs
-        (not the assembly context): a trace event may keep it to count a passage when read."""
+        (not the assembly context)."""
         ...
 
     def wrapper_tokens(self) -> int:

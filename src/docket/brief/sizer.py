@@ -91,12 +91,13 @@ class RenderSizer:
 
 class Costing:
     """`cost(·, label)` as a function that holds only what counting needs (the counter, the render
-    settings and the feature cache, not the assembly context): a trace event may keep it to count
-    a skipped passage when the trace is read. A whole chunk's count is cached with its features,
+    settings and the feature cache, not the assembly context): a trace event may keep it to give
+    a skipped passage's bound when the trace is read. A whole chunk's count is cached with its features,
     keyed by the counter, the render settings and the label's class, with counters whose counts
     are a function of the text alone (others are asked every time)."""
 
-    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "cacheable", "sep")
+    __slots__ = ("counter", "policy", "features", "cache", "label", "key", "words_key", "bound_key", "cacheable", "sep",
+                 "hold", "hold_untrusted")
 
     def __init__(self, counter: Any, policy: RenderPolicy, render_key: str, features: FeatureCache, label: str) -> None:
         self.counter, self.policy, self.label = counter, policy, label
@@ -104,7 +105,14 @@ class Costing:
         self.cacheable = type(counter) in CACHEABLE_COUNTERS
         self.key = ("cost", counter.name, render_key, counting.label_class(counter, label)) if self.cacheable else ()
         self.words_key = ("words", render_key)
+        self.bound_key = ("bound", counter.name, render_key)  # `at_least` less the separator, once worked out
         self.sep = counting.count(counter, SEP)
+        #: a chunk's own word bound (`ChunkFeatures.words_bound`) bounds its passage's count, of a
+        #: trusted source / of an untrusted one: an o200k_base counter, in a format whose body keeps
+        #: words whole (where `words_at_least` bounds by words too), and not datamarked (datamarking
+        #: joins an untrusted passage's words; docket.moves.reach asks the same)
+        self.hold = type(counter) is O200kCounter and type(formats.get(policy.format)) in _FRAME_WORDS
+        self.hold_untrusted = self.hold and policy.spotlight != "datamark"
 
     def __call__(self, p: Passage) -> int:
         if not self.cacheable or len(p.chunks) != 1 or p.text_override is not None:
@@ -123,58 +131,88 @@ class Costing:
         return self.counter.count(render_passage(p, self.label, self.policy).block) + self.sep
 
     def at_least(self, p: Passage) -> int:
-        """A lower bound on `self(p)` that renders and counts nothing: the cached count when there
-        is one, else `words_at_least` (kept with the chunk, for any label) plus the separator; 0
-        with a counter it knows nothing of."""
+        """A lower bound on `self(p)` that renders and counts nothing, and a pure function of the
+        passage and the render settings: never the cached count, whatever was counted before, so
+        the packer's choice of which passages a bound rules out, and the bound its trace gives
+        for each, read the same for the same inputs (issue 21, decision 1). `words_at_least` (kept
+        with the chunk, for any label), or for a whole chunk whose own word bound
+        (`ChunkFeatures.words_bound`) bounds its count (`hold`) the larger of the two, plus the
+        separator; 0 with a counter it knows nothing of."""
         if not self.cacheable:
             return 0
         if len(p.chunks) != 1 or p.text_override is not None:
             return words_at_least(p, self.policy) + self.sep
-        costs = self.features(p.first).costs
-        c = costs.get(self.key)
-        if c is None:
-            c = costs.get(self.words_key)
-            if c is None:
-                c = costs[self.words_key] = words_at_least(p, self.policy)
-            c += self.sep
-        return c  # type: ignore[no-any-return]
+        c = p.first
+        f = self.features(c)
+        costs = f.costs
+        b = costs.get(self.bound_key)
+        if b is not None:
+            return b + self.sep  # type: ignore[no-any-return]
+        b = costs.get(self.words_key)
+        if b is None:
+            b = costs[self.words_key] = words_at_least(p, self.policy)
+        if self.hold_untrusted if p.untrusted else self.hold:
+            h = f._words_bound
+            if h is None:
+                t = c.text
+                # the chunk's word bound is at most its runs between spaces and newlines
+                # (text_words_bound): where those are not more than b, it cannot be the larger and
+                # is not computed (the packer's trace asks for the ~180 skips of a never-seen
+                # service pool, ~7 us each)
+                if t.count(" ") + t.count("\n") >= b:
+                    h = f.words_bound(c)
+            if h is not None and h > b:
+                b = h
+        costs[self.bound_key] = b
+        return b + self.sep  # type: ignore[no-any-return]
 
     def bounds(self, passages: Sequence[Passage], cheap: bool = False) -> list[int]:
-        """`at_least` of each passage, the same numbers: the cached counts read for the whole list
-        by C-level look-ups (the packer reads one for every passage of a pool of hundreds, most of
-        them beyond the budget), `at_least` itself only where a count is not cached.
+        """`at_least` of each passage (the packer reads one for every passage of a pool of
+        hundreds, most of them beyond the budget: one call for the list).
 
-        With `cheap`: where neither is cached but the chunk's own word bound is
+        With `cheap`, each passage gets a lower bound of its `at_least` already at hand where
+        there is one: its `at_least` itself, once worked out; else its clean words' bound
+        (`words_at_least`); else, where the chunk's own word bound is kept
         (`ChunkFeatures.words_bound`, which the reachable set reads for every candidate of a large
         pool), that plus the separator: under o200k_base a lower bound of any rendering
         (docket.features.text_words_bound), read without the clean text's words (issue 21, first
-        sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer,
-        which refines with `at_least` only where it is not over what is left)."""
+        sight: ~1,000 passages a query at 1,000, most of them ruled out on it by the packer, which
+        refines with `at_least` only where it is not over what is left). Where none is kept,
+        `words_at_least` plus the separator (the chunk's word bound is not computed for it). The
+        kept ones are read for the whole list by C-level look-ups."""
         if not self.cacheable:
             return [0] * len(passages)
+        if not cheap:
+            return list(map(self.at_least, passages))
         feats = self.cache.of_passages(passages)
         if None in feats:
-            return list(map(self.at_least, passages))
+            return list(map(self._words_only, passages))
         costs = list(map(_COSTS, feats))
-        got: list[int | None] = list(map(dict.get, costs, repeat(self.key)))
-        if None not in got:
-            return got  # type: ignore[return-value]
-        words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
         sep = self.sep
-        if cheap and self._words_hold(passages):
+        got: list[int | None] = list(map(dict.get, costs, repeat(self.bound_key)))
+        if None not in got:  # every `at_least` worked out before (a warm pool)
+            return list(map(operator.add, got, repeat(sep)))  # type: ignore[arg-type]
+        words: list[int | None] = list(map(dict.get, costs, repeat(self.words_key)))
+        if self._words_hold(passages):
             held: list[int | None] = list(map(_WORDS_BOUND, feats))  # type: ignore[arg-type]
-            return [c if c is not None else w + sep if w is not None else h + sep if h is not None
-                    else self.at_least(p) for c, w, h, p in zip(got, words, held, passages)]
-        return [c if c is not None else w + sep if w is not None else self.at_least(p)
-                for c, w, p in zip(got, words, passages)]
+            return [b + sep if b is not None else w + sep if w is not None else h + sep if h is not None
+                    else self._words_only(p) for b, w, h, p in zip(got, words, held, passages)]
+        return [b + sep if b is not None else w + sep if w is not None else self._words_only(p)
+                for b, w, p in zip(got, words, passages)]
+
+    def _words_only(self, p: Passage) -> int:
+        """`words_at_least(p)` plus the separator (kept with a whole chunk): at most `at_least(p)`."""
+        if len(p.chunks) != 1 or p.text_override is not None:
+            return words_at_least(p, self.policy) + self.sep
+        costs = self.features(p.first).costs
+        w = costs.get(self.words_key)
+        if w is None:
+            w = costs[self.words_key] = words_at_least(p, self.policy)
+        return w + self.sep  # type: ignore[no-any-return]
 
     def _words_hold(self, passages: Sequence[Passage]) -> bool:
-        """The chunks' word bounds are bounds of these passages' counts: an o200k_base counter and
-        no datamarked passage (datamarking joins words; docket.moves.reach asks the same), in a
-        format whose body keeps words whole (where `words_at_least` bounds by words too)."""
-        if type(self.counter) is not O200kCounter or type(formats.text_format(self.policy.format)) not in _FRAME_WORDS:
-            return False
-        return self.policy.spotlight != "datamark" or not any(map(_UNTRUSTED, passages))
+        """The chunks' word bounds are bounds of these passages' counts (`hold`, `hold_untrusted`)."""
+        return self.hold_untrusted or (self.hold and not any(map(_UNTRUSTED, passages)))
 
 
 _COSTS, _WORDS_BOUND = operator.attrgetter("costs"), operator.attrgetter("_words_bound")

@@ -69,15 +69,21 @@ def packing_order(passages: list[Passage], ctx: Context) -> list[Passage]:
 def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     """Whole passages best first into the budget, down to the floor. A passage is counted exactly
     only when a lower bound on its cost (`Sizer.at_least`: its words, no rendering) cannot rule
-    it out, so a pool of hundreds is not rendered to fill a budget of ten; the skip of a passage
-    ruled out on its bound is logged with its exact count all the same, counted when the trace is
-    read. The decisions are those of counting every passage (the bound is never above the count)."""
+    it out, so a pool of hundreds is not rendered to fill a budget of ten. The skip of a passage
+    ruled out on its bound gives that bound ("at least N tokens", `tokens_at_least`), never a
+    count: no count of it could change the prompt (issue 21, decision 1: prompt-equivalence),
+    and counting the ~180 such skips of a never-seen pool when the trace is read cost the service
+    ~11 ms CPU a request. Which passages are ruled out on their bound, and the bound each gives,
+    are pure functions of the passages and the settings (`Sizer.at_least` never reads a cached
+    count), so the trace reads the same whatever the process counted before. The decisions are
+    those of counting every passage (the bound is never above the count)."""
     budget = evidence_budget(ctx)
     pol = ctx.policy.pack
     ordered = packing_order(passages, ctx) if pol.enabled else sorted(passages, key=_RANK)
     widest = label_for(max(len(ordered), 1))
     sizer = ctx.sizer
     cost_of = sizer.cost_function(widest)
+    refine = sizer.bound_function(widest)
     # a passage the compression move may shorten is counted exactly, as is the one that stops naive packing
     exact_first = ctx.policy.compress.needed_top if ctx.policy.compress.enabled else 0
     used = wrapper_cost(ctx)
@@ -91,10 +97,10 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
     # where the floor stops the loop, and every bound before it read at once (most passages of a
     # large pool are ruled out on theirs): a run of passages ruled out on their bounds is logged in one step
     below = next(compress(count(), map(operator.lt, map(_SCORE, ordered), repeat(floor))), n)
-    # (cheap: a chunk's word bound where its `at_least` is not at hand, refined below where it fits)
+    # (cheap: a bound at hand, at most `at_least`, refined to it below where it is not over what is left:
+    # a passage is ruled out on its bound exactly when its `at_least` is over, whatever was at hand)
     bounds = ([0] * bounded_from + sizer.bounds(ordered[bounded_from:below], widest, cheap=True)
               if bounded_from < below else [])
-    refine = sizer.bound_function(widest)
     idx = 0
     while idx < n:
         p = ordered[idx]
@@ -107,7 +113,8 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
             break
         if idx >= bounded_from and _over(bounds, idx, budget - used, refine, ordered):
             # this passage and the next ones whose bounds are over what is left, up to the floor
-            # (`used` cannot change while passages are skipped): skipped, each counted when the trace is read
+            # (`used` cannot change while passages are skipped): skipped, each giving its `at_least` when the
+            # trace is read
             left = budget - used
             end = idx + 1
             while True:
@@ -117,7 +124,7 @@ def pack(passages: list[Passage], ctx: Context) -> tuple[list[Passage], int]:
                 end += 1
             run = ordered[idx:end]
             unsized.extend(run)
-            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, cost_of, used, budget), run)
+            skips(MOVE, "skip", list(map(_IDS, run)), partial(_skip_at, refine, used, budget), run)
             idx = end
             continue
         at, idx = idx, idx + 1  # p is ordered[at]: counted now
@@ -162,14 +169,10 @@ def _over(bounds: list[int], k: int, left: int, refine: Callable[[Passage], int]
     return b > left
 
 
-def _skip_at(cost: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
-    """`_skip` with the passage last: one function for a run of skips, each event holding its passage."""
-    return _skip(cost, passage, used, budget)
-
-
-def _skip(cost: Callable[[Passage], int], passage: Passage, used: int, budget: int) -> tuple[str, dict[str, Any]]:
-    """The trace event of a passage skipped on its lower bound, with its exact count (made when
-    the trace is read: the same reason and numbers as a counted skip)."""
-    n = cost(passage)
+def _skip_at(bound: Callable[[Passage], int], used: int, budget: int, passage: Passage) -> tuple[str, dict[str, Any]]:
+    """The trace event of a passage skipped on its lower bound (made when the trace is read): the
+    bound, `at_least` (a pure function of the passage and the render settings), never its count."""
+    n = bound(passage)
     reach = used + n
-    return f"{n} tokens: would reach {reach} > {budget}, skip", {"tokens": n, "would_reach": reach}
+    return (f"at least {n} tokens: would reach at least {reach} > {budget}, skip",
+            {"tokens_at_least": n, "would_reach_at_least": reach})
