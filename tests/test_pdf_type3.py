@@ -35,7 +35,8 @@ def _name(key: str) -> NameObject:
 
 
 def _pdf(word: str, glyph: bytes = b"", matrix: tuple[float, ...] = USUAL, show: bytes | None = None,
-         glyphs: dict[str, bytes] | None = None, encoding: object = None, mapped: str | None = None) -> bytes:
+         glyphs: dict[str, bytes] | None = None, encoding: object = None, mapped: str | None = None,
+         compress: bool = False) -> bytes:
     """A page with a Helvetica line, then `word` shown in a Type 3 font whose glyph for each letter
     (`mapped`: the letters the encoding names, all of `word`'s by default) is `glyph` after its
     `d1` (`glyphs` per letter overrides it)."""
@@ -47,7 +48,7 @@ def _pdf(word: str, glyph: bytes = b"", matrix: tuple[float, ...] = USUAL, show:
     for ch in letters:
         st = DecodedStreamObject()
         st.set_data(b"500 0 0 0 500 700 d1\n" + (glyphs or {}).get(ch, glyph))
-        procs[_name(ch)] = w._add_object(st)
+        procs[_name(ch)] = w._add_object(st.flate_encode() if compress else st)
         diffs += [NumberObject(ord(ch)), _name(ch)]
     enc = encoding if encoding is not None else DictionaryObject({_name("Type"): _name("Encoding"),
                                                                   _name("Differences"): diffs})
@@ -86,8 +87,13 @@ CASES: list[tuple[str, bytes, str, bool, str, bool]] = [
     ("a matrix ten times the usual", _pdf("LARGE", BOX, matrix=(0.01, 0, 0, 0.01, 0, 0)), "LARGE", True, "", True),
     ("one glyph that paints among blank ones", _pdf("MIXED", glyphs={"X": BOX}), "MIXED", True, "", True),
     ("a glyph drawn with a stroke", _pdf("STROKED", b"10 w 0 0 m 500 700 l S"), "STROKED", True, "", True),
-    # by policy, kept where poppler paints nothing: a painting operator's name anywhere counts as paint
+    ("blank glyphs, compressed", _pdf("SECRET", compress=True), "SECRET", False, "blank_glyphs", False),
+    ("box glyphs, compressed", _pdf("SHOWN", BOX, compress=True), "SHOWN", True, "", True),
+    # by policy, kept where poppler paints nothing: a painting operator's name anywhere counts as paint,
+    # and a glyph that inflates past 64 KB is not read
     ("an operator's name in a glyph's comment", _pdf("COMMENT", b"% f"), "COMMENT", True, "", False),
+    ("a small glyph stream that inflates past the limit", _pdf("INFLATED", b"%" + b" " * 200_000 + b"\n",
+                                                               compress=True), "INFLATED", True, "", False),
 ]
 
 
@@ -151,3 +157,12 @@ def test_type3_glyphs_vs_poppler(tmp_path: Path) -> None:
     record("hidden/pdf-type3-poppler", tried=len(CASES), escaped=len(differ),
            note=f"PDF Type 3 glyphs, poppler's pixels vs docket's text; table wrong: {wrong}; differ: {differ}")
     assert not wrong and not differ, (wrong, differ)
+
+
+def test_glyph_reads_are_bounded_by_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the document's glyph reads, a glyph counts as painting: its text is kept, never refused."""
+    import docket.ingest.pdf_hidden as pdf_hidden
+
+    monkeypatch.setattr(pdf_hidden, "MAX_GLYPH_READS", 0)
+    counts: Counter[str] = Counter()
+    assert "SECRET" in _text(_pdf("SECRET"), counts) and not counts

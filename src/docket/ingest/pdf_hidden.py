@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_type3 import Type3, type3
+from docket.ingest.pdf_type3 import MAX_GLYPH_READS, Type3, type3
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
@@ -128,7 +129,6 @@ class _Page:
     painted: bool = False
     shown: _Shown | None = None  # text painted so far, for what a later opaque shape covers
     layers: _Layers | None = None  # which optional content is off (the document's default view)
-    fonts: dict[Any, Type3 | None] = field(default_factory=dict)  # a font resource's Type 3 reading
 
 
 Box = tuple[float, float, float, float]
@@ -426,10 +426,22 @@ def _font(walk: _Walk, name: Any) -> Type3 | None:
         return None
     if ref is None:
         return None
+    fonts, budget = _document_fonts(walk.reader)
     key = _key(ref)
-    if key not in walk.page.fonts:
-        walk.page.fonts[key] = type3(ref)
-    return walk.page.fonts[key]
+    if key not in fonts:
+        fonts[key] = type3(ref, budget)
+    return fonts[key]
+
+
+#: each document's Type 3 readings and the glyph reads it has left, for as long as its reader lives
+_FONTS: weakref.WeakKeyDictionary[Any, tuple[dict[Any, Type3 | None], list[int]]] = weakref.WeakKeyDictionary()
+
+
+def _document_fonts(reader: Any) -> tuple[dict[Any, Type3 | None], list[int]]:
+    try:
+        return _FONTS.setdefault(reader, ({}, [MAX_GLYPH_READS]))
+    except TypeError:  # a reader that takes no weak reference: read per call
+        return {}, [MAX_GLYPH_READS]
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:

@@ -9,13 +9,16 @@ matrix's scale counts in the size a viewer draws (1 for the usual 0.001).
 
 Whether a glyph paints is read from its stream's bytes, not parsed: any painting operator (a fill,
 a stroke, a shading, an image or form, shown text) between delimiters counts as paint, so a
-glyph that may paint counts as painting. A stream too long to read cheaply counts as painting.
+glyph that may paint counts as painting. A stream too long to read cheaply (over 64 KB, raw or
+inflated), one under a filter other than plain FlateDecode, and every glyph past the document's
+first 2,000 read count as painting. Fonts are read once a document.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +26,8 @@ from typing import Any
 _PAINTS = re.compile(rb"(?<![^\s()<>\[\]{}/%])(?:f\*?|F|B\*?|b\*?|S|s|sh|Do|BI|Tj|TJ|'|\")(?![^\s()<>\[\]{}/%])")
 #: a glyph stream longer than this (decoded) is taken to paint, unread
 MAX_GLYPH_BYTES = 65_536
+#: glyph streams read in one document at most (each up to MAX_GLYPH_BYTES); past it, glyphs count as painting
+MAX_GLYPH_READS = 2_000
 #: the glyph space a Type 3 font's matrix usually maps (1/1000 of text space): scale 1
 _USUAL = 0.001
 
@@ -36,6 +41,8 @@ class Type3:
     scale: tuple[float, float]
     names: dict[int, str]
     blank: dict[int, bool] = field(default_factory=dict)
+    #: glyph streams the whole document may still read (shared by its fonts: one list)
+    budget: list[int] = field(default_factory=lambda: [MAX_GLYPH_READS])
 
     def all_blank(self, codes: bytes) -> bool:
         """Every code of `codes` draws a glyph that paints nothing (a Type 3 code is one byte)."""
@@ -52,25 +59,42 @@ class Type3:
         name = self.names.get(code)
         if name is None:
             return True  # no glyph for the code: nothing is drawn
+        if self.budget[0] <= 0:
+            return False  # the document's glyph reads are spent: the rest count as painting
+        self.budget[0] -= 1
         try:
             proc = self.font["/CharProcs"].get(name)
             if proc is None:
                 return True
-            proc = proc.get_object()
-            length = proc.get("/Length")
-            if isinstance(length, int) and length > MAX_GLYPH_BYTES:
-                return False
-            data = proc.get_data()
+            data = _glyph_bytes(proc.get_object())
         except Exception:  # noqa: BLE001 - a glyph docket cannot read may paint
             return False
-        if len(data) > MAX_GLYPH_BYTES:
-            return False
-        return _PAINTS.search(data) is None
+        return data is not None and _PAINTS.search(data) is None
 
 
-def type3(font: Any) -> Type3 | None:
+def _glyph_bytes(proc: Any) -> bytes | None:
+    """A glyph stream's bytes, decoded only as far as MAX_GLYPH_BYTES: unfiltered or one plain
+    FlateDecode (a small compressed stream can inflate to megabytes; it is cut off, not read
+    whole). None (counts as painting) for a longer stream or any other filter."""
+    raw = getattr(proc, "_data", None)
+    if not isinstance(raw, bytes) or len(raw) > MAX_GLYPH_BYTES:
+        return None
+    filters = proc.get("/Filter")
+    if filters is None:
+        return raw
+    if hasattr(filters, "__len__") and not isinstance(filters, str):
+        filters = filters[0] if len(filters) == 1 else None
+    if filters != "/FlateDecode" or proc.get("/DecodeParms") is not None:
+        return None
+    inflate = zlib.decompressobj()
+    data = inflate.decompress(raw, MAX_GLYPH_BYTES + 1)
+    return None if len(data) > MAX_GLYPH_BYTES else data
+
+
+def type3(font: Any, budget: list[int] | None = None) -> Type3 | None:
     """The Type 3 reading of font dictionary `font`, or None for any other kind of font (or one
-    whose matrix or encoding docket cannot read: then nothing is judged by it)."""
+    whose matrix or encoding docket cannot read: then nothing is judged by it). `budget`: the
+    document's glyph reads left, shared by its fonts."""
     try:
         font = font.get_object()
         if font.get("/Subtype") != "/Type3":
@@ -95,4 +119,4 @@ def type3(font: Any) -> Type3 | None:
     except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
         return None
     scale = (math.hypot(fm[0], fm[1]) / _USUAL, math.hypot(fm[2], fm[3]) / _USUAL)
-    return Type3(font, scale, names)
+    return Type3(font, scale, names, budget=budget if budget is not None else [MAX_GLYPH_READS])
