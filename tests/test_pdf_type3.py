@@ -159,6 +159,15 @@ def test_type3_glyphs_vs_poppler(tmp_path: Path) -> None:
     assert not wrong and not differ, (wrong, differ)
 
 
+def test_a_show_of_spaces_alone_is_not_hidden_text() -> None:
+    """A space glyph paints nothing by design: words shown one by one with blank spaces between
+    them keep their spaces, and nothing is counted."""
+    words = b"(SH) Tj ( ) Tj (OWN) Tj"
+    counts: Counter[str] = Counter()
+    text = _text(_pdf("SH OWN", BOX, show=words, glyphs={" ": b""}, mapped="SHOWN"), counts)
+    assert "SH" in text and "OWN" in text and not counts, (text, counts)
+
+
 def test_glyph_reads_are_bounded_by_document(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the document's glyph reads, a glyph counts as painting: its text is kept, never refused."""
     import docket.ingest.pdf_hidden as pdf_hidden
@@ -166,3 +175,26 @@ def test_glyph_reads_are_bounded_by_document(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(pdf_hidden, "MAX_GLYPH_READS", 0)
     counts: Counter[str] = Counter()
     assert "SECRET" in _text(_pdf("SECRET"), counts) and not counts
+
+
+def test_a_matplotlib_chart_in_type3_fonts_reads_as_pypdf_reads_it() -> None:
+    """matplotlib writes PDF text in Type 3 fonts by default (`pdf.fonttype` 3): every glyph that
+    paints is read, spaces and all, and nothing is counted."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [3, 1, 2], label="refund latency")
+    ax.set_title("Refunds take 14 days, median 3.2")
+    ax.set_xlabel("Week of the quarter")
+    ax.legend()
+    ax.text(1.5, 2.5, "Policy v3 (effective 2025-01-01)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="pdf")
+    plt.close(fig)
+    data = buf.getvalue()
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    assert {f.get_object()["/Subtype"] for f in reader.pages[0]["/Resources"]["/Font"].values()} == {"/Type3"}
+    counts: Counter[str] = Counter()
+    assert _text(data, counts) == reader.pages[0].extract_text().strip() and not counts

@@ -26,6 +26,8 @@ from typing import Any
 _PAINTS = re.compile(rb"(?<![^\s()<>\[\]{}/%])(?:f\*?|F|B\*?|b\*?|S|s|sh|Do|BI|Tj|TJ|'|\")(?![^\s()<>\[\]{}/%])")
 #: a glyph stream longer than this (decoded) is taken to paint, unread
 MAX_GLYPH_BYTES = 65_536
+#: glyph names of spaces, whose glyphs paint nothing by design
+_SPACES = frozenset({"/space", "/nbspace", "/nonbreakingspace", "/uni0020", "/uni00A0", "/tab"})
 #: glyph streams read in one document at most (each up to MAX_GLYPH_BYTES); past it, glyphs count as painting
 MAX_GLYPH_READS = 2_000
 #: the glyph space a Type 3 font's matrix usually maps (1/1000 of text space): scale 1
@@ -45,10 +47,13 @@ class Type3:
     budget: list[int] = field(default_factory=lambda: [MAX_GLYPH_READS])
 
     def all_blank(self, codes: bytes) -> bool:
-        """Every code of `codes` draws a glyph that paints nothing (a Type 3 code is one byte)."""
-        if not codes:
+        """Every code of `codes` draws a glyph that paints nothing (a Type 3 code is one byte),
+        and some code is not a space's (a space paints nothing anyway: a show of spaces alone is
+        not hidden text)."""
+        letters = {c for c in codes if c != 32 and self.names.get(c) not in _SPACES}
+        if not letters:
             return False
-        for code in set(codes):
+        for code in letters:
             if code not in self.blank:
                 self.blank[code] = self._blank(code)
             if not self.blank[code]:
