@@ -33,7 +33,7 @@ from typing import Any
 import tinycss2
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.docx_place import Sheet, lines_off_page, table_off_page
+from docket.ingest.docx_place import Sheet, lines_off_page, table_off_page, vml_style
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -541,14 +541,6 @@ def alternate(el: Any) -> list[Any] | None:
     return list(branch) if branch is not None else None
 
 
-def _vml_style(style: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for decl in style.split(";"):
-        name, _, value = decl.partition(":")
-        out[name.strip().lower()] = value.strip().lower()
-    return out
-
-
 def _shape_hidden(el: Any) -> bool:
     """Whether Word leaves shape element `el` undrawn: a DrawingML object whose properties
     (`wp:docPr`, `wps:cNvPr`, `pic:cNvPr`...) say `hidden`, a VML shape styled `visibility:
@@ -559,7 +551,7 @@ def _shape_hidden(el: Any) -> bool:
             return True
     tag = el.tag
     if isinstance(tag, str) and tag.startswith(_VML) and el.get("style"):
-        style = _vml_style(el.get("style"))
+        style = vml_style(el.get("style"))
         return style.get("visibility") == "hidden" or style.get("display") == "none"
     return False
 

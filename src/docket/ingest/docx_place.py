@@ -56,21 +56,19 @@ class Sheet:
     @classmethod
     def of(cls, body: Any) -> Sheet:
         """The sheet of a document body (`w:body`): every section's `w:pgSz` and `w:pgMar`."""
-        sizes, margins = [], []
+        pages = []  # (width, height, left, right, top, bottom margins), twips
         for sect in body.iter(f"{_W}sectPr"):
             size, mar = sect.find(f"{_W}pgSz"), sect.find(f"{_W}pgMar")
-            w, h = _twips(size, "w", _DEFAULT_PAGE[0]), _twips(size, "h", _DEFAULT_PAGE[1])
-            sizes.append((w, h))
-            margins.append((w, h, *(abs(_twips(mar, side, _DEFAULT_MARGIN)) for side in ("left", "right", "top", "bottom"))))
-        if not sizes:
-            w, h = _DEFAULT_PAGE
-            sizes, margins = [(w, h)], [(w, h, *(_DEFAULT_MARGIN,) * 4)]
-        lefts = [m[2] for m in margins]
-        rights = [m[0] - m[3] for m in margins]
-        tops = [m[4] for m in margins]
-        bottoms = [m[1] - m[5] for m in margins]
+            pages.append((_twips(size, "w", _DEFAULT_PAGE[0]), _twips(size, "h", _DEFAULT_PAGE[1]),
+                          *(abs(_twips(mar, side, _DEFAULT_MARGIN)) for side in ("left", "right", "top", "bottom"))))
+        if not pages:
+            pages = [(*_DEFAULT_PAGE, *(_DEFAULT_MARGIN,) * 4)]
+        lefts = [m[2] for m in pages]
+        rights = [m[0] - m[3] for m in pages]
+        tops = [m[4] for m in pages]
+        bottoms = [m[1] - m[5] for m in pages]
         t = _TWIP
-        return cls(max(s[0] for s in sizes) * t, max(s[1] for s in sizes) * t, (min(lefts) * t, max(lefts) * t),
+        return cls(max(m[0] for m in pages) * t, max(m[1] for m in pages) * t, (min(lefts) * t, max(lefts) * t),
                    (min(rights) * t, max(rights) * t), (min(tops) * t, max(tops) * t),
                    (min(bottoms) * t, max(bottoms) * t))
 
@@ -97,7 +95,7 @@ class Sheet:
         certainly placed wholly outside the page."""
         tag = el.tag
         if tag == f"{_WP}anchor":
-            return any(self._outside(box) for box in _anchor_boxes(el, self))
+            return _anchor_off_page(el, self)
         if isinstance(tag, str) and tag.startswith(_VML) and el.getparent() is not None \
                 and not el.getparent().tag.startswith(_VML):  # a group's children are in its own coordinates
             box = _vml_box(el, self)
@@ -119,6 +117,16 @@ class Sheet:
 Box = tuple[tuple[float, float] | None, tuple[float, float] | None, tuple[float, float], bool]
 
 
+def vml_style(style: str) -> dict[str, str]:
+    """A VML shape's `style` attribute as declarations, names and values lower case, the last one
+    of a name winning."""
+    out: dict[str, str] = {}
+    for decl in style.split(";"):
+        name, _, value = decl.partition(":")
+        out[name.strip().lower()] = value.strip().lower()
+    return out
+
+
 def _twips(el: Any, attr: str, default: int) -> int:
     if el is None:
         return default
@@ -136,25 +144,26 @@ def _emu(text: str | None) -> int | None:
     return v if abs(v) < _MAX_EMU else None
 
 
-def _anchor_boxes(anchor: Any, sheet: Sheet) -> list[Box]:
-    """A DrawingML anchor's box as its `wp:positionH` and `wp:positionV` place it, and, when it
-    asks for `wp:simplePos`, as that places it too: Word and LibreOffice differ on that flag, so
-    the box is off the page only when it is off both ways. None of it when its size is not a
-    plain number."""
+def _anchor_off_page(anchor: Any, sheet: Sheet) -> bool:
+    """Whether a DrawingML anchor lies off the page as its `wp:positionH` and `wp:positionV`
+    place it, and, when it asks for `wp:simplePos`, as that places it too: Word and LibreOffice
+    differ on that flag, so the box is off the page only when it is off both ways. Not off when
+    its size is not a plain number."""
     ext = anchor.find(f"{_WP}extent")
     w, h = (_emu(ext.get("cx")), _emu(ext.get("cy"))) if ext is not None else (None, None)
     if w is None or h is None or w < 0 or h < 0:
-        return []
+        return False
     xfrm = anchor.find(f".//{_A}xfrm")
     spin = xfrm is not None and (xfrm.get("rot") or "0").strip() not in ("0", "")
     placed: Box = (_axis(anchor.find(f"{_WP}positionH"), sheet._h_origin),
                    _axis(anchor.find(f"{_WP}positionV"), sheet._v_origin), (w, h), spin)
+    if not sheet._outside(placed):
+        return False
     if (anchor.get("simplePos") or "").lower() not in ("1", "true", "on"):
-        return [placed]
+        return True
     pos = anchor.find(f"{_WP}simplePos")
     x, y = (_emu(pos.get("x")), _emu(pos.get("y"))) if pos is not None else (None, None)
-    simple: Box = ((x, x) if x is not None else None, (y, y) if y is not None else None, (w, h), spin)
-    return [placed] if sheet._outside(simple) and sheet._outside(placed) else []
+    return sheet._outside(((x, x) if x is not None else None, (y, y) if y is not None else None, (w, h), spin))
 
 
 def _axis(pos: Any, origin: Any) -> tuple[float, float] | None:
@@ -171,10 +180,7 @@ def _axis(pos: Any, origin: Any) -> tuple[float, float] | None:
 def _vml_box(shape: Any, sheet: Sheet) -> Box | None:
     """The same of a VML shape from its style: `position:absolute` at `margin-left`/`left` and
     `margin-top`/`top` (summed), from `mso-position-*-relative` (the text, by default)."""
-    style: dict[str, str] = {}
-    for decl in (shape.get("style") or "").split(";"):
-        name, _, value = decl.partition(":")
-        style[name.strip().lower()] = value.strip().lower()
+    style = vml_style(shape.get("style") or "")
     if style.get("position") != "absolute":
         return None
     if "width" not in style or "height" not in style:
@@ -217,11 +223,12 @@ def _sum(a: str | None, b: str | None) -> float | None:
 def lines_off_page(sheet: Sheet, indent: dict[str, int], jc: str | None, widest: Callable[[], float]) -> bool:
     """Whether a paragraph's lines lie wholly off the page, from its indents (`left`, `right`,
     `firstLine`, `hanging`, in twips, as resolved through its styles), its alignment `jc` and
-    `widest()`, the most its text can span (twips; asked only when the first line starts off the page). Off when the room its lines are laid out in ends
-    before the page begins, or, for text set from the left, when even the
-    widest the text can be ends before the page begins on the first line (it then fits on that
-    line: the line runs on past the page's edge, so nothing wraps). Lines indented past the page's
-    right edge are not judged: LibreOffice still lays them out on the page."""
+    `widest()`, the most its text can span (twips; asked only when the first line starts off the
+    page). Off when the room its lines are laid out in ends before the page begins, or, for text
+    set from the left, when even the widest the text can be ends before the page begins on the
+    first line (it then fits on that line: the line runs on past the page's edge, so nothing
+    wraps). Lines indented past the page's right edge are not judged: LibreOffice still lays
+    them out on the page."""
     t = _TWIP
     left, right = indent.get("left", 0) * t, indent.get("right", 0) * t
     first = (indent.get("firstLine", 0) - indent.get("hanging", 0)) * t
