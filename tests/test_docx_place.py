@@ -127,6 +127,14 @@ def test_the_edges_of_off_the_page(kw: dict[str, object], off: bool) -> None:
     assert _sheet().off_page(_anchor(**kw)) is off
 
 
+@pytest.mark.parametrize("width", ["inf", "1e999", "nan", "wide"])
+def test_a_page_size_that_is_no_number_is_the_default_page(width: str) -> None:
+    body = parse_xml(
+        '<w:body xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f'<w:sectPr><w:pgSz w:w="{width}" w:h="15840"/></w:sectPr></w:body>')
+    assert Sheet.of(body).width == 12240 * 635
+
+
 def test_the_largest_section_is_the_page() -> None:
     """A box off a small section's page but on a larger one's stays (its section is not looked up)."""
     body = parse_xml(

@@ -132,7 +132,7 @@ def _twips(el: Any, attr: str, default: int) -> int:
         return default
     try:
         return int(float(el.get(f"{_W}{attr}") or default))
-    except ValueError:
+    except (ValueError, OverflowError):  # "inf" and "1e999" overflow int(): the default, not a failed file
         return default
 
 
