@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import islice
 from typing import Any
 
@@ -87,6 +88,11 @@ def _on(el: Any) -> bool:
     return (el.get(f"{_W}val") or "true").lower() not in _FALSE
 
 
+def _set(el: Any) -> bool:
+    """A toggle element (`w:bidi`...) that is present and on."""
+    return el is not None and _on(el)
+
+
 @dataclass(frozen=True)
 class _Props:
     """What decides whether a run shows: None where nothing in the chain says."""
@@ -140,6 +146,9 @@ class Visibility:
         self.counts = counts if counts is not None else Counter()
         root = document.styles.element
         self._styles: dict[str, tuple[str | None, Any]] = {}  # id -> (basedOn, rPr)
+        # a style's paragraph properties (indents, alignment, numbering) and table properties (indent)
+        self._style_ppr: dict[str, Any] = {}
+        self._style_tblpr: dict[str, Any] = {}
         self._default_para: str | None = None
         for st in root.iterchildren(f"{_W}style"):
             sid = st.get(f"{_W}styleId")
@@ -147,30 +156,37 @@ class Visibility:
                 continue
             based = st.find(f"{_W}basedOn")
             self._styles[sid] = (based.get(f"{_W}val") if based is not None else None, st.find(f"{_W}rPr"))
+            for props, tag in ((self._style_ppr, "pPr"), (self._style_tblpr, "tblPr")):
+                el = st.find(f"{_W}{tag}")
+                if el is not None:
+                    props[sid] = el
             if st.get(f"{_W}type") == "paragraph" and (st.get(f"{_W}default") or "").lower() in ("1", "true", "on"):
                 self._default_para = sid
         self._defaults = _Props().over(root.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr"))
-        # paragraph properties that place a paragraph's lines (indents, alignment, numbering)
-        self._style_ppr = {sid: ppr for st in root.iterchildren(f"{_W}style")
-                           if (sid := st.get(f"{_W}styleId")) and (ppr := st.find(f"{_W}pPr")) is not None}
         self._default_ppr = root.find(f"{_W}docDefaults/{_W}pPrDefault/{_W}pPr")
-        self._style_tblpr = {sid: pr for st in root.iterchildren(f"{_W}style")
-                             if (sid := st.get(f"{_W}styleId")) and (pr := st.find(f"{_W}tblPr")) is not None}
         self._lines: dict[str | None, list[Any]] = {}  # paragraph style -> its pPr chain, base first
         page = document.element.find(f"{_W}background")
         self._page = _rgb(page.get(f"{_W}color")) if page is not None else None
         self._chains: dict[tuple[str | None, str | None, str | None], _Props] = {}
         self._fills: dict[Any, tuple[bool, cv.RGBA | None]] = {}  # a text box's fill, by its w:txbxContent
-        self._sheet: Sheet | None = None  # the pages' geometry, read when a box is first placed
         self._stories: dict[Any, _Fields] = {}  # a story's root -> its complex fields, once it has one
         self._document = document
 
-    def _chain(self, style: str | None, props: _Props) -> _Props:
+    @cached_property
+    def sheet(self) -> Sheet:
+        """The pages' geometry (docket.ingest.docx_place), read when a box or an indent first asks."""
+        return Sheet.of(self._document.element.body)
+
+    def _style_ids(self, style: str | None) -> list[str]:
+        """`style` and the styles it is based on, nearest first (a cycle or a chain past 64 ends it)."""
         ids: list[str] = []
         while style and style in self._styles and style not in ids and len(ids) < 64:
             ids.append(style)
             style = self._styles[style][0]
-        for sid in reversed(ids):
+        return ids
+
+    def _chain(self, style: str | None, props: _Props) -> _Props:
+        for sid in reversed(self._style_ids(style)):
             props = props.over(self._styles[sid][1])
         return props
 
@@ -248,8 +264,7 @@ class Visibility:
         (the body, a header, a note, a text box) must be read in order: a field's code can run
         from one paragraph into the next."""
         para_style, under, table_style = self._context(p)
-        parts: list[str] = []
-        shown: list[tuple[Any, str]] = []
+        shown: list[tuple[Any, str]] = []  # (run, its text) of each run Word shows
         fields = self._fields_of(p)
         for run in runs(p):
             if fields is not None and (fields.in_code or run.find(f"{_W}fldChar") is not None):
@@ -260,25 +275,19 @@ class Visibility:
                 continue
             reason = self._reason(run, para_style, under, table_style)
             if reason is None:
-                parts.append(text)
                 shown.append((run, text))
             elif text.strip():
                 self.counts[f"docx_hidden_{reason}"] += 1
         if shown and self._indented_off_page(p, para_style, table_style, shown):
             self.counts["docx_hidden_off_page"] += sum(1 for _, text in shown if text.strip())
             return ""
-        return "".join(parts)
+        return "".join(text for _, text in shown)
 
     def _ppr_chain(self, para_style: str | None) -> list[Any]:
         """The `w:pPr` elements a paragraph of `para_style` inherits, base first (the defaults'
         first), without the paragraph's own."""
         if para_style not in self._lines:
-            ids: list[str] = []
-            style = para_style
-            while style and style in self._styles and style not in ids and len(ids) < 64:
-                ids.append(style)
-                style = self._styles[style][0]
-            chain = [self._default_ppr] + [self._style_ppr.get(sid) for sid in reversed(ids)]
+            chain = [self._default_ppr] + [self._style_ppr.get(sid) for sid in reversed(self._style_ids(para_style))]
             self._lines[para_style] = [el for el in chain if el is not None]
         return self._lines[para_style]
 
@@ -297,8 +306,7 @@ class Visibility:
         indent: dict[str, int] = {}
         jc = None
         for el in chain:
-            bidi = el.find(f"{_W}bidi")
-            if el.find(f"{_W}numPr") is not None or (bidi is not None and _on(bidi)):
+            if el.find(f"{_W}numPr") is not None or _set(el.find(f"{_W}bidi")):
                 return False
             ind = el.find(f"{_W}ind")
             if ind is not None:
@@ -313,8 +321,6 @@ class Visibility:
             align = el.find(f"{_W}jc")
             if align is not None:
                 jc = align.get(f"{_W}val")
-        if self._sheet is None:
-            self._sheet = Sheet.of(self._document.element.body)
 
         def widest() -> float:  # the most the shown text can span, in twips: each letter at most its em
             out = 0.0
@@ -327,7 +333,7 @@ class Visibility:
                 out += len(text) * (em * stretch + max(0, props.spacing or 0))
             return out
 
-        return lines_off_page(self._sheet, indent, jc, widest)
+        return lines_off_page(self.sheet, indent, jc, widest)
 
     def table_off_page(self, tbl: Any) -> bool:
         """Whether table `tbl` (one of the body's or a header's, not nested) is indented wholly off
@@ -337,18 +343,16 @@ class Visibility:
         pr = tbl.find(f"{_W}tblPr")
         if pr is None or pr.find(f"{_W}tblpPr") is not None:
             return False
-        bidi, jc = pr.find(f"{_W}bidiVisual"), pr.find(f"{_W}jc")
-        if (bidi is not None and _on(bidi)) or (jc is not None and jc.get(f"{_W}val") not in ("left", "start")):
+        jc = pr.find(f"{_W}jc")
+        if _set(pr.find(f"{_W}bidiVisual")) or (jc is not None and jc.get(f"{_W}val") not in ("left", "start")):
             return False
         ind = pr.find(f"{_W}tblInd")
         style = pr.find(f"{_W}tblStyle")
-        sid = style.get(f"{_W}val") if style is not None else None
-        seen: list[str] = []
-        while ind is None and sid and sid in self._styles and sid not in seen and len(seen) < 64:
-            seen.append(sid)  # the table style's chain, nearest first
-            own = self._style_tblpr.get(sid)
+        for sid in self._style_ids(style.get(f"{_W}val") if style is not None and ind is None else None):
+            own = self._style_tblpr.get(sid)  # the table style's chain, nearest first
             ind = own.find(f"{_W}tblInd") if own is not None else None
-            sid = self._styles[sid][0]
+            if ind is not None:
+                break
         if ind is None or (ind.get(f"{_W}type") or "dxa") != "dxa":
             return False
         try:
@@ -357,24 +361,20 @@ class Visibility:
             return False
         widths = [_twips_of(pr.find(f"{_W}tblW")), sum(_twips_of(col) for col in
                                                        tbl.iterfind(f"{_W}tblGrid/{_W}gridCol"))]
-        if self._sheet is None:
-            self._sheet = Sheet.of(self._document.element.body)
-        if not table_off_page(self._sheet, indent, max(widths)):
+        if not table_off_page(self.sheet, indent, max(widths)):
             return False
-        self.counts["docx_hidden_off_page"] += sum(
-            1 for row in tbl.iterfind(f"{_W}tr") if any((t.text or "").strip() for t in row.iter(f"{_W}t")))
+        self.counts["docx_hidden_off_page"] += sum(1 for row in tbl.iterfind(f"{_W}tr") if has_text(row))
         return True
 
     def _fields_of(self, p: Any) -> _Fields | None:
         """The field state of `p`'s story, when a field is open in it or `p` holds a field
         character (None otherwise: most paragraphs, one C-level search)."""
-        if not self._stories and p.find(f".//{_W}fldChar") is None:
+        holds = p.find(f".//{_W}fldChar") is not None
+        if not holds and not self._stories:
             return None
         story = next(p.iterancestors(*_STORIES), None)
         fields = self._stories.get(story)
-        if fields is None:
-            if p.find(f".//{_W}fldChar") is None:
-                return None
+        if fields is None and holds:
             fields = self._stories[story] = _Fields(self.counts)
         return fields
 
@@ -407,9 +407,7 @@ class Visibility:
                 for box in holder.iter(f"{_W}txbxContent"):
                     if not len(box):
                         continue
-                    if self._sheet is None:
-                        self._sheet = Sheet.of(self._document.element.body)
-                    where = _placement(box, run, seen, branches, self._sheet)
+                    where = _placement(box, run, seen, branches, self.sheet)
                     if where == "elsewhere":
                         continue
                     if hidden_run is None:
@@ -426,8 +424,13 @@ class Visibility:
         return out
 
     def _count_box(self, box: Any, kind: str) -> None:
-        if any((t.text or "").strip() for t in box.iter(f"{_W}t")):
+        if has_text(box):
             self.counts[f"docx_hidden_{kind}"] += 1
+
+
+def has_text(el: Any) -> bool:
+    """Some `w:t` under `el` holds more than spaces (what a left-out box, row or part is counted for)."""
+    return any((t.text or "").strip() for t in el.iter(f"{_W}t"))
 
 
 def _twips_of(el: Any) -> int:

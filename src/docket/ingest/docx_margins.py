@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from docket.ingest.docx_hidden import has_text
+
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 _ON = frozenset({"", "1", "true", "on"})
@@ -125,9 +127,9 @@ def read_margins(document: Any, read: Callable[[Any], list[str]],
     """("Header: ..." texts, "Footer: ..." texts) of the parts Word prints, each read with `read`
     (the body's reader, given a part's root element); parts it never prints are counted."""
     margins = printed(document)
-    for root in margins.unprinted:  # (not read: its hidden runs are not the printed text's)
-        if any((t.text or "").strip() for t in root.iter(f"{_W}t")):
-            counts["docx_hidden_header"] += 1
+    unprinted = sum(map(has_text, margins.unprinted))  # (read no further: no page prints them)
+    if unprinted:
+        counts["docx_hidden_header"] += unprinted
     heads = [f"Header: {t}" for root in margins.headers if (t := margin_text(read(root)))]
     feet = [f"Footer: {t}" for root in margins.footers if (t := margin_text(read(root)))]
     return heads, feet
