@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from docket.errors import InputError, UnavailableError
 from docket.ingest.chunking import ChunkSize, Piece, chunk_text
@@ -246,14 +247,22 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 BLOCKS_PER_PAGE = 200
 
 
+def _related(document: object, kinds: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """(kind, part) of each part of the document's own package related to its main part as one of
+    `kinds` (the last word of the relationship type: "header", "footnotes"...)."""
+    for rel in document.part.rels.values():  # type: ignore[attr-defined]
+        kind = rel.reltype.rsplit("/", 1)[-1]
+        if not rel.is_external and kind in kinds:
+            yield kind, rel.target_part
+
+
 def _check_blocks(document: object, where: str, limits: OfficeLimits) -> None:
     """Refuse a body (with its headers and footers) of more paragraphs and rows than `max_pages`
     allows, counted by lxml in C (no python-docx object is made) before the per-paragraph walk."""
     body = document.element.body  # type: ignore[attr-defined]
     n = int(body.xpath("count(.//w:p | .//w:tr)"))  # python-docx's xpath knows the w: prefix
-    for rel in document.part.rels.values():  # type: ignore[attr-defined]
-        if not rel.is_external and rel.reltype.rsplit("/", 1)[-1] in ("header", "footer"):
-            n += int(rel.target_part.element.xpath("count(.//w:p | .//w:tr)"))  # read once each, as the body
+    for _kind, part in _related(document, ("header", "footer")):
+        n += int(part.element.xpath("count(.//w:p | .//w:tr)"))  # read once each, as the body
     if n > limits.max_pages * BLOCKS_PER_PAGE:
         raise _over(f"has {n:,} paragraphs and table rows (counted at {BLOCKS_PER_PAGE} a page)", "max_pages",
                     limits.max_pages, where, limits.keys)
@@ -345,12 +354,9 @@ def _docx_notes(document: object, shown: Visibility, page: int) -> list[tuple[in
     if not order:
         return []
     notes: dict[tuple[str, str], object] = {}
-    for rel in document.part.rels.values():  # type: ignore[attr-defined]
-        kind = rel.reltype.rsplit("/", 1)[-1]
-        if rel.is_external or kind not in ("footnotes", "endnotes"):
-            continue
+    for kind, target in _related(document, ("footnotes", "endnotes")):
         try:
-            part = parse_xml(rel.target_part.blob)
+            part = parse_xml(target.blob)
         except Exception:  # noqa: BLE001 - a damaged notes part costs its notes, not the document's body
             continue
         for note in part.iterchildren(f"{_W}{kind[:-1]}"):
@@ -383,7 +389,7 @@ def _docx_blocks(document: object, shown: Visibility, root: object = None,
 
     out: list[tuple[int, str]] = []
     pages = _Pages()
-    styles, default = _paragraph_styles(document)
+    styles, default = _paragraph_styles(document) if headings else ({}, "")  # (a header's lines are no headings)
 
     def cell_text(tc: object, depth: int) -> str:
         """A cell's paragraphs, and the rows of a table nested in it (cells joined as " | "),
