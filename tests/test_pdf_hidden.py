@@ -526,7 +526,8 @@ def test_a_page_without_hidden_text_reads_as_pypdf_reads_it(monkeypatch: pytest.
 
     files = [make_pdf(["Page one\nsecond line", "Page two"])] + [_pdf(d) for _n, d, hidden, _k in CASES if not hidden]
     now = [_text(f) for f in files]
-    monkeypatch.setattr(office, "strip_hidden_text", lambda page, reader, counts, annotations=None, max_annotations=0: 0)
+    monkeypatch.setattr(office, "strip_hidden_text",
+                        lambda page, reader, counts, annotations=None, max_annotations=0, fonts=None: 0)
     assert now == [_text(f) for f in files]
 
 

@@ -170,9 +170,9 @@ def test_a_show_of_spaces_alone_is_not_hidden_text() -> None:
 
 def test_glyph_reads_are_bounded_by_document(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the document's glyph reads, a glyph counts as painting: its text is kept, never refused."""
-    import docket.ingest.pdf_hidden as pdf_hidden
+    import docket.ingest.pdf_type3 as pdf_type3
 
-    monkeypatch.setattr(pdf_hidden, "MAX_GLYPH_READS", 0)
+    monkeypatch.setattr(pdf_type3, "MAX_GLYPH_READS", 0)
     counts: Counter[str] = Counter()
     assert "SECRET" in _text(_pdf("SECRET"), counts) and not counts
 

@@ -30,6 +30,7 @@ from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
 from docket.ingest.docx_margins import read_margins
 from docket.ingest.pdf_hidden import MAX_ANNOTATIONS, MAX_FILE_ANNOTATIONS, annotation_count, strip_hidden_text
+from docket.ingest.pdf_type3 import Type3Fonts
 from docket.tokens import TokenCounter
 
 
@@ -128,9 +129,10 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
         raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where, limits.keys)
     pages: list[str] = []
     chars, annots_left = 0, MAX_FILE_ANNOTATIONS
+    fonts = Type3Fonts()  # read once for every page
     for page in reader.pages:
         annotations: list[str] = []
-        strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left))
+        strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left), fonts)
         annots_left = max(annots_left - annotation_count(page), 0)
         pages.append(_clean("\n".join([page.extract_text() or "", *annotations]).strip("\n")))
         chars += len(pages[-1])

@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_type3 import MAX_GLYPH_READS, Type3, type3
+from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
@@ -129,6 +128,7 @@ class _Page:
     painted: bool = False
     shown: _Shown | None = None  # text painted so far, for what a later opaque shape covers
     layers: _Layers | None = None  # which optional content is off (the document's default view)
+    fonts: Type3Fonts = field(default_factory=Type3Fonts)  # the document's Type 3 fonts (one per page if not given)
 
 
 Box = tuple[float, float, float, float]
@@ -402,46 +402,31 @@ def _within(clip: Box | None, path: list[tuple[float, float]]) -> Box:
     return (max(box[0], clip[0]), max(box[1], clip[1]), min(box[2], clip[2]), min(box[3], clip[3]))
 
 
-def _text_len(operator: bytes, operands: list[Any]) -> int:
+def _strings(operator: bytes, operands: list[Any]) -> list[bytes | str]:
+    """The strings a show operator paints (TJ's, between its kerning numbers; the others' last operand)."""
     if operator == b"TJ":
-        arr = operands[0] if operands else []
-        return sum(len(x) for x in arr if isinstance(x, (bytes, str)))
+        return [x for x in operands[0] if isinstance(x, (bytes, str))] if operands else []
     last = operands[-1] if operands else b""
-    return len(last) if isinstance(last, (bytes, str)) else 0
+    return [last] if isinstance(last, (bytes, str)) else []
+
+
+def _text_len(operator: bytes, operands: list[Any]) -> int:
+    return sum(map(len, _strings(operator, operands)))
 
 
 def _codes(operator: bytes, operands: list[Any]) -> bytes:
     """The character codes a show operator paints (each string's bytes, TJ's strings joined)."""
-    strings = [x for x in operands[0] if isinstance(x, (bytes, str))] if operator == b"TJ" and operands else (
-        [operands[-1]] if operands and isinstance(operands[-1], (bytes, str)) else [])
-    return b"".join(x if isinstance(x, bytes) else x.encode("latin-1", "replace") for x in strings)
+    return b"".join(x if isinstance(x, bytes) else x.encode("latin-1", "replace") for x in _strings(operator, operands))
 
 
 def _font(walk: _Walk, name: Any) -> Type3 | None:
     """The Type 3 reading of font resource `name` of the stream walked (None for another kind),
-    read once a page."""
+    read once a document (`walk.page.fonts`)."""
     try:
         ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
     except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
         return None
-    if ref is None:
-        return None
-    fonts, budget = _document_fonts(walk.reader)
-    key = _key(ref)
-    if key not in fonts:
-        fonts[key] = type3(ref, budget)
-    return fonts[key]
-
-
-#: each document's Type 3 readings and the glyph reads it has left, for as long as its reader lives
-_FONTS: weakref.WeakKeyDictionary[Any, tuple[dict[Any, Type3 | None], list[int]]] = weakref.WeakKeyDictionary()
-
-
-def _document_fonts(reader: Any) -> tuple[dict[Any, Type3 | None], list[int]]:
-    try:
-        return _FONTS.setdefault(reader, ({}, [MAX_GLYPH_READS]))
-    except TypeError:  # a reader that takes no weak reference: read per call
-        return {}, [MAX_GLYPH_READS]
+    return walk.page.fonts.of(_key(ref), ref) if ref is not None else None
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -460,7 +445,8 @@ MAX_FILE_ANNOTATIONS = 5000
 
 
 def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None,
-                      annotations: list[str] | None = None, max_annotations: int = MAX_ANNOTATIONS) -> int:
+                      annotations: list[str] | None = None, max_annotations: int = MAX_ANNOTATIONS,
+                      fonts: Type3Fonts | None = None) -> int:
     """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
     would not paint, in the page's stream and in the forms it draws (each form once, whatever it
     is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`.
@@ -468,7 +454,8 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     With `annotations` (a list), the page's annotations are drawn too, over its content as a
     viewer draws them (an opaque box in one covers the page text under it), and the text each
     shown FreeText annotation and filled text or choice field paints is appended to the list;
-    past `max_annotations` they are neither drawn nor read (counted as `pdf_hidden_too_many`)."""
+    past `max_annotations` they are neither drawn nor read (counted as `pdf_hidden_too_many`).
+    `fonts`: the document's Type 3 fonts, read once for all its pages (a new one when not given)."""
     from pypdf.generic import ContentStream, NameObject
 
     counts = counts if counts is not None else Counter()
@@ -489,6 +476,8 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     walk.page.streams["page"] = top
     walk.page.shown = _Shown(walk.box)
     walk.page.layers = _Layers(reader)
+    if fonts is not None:
+        walk.page.fonts = fonts
     removed = _run(walk, top, counts)
     body_painted, body_ocr = walk.page.painted, len(walk.page.ocr)
     drawn: list[_Painted] = []

@@ -96,6 +96,22 @@ def _glyph_bytes(proc: Any) -> bytes | None:
     return None if len(data) > MAX_GLYPH_BYTES else data
 
 
+@dataclass
+class Type3Fonts:
+    """One document's Type 3 fonts, each read once (by its object key), and the glyph streams the
+    document may still read, shared by them. A reader of the document makes one and hands it to
+    every page's walk."""
+
+    fonts: dict[Any, Type3 | None] = field(default_factory=dict)
+    budget: list[int] = field(default_factory=lambda: [MAX_GLYPH_READS])
+
+    def of(self, key: Any, font: Any) -> Type3 | None:
+        """The Type 3 reading of font dictionary `font` (known in the document as `key`)."""
+        if key not in self.fonts:
+            self.fonts[key] = type3(font, self.budget)
+        return self.fonts[key]
+
+
 def type3(font: Any, budget: list[int] | None = None) -> Type3 | None:
     """The Type 3 reading of font dictionary `font`, or None for any other kind of font (or one
     whose matrix or encoding docket cannot read: then nothing is judged by it). `budget`: the
