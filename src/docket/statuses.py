@@ -112,18 +112,27 @@ def _starts(tokens: list[str], word: str) -> list[int]:
     return [k for k in range(len(tokens) - n + 1) if tokens[k:k + n] == parts]
 
 
+def _reads_as(status: str, words: frozenset[str]) -> bool:
+    """`status_word(status) in words`, a known word tested without the call (chunks are asked per
+    passage: most hold one of the known words as written)."""
+    return status in words or (status not in KNOWN_STATUSES and status_word(status) in words)
+
+
 def is_retired(status: str) -> bool:
     """The status means the version is not (or not yet) the rule."""
-    return status in RETIRED_STATUSES or (status not in KNOWN_STATUSES and status_word(status) in RETIRED_STATUSES)
+    return _reads_as(status, RETIRED_STATUSES)
 
 
 def is_untrusted(status: str) -> bool:
     """The status marks a stranger's text."""
-    return status in UNTRUSTED_STATUSES or (status not in KNOWN_STATUSES and status_word(status) in UNTRUSTED_STATUSES)
+    return _reads_as(status, UNTRUSTED_STATUSES)
+
+
+_DRAFT = frozenset({"draft"})
 
 
 def is_draft(status: str) -> bool:
-    return status == "draft" or (status not in KNOWN_STATUSES and status_word(status) == "draft")
+    return _reads_as(status, _DRAFT)
 
 
 # --- the look-alike table (generated) -----------------------------------------------------------

@@ -161,8 +161,8 @@ def _fold(slots: _Slots, match: int, i: int, p: Passage, cos: float | None, exac
         ctx.trace.add(
             MOVE, "drop", [holder.first.id],
             f"duplicate of {p.first.id} ({how}); kept {p.first.id} "
-            + ("as the trusted copy (the other is a stranger's" if by_trust else "for its higher authority (")
-            + f"{'' if by_trust else f'{a_new} > {a_old}'}) at the group's best rank {winner.rank}",
+            + ("as the trusted copy (the other is a stranger's)" if by_trust else f"for its higher authority ({a_new} > {a_old})")
+            + f" at the group's best rank {winner.rank}",
             cosine=round(cos or 1.0, 4), kept=p.first.id,
         )
     else:

@@ -116,7 +116,7 @@ class MemoryStore:
             # a version's status and dates are its first chunk's, and a trusted chunk's when it has one: a
             # stranger's chunk stored under an official document's id and version ("superseded", first
             # position) must not retire the official text (the importers refuse chunks that disagree)
-            c = cs[0] if not cs[0].untrusted else next((x for x in cs if not x.untrusted), cs[0])
+            c = next((x for x in cs if not x.untrusted), cs[0])
             self._versions.setdefault(d, []).append(VersionInfo(d, v, c.status, c.date, c.effective_to))
         for infos in self._versions.values():
             infos.sort(key=lambda x: x.version)
