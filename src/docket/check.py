@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -67,6 +68,8 @@ class BriefSources:
     found: bool = True
     #: "no_retrieve": a brief without documents (docket.modes): nothing to cite, so no sentence is "uncited"
     mode: str = "retrieve"
+    #: the question the brief answers: a heading or question in the answer may repeat its facts uncited
+    question: str = ""
 
     def evidence(self, label: str) -> str:
         """The passage text plus the header metadata the model also saw (title, section, date...)."""
@@ -82,9 +85,14 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     """
     if hasattr(brief, "sources") and hasattr(brief, "refusal") and not isinstance(brief, Mapping):
         return BriefSources(dict(brief.sources), str(brief.refusal or DEFAULT_REFUSAL), bool(getattr(brief, "found", True)),
-                            str(getattr(brief, "mode", "retrieve")))
+                            str(getattr(brief, "mode", "retrieve")), str(getattr(brief, "question", "") or ""))
     data: Any = brief
-    if isinstance(brief, Path) or (isinstance(brief, str) and not brief.lstrip().startswith("{")):
+    if isinstance(brief, str) and not brief.strip():
+        raise InputError("is empty; pass what `docket assemble --json` prints (a Brief, its JSON, or a path to it)",
+                         where=where or "brief")
+    # JSON text (an object, or anything else a caller pasted: refused below as not an object), else a path
+    looks_json = isinstance(brief, str) and (brief.lstrip()[:1] in ("{", "[", '"') or "\n" in brief or len(brief) > 4096)
+    if isinstance(brief, Path) or (isinstance(brief, str) and not looks_json):
         path = Path(brief)
         where = where or str(path)
         data = read_text(path)  # names the file: missing, a folder, a loop, not UTF-8
@@ -103,8 +111,9 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
         raise InputError("must be an object mapping labels to sources", where=where or "brief", field="sources")
     clean: dict[str, dict[str, Any]] = {}
     for label, src in sources.items():
-        if not re.fullmatch(r"S\d+", str(label)):
-            raise InputError("labels must look like S1, S2, ...", where=where or "brief", field=f"sources.{label}")
+        if not re.fullmatch(r"S[1-9]\d{0,8}", str(label)):  # "S01" or "S0" could never be cited: [S01] reads as S1
+            raise InputError("labels must look like S1, S2, ... (S, then a number from 1 without leading zeros)",
+                             where=where or "brief", field=f"sources.{str(label)[:40]}")
         if not isinstance(src, Mapping):
             raise InputError("must be an object", where=where or "brief", field=f"sources.{label}")
         if not isinstance(src.get("text"), str):
@@ -114,7 +123,14 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     refusal = data.get("refusal", DEFAULT_REFUSAL)
     if not isinstance(refusal, str):
         raise InputError("must be a string", where=where or "brief", field="refusal")
-    return BriefSources(clean, refusal or DEFAULT_REFUSAL, bool(data.get("found", True)), str(data.get("mode") or "retrieve"))
+    found = data.get("found", True)
+    if not isinstance(found, bool):  # "found": "false" is true to bool(): say so instead of guessing
+        raise InputError("must be true or false", where=where or "brief", field="found")
+    for key in ("mode", "question"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise InputError("must be a string", where=where or "brief", field=key)
+    return BriefSources(clean, refusal or DEFAULT_REFUSAL, found, str(data.get("mode") or "retrieve"),
+                        str(data.get("question") or ""))
 
 
 # -- the judge --------------------------------------------------------------------------------
@@ -286,6 +302,23 @@ def _without_links(text: str, links: list[Link]) -> str:
     return text
 
 
+#: the longest answer checked, in characters (about 25,000 tokens, far past any generated answer):
+#: the link check renders the answer as Markdown and as HTML, whose parsers slow down on some
+#: hostile shapes (a long run of "[" costs ~0.1 ms a character); a longer answer is refused, named
+MAX_ANSWER_CHARS = 100_000
+
+
+def _check_size(answer: str) -> None:
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise InputError(f"holds {len(answer):,} characters; docket checks answers of at most {MAX_ANSWER_CHARS:,} "
+                         "(docket.check.MAX_ANSWER_CHARS): check it in parts", field="answer")
+
+
+def _cited(answer: str, sentences: list[Sentence]) -> list[str]:
+    """Every label the answer cites: in its sentences (footnotes resolved) and anywhere in it."""
+    return list(dict.fromkeys([lab for s in sentences for lab in s.labels] + labels_in(answer)))
+
+
 def check_answer(
     answer: str | Mapping[str, Any] | Reply | ParsedReply,
     brief: Any,
@@ -313,9 +346,10 @@ def check_answer(
                                 min_overlap=min_overlap, judge_all=judge_all)
     if not isinstance(answer, str):
         raise InputError("must be text or a structured answer", field="answer")
+    _check_size(answer)
     bs = load_brief(brief)
     sentences = split_sentences(answer, bs.refusal)
-    return _check(answer, sentences, labels_in(answer), bs, judge=judge, allowed_domains=allowed_domains, strip=strip,
+    return _check(answer, sentences, _cited(answer, sentences), bs, judge=judge, allowed_domains=allowed_domains, strip=strip,
                   names=names, min_overlap=min_overlap, judge_all=judge_all)
 
 
@@ -353,7 +387,9 @@ def check_structured(
         if parsed.looks_like_json or not parsed.raw.strip():
             report = _check("", [], [], bs, **kw)
         else:  # the endpoint ignored the schema and wrote prose: check what it wrote
-            report = _check(parsed.raw, split_sentences(parsed.raw, bs.refusal), labels_in(parsed.raw), bs, **kw)
+            _check_size(parsed.raw)
+            sentences = split_sentences(parsed.raw, bs.refusal)
+            report = _check(parsed.raw, sentences, _cited(parsed.raw, sentences), bs, **kw)
         report.malformed = parsed.error
         return report
     reply = parsed.reply
@@ -375,6 +411,29 @@ def check_structured(
     report.structured = {"kind": "refusal" if reply.refused else "partial" if reply.partial else "answer",
                          "sentences": len(sentences), "reason": reply.refusal.reason if reply.refusal else None}
     return report
+
+
+#: sentences that need no citation when they only repeat what the brief holds
+_NON_CLAIMS = ("heading", "question", "filler", "short")
+
+
+def _promote_unbacked(sentences: list[Sentence], bs: BriefSources, pfacts: Any) -> None:
+    """A heading, question, greeting or short line that states a number, amount, percentage or
+    date no passage and not the question holds is a claim ("Refunds take 90 days?", "## Refunds
+    take 90 days" when the passages say 10): it needs a citation like any other. A small bare
+    number (under 10, no unit: "Step 2", "Option 1") is an enumeration, not a fact."""
+    asked: PassageFacts | None = None
+    for s in sentences:
+        if s.kind not in _NON_CLAIMS:
+            continue
+        facts = [f for f in sentence_facts(s.claim, names=False)
+                 if f.kind != "number" or f.unit or Decimal(str(f.key[1])) >= 10]
+        if not facts:
+            continue
+        if asked is None:
+            asked = PassageFacts.of(bs.question)
+        if any(not asked.supports(f) and not any(pfacts(lab).supports(f) for lab in bs.sources) for f in facts):
+            s.kind = "claim"
 
 
 def _check(
@@ -407,6 +466,7 @@ def _check(
             facts_cache[label] = PassageFacts.of(bs.evidence(label))
         return facts_cache[label]
 
+    _promote_unbacked(sentences, bs, pfacts)
     for s in sentences:
         if s.kind != "claim":
             continue
