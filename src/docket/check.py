@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -302,16 +302,24 @@ def _without_links(text: str, links: list[Link]) -> str:
     return text
 
 
-#: the longest answer checked, in characters (about 25,000 tokens, far past any generated answer):
-#: the link check renders the answer as Markdown and as HTML, whose parsers slow down on some
-#: hostile shapes (a long run of "[" costs ~0.1 ms a character); a longer answer is refused, named
-MAX_ANSWER_CHARS = 100_000
+#: the longest answer checked, in characters (about 12,000 tokens, past any generated answer): the
+#: link check parses the answer as Markdown and as HTML, and some hostile shapes cost it ~0.1 ms a
+#: character (an unclosed "<!--" run grows faster: 100,000 characters took 9.5 s, 50,000 2.4 s)
+MAX_ANSWER_CHARS = 50_000
+#: the most "[" an answer may hold: the link check reads the answer as a Markdown viewer does,
+#: and a viewer's link-label scan costs ~0.3 ms for each "[" (hundreds of citations are fine;
+#: 100,000 "![" took 33 s); either limit refuses the answer, named, before any work
+MAX_ANSWER_BRACKETS = 5_000
 
 
 def _check_size(answer: str) -> None:
     if len(answer) > MAX_ANSWER_CHARS:
         raise InputError(f"holds {len(answer):,} characters; docket checks answers of at most {MAX_ANSWER_CHARS:,} "
                          "(docket.check.MAX_ANSWER_CHARS): check it in parts", field="answer")
+    brackets = answer.count("[")
+    if brackets > MAX_ANSWER_BRACKETS:
+        raise InputError(f"holds {brackets:,} '[' characters; docket checks answers with at most "
+                         f"{MAX_ANSWER_BRACKETS:,} (docket.check.MAX_ANSWER_BRACKETS): check it in parts", field="answer")
 
 
 def _cited(answer: str, sentences: list[Sentence]) -> list[str]:
@@ -388,8 +396,8 @@ def check_structured(
             report = _check("", [], [], bs, **kw)
         else:  # the endpoint ignored the schema and wrote prose: check what it wrote
             _check_size(parsed.raw)
-            sentences = split_sentences(parsed.raw, bs.refusal)
-            report = _check(parsed.raw, sentences, _cited(parsed.raw, sentences), bs, **kw)
+            prose = split_sentences(parsed.raw, bs.refusal)
+            report = _check(parsed.raw, prose, _cited(parsed.raw, prose), bs, **kw)
         report.malformed = parsed.error
         return report
     reply = parsed.reply
@@ -450,6 +458,7 @@ def _check(
     judge_all: bool,
 ) -> CheckReport:
     """The checks on sentences already split and labelled (free text or structured)."""
+    _check_size(answer)
     domains = normalize_domains(allowed_domains)
     report = CheckReport(sentences=sentences, judge=getattr(judge, "name", None) if judge else None,
                          sources={k: {kk: v for kk, v in s.items() if kk != "text"} for k, s in bs.sources.items()})
