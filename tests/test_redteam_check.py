@@ -255,6 +255,20 @@ def test_empty_answers_are_clean_and_say_so() -> None:
         assert r.clean and r.to_json()["counts"]["claims"] == 0
 
 
+def test_a_structured_sentence_holding_the_refusal_and_a_claim_is_checked() -> None:
+    reply = {"sentences": [{"text": "I do not know from the provided sources; refunds take 90 days.", "citations": []}],
+             "refusal": None}
+    r = check_answer(reply, brief())
+    assert not r.clean and r.uncited_sentences, r.to_json()
+    alone = {"sentences": [{"text": REFUSAL, "citations": []}], "refusal": None}
+    assert check_answer(alone, brief()).clean
+
+
+@pytest.mark.parametrize("heading", ["## 3 ways to get a refund", "## 2024 changes", "## Step 2", "## Top 10 tips"])
+def test_a_heading_with_a_count_is_not_a_claim(heading: str) -> None:
+    assert check_answer(heading + "\nRefunds go back within 10 business days [S1].", brief()).clean
+
+
 # -- the surfaces: the CLI and the service run the same check ---------------------------------------
 
 def test_cli_and_service_read_the_same_forms(tmp_path: Path) -> None:

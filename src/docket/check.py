@@ -30,9 +30,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from docket.checks.facts import PassageFacts, content_words, sentence_facts
+from docket.checks.facts import PassageFacts, canonical_unit, content_words, sentence_facts
 from docket.checks.links import Link, find_links, flagged_links, normalize_domains, strip_links
-from docket.checks.sentences import Sentence, classify, labels_in, split_sentences
+from docket.checks.sentences import Sentence, classify, labels_in, refusal_parts, split_sentences
 from docket.errors import InputError
 from docket.llm.structured import ParsedReply, Reply, parse_reply
 from docket.safeio import loads_json, read_text
@@ -408,6 +408,8 @@ def check_structured(
             continue
         labels = list(dict.fromkeys(list(cs.citations) + labels_in(text)))
         kind = classify(text, bs.refusal)
+        if kind == "refusal" and any(classify(t, "") == "claim" for t, r in refusal_parts(text, bs.refusal) if not r):
+            kind = "claim"  # "I do not know ...; refunds take 90 days." claims something besides the refusal
         if labels and kind in ("short", "filler", "question", "heading"):
             kind = "claim"  # it cites a passage, so it claims something the passage must hold
         sentences.append(Sentence(text, labels, kind))
@@ -428,14 +430,14 @@ _NON_CLAIMS = ("heading", "question", "filler", "short")
 def _promote_unbacked(sentences: list[Sentence], bs: BriefSources, pfacts: Any) -> None:
     """A heading, question, greeting or short line that states a number, amount, percentage or
     date no passage and not the question holds is a claim ("Refunds take 90 days?", "## Refunds
-    take 90 days" when the passages say 10): it needs a citation like any other. A small bare
-    number (under 10, no unit: "Step 2", "Option 1") is an enumeration, not a fact."""
+    take 90 days" when the passages say 10): it needs a citation like any other. A number is
+    such a fact when it has a known unit (time, money, size...): "Step 2", "## 3 ways to get a
+    refund" and "## 2024 changes" are not claims."""
     asked: PassageFacts | None = None
     for s in sentences:
         if s.kind not in _NON_CLAIMS:
             continue
-        facts = [f for f in sentence_facts(s.claim, names=False)
-                 if f.kind != "number" or f.unit or Decimal(str(f.key[1])) >= 10]
+        facts = [f for f in sentence_facts(s.claim, names=False) if f.kind != "number" or canonical_unit(f.unit)]
         if not facts:
             continue
         if asked is None:

@@ -190,7 +190,7 @@ _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _LINES = re.compile(r"\r\n|\r|\n")
 
 
-def _refusal_parts(piece: str, refusal: str) -> list[tuple[str, bool]]:
+def refusal_parts(piece: str, refusal: str) -> list[tuple[str, bool]]:
     """`piece` cut around the refusal sentence it holds: [(text, is_refusal)]. A claim written on
     the refusal's line ("I do not know from the provided sources; refunds take 90 days.") is a
     sentence of its own, not part of the refusal."""
@@ -251,7 +251,7 @@ def split_sentences(answer: str, refusal: str = "") -> list[Sentence]:
         for p in pieces:
             parts = [(p, False)]
             if refusal and normalize(refusal) and normalize(refusal) in normalize(p):
-                parts = _refusal_parts(p, refusal)
+                parts = refusal_parts(p, refusal)
             for text, is_refusal in parts:
                 labels = labels_in(text)
                 kind = "refusal" if is_refusal else classify(text, "")
