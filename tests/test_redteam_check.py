@@ -108,6 +108,11 @@ SPLITTING: list[Case] = [
 
 # -- facts: the same fact written otherwise is supported, a changed one is not ----------------------
 FACTS: list[Case] = [
+    # markup a renderer removes: the number the reader sees is the one compared
+    ("markup-split-number", "Refunds take 1<!-- -->00 days [S1].", "Refunds take 1 day and cost 0 fees.", "flag"),
+    ("entity-number", "Refunds take 1&#48;&#48; days [S1].", "Refunds take 1 day and cost 0 fees.", "flag"),
+    ("markup-split-faithful", "Refunds go back within 1<b></b>0 business days [S1].", PAYOUTS, "clean"),
+    ("entity-faithful", "Refunds go back within 1&#48; business days [S1].", PAYOUTS, "clean"),
     # units of an amount
     ("days-weeks", "Refunds take 30 weeks [S1].", "Refunds take 30 days.", "flag"),
     ("days-months", "Refunds take 30 months [S1].", "Refunds take 30 days.", "flag"),
@@ -300,7 +305,7 @@ def test_cli_and_service_read_the_same_forms(tmp_path: Path) -> None:
 
 # -- the slow round: counts per class for the red-team table ----------------------------------------
 
-_COST_SHAPES = ["<a ", "<!--", "*_", "&", ". ", "x\n", "1 000 ", "Nimbus ", "(S1 and ", "[S1] " * 1]
+_COST_SHAPES = ["<a ", "<!--", "*_", "&", ". ", "x\n", "1 000 ", "Nimbus ", "(S1 and ", "[S1] ", "&amp; x. ", "<b>1</b>. "]
 
 
 @pytest.mark.slow

@@ -422,6 +422,31 @@ def check_structured(
     return report
 
 
+_BLOCK_TAGS = frozenset("br p div li ul ol tr td th table h1 h2 h3 h4 h5 h6 blockquote pre hr section article header "
+                        "footer dl dt dd figure figcaption summary details".split())
+
+
+def _rendered(text: str) -> str:
+    """The text of a sentence as a browser shows it when it holds markup or character references:
+    parsed by the HTML5 rules (docket.ingest.html5), comments gone, references decoded, an empty
+    tag joining what it splits ("9<b></b>0 days" shows "90 days", "1&#48; days" shows "10 days"),
+    a block or line break a space. Hidden elements are kept: a claim is checked as written."""
+    if "<" not in text and "&" not in text:
+        return text
+    from docket.ingest.html5 import lexbor
+
+    body = lexbor(f"<body>{text}</body>").body
+    if body is None:
+        return text
+    out: list[str] = []
+    for node in body.traverse(include_text=True):
+        if node.tag == "-text":
+            out.append(node.text_content or "")
+        elif node.tag in _BLOCK_TAGS:
+            out.append(" ")
+    return "".join(out)
+
+
 #: sentences that need no citation when they only repeat what the brief holds
 _NON_CLAIMS = ("heading", "question", "filler", "short")
 
@@ -436,7 +461,7 @@ def _promote_unbacked(sentences: list[Sentence], bs: BriefSources, pfacts: Any) 
     for s in sentences:
         if s.kind not in _NON_CLAIMS:
             continue
-        facts = [f for f in sentence_facts(s.claim, names=False) if f.kind != "number" or canonical_unit(f.unit)]
+        facts = [f for f in sentence_facts(_rendered(s.claim), names=False) if f.kind != "number" or canonical_unit(f.unit)]
         if not facts:
             continue
         if asked is None:
@@ -493,7 +518,7 @@ def _check(
                 report.untrusted_citations.append({"sentence": s.text, "label": lab, "status": str(src.get("status", ""))})
             if src.get("derived"):
                 report.derived_citations.append({"sentence": s.text, "label": lab, "derived": str(src["derived"])})
-        claim = _without_links(s.claim, find_links(s.claim))
+        claim = _rendered(_without_links(s.claim, find_links(s.claim)))
         label_str = ",".join(known)
         lexical_found = False
         missing = [f for f in sentence_facts(claim, names=names) if not any(pfacts(lab).supports(f) for lab in known)]
