@@ -5,7 +5,9 @@ checks that
 
 * every cited label exists in the brief (`unknown_labels`);
 * every factual sentence cites something (`uncited_sentences`); headings, greetings, questions
-  and the brief's literal refusal sentence are not factual sentences;
+  and the brief's literal refusal sentence are not factual sentences, unless they cite a label
+  or state an amount, percentage or date that no passage and not the question holds (a claim
+  on the refusal's line is a sentence of its own);
 * each cited passage contains the sentence's hard facts — numbers, amounts, percentages, dates
   and names (`unsupported`, found by a cheap lexical comparison that needs no model) — and,
   optionally, that a judge (an LLM behind the `SupportJudge` protocol) agrees it supports the
