@@ -5,7 +5,9 @@ checks that
 
 * every cited label exists in the brief (`unknown_labels`);
 * every factual sentence cites something (`uncited_sentences`); headings, greetings, questions
-  and the brief's literal refusal sentence are not factual sentences;
+  and the brief's literal refusal sentence are not factual sentences, unless they cite a label
+  or state an amount, percentage or date that no passage and not the question holds (a claim
+  on the refusal's line is a sentence of its own);
 * each cited passage contains the sentence's hard facts — numbers, amounts, percentages, dates
   and names (`unsupported`, found by a cheap lexical comparison that needs no model) — and,
   optionally, that a judge (an LLM behind the `SupportJudge` protocol) agrees it supports the
@@ -29,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from docket.checks.facts import PassageFacts, content_words, sentence_facts
+from docket.checks.facts import PassageFacts, canonical_unit, content_words, sentence_facts
 from docket.checks.links import Link, find_links, flagged_links, normalize_domains, strip_links
-from docket.checks.sentences import Sentence, classify, labels_in, split_sentences
+from docket.checks.sentences import Sentence, classify, labels_in, refusal_parts, split_sentences
 from docket.errors import InputError
 from docket.llm.structured import ParsedReply, Reply, parse_reply
 from docket.safeio import loads_json, read_text
@@ -67,6 +69,8 @@ class BriefSources:
     found: bool = True
     #: "no_retrieve": a brief without documents (docket.modes): nothing to cite, so no sentence is "uncited"
     mode: str = "retrieve"
+    #: the question the brief answers: a heading or question in the answer may repeat its facts uncited
+    question: str = ""
 
     def evidence(self, label: str) -> str:
         """The passage text plus the header metadata the model also saw (title, section, date...)."""
@@ -82,9 +86,14 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     """
     if hasattr(brief, "sources") and hasattr(brief, "refusal") and not isinstance(brief, Mapping):
         return BriefSources(dict(brief.sources), str(brief.refusal or DEFAULT_REFUSAL), bool(getattr(brief, "found", True)),
-                            str(getattr(brief, "mode", "retrieve")))
+                            str(getattr(brief, "mode", "retrieve")), str(getattr(brief, "question", "") or ""))
     data: Any = brief
-    if isinstance(brief, Path) or (isinstance(brief, str) and not brief.lstrip().startswith("{")):
+    if isinstance(brief, str) and not brief.strip():
+        raise InputError("is empty; pass what `docket assemble --json` prints (a Brief, its JSON, or a path to it)",
+                         where=where or "brief")
+    # JSON text (an object, or anything else a caller pasted: refused below as not an object), else a path
+    looks_json = isinstance(brief, str) and (brief.lstrip()[:1] in ("{", "[", '"') or "\n" in brief or len(brief) > 4096)
+    if isinstance(brief, Path) or (isinstance(brief, str) and not looks_json):
         path = Path(brief)
         where = where or str(path)
         data = read_text(path)  # names the file: missing, a folder, a loop, not UTF-8
@@ -103,8 +112,9 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
         raise InputError("must be an object mapping labels to sources", where=where or "brief", field="sources")
     clean: dict[str, dict[str, Any]] = {}
     for label, src in sources.items():
-        if not re.fullmatch(r"S\d+", str(label)):
-            raise InputError("labels must look like S1, S2, ...", where=where or "brief", field=f"sources.{label}")
+        if not re.fullmatch(r"S[1-9]\d{0,8}", str(label)):  # "S01" or "S0" could never be cited: [S01] reads as S1
+            raise InputError("labels must look like S1, S2, ... (S, then a number from 1 without leading zeros)",
+                             where=where or "brief", field=f"sources.{str(label)[:40]}")
         if not isinstance(src, Mapping):
             raise InputError("must be an object", where=where or "brief", field=f"sources.{label}")
         if not isinstance(src.get("text"), str):
@@ -114,7 +124,14 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     refusal = data.get("refusal", DEFAULT_REFUSAL)
     if not isinstance(refusal, str):
         raise InputError("must be a string", where=where or "brief", field="refusal")
-    return BriefSources(clean, refusal or DEFAULT_REFUSAL, bool(data.get("found", True)), str(data.get("mode") or "retrieve"))
+    found = data.get("found", True)
+    if not isinstance(found, bool):  # "found": "false" is true to bool(): say so instead of guessing
+        raise InputError("must be true or false", where=where or "brief", field="found")
+    for key in ("mode", "question"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise InputError("must be a string", where=where or "brief", field=key)
+    return BriefSources(clean, refusal or DEFAULT_REFUSAL, found, str(data.get("mode") or "retrieve"),
+                        str(data.get("question") or ""))
 
 
 # -- the judge --------------------------------------------------------------------------------
@@ -286,6 +303,31 @@ def _without_links(text: str, links: list[Link]) -> str:
     return text
 
 
+#: the longest answer checked, in characters (about 12,000 tokens, past any generated answer): the
+#: link check parses the answer as Markdown and as HTML, and some hostile shapes cost it ~0.1 ms a
+#: character (an unclosed "<!--" run grows faster: 100,000 characters took 9.5 s, 50,000 2.4 s)
+MAX_ANSWER_CHARS = 50_000
+#: the most "[" an answer may hold: the link check reads the answer as a Markdown viewer does,
+#: and a viewer's link-label scan costs ~0.3 ms for each "[" (hundreds of citations are fine;
+#: 100,000 "![" took 33 s); either limit refuses the answer, named, before any work
+MAX_ANSWER_BRACKETS = 5_000
+
+
+def _check_size(answer: str) -> None:
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise InputError(f"holds {len(answer):,} characters; docket checks answers of at most {MAX_ANSWER_CHARS:,} "
+                         "(docket.check.MAX_ANSWER_CHARS): check it in parts", field="answer")
+    brackets = answer.count("[")
+    if brackets > MAX_ANSWER_BRACKETS:
+        raise InputError(f"holds {brackets:,} '[' characters; docket checks answers with at most "
+                         f"{MAX_ANSWER_BRACKETS:,} (docket.check.MAX_ANSWER_BRACKETS): check it in parts", field="answer")
+
+
+def _cited(answer: str, sentences: list[Sentence]) -> list[str]:
+    """Every label the answer cites: in its sentences (footnotes resolved) and anywhere in it."""
+    return list(dict.fromkeys([lab for s in sentences for lab in s.labels] + labels_in(answer)))
+
+
 def check_answer(
     answer: str | Mapping[str, Any] | Reply | ParsedReply,
     brief: Any,
@@ -313,9 +355,10 @@ def check_answer(
                                 min_overlap=min_overlap, judge_all=judge_all)
     if not isinstance(answer, str):
         raise InputError("must be text or a structured answer", field="answer")
+    _check_size(answer)
     bs = load_brief(brief)
     sentences = split_sentences(answer, bs.refusal)
-    return _check(answer, sentences, labels_in(answer), bs, judge=judge, allowed_domains=allowed_domains, strip=strip,
+    return _check(answer, sentences, _cited(answer, sentences), bs, judge=judge, allowed_domains=allowed_domains, strip=strip,
                   names=names, min_overlap=min_overlap, judge_all=judge_all)
 
 
@@ -353,7 +396,9 @@ def check_structured(
         if parsed.looks_like_json or not parsed.raw.strip():
             report = _check("", [], [], bs, **kw)
         else:  # the endpoint ignored the schema and wrote prose: check what it wrote
-            report = _check(parsed.raw, split_sentences(parsed.raw, bs.refusal), labels_in(parsed.raw), bs, **kw)
+            _check_size(parsed.raw)
+            prose = split_sentences(parsed.raw, bs.refusal)
+            report = _check(parsed.raw, prose, _cited(parsed.raw, prose), bs, **kw)
         report.malformed = parsed.error
         return report
     reply = parsed.reply
@@ -364,6 +409,8 @@ def check_structured(
             continue
         labels = list(dict.fromkeys(list(cs.citations) + labels_in(text)))
         kind = classify(text, bs.refusal)
+        if kind == "refusal" and any(classify(t, "") == "claim" for t, r in refusal_parts(text, bs.refusal) if not r):
+            kind = "claim"  # "I do not know ...; refunds take 90 days." claims something besides the refusal
         if labels and kind in ("short", "filler", "question", "heading"):
             kind = "claim"  # it cites a passage, so it claims something the passage must hold
         sentences.append(Sentence(text, labels, kind))
@@ -375,6 +422,54 @@ def check_structured(
     report.structured = {"kind": "refusal" if reply.refused else "partial" if reply.partial else "answer",
                          "sentences": len(sentences), "reason": reply.refusal.reason if reply.refusal else None}
     return report
+
+
+_BLOCK_TAGS = frozenset("br p div li ul ol tr td th table h1 h2 h3 h4 h5 h6 blockquote pre hr section article header "
+                        "footer dl dt dd figure figcaption summary details".split())
+
+
+def _rendered(text: str) -> str:
+    """The text of a sentence as a browser shows it when it holds markup or character references:
+    parsed by the HTML5 rules (docket.ingest.html5), comments gone, references decoded, an empty
+    tag joining what it splits ("9<b></b>0 days" shows "90 days", "1&#48; days" shows "10 days"),
+    a block or line break a space. Hidden elements are kept: a claim is checked as written."""
+    if "<" not in text and "&" not in text:
+        return text
+    from docket.ingest.html5 import lexbor
+
+    body = lexbor(f"<body>{text}</body>").body
+    if body is None:
+        return text
+    out: list[str] = []
+    for node in body.traverse(include_text=True):
+        if node.tag == "-text":
+            out.append(node.text_content or "")
+        elif node.tag in _BLOCK_TAGS:
+            out.append(" ")
+    return "".join(out)
+
+
+#: sentences that need no citation when they only repeat what the brief holds
+_NON_CLAIMS = ("heading", "question", "filler", "short")
+
+
+def _promote_unbacked(sentences: list[Sentence], bs: BriefSources, pfacts: Any) -> None:
+    """A heading, question, greeting or short line that states a number, amount, percentage or
+    date no passage and not the question holds is a claim ("Refunds take 90 days?", "## Refunds
+    take 90 days" when the passages say 10): it needs a citation like any other. A number is
+    such a fact when it has a known unit (time, money, size...): "Step 2", "## 3 ways to get a
+    refund" and "## 2024 changes" are not claims."""
+    asked: PassageFacts | None = None
+    for s in sentences:
+        if s.kind not in _NON_CLAIMS:
+            continue
+        facts = [f for f in sentence_facts(_rendered(s.claim), names=False) if f.kind != "number" or canonical_unit(f.unit)]
+        if not facts:
+            continue
+        if asked is None:
+            asked = PassageFacts.of(bs.question)
+        if any(not asked.supports(f) and not any(pfacts(lab).supports(f) for lab in bs.sources) for f in facts):
+            s.kind = "claim"
 
 
 def _check(
@@ -391,6 +486,7 @@ def _check(
     judge_all: bool,
 ) -> CheckReport:
     """The checks on sentences already split and labelled (free text or structured)."""
+    _check_size(answer)
     domains = normalize_domains(allowed_domains)
     report = CheckReport(sentences=sentences, judge=getattr(judge, "name", None) if judge else None,
                          sources={k: {kk: v for kk, v in s.items() if kk != "text"} for k, s in bs.sources.items()})
@@ -407,6 +503,7 @@ def _check(
             facts_cache[label] = PassageFacts.of(bs.evidence(label))
         return facts_cache[label]
 
+    _promote_unbacked(sentences, bs, pfacts)
     for s in sentences:
         if s.kind != "claim":
             continue
@@ -423,7 +520,7 @@ def _check(
                 report.untrusted_citations.append({"sentence": s.text, "label": lab, "status": str(src.get("status", ""))})
             if src.get("derived"):
                 report.derived_citations.append({"sentence": s.text, "label": lab, "derived": str(src["derived"])})
-        claim = _without_links(s.claim, find_links(s.claim))
+        claim = _rendered(_without_links(s.claim, find_links(s.claim)))
         label_str = ",".join(known)
         lexical_found = False
         missing = [f for f in sentence_facts(claim, names=names) if not any(pfacts(lab).supports(f) for lab in known)]

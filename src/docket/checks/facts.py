@@ -15,10 +15,12 @@ sentence that negates what the passage states (or states what it negates) is not
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from docket._latin_lookalikes import TABLE as LATIN_LOOKALIKES
 from docket.text import CLAIM_STOPWORDS, ascii_words, clean_typography
 
 MONTHS = {
@@ -32,8 +34,10 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:1[89]|20|21)\d\d)"
 
 DATE_PATTERNS = [
-    re.compile(r"\b" + _YEAR + r"-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)\b"),
-    re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.]" + _YEAR + r"\b"),
+    # 2024-03-04, 2024/03/04, 2024.03.04, and an ISO date-time's date (2024-03-04T10:00Z)
+    re.compile(r"\b" + _YEAR + r"(?P<sep>[-/.])(?P<m>[01]?\d)(?P=sep)(?P<d>[0-3]?\d)(?!\d)"),
+    re.compile(r"(?<![\w.])" + _YEAR + r"\s*年\s*(?P<m>[01]?\d)\s*月(?:\s*(?P<d>[0-3]?\d)\s*日)?"),  # 2024年3月4日
+    re.compile(r"\b(?P<a>[0-3]?\d)(?P<sep>[-/.])(?P<b>[0-3]?\d)(?P=sep)" + _YEAR + r"\b"),
     re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,\s*|\s+)" + _YEAR + r"\b", re.I),
     re.compile(r"\b" + _DAY + r"(?:\s+of)?\s+" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I),
     re.compile(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I),
@@ -56,8 +60,14 @@ SCALES = {"hundred": 100, "thousand": 1_000, "k": 1_000, "million": 1_000_000, "
 
 _WORDNUM = (r"\b(?:(?P<tens>" + "|".join(TENS) + r")(?:[-\s](?P<unit>" + "|".join(k for k in UNITS if k != "zero")
             + r"))?|(?P<only>" + "|".join(UNITS) + r"))\b")
+#: a character a number may follow: not a letter or digit of a word, except a CJK one ("需要90天")
+_NOT_IN_WORD = r"(?<![^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])(?<!\.)"
 _NUMBER = re.compile(
-    r"(?<![\w.])(?P<cur>[$€£¥]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    _NOT_IN_WORD + r"(?P<cur>[$€£¥]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+    r"|(?P<spaced>\d{1,3}(?: \d{3})+)(?![\d,.]\d)"          # 1 000 000 (SI grouping; thin spaces are spaces by now)
+    r"|(?P<dotted>\d{1,3}(?:\.\d{3})+)(?:,(?P<dcents>\d{1,2}))?(?![\d.]\d)"  # 1.000 / 1.234,56 (or 1.000 = 1)
+    r"|(?P<comma>\d+),(?P<frac>\d{1,2})(?![\d,.]\d)"        # 1,5 (a decimal comma, or the list "1,5")
+    r"|\d+(?:\.\d+)?(?:e[+-]?\d{1,2}(?!\w))?)"
     r"(?:\s?(?P<scale>hundred|thousand|million|billion|trillion|bn|mn|k|m|b)\b)?"
     r"(?:(?P<ord>st|nd|rd|th)\b)?"
     r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b|pct\b|percentage points?\b))?",
@@ -76,6 +86,8 @@ NOT_NAMES = {
     "annual", "monthly", "refund", "refunds", "policy", "section", "source", "sources", "document", "documents",
     "step", "steps", "option", "options", "example", "answer", "question", "summary", "important", "warning",
     "mon", "tue", "wed", "thu", "fri", "sat", "sun",
+    # currency codes: the amount's unit, compared with the amount ("USD 30" = "$30")
+    "usd", "eur", "gbp", "jpy", "chf",
 }
 
 
@@ -87,6 +99,9 @@ class Fact:
     alts: tuple[tuple[object, ...], ...] = ()  # other readings (03/01/2026: 1 March or 3 January)
     #: what a number counts ("20 weeks" -> "week", "$5" -> "$", "15%" -> "%"); "" when nothing says
     unit: str = ""
+    #: a number's other readings, each a tuple of keys all of which a passage must hold ("1.000":
+    #: one thousand or one; "1,5": one and a half, or 1 and 5); a name's other spellings
+    readings: tuple[tuple[tuple[object, ...], ...], ...] = ()
 
     def describe(self) -> str:
         return {"number": "number", "percent": "percentage", "date": "date", "name": "name"}[self.kind] + f" '{self.surface}'"
@@ -108,6 +123,23 @@ def _norm(d: Decimal) -> str:
     return s.rstrip("0").rstrip(".") if "." in s else s
 
 
+def _readings(m: re.Match[str]) -> list[tuple[Decimal, ...]]:
+    """The values a written number can mean, the likeliest first; each reading is one value, or
+    several when the marks may separate numbers ("1,5" a list, "1 000" two numbers). "1.000" is
+    one thousand (European grouping) or one; "1,50" is one and a half or 1 and 50."""
+    g = m.groupdict()
+    if g.get("spaced"):
+        parts = [Decimal(p) for p in g["spaced"].split()]
+        return [(Decimal(g["spaced"].replace(" ", "")),), tuple(parts)]
+    if g.get("dotted"):
+        grouped = Decimal(g["dotted"].replace(".", "") + ("." + g["dcents"] if g.get("dcents") else ""))
+        return [(grouped,)] if g.get("dcents") else [(grouped,), (Decimal(g["dotted"]),)]
+    if g.get("comma"):
+        return [(Decimal(f"{g['comma']}.{g['frac']}"),), (Decimal(g["comma"]), Decimal(g["frac"]))]
+    d = _dec(m.group("num"))
+    return [(d,)] if d is not None and d.is_finite() else []
+
+
 def _dates(text: str) -> tuple[list[tuple[Fact, tuple[int, int]]], str]:
     """Dates found in `text` (with spans), and the text with the dates blanked out."""
     found: list[tuple[Fact, tuple[int, int]]] = []
@@ -121,6 +153,8 @@ def _dates(text: str) -> tuple[list[tuple[Fact, tuple[int, int]]], str]:
             keys: list[tuple[object, ...]] = []
             if g.get("m") and g.get("d"):
                 keys = [(year, int(g["m"]), int(g["d"]))]
+            elif g.get("m"):
+                keys = [(year, int(g["m"]), None)]
             elif g.get("a") and g.get("b"):  # 03/01/2026: month/day or day/month
                 a, b = int(g["a"]), int(g["b"])
                 keys = [(year, a, b), (year, b, a)]
@@ -146,20 +180,22 @@ def _numbers(text: str, *, words: str) -> list[Fact]:
     """Numbers, amounts and percentages. `words`: 'all' reads number words, 'strict' skips 'one'."""
     out: list[Fact] = []
     for m in _NUMBER.finditer(text):
-        d = _dec(m.group("num"))
-        if d is None:
+        readings = _readings(m)
+        if not readings:
             continue
         if words == "strict" and _REFERENCE.search(text[max(0, m.start() - 24) : m.start()]):
             continue  # "as passage 1 says": a pointer to a source, not a fact about the world
         scale = (m.group("scale") or "").lower()
-        # "5 m" could be metres; only scale lower-case single letters after a currency sign
-        if scale in ("m", "b", "k") and not m.group("cur"):
+        # "5 m" could be metres; only scale lower-case single letters after a currency sign, and
+        # a "k" written onto the number ("10k users")
+        if scale in ("m", "b", "k") and not m.group("cur") and not (scale == "k" and m.end("num") == m.start("scale")):
             scale = ""
         if scale:
-            d = d * SCALES[scale]
+            readings = [tuple(v * SCALES[scale] for v in r) for r in readings]
         pct = m.group("pct")
         kind = "percent" if pct else "number"
-        out.append(Fact(kind, (kind, _norm(d)), m.group(0).strip(), unit=_unit(text, m, pct)))
+        keys = [tuple((kind, _norm(v)) for v in r) for r in readings]
+        out.append(Fact(kind, keys[0][0], m.group(0).strip(), unit=_unit(text, m, pct), readings=tuple(keys[1:])))
     for m in _WORD_NUMBER.finditer(text):
         g = m.groupdict()
         if g.get("only"):
@@ -202,6 +238,9 @@ def _unit(text: str, m: re.Match[str], pct: object) -> str:
     code = _CODE_BEFORE.search(text[max(0, m.start() - 6): m.start()])
     if code:
         return code.group(1).lower()
+    sign_after = re.match(r"\s?([$€£¥])", text[m.end(): m.end() + 2])
+    if sign_after:  # "30 €"
+        return sign_after.group(1)
     at = m.end()
     for _ in range(3):  # "4 more weeks", "16 paid calendar weeks": past the modifiers to the noun
         after = _UNIT_AFTER.match(text, at)
@@ -218,6 +257,75 @@ def _unit(text: str, m: re.Match[str], pct: object) -> str:
     return w[:-1] if w.endswith("s") and len(w) > 3 else w
 
 
+#: units a number can be measured in, by what they measure: a number of one of them is not
+#: supported by the same number of another ("30 weeks" where the passage says "30 days", "30 €"
+#: where it says "$30"). Only these are compared: "30 employees" against "30 customers" is a
+#: different noun, not a different unit, and is left to a judge.
+_UNIT_ALIASES = {
+    "sec": "second", "min": "minute", "hr": "hour", "h": "hour", "wk": "week", "mo": "month", "yr": "year",
+    "usd": "$", "dollar": "$", "buck": "$", "eur": "€", "euro": "€", "gbp": "£", "jpy": "¥", "yen": "¥",
+    "kilogram": "kg", "gram": "g", "lb": "lb", "ounce": "oz", "tonne": "t", "ton": "t", "kilometer": "km", "kilometre": "km",
+    "metre": "meter", "mi": "mile", "feet": "foot", "ft": "foot", "centimeter": "cm", "centimetre": "cm",
+    "millimeter": "mm", "millimetre": "mm", "byte": "b", "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb",
+    "terabyte": "tb", "kib": "kb", "mib": "mb", "gib": "gb", "tib": "tb",
+}
+_UNITS = frozenset(("second minute hour day week month year decade century fortnight $ € £ ¥ chf % kg g lb oz t km "
+                    "meter mile foot inch cm mm yard b kb mb gb tb pb pound").split())
+
+
+def canonical_unit(unit: str) -> str:
+    """The unit as compared ("hrs" -> "hour", "USD" -> "$"), or "" when it is not a known unit."""
+    u = _UNIT_ALIASES.get(unit, unit)
+    return u if u in _UNITS else ""
+
+
+def _same_unit(a: str, b: str) -> bool:
+    return a == b or {a, b} in ({"pound", "£"}, {"pound", "lb"})
+
+
+_HONORIFICS = {"mr", "mrs", "ms", "mx", "dr", "prof", "sir", "madam", "mme", "mlle", "herr", "frau"}
+_LOOKALIKE = str.maketrans(LATIN_LOOKALIKES)
+_GERMAN = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
+
+
+def _fold_word(word: str) -> str:
+    """A word as a name compares: look-alike letters of other scripts read as Latin ones when the
+    whole word then reads as Latin ("Рaypal" with a Cyrillic Р is Paypal), marks dropped
+    ("Müller" = "Muller", "Zürich" = "Zurich"), lower case."""
+    low = word.lower()
+    if not low.isascii():
+        latin = low.translate(_LOOKALIKE)
+        if latin.isascii():
+            return latin
+        low = "".join(c for c in unicodedata.normalize("NFKD", low) if not unicodedata.combining(c))
+    return low
+
+
+def _spellings(word: str) -> tuple[str, ...]:
+    """The folded word and its German transliteration ("Müller" -> muller, mueller)."""
+    if word.isascii():
+        return (word.lower(),)
+    folded = _fold_word(word)
+    german = word.lower().translate(_GERMAN)
+    return (folded, german) if german != word.lower() and german.isascii() else (folded,)
+
+
+def _latin_lookalikes(text: str) -> str:
+    """Words written in look-alike letters of other scripts, case kept, read as Latin: a name
+    must not escape the name check by starting with a Cyrillic capital."""
+    if text.isascii():
+        return text
+
+    def word(m: re.Match[str]) -> str:
+        w = m.group(0)
+        if w.isascii():
+            return w
+        latin = "".join((LATIN_LOOKALIKES[c].upper() if c.isupper() else LATIN_LOOKALIKES[c]) if c in LATIN_LOOKALIKES
+                        else c for c in w)
+        return latin if latin.isascii() else w
+    return re.sub(r"\w+", word, text)
+
+
 _NAME = re.compile(r"(?<![\w'])([A-Z][\w&'\-]*[\w]|[A-Z]{2,})")
 
 
@@ -229,7 +337,7 @@ def _names(text: str) -> list[Fact]:
         if word.endswith("'s"):
             word = word[:-2]
         low = word.lower()
-        if low in NOT_NAMES or low in MONTHS or re.fullmatch(r"S\d+", word):
+        if low in NOT_NAMES or low in MONTHS or low in _HONORIFICS or re.fullmatch(r"S\d+", word):
             continue
         before = text[: m.start()].rstrip()
         clause_start = not before or before[-1] in ".!?:;\"'(*-•#>|" or bool(re.search(r"(?:^|\s)\d+[.)]$", before))
@@ -237,7 +345,8 @@ def _names(text: str) -> list[Fact]:
         inner = any(c.isupper() or c.isdigit() for c in word[1:])
         if clause_start and not (acronym or inner):
             continue
-        out.append(Fact("name", ("name", low), word))
+        first, *other = _spellings(word)
+        out.append(Fact("name", ("name", first), word, readings=tuple((("name", o),) for o in other)))
     return out
 
 
@@ -247,7 +356,7 @@ def sentence_facts(sentence: str, *, names: bool = True) -> list[Fact]:
     dates, rest = _dates(text)
     facts = [f for f, _ in dates] + _numbers(rest, words="strict")
     if names:
-        facts += _names(rest)
+        facts += _names(_latin_lookalikes(rest))
     seen: set[tuple[object, ...]] = set()
     out = []
     for f in facts:
@@ -271,6 +380,8 @@ class PassageFacts:
     #: the passage's amounts with what they count, for the sum or difference of two of them
     amounts: tuple[tuple[Decimal, str], ...] = ()
     text: str = ""
+    #: value -> the units its occurrences are measured in ("" for one that says none)
+    units: dict[str, set[str]] = field(default_factory=dict)
     _claims: list[Any] | None = None
 
     @classmethod
@@ -278,19 +389,34 @@ class PassageFacts:
         t = _clean(text)
         dates, rest = _dates(t)
         found = _numbers(rest, words="strict")
-        nums = {f.key for f in _numbers(rest, words="all")}
+        every = _numbers(rest, words="all")
+        nums = {k for f in every for k in (f.key, *(k for r in f.readings for k in r))}
+        units: dict[str, set[str]] = {}
+        for f in every:
+            for k in (f.key, *(k for r in f.readings for k in r)):
+                units.setdefault(str(k[1]), set()).add("%" if f.kind == "percent" else canonical_unit(f.unit))
         amounts = tuple(dict.fromkeys((Decimal(str(f.key[1])), f.unit) for f in found if f.unit))
         # a year inside a date still counts as a number the passage mentions
         for f, _ in dates:
             if f.key[0] is not None:
                 nums.add(("number", str(f.key[0])))
-        words = {w.lower() for w in re.findall(r"[\w]+", t)}
+                units.setdefault(str(f.key[0]), set()).add("")
+        words = {s for w in re.findall(r"[\w]+", _latin_lookalikes(t)) for s in _spellings(w)}
         return cls(numbers=nums, dates={k for f, _ in dates for k in (f.key, *f.alts)}, words=words,
-                   amounts=amounts, text=text)
+                   amounts=amounts, text=text, units=units)
 
     def supports(self, fact: Fact) -> bool:
+        if fact.kind in ("number", "percent", "name") and fact.readings:
+            if self._supports_one(fact):
+                return True
+            return any(all(self._supports_one(Fact(fact.kind, k, fact.surface, unit=fact.unit)) for k in r)
+                       for r in fact.readings)
+        return self._supports_one(fact)
+
+    def _supports_one(self, fact: Fact) -> bool:
         if fact.kind == "number":
-            return fact.key in self.numbers or ("percent", fact.key[1]) in self.numbers or bool(self.derives(fact))
+            held = fact.key in self.numbers or ("percent", fact.key[1]) in self.numbers
+            return (held and self._same_unit(fact)) or bool(self.derives(fact))
         if fact.kind == "percent":
             return fact.key in self.numbers or bool(self.derives(fact))
         if fact.kind == "date":
@@ -302,6 +428,15 @@ class PassageFacts:
         if fact.kind == "name":
             return self._has_word(str(fact.key[1]))
         return True
+
+    def _same_unit(self, fact: Fact) -> bool:
+        """False when the claim measures the number in a known unit and every place the passage
+        gives that number measures it in another known unit ("30 weeks" against "30 days")."""
+        want = canonical_unit(fact.unit)
+        if not want:
+            return True
+        have = self.units.get(str(fact.key[1]), {""})
+        return "" in have or any(_same_unit(want, u) for u in have)
 
     def derives(self, fact: Fact) -> str | None:
         """How the passage's own numbers give the fact's value: the sum or the difference of two

@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from docket.checks.facts import _numbers
+
 # [S1]  [S1, S2]  [S1][S2]  [S1; S2]  [S1-S3]  [s1]  [S 1]
 CITATION = re.compile(r"\[\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*\]", re.I)
 _ONE = re.compile(r"S?\s?(\d+)", re.I)
@@ -24,6 +26,43 @@ _LOOSE = re.compile(
     re.I,
 )
 
+# Citation marks as models and renderers vary them, read as the brief's [S1] before anything else:
+# any bracket pair (fullwidth, CJK, math), a look-alike S (Cyrillic, fullwidth), any decimal
+# digits, separators "," ";" "/" "&" "|" "+" "and" "to" or a dash, a lead word ("Sources:",
+# "see"), a footnote caret ("[^S1]") or <sup>; invisible format characters are removed first.
+_OPEN = "[\\[(［【〔〖〘〚⟦〈⟨「『（{｛]"
+_CLOSE = "[\\])］】〕〗〙〛⟧〉⟩」』）}｝]"
+_S = "[SsЅѕＳｓ]"
+_LABEL_SEP = r"\s*(?:[,;/&|+，；、]|–|—|-|~|\bto\b|\band\b)\s*"
+_LEAD = r"(?:(?:sources?|refs?|references?|citations?|see|cf\.?|via)\s*[:：]?\s*)?"
+_BODY = _S + r"\s?\d+(?:" + _LABEL_SEP + _S + r"?\s?\d+)*"
+_MARK = re.compile(r"(?:" + _OPEN + r"\s*\^?\s*" + _LEAD + r"(?P<a>" + _BODY + r")\s*" + _CLOSE
+                   + r"|<sup>\s*" + _OPEN + r"?\s*" + _LEAD + r"(?P<c>" + _BODY + r")\s*" + _CLOSE + r"?\s*</sup>)", re.I)
+_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+# "[1]: S2", "[^1]: S2, S3": a footnote whose body is only labels; "[1]" / "[^1]" then cite them
+_FOOTNOTE_DEF = re.compile(r"^\s{0,3}\[\^?(?P<key>[^\]\s]{1,20})\]:\s*(?P<body>.*?)\s*$")
+
+
+def _numbers_of(body: str) -> list[int]:
+    nums = [int(n) for n in re.findall(r"\d+", body)]
+    if len(nums) == 2 and re.search(r"\d\s*(?:–|—|-|~|\bto\b)\s*\S?\s?\d", body, re.I) and nums[0] < nums[1] <= nums[0] + 50:
+        nums = list(range(nums[0], nums[1] + 1))
+    return nums
+
+
+def canonical_citations(text: str) -> str:
+    """`text` with invisible format characters removed and every citation mark written as the
+    brief asks ("【Ｓ１，S2】", "(Sources: S1)", "[S1 & S3]" -> "[S1, S2]" ...): what a reader sees
+    as a citation, the checker then reads as one (an unknown label in any form is caught)."""
+    text = _INVISIBLE.sub("", text)
+
+    def mark(m: re.Match[str]) -> str:
+        body = m.group("a") or m.group("c")
+        return "[" + ", ".join(f"S{n}" for n in _numbers_of(body)) + "]"
+
+    return _MARK.sub(mark, text)
+
+
 ABBREVIATIONS = {
     "e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "st.", "no.", "approx.", "inc.", "ltd.", "co.", "corp.",
     "jr.", "sr.", "u.s.", "u.k.", "a.m.", "p.m.", "fig.", "sec.", "art.", "para.", "cf.", "al.", "ca.", "jan.", "feb.",
@@ -31,7 +70,8 @@ ABBREVIATIONS = {
 }
 
 # end of sentence: punctuation, closing quotes/brackets, citations written after the stop, space
-_BOUNDARY = re.compile(r"(?P<punct>[.!?]+)[\"')”’]*(?:\s*\[\s*S\s?\d+[^\]]{0,40}\])*\s+", re.I)
+_BOUNDARY = re.compile(r"(?:(?P<punct>[.!?]+)[\"')”’]*(?:\s*\[\s*S\s?\d+[^\]]{0,40}\])*\s+"
+                       r"|(?P<cjk>[。！？]+)[」』）\"')”’]*(?:\s*\[\s*S\s?\d+[^\]]{0,40}\])*\s*)", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
 _FILLER = re.compile(
@@ -49,6 +89,7 @@ def labels_in(text: str) -> list[str]:
     small models write them, and an unknown label in any form must not slip through.
     """
     out: list[str] = []
+    text = canonical_citations(text)
     found = [(m.start(), m.group(1)) for m in CITATION.finditer(text)]
     found += [(m.start(), m.group(1) or m.group(2)) for m in _LOOSE.finditer(text)]
     for _, body in sorted(found):
@@ -97,11 +138,14 @@ def _split_line(line: str) -> list[str]:
     pieces: list[str] = []
     pos = 0
     for m in _BOUNDARY.finditer(line):
-        before = line[pos : m.end("punct")]
-        last_word = before.split()[-1].lower() if before.split() else ""
-        nxt = line[m.end() : m.end() + 1]
-        if last_word in ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.){1,3}", last_word) or (nxt and nxt.islower()):
-            continue
+        if m.group("cjk") is None:  # a CJK stop ends a sentence whatever follows
+            before = line[pos : m.end("punct")]
+            last_word = before.split()[-1].lower() if before.split() else ""
+            nxt = line[m.end() : m.end() + 1]
+            if last_word in ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.){1,3}", last_word) or (nxt and nxt.islower()):
+                continue
+        elif m.end() >= len(line):
+            break
         pieces.append(line[pos : m.end()].strip())
         pos = m.end()
     pieces.append(line[pos:].strip())
@@ -127,7 +171,8 @@ def classify(sentence: str, refusal: str) -> str:
         return "heading"
     bare = strip_citations(_BULLET.sub("", raw)).strip().strip("*_ ")
     words = re.findall(r"[\w'%$€£]+", bare)
-    has_digit = any(ch.isdigit() for ch in bare)
+    # a number is a number in words too ("In summary, refunds take ninety days.")
+    has_digit = any(ch.isdigit() for ch in bare) or bool(_numbers(bare, words="strict"))
     if not words:
         return "short"
     if bare.endswith(":") and len(words) <= 12 and not labels_in(raw):
@@ -141,17 +186,58 @@ def classify(sentence: str, refusal: str) -> str:
     return "claim"
 
 
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_LINES = re.compile(r"\r\n|\r|\n")
+
+
+def refusal_parts(piece: str, refusal: str) -> list[tuple[str, bool]]:
+    """`piece` cut around the refusal sentence it holds: [(text, is_refusal)]. A claim written on
+    the refusal's line ("I do not know from the provided sources; refunds take 90 days.") is a
+    sentence of its own, not part of the refusal."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", refusal).lower())
+    if not words:
+        return [(piece, False)]
+    text = unicodedata.normalize("NFKC", piece)
+    m = re.search(r"\b" + r"\W*".join(re.escape(w) for w in words) + r"\b[\W]*", text, re.I)
+    if m is None:
+        return [(piece, True)]  # found by the looser comparison: the whole piece, as before
+    parts = [(text[: m.start()].strip(), False), (text[m.start() : m.end()].strip(), True), (text[m.end() :].strip(), False)]
+    return [(t, r) for t, r in parts if r or re.search(r"\w", t)]
+
+
 def split_sentences(answer: str, refusal: str = "") -> list[Sentence]:
-    """The answer's sentences in order, each with its cited labels and its kind."""
+    """The answer's sentences in order, each with its cited labels and its kind.
+
+    Lines end where CommonMark ends them (\\n, \\r\\n or a lone \\r); a fenced code block
+    opens at a fence of three or more backticks or tildes indented at most three spaces (a backtick
+    fence's info string holds no backtick) and closes at a like fence at least as long, or runs to
+    the end. Citation marks are read in every form `canonical_citations` knows, footnote
+    citations ("... [1]" with "[1]: S2" below) as the labels their footnote lists."""
     out: list[Sentence] = []
-    in_code = False
-    for line in answer.replace("\r\n", "\n").split("\n"):
-        if line.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            if line.strip():
+    fence = ""
+    lines = _LINES.split(canonical_citations(answer))
+    notes: dict[str, list[str]] = {}
+    footnotes: list[Sentence] = []
+    for i, line in enumerate(lines):
+        m = _FOOTNOTE_DEF.match(line)
+        body = re.sub(r"^" + _LEAD, "", m.group("body"), flags=re.I) if m else ""
+        if m and re.fullmatch(r"\[?\s*" + _BODY + r"\s*\]?\.?", body, re.I):
+            notes[m.group("key")] = [f"S{n}" for n in _numbers_of(body)]
+            footnotes.append(Sentence(line.strip(), notes[m.group("key")], "footnote"))
+            lines[i] = ""
+    if notes:
+        ref = re.compile(r"\[\^?(" + "|".join(re.escape(k) for k in sorted(notes, key=len, reverse=True)) + r")\](?![:(\[])")
+        lines = [ref.sub(lambda m: "[" + ", ".join(notes[m.group(1)]) + "]", ln) for ln in lines]
+    for line in lines:
+        fm = _FENCE.match(line)
+        if fence:
+            if fm and fm.group("fence")[0] == fence[0] and len(fm.group("fence")) >= len(fence) and not fm.group("info").strip():
+                fence = ""
+            elif line.strip():
                 out.append(Sentence(line.strip(), labels_in(line), "code"))
+            continue
+        if fm and not (fm.group("fence")[0] == "`" and "`" in fm.group("info")):
+            fence = fm.group("fence")
             continue
         if not line.strip():
             continue
@@ -163,5 +249,13 @@ def split_sentences(answer: str, refusal: str = "") -> list[Sentence]:
             prev.labels += [lab for lab in labels_in(pieces[0]) if lab not in prev.labels]
             pieces = pieces[1:]
         for p in pieces:
-            out.append(Sentence(p, labels_in(p), classify(p, refusal)))
-    return out
+            parts = [(p, False)]
+            if refusal and normalize(refusal) and normalize(refusal) in normalize(p):
+                parts = refusal_parts(p, refusal)
+            for text, is_refusal in parts:
+                labels = labels_in(text)
+                kind = "refusal" if is_refusal else classify(text, "")
+                if labels and kind in ("short", "filler", "question", "heading"):
+                    kind = "claim"  # it cites a passage, so it claims something the passage must hold
+                out.append(Sentence(text, labels, kind))
+    return out + footnotes

@@ -35,7 +35,9 @@ def nesting_estimate(source: str) -> int:
     """An upper estimate of how deep `source` nests its elements (linear scan, no parse). `<x/>`
     closes itself only inside `<svg>`/`<math>`: in HTML the slash is ignored."""
     depth = deepest = foreign = 0
-    for m in _TAG.finditer(source):
+    # a tag ends at a ">": none starts after the last one, and a start tag tried there would scan
+    # to the end of the text for each "<" ("<a <a <a ..." was quadratic)
+    for m in _TAG.finditer(source, 0, source.rfind(">") + 1):
         name = m.group(2).lower()
         if name in ("svg", "math"):
             foreign = max(0, foreign - 1) if m.group(1) else foreign + (not m.group(3))
