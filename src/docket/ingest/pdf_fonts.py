@@ -1,0 +1,530 @@
+"""Embedded fonts whose glyphs paint nothing: TrueType, CFF, OpenType and Type 1 programs.
+
+A PDF can embed a font program (`/FontFile`, `/FontFile2`, `/FontFile3` in its font descriptor)
+in which the glyphs for letters have empty outlines, then show "ignore the policy" in it: no
+viewer paints a thing, yet a text extractor reads the letters through the font's `/ToUnicode` or
+encoding. This module answers, for the character codes of one show, whether every glyph a viewer
+would draw for them paints nothing (spaces aside), as docket.ingest.pdf_type3 does for Type 3
+fonts, so the walk of docket.ingest.pdf_hidden leaves such text out (`pdf_hidden_blank_glyphs`).
+
+Codes go to glyphs as a viewer sends them: a simple font's code through its encoding
+(`/Differences` over the base, or the program's own) to a glyph name, or, for TrueType, through
+the program's (3,0), (1,0) and (3,1) cmaps and `post` names; a composite font (Type0, Identity-H/V
+only) reads two-byte CIDs, through `/CIDToGIDMap` (TrueType) or the CFF charset (CID-keyed CFF).
+Where viewers take different routes, every glyph any of them may draw is tested, and the code is
+blank only when all are; a code with no glyph at all draws `.notdef` (glyph 0). A glyph paints
+nothing when drawing its outline makes no line or curve (components drawn through).
+
+Budgets, as for Type 3: a program over MAX_FONT_BYTES decoded (or under a filter other than
+plain FlateDecode) is not read, nor any past MAX_DOCUMENT_FONT_BYTES a document; glyphs past a
+document's first MAX_GLYPH_TESTS drawn count as painting; each font is read once a document and
+only when text is shown in it. A program fontTools cannot read, an encoding or CMap docket does
+not know, anything uncertain: the glyphs count as painting, and the text is kept. fontTools is
+imported only when a shown font embeds a program.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from docket.ingest.pdf_type3 import stream_bytes
+
+#: a font program longer than this (decoded) is not read: its glyphs count as painting
+MAX_FONT_BYTES = 2_000_000
+#: font program bytes one document may read in all; the fonts past it are not read
+MAX_DOCUMENT_FONT_BYTES = 32_000_000
+#: glyphs drawn (tested) in one document at most; past it, glyphs count as painting
+MAX_GLYPH_TESTS = 2_000
+#: a ToUnicode CMap longer than this is not read (its codes' text is then unknown)
+MAX_CMAP_BYTES = 1_000_000
+#: glyph names of glyphs that paint nothing by design
+_SPACE_NAMES = frozenset({"space", "nbspace", "nonbreakingspace", "uni0020", "uni00A0", "tab", "CR",
+                          "nonmarkingreturn", ".null", "NULL"})
+_SIMPLE = frozenset({"/TrueType", "/Type1", "/MMType1"})
+
+
+def _space_text(text: str) -> bool:
+    """Text that is only spaces, controls or format characters (what a blank glyph stands for)."""
+    return bool(text) and all(c.isspace() or unicodedata.category(c)[0] in "ZC" for c in text)
+
+
+def _space_name(name: str | None) -> bool:
+    if name is None:
+        return False
+    if name in _SPACE_NAMES:
+        return True
+    from fontTools import agl
+
+    return _space_text(agl.toUnicode(name))
+
+
+@dataclass
+class _Budget:
+    """What one document may still spend: glyph tests and font program bytes."""
+
+    glyphs: int = MAX_GLYPH_TESTS
+    font_bytes: int = MAX_DOCUMENT_FONT_BYTES
+
+
+class _Program:
+    """A font program read with fontTools: its glyphs by name, in glyph order, and the ways a
+    viewer finds one (a TrueType or OpenType font's cmaps; a CFF or Type 1 font's own encoding;
+    whether its CFF is CID-keyed)."""
+
+    def __init__(self, glyphs: Any, order: list[str], cmaps: dict[tuple[int, int], dict[int, str]] | None = None,
+                 builtin: list[str] | None = None, cid_keyed: bool = False) -> None:
+        self.glyphs, self.order, self.cmaps = glyphs, order, cmaps or {}
+        self.names = set(order)
+        self.builtin, self.cid_keyed = builtin, cid_keyed
+        self.spaces = {name for (pid, _eid), table in self.cmaps.items() if pid in (0, 3)
+                       for uv, name in table.items() if uv in (0x20, 0xA0, 0x09, 0x0D, 0x200B, 0xFEFF)}
+
+    def notdef(self) -> str | None:
+        return self.order[0] if self.order else None
+
+    def by_gid(self, gid: int) -> str | None:
+        """The glyph a glyph id draws (.notdef past the font's end)."""
+        return self.order[gid] if 0 <= gid < len(self.order) else self.notdef()
+
+    def paints(self, name: str) -> bool:
+        """Whether drawing glyph `name` makes any line or curve (a glyph docket cannot draw paints)."""
+        from fontTools.pens.basePen import BasePen
+
+        class _Ink(BasePen):  # type: ignore[misc]
+            skipMissingComponents = False
+            ink = False
+
+            def _moveTo(self, pt: Any) -> None:
+                pass
+
+            def _lineTo(self, pt: Any) -> None:
+                self.ink = True
+
+            def _curveToOne(self, a: Any, b: Any, c: Any) -> None:
+                self.ink = True
+
+            def _qCurveToOne(self, a: Any, b: Any) -> None:
+                self.ink = True
+
+            def _closePath(self) -> None:
+                pass
+
+            def _endPath(self) -> None:
+                pass
+
+        pen = _Ink(self.glyphs)
+        try:
+            self.glyphs[name].draw(pen)
+        except Exception:  # noqa: BLE001 - a glyph fontTools cannot draw may paint
+            return True
+        return bool(pen.ink)
+
+
+def _read_program(data: bytes, kind: str, descriptor: Any) -> _Program | None:
+    """The program `data` of kind "TrueType", "OpenType", "CFF" or "Type1" read with fontTools;
+    None where fontTools cannot read it."""
+    import io
+
+    if kind in ("TrueType", "OpenType"):
+        from fontTools.ttLib import TTFont
+
+        tt = TTFont(io.BytesIO(data), lazy=True, fontNumber=0)
+        order = tt.getGlyphOrder()
+        cmaps: dict[tuple[int, int], dict[int, str]] = {}
+        if "cmap" in tt:
+            for table in tt["cmap"].tables:
+                if table.format in (0, 4, 6, 12) and (table.platformID, table.platEncID) not in cmaps:
+                    cmaps[(table.platformID, table.platEncID)] = dict(table.cmap)
+        cid_keyed = False
+        if "CFF " in tt:
+            cid_keyed = hasattr(tt["CFF "].cff.topDictIndex[0], "ROS")
+        return _Program(tt.getGlyphSet(), order, cmaps, cid_keyed=cid_keyed)
+    if kind == "CFF":
+        from fontTools.cffLib import CFFFontSet
+
+        cff = CFFFontSet()
+        cff.decompile(io.BytesIO(data), otFont=None)
+        top = cff[cff.fontNames[0]]
+        enc = getattr(top, "Encoding", None)
+        builtin = None
+        if isinstance(enc, list):
+            builtin = list(enc)
+        elif enc == "StandardEncoding" or enc is None:
+            from fontTools.encodings.StandardEncoding import StandardEncoding
+
+            builtin = list(StandardEncoding)
+        return _Program(top.CharStrings, list(top.charset), builtin=builtin, cid_keyed=hasattr(top, "ROS"))
+    if kind == "Type1":
+        return _read_type1(data, descriptor)
+    return None
+
+
+def _read_type1(data: bytes, descriptor: Any) -> _Program | None:
+    """A Type 1 program as PDF embeds it: cleartext part, then the eexec part in binary."""
+    from fontTools.t1Lib import T1Font
+
+    font = T1Font.__new__(T1Font)
+    font.encoding = "ascii"
+    font.data = data
+    font.parse()
+    glyphs = font.getGlyphSet()
+    enc = font.font.get("Encoding")
+    builtin = [str(n) for n in enc] if isinstance(enc, list) and len(enc) == 256 else None
+    order = sorted(glyphs.keys(), key=lambda n: n != ".notdef")
+    return _Program(glyphs, order, builtin=builtin)
+
+
+def _base_encoding(name: str) -> list[str | None] | None:
+    """A PDF base encoding's glyph names by code; None for one docket does not know."""
+    if name == "/StandardEncoding":
+        from fontTools.encodings.StandardEncoding import StandardEncoding
+
+        return [None if n == ".notdef" else n for n in StandardEncoding]
+    if name == "/MacRomanEncoding":
+        from fontTools.encodings.MacRoman import MacRoman
+
+        return [None if n == ".notdef" else n for n in MacRoman]
+    if name == "/WinAnsiEncoding":
+        from fontTools import agl
+
+        out: list[str | None] = []
+        for code in range(256):
+            try:
+                ch = bytes([code]).decode("cp1252")
+            except UnicodeDecodeError:
+                out.append("bullet" if code in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else None)
+                continue
+            out.append(agl.UV2AGL.get(ord(ch)) if code >= 32 else None)
+        return out
+    return None
+
+
+_BFCHAR = re.compile(rb"beginbfchar(.*?)endbfchar", re.S)
+_BFRANGE = re.compile(rb"beginbfrange(.*?)endbfrange", re.S)
+_TOKEN = re.compile(rb"<([0-9A-Fa-f\s]*)>|(\[)|(\])")
+
+
+def _hex(h: bytes) -> bytes:
+    h = re.sub(rb"\s", b"", h)
+    return bytes.fromhex((h + b"0" * (len(h) % 2)).decode("ascii"))
+
+
+def _utf16(b: bytes) -> str:
+    return b.decode("utf-16-be", "replace")
+
+
+class _ToUnicode:
+    """A /ToUnicode CMap's bfchar and bfrange entries: the text a code stands for, read as a text
+    extractor reads it (None where the CMap says nothing)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.chars: dict[bytes, str] = {}
+        self.ranges: list[tuple[bytes, bytes, Any]] = []
+        for block in _BFCHAR.findall(data):
+            toks = [_hex(m.group(1)) for m in _TOKEN.finditer(block) if m.group(1) is not None]
+            for k in range(0, len(toks) - 1, 2):
+                self.chars[toks[k]] = _utf16(toks[k + 1])
+        for block in _BFRANGE.findall(data):
+            items: list[Any] = []
+            arr: list[bytes] | None = None
+            for m in _TOKEN.finditer(block):
+                if m.group(2):
+                    arr = []
+                elif m.group(3):
+                    items.append(arr or [])
+                    arr = None
+                elif arr is not None:
+                    arr.append(_hex(m.group(1)))
+                else:
+                    items.append(_hex(m.group(1)))
+            for k in range(0, len(items) - 2, 3):
+                lo, hi, dst = items[k], items[k + 1], items[k + 2]
+                if isinstance(lo, bytes) and isinstance(hi, bytes):
+                    self.ranges.append((lo, hi, dst))
+
+    def text(self, code: bytes) -> str | None:
+        if code in self.chars:
+            return self.chars[code]
+        for lo, hi, dst in self.ranges:
+            if len(lo) == len(code) and lo <= code <= hi:
+                off = int.from_bytes(code, "big") - int.from_bytes(lo, "big")
+                if isinstance(dst, list):
+                    return _utf16(dst[off]) if off < len(dst) else None
+                if not dst:
+                    return None
+                last = dst[-2:] if len(dst) >= 2 else dst
+                value = int.from_bytes(last, "big") + off
+                return _utf16(dst[:-2] + (value & 0xFFFF).to_bytes(2, "big")) if len(dst) >= 2 else None
+        return None
+
+
+@dataclass
+class Embedded:
+    """One font with an embedded program, as shown: `composite` (two-byte CIDs) or simple (one
+    byte a code); by code, whether its glyphs paint nothing and whether it stands for a space
+    (filled in as codes are met). The program is read at the first code tested."""
+
+    font: Any  # the font dictionary shown (a Type0 font's descendant for a composite one)
+    descriptor: Any
+    program_stream: Any
+    kind: str  # "TrueType", "OpenType", "CFF", "Type1"
+    composite: bool
+    budget: _Budget
+    tounicode: Any = None
+    names: dict[int, str | None] = field(default_factory=dict)  # a simple font's encoding, by code
+    blank: dict[int, bool] = field(default_factory=dict)
+    space: dict[int, bool] = field(default_factory=dict)
+    scale: tuple[float, float] = (1.0, 1.0)  # glyph space is the usual 1/1000 of text space
+    _program: _Program | None = None
+    _read: bool = False
+    _cmap: _ToUnicode | None = None
+
+    def all_blank(self, codes: bytes) -> bool:
+        """Every code of `codes` draws glyphs that paint nothing, and some code is not a space's."""
+        if self.composite:
+            if len(codes) % 2:
+                return False  # not whole two-byte codes: docket does not know what is drawn
+            split = [int.from_bytes(codes[k:k + 2], "big") for k in range(0, len(codes), 2)]
+        else:
+            split = list(codes)
+        letters = set(split)
+        program = self.program()
+        if program is None:
+            return False
+        letters = {c for c in letters if not self._is_space(c, program)}
+        if not letters:
+            return False
+        for code in letters:
+            if code not in self.blank:
+                self.blank[code] = self._blank(code, program)
+            if not self.blank[code]:
+                return False
+        return True
+
+    def program(self) -> _Program | None:
+        """The font program, read once (None where it is not read: the glyphs then count as painting)."""
+        if not self._read:
+            self._read = True
+            self._program = self._load()
+            if self._program is not None and self.tounicode is not None:
+                try:
+                    data = stream_bytes(self.tounicode.get_object(), MAX_CMAP_BYTES)
+                    self._cmap = _ToUnicode(data) if data is not None else None
+                except Exception:  # noqa: BLE001 - an unreadable CMap: text by the glyph names
+                    self._cmap = None
+        return self._program
+
+    def _load(self) -> _Program | None:
+        try:
+            data = stream_bytes(self.program_stream.get_object(), MAX_FONT_BYTES)
+        except Exception:  # noqa: BLE001 - a stream docket cannot read: not judged
+            return None
+        if data is None or len(data) > self.budget.font_bytes:
+            return None
+        self.budget.font_bytes -= len(data)
+        try:
+            return _read_program(data, self.kind, self.descriptor)
+        except Exception:  # noqa: BLE001 - a program fontTools cannot read: its glyphs count as painting
+            return None
+
+    def _candidates(self, code: int, program: _Program) -> set[str]:
+        """Every glyph a viewer may draw for `code`."""
+        if self.composite:
+            return self._cid_glyphs(code, program)
+        return self._simple_glyphs(code, program)
+
+    def _cid_glyphs(self, cid: int, program: _Program) -> set[str]:
+        if program.cid_keyed:  # CID-keyed CFF: the CID names the glyph through the charset
+            name = f"cid{cid:05d}"
+            return {name if name in program.names else program.notdef() or name}
+        if self.font.get("/Subtype") == "/CIDFontType2":
+            gid = _cid_to_gid(self.font.get("/CIDToGIDMap"), cid)
+            if gid is None:
+                return set()
+        else:
+            gid = cid  # a name-keyed CFF program drawn as a CIDFont: the CID is the glyph index
+        drawn = program.by_gid(gid)
+        return {drawn} if drawn is not None else set()
+
+    def _simple_glyphs(self, code: int, program: _Program) -> set[str]:
+        name = self.names.get(code)
+        if name is None and program.builtin is not None and 0 <= code < len(program.builtin):
+            builtin = program.builtin[code]
+            name = builtin if builtin and builtin != ".notdef" else None
+        out: set[str] = set()
+        if program.cmaps:
+            from fontTools import agl
+
+            for key, keys in (((3, 0), (code, 0xF000 + code, 0xF100 + code, 0xF200 + code)), ((1, 0), (code,))):
+                table = program.cmaps.get(key)
+                if table is not None:
+                    out |= {table[k] for k in keys if k in table}
+            uni = program.cmaps.get((3, 1)) or program.cmaps.get((3, 10)) or program.cmaps.get((0, 3))
+            if uni is not None:
+                chars = agl.toUnicode(name) if name is not None else ""
+                if name is None and 32 <= code < 256:
+                    chars = bytes([code]).decode("cp1252", "replace")
+                if len(chars) == 1 and ord(chars) in uni:
+                    out.add(uni[ord(chars)])
+        if name is not None and name in program.names:
+            out.add(name)
+        if not out and not program.cmaps and self.kind == "TrueType":
+            gid_name = program.by_gid(code)  # no cmap at all: a viewer takes the code as the glyph index
+            if gid_name is not None:
+                out.add(gid_name)
+        if not out:
+            notdef = program.notdef()
+            if notdef is not None:
+                out.add(notdef)
+        return out
+
+    def _blank(self, code: int, program: _Program) -> bool:
+        glyphs = self._candidates(code, program)
+        if not glyphs:
+            return False  # docket does not know which glyph is drawn: it may paint
+        for name in glyphs:
+            if self.budget.glyphs <= 0:
+                return False  # the document's glyph tests are spent: the rest count as painting
+            self.budget.glyphs -= 1
+            if program.paints(name):
+                return False
+        return True
+
+    def _is_space(self, code: int, program: _Program) -> bool:
+        """The code stands for a space (or a control or format character): its glyph paints
+        nothing by design. The text an extractor reads for it decides where the CMap gives one."""
+        if code in self.space:
+            return self.space[code]
+        width = 2 if self.composite else 1
+        text = self._cmap.text(code.to_bytes(width, "big")) if self._cmap is not None else None
+        if text is not None:
+            out = _space_text(text)
+        elif not self.composite:
+            name = self.names.get(code)
+            out = code == 32 if name is None else _space_name(name)
+        else:
+            out = any(_space_name(n) or n in program.spaces for n in self._candidates(code, program))
+        self.space[code] = out
+        return out
+
+
+def _cid_to_gid(mapping: Any, cid: int) -> int | None:
+    """A CIDFontType2's glyph index for `cid`: /Identity (or no map), or a stream of two-byte
+    glyph indices (0 past its end); None for a map docket cannot read."""
+    if mapping is None:
+        return cid
+    mapping = mapping.get_object()
+    if mapping == "/Identity":
+        return cid
+    if not hasattr(mapping, "get_data"):
+        return None
+    data = stream_bytes(mapping, 2 * 65536)
+    if data is None:
+        return None
+    pair = data[2 * cid:2 * cid + 2]
+    return int.from_bytes(pair, "big") if len(pair) == 2 else 0
+
+
+def _program_of(descriptor: Any) -> tuple[Any, str] | None:
+    """The font program a descriptor embeds and its kind, or None."""
+    if descriptor is None:
+        return None
+    descriptor = descriptor.get_object()
+    for key, kind in (("/FontFile2", "TrueType"), ("/FontFile", "Type1")):
+        if key in descriptor:
+            return descriptor.raw_get(key), kind
+    if "/FontFile3" in descriptor:
+        stream = descriptor.raw_get("/FontFile3")
+        sub = stream.get_object().get("/Subtype")
+        kind3 = {"/Type1C": "CFF", "/CIDFontType0C": "CFF", "/OpenType": "OpenType"}.get(sub)
+        return (stream, kind3) if kind3 is not None else None
+    return None
+
+
+def _simple_names(font: Any, kind: str) -> dict[int, str | None] | None:
+    """A simple font's glyph names by code from its /Encoding (None: an encoding docket does not
+    know). Without a base encoding, codes the /Differences leave out take the program's own."""
+    enc = font.get("/Encoding")
+    enc = enc.get_object() if enc is not None else None
+    if enc is None:
+        return {}
+    if isinstance(enc, str):
+        base = _base_encoding(enc)
+        return None if base is None else dict(enumerate(base))
+    if not hasattr(enc, "get"):
+        return None
+    names: dict[int, str | None] = {}
+    base_name = enc.get("/BaseEncoding")
+    if base_name is not None:
+        base = _base_encoding(str(base_name))
+        if base is None:
+            return None
+        names = dict(enumerate(base))
+    elif kind == "TrueType":
+        base = _base_encoding("/StandardEncoding")
+        names = dict(enumerate(base or []))
+    code = None
+    for item in enc.get("/Differences", []) or []:
+        item = item.get_object() if hasattr(item, "get_object") else item
+        if isinstance(item, int) and not isinstance(item, bool):
+            code = int(item)
+        elif isinstance(item, str) and code is not None:
+            if 0 <= code <= 255:
+                names[code] = item[1:] if item.startswith("/") else item
+            code += 1
+    return names
+
+
+@dataclass
+class EmbeddedFonts:
+    """One document's fonts with embedded programs, each read once (by its object key), and the
+    glyph tests and program bytes the document may still spend, shared by them."""
+
+    fonts: dict[Any, Embedded | None] = field(default_factory=dict)
+    budget: _Budget = field(default_factory=_Budget)
+
+    def of(self, key: Any, font: Any) -> Embedded | None:
+        """The reading of font dictionary `font` (known in the document as `key`)."""
+        if key not in self.fonts:
+            self.fonts[key] = embedded(font, self.budget)
+        return self.fonts[key]
+
+
+def embedded(font: Any, budget: _Budget | None = None) -> Embedded | None:
+    """The reading of font dictionary `font` when it embeds a program docket reads, else None
+    (a standard font, a Type 3 font, an encoding or CMap docket does not map). Nothing is
+    imported or decoded here: the program is read when text in the font is first tested."""
+    budget = budget if budget is not None else _Budget()
+    try:
+        font = font.get_object()
+        sub = font.get("/Subtype")
+        if sub == "/Type0":
+            if font.get("/Encoding") not in ("/Identity-H", "/Identity-V"):
+                return None
+            kids = font.get("/DescendantFonts")
+            kids = kids.get_object() if kids is not None else None
+            if not isinstance(kids, list) or len(kids) != 1:
+                return None
+            cid = kids[0].get_object()
+            if cid.get("/Subtype") not in ("/CIDFontType0", "/CIDFontType2"):
+                return None
+            found = _program_of(cid.get("/FontDescriptor"))
+            if found is None:
+                return None
+            return Embedded(cid, cid["/FontDescriptor"], found[0], found[1], True, budget,
+                            tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None)
+        if sub not in _SIMPLE:
+            return None
+        found = _program_of(font.get("/FontDescriptor"))
+        if found is None:
+            return None
+        names = _simple_names(font, found[1])
+        if names is None:
+            return None
+        return Embedded(font, font["/FontDescriptor"], found[0], found[1], False, budget,
+                        tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None, names=names)
+    except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
+        return None
