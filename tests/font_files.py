@@ -22,10 +22,12 @@ def _names() -> list[str]:
 
 
 def font_program(blank: Iterable[str] = "", kind: str = "ttf", notdef_blank: bool = True,
-                 missing: Iterable[str] = "") -> bytes:
+                 missing: Iterable[str] = "", family: str = "TestBlank") -> bytes:
     """A font of CHARS (`kind` "ttf": TrueType outlines; "otf": CFF-based OpenType; "cff": the
     bare CFF table) whose glyphs for `blank` (and the space, and .notdef when `notdef_blank`) are
-    empty and the rest a filled box; `missing` characters have no glyph (nor cmap entry) at all."""
+    empty and the rest a filled box (.notdef's 700 units tall, a character's 300 to 660 by its
+    code); `missing` characters have no glyph (nor cmap entry) at all. `family`: its name (reportlab
+    knows a font by it: two fonts of one name are one to it)."""
     from fontTools.fontBuilder import FontBuilder
     from fontTools.pens.t2CharStringPen import T2CharStringPen
     from fontTools.pens.ttGlyphPen import TTGlyphPen
@@ -38,22 +40,25 @@ def font_program(blank: Iterable[str] = "", kind: str = "ttf", notdef_blank: boo
     fb.setupGlyphOrder(names)
     fb.setupCharacterMap({ord(c): n for n, c in zip(_names()[1:], CHARS, strict=True) if c not in missing})
     pens: dict[str, Any] = {}
-    for n in names:
+    for n, c in zip(_names(), ["\0", *CHARS], strict=True):
+        if n not in names:
+            continue
         pen = TTGlyphPen(None) if kind == "ttf" else T2CharStringPen(WIDTH, None)
-        if n not in empty:
+        if n not in empty:  # a box, its height by the character: a swap of letters changes pixels
+            top = 700 if n == ".notdef" else 300 + ord(c) % 7 * 60
             pen.moveTo((50, 0))
             pen.lineTo((550, 0))
-            pen.lineTo((550, 700))
-            pen.lineTo((50, 700))
+            pen.lineTo((550, top))
+            pen.lineTo((50, top))
             pen.closePath()
         pens[n] = pen
     if kind == "ttf":
         fb.setupGlyf({n: p.glyph() for n, p in pens.items()})
     else:
-        fb.setupCFF("TestBlank", {"FullName": "TestBlank"}, {n: p.getCharString() for n, p in pens.items()}, {})
+        fb.setupCFF(family, {"FullName": family}, {n: p.getCharString() for n, p in pens.items()}, {})
     fb.setupHorizontalMetrics({n: (WIDTH, 0) for n in names})
     fb.setupHorizontalHeader(ascent=800, descent=-200)
-    fb.setupNameTable({"familyName": "TestBlank", "styleName": "Regular"})
+    fb.setupNameTable({"familyName": family, "styleName": "Regular"})
     fb.setupOS2(sTypoAscender=800, usWinAscent=800, usWinDescent=200)
     fb.setupPost()
     buf = io.BytesIO()
@@ -151,4 +156,51 @@ def font_pdf(program: bytes | None, text: str, kind: str = "ttf", show: bytes | 
         page[_name("Contents")] = _stream(w, content, compress=False)
     buf = io.BytesIO()
     w.write(buf)
+    return buf.getvalue()
+
+
+def type1_pdf(text: str, blank: bool) -> bytes:
+    """A page with the Helvetica line, then `text` at y 700 in 24 pt in a Type 1 font embedded
+    (/FontFile) by reportlab: reportlab's own DarkGardenMK, its letters' charstrings made empty
+    (`hsbw endchar`) when `blank`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return _type1_pdf(tmp, text, blank)
+
+
+def _type1_pdf(tmp: str, text: str, blank: bool) -> bytes:
+    import shutil
+    from pathlib import Path
+
+    import reportlab
+    from fontTools.misc.psCharStrings import T1CharString
+    from fontTools.t1Lib import T1Font
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfgen import canvas
+
+    src = Path(reportlab.__file__).parent / "fonts"
+    font = T1Font(str(src / "DarkGardenMK.pfb"))
+    font.parse()
+    if blank:
+        glyphs = font["CharStrings"]
+        for name in list(glyphs):
+            if len(name) == 1 and name.isalpha():
+                glyphs[name] = T1CharString(program=[0, 600, "hsbw", "endchar"], subrs=font["Private"]["Subrs"])
+    tag = "Blank" if blank else "Drawn"
+    pfb, afm = Path(tmp) / f"{tag}.pfb", Path(tmp) / f"{tag}.afm"
+    font.saveAs(str(pfb), "PFB")
+    shutil.copy(src / "DarkGardenMK.afm", afm)
+    face = pdfmetrics.EmbeddedType1Face(str(afm), str(pfb))
+    pdfmetrics.registerTypeFace(face)
+    name = f"T1{tag}"
+    pdfmetrics.registerFont(pdfmetrics.Font(name, face.name, "WinAnsiEncoding"))
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=(595, 842), invariant=1)
+    c.setFont("Helvetica", 12)
+    c.drawString(50, 760, "Refunds take 14 days.")
+    c.setFont(name, 24)
+    c.drawString(50, 700, text)
+    c.showPage()
+    c.save()
     return buf.getvalue()

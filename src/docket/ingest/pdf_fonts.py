@@ -65,8 +65,8 @@ def _space_name(name: str | None) -> bool:
 class _Budget:
     """What one document may still spend: glyph tests and font program bytes."""
 
-    glyphs: int = MAX_GLYPH_TESTS
-    font_bytes: int = MAX_DOCUMENT_FONT_BYTES
+    glyphs: int = field(default_factory=lambda: MAX_GLYPH_TESTS)
+    font_bytes: int = field(default_factory=lambda: MAX_DOCUMENT_FONT_BYTES)
 
 
 class _Program:
