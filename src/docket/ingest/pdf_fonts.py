@@ -79,8 +79,6 @@ class _Program:
         self.glyphs, self.order, self.cmaps = glyphs, order, cmaps or {}
         self.names = set(order)
         self.builtin, self.cid_keyed = builtin, cid_keyed
-        self.spaces = {name for (pid, _eid), table in self.cmaps.items() if pid in (0, 3)
-                       for uv, name in table.items() if uv in (0x20, 0xA0, 0x09, 0x0D, 0x200B, 0xFEFF)}
 
     def notdef(self) -> str | None:
         return self.order[0] if self.order else None
@@ -159,22 +157,71 @@ def _read_program(data: bytes, kind: str, descriptor: Any) -> _Program | None:
         return _Program(top.CharStrings, list(top.charset), builtin=builtin, cid_keyed=hasattr(top, "ROS"))
     if kind == "Type1":
         return _read_type1(data, descriptor)
-    return None
+    return None  # pragma: no cover - every kind _program_of names is read above
+
+
+#: a Type 1 program's binary entries: a subroutine (`dup 5 23 RD <23 bytes> NP`) or a charstring
+#: (`/A 40 RD <40 bytes> ND`), `RD` also spelled `-|`
+_T1_ENTRY = re.compile(rb"(?:dup\s+(\d+)|/([^\s/\[\]{}()<>%]+))\s+(\d+)\s+(?:RD|-\|)\s")
+_T1_CODE = re.compile(rb"dup\s+(\d+)\s*/([^\s/\[\]{}()<>%]+)\s+put")
+_HEX_ONLY = re.compile(rb"[0-9A-Fa-f\s]+")
 
 
 def _read_type1(data: bytes, descriptor: Any) -> _Program | None:
-    """A Type 1 program as PDF embeds it: cleartext part, then the eexec part in binary."""
-    from fontTools.t1Lib import T1Font
+    """A Type 1 program as PDF embeds it (/Length1 bytes of cleartext, then /Length2 of the eexec
+    part, binary or hex), read by its tokens as viewers read it, never run: fontTools' PostScript
+    interpreter would run a hostile program's loops. None where no charstring is found."""
+    from fontTools.encodings.StandardEncoding import StandardEncoding
+    from fontTools.misc import eexec
+    from fontTools.misc.psCharStrings import T1CharString
 
-    font = T1Font.__new__(T1Font)
-    font.encoding = "ascii"
-    font.data = data
-    font.parse()
-    glyphs = font.getGlyphSet()
-    enc = font.font.get("Encoding")
-    builtin = [str(n) for n in enc] if isinstance(enc, list) and len(enc) == 256 else None
-    order = sorted(glyphs.keys(), key=lambda n: n != ".notdef")
-    return _Program(glyphs, order, builtin=builtin)
+    length1 = int(descriptor.get_object()["/FontFile"].get_object().get("/Length1", 0) or 0)
+    start = data.find(b"eexec")
+    clear_end = length1 if 0 < length1 <= len(data) else (start + 5 if start >= 0 else -1)
+    if clear_end < 0:
+        return None
+    clear, cipher = data[:clear_end], data[clear_end:].lstrip(b"\r\n\t ")
+    if _HEX_ONLY.fullmatch(cipher[:64] or b"x"):
+        cipher = bytes.fromhex(re.sub(rb"[^0-9A-Fa-f]", b"", cipher).decode("ascii")[: 2 * (len(cipher) // 2)])
+    plain, _ = eexec.decrypt(cipher, 55665)
+    plain = plain[4:]
+    found = re.search(rb"/lenIV\s+(-?\d+)", plain)
+    skip = int(found.group(1)) if found else 4
+    subrs: list[Any] = []
+    glyphs: dict[str, Any] = {}
+    pos = 0
+    while (m := _T1_ENTRY.search(plain, pos)) is not None:
+        size = int(m.group(3))
+        body = plain[m.end():m.end() + size]
+        pos = m.end() + size
+        if skip >= 0:
+            body, _ = eexec.decrypt(body, 4330)
+            body = body[skip:]
+        if m.group(1) is not None:
+            index = int(m.group(1))
+            if index < 65536:
+                subrs.extend([None] * (index + 1 - len(subrs)))
+                subrs[index] = body
+        else:
+            glyphs[m.group(2).decode("latin-1")] = body
+    if not glyphs:
+        return None
+    subr_list = [T1CharString(b if b is not None else b"\x0b", subrs=None) for b in subrs]  # 11: return
+    for subr in subr_list:
+        subr.subrs = subr_list
+    charstrings = {name: T1CharString(body, subrs=subr_list) for name, body in glyphs.items()}
+    builtin: list[str] | None = None
+    if re.search(rb"/Encoding\s+StandardEncoding", clear):
+        builtin = list(StandardEncoding)
+    else:
+        codes = _T1_CODE.findall(clear)
+        if codes:
+            builtin = [".notdef"] * 256
+            for code, name in codes:
+                if int(code) < 256:
+                    builtin[int(code)] = name.decode("latin-1")
+    order = sorted(charstrings, key=lambda n: n != ".notdef")
+    return _Program(charstrings, order, builtin=builtin)
 
 
 def _base_encoding(name: str) -> list[str | None] | None:
@@ -400,13 +447,13 @@ class Embedded:
             return self.space[code]
         width = 2 if self.composite else 1
         text = self._cmap.text(code.to_bytes(width, "big")) if self._cmap is not None else None
+        name = None if self.composite else self.names.get(code)
         if text is not None:
             out = _space_text(text)
-        elif not self.composite:
-            name = self.names.get(code)
-            out = code == 32 if name is None else _space_name(name)
-        else:
-            out = any(_space_name(n) or n in program.spaces for n in self._candidates(code, program))
+        elif name is not None:
+            out = _space_name(name)
+        else:  # no text for it but the code's own character, as pypdf reads it (a CID 3 is "\x03")
+            out = _space_text(chr(code))
         self.space[code] = out
         return out
 
