@@ -204,3 +204,37 @@ def _type1_pdf(tmp: str, text: str, blank: bool) -> bytes:
     c.showPage()
     c.save()
     return buf.getvalue()
+
+
+def composite_bomb(depth: int = 24) -> bytes:
+    """A TrueType font whose every non-space glyph is built of two copies of a glyph built of two
+    copies of ... `depth` levels down to an empty one: 2**depth components, painting nothing."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    levels = [f"n{k}" for k in range(depth + 1)]
+    names = _names() + levels
+    glyphs: dict[str, Any] = {}
+    for k, name in enumerate(levels):
+        pen = TTGlyphPen(dict.fromkeys(names))
+        if k < depth:
+            pen.addComponent(levels[k + 1], (1, 0, 0, 1, 0, 0))
+            pen.addComponent(levels[k + 1], (1, 0, 0, 1, 1, 0))
+        glyphs[name] = pen.glyph()
+    for name in _names():
+        pen = TTGlyphPen(dict.fromkeys(names))
+        if name not in (".notdef", "space"):
+            pen.addComponent(levels[0], (1, 0, 0, 1, 0, 0))
+        glyphs[name] = pen.glyph()
+    fb = FontBuilder(1000, isTTF=True)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({ord(c): n for n, c in zip(_names()[1:], CHARS, strict=True)})
+    fb.setupGlyf(glyphs)
+    fb.setupHorizontalMetrics({n: (WIDTH, 0) for n in names})
+    fb.setupHorizontalHeader(ascent=800, descent=-200)
+    fb.setupNameTable({"familyName": "Bomb", "styleName": "Regular"})
+    fb.setupOS2(sTypoAscender=800, usWinAscent=800, usWinDescent=200)
+    fb.setupPost()
+    buf = io.BytesIO()
+    fb.save(buf)
+    return buf.getvalue()

@@ -21,7 +21,7 @@ pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("fontTools")
 pytest.importorskip("reportlab")
 
-from font_files import CHARS, font_pdf, font_program, tounicode, type1_pdf  # noqa: E402
+from font_files import CHARS, font_pdf, font_program, type1_pdf  # noqa: E402
 
 from docket.ingest.office import read_pdf  # noqa: E402
 
@@ -331,3 +331,23 @@ def test_a_type1_program_is_read_never_run() -> None:
     counts: Counter[str] = Counter()
     assert _text(out.getvalue(), counts) == "Refunds take 14 days." and counts == Counter(
         {"pdf_hidden_blank_glyphs": 1})
+
+
+def test_a_glyph_that_takes_too_long_to_draw_counts_as_painting() -> None:
+    """Components of components, two at each of 24 levels (16 million, painting nothing): the
+    drawing stops at the glyph's share of work and the text is kept, in a moment."""
+    from font_files import composite_bomb
+
+    counts: Counter[str] = Counter()
+    assert LINE in _text(font_pdf(composite_bomb(24), LINE), counts) and not counts
+    shallow: Counter[str] = Counter()  # the same shape, small enough to draw: blank, and it goes
+    assert LINE not in _text(font_pdf(composite_bomb(3), LINE), shallow) and shallow
+
+
+def test_charstring_work_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CFF glyph whose charstring runs past the work allowed counts as painting."""
+    import docket.ingest.pdf_fonts as pdf_fonts
+
+    monkeypatch.setattr(pdf_fonts, "MAX_GLYPH_WORK", 1)
+    counts: Counter[str] = Counter()
+    assert LINE in _text(font_pdf(BLANK["cff"], LINE, kind="cff"), counts) and not counts

@@ -17,8 +17,11 @@ nothing when drawing its outline makes no line or curve (components drawn throug
 
 Budgets, as for Type 3: a program over MAX_FONT_BYTES decoded (or under a filter other than
 plain FlateDecode) is not read, nor any past MAX_DOCUMENT_FONT_BYTES a document; glyphs past a
-document's first MAX_GLYPH_TESTS drawn count as painting; each font is read once a document and
-only when text is shown in it. A program fontTools cannot read, an encoding or CMap docket does
+document's first MAX_GLYPH_TESTS drawn count as painting, as does a glyph whose drawing takes
+more than MAX_GLYPH_WORK (subroutines calling subroutines, components of components: a hostile
+program can make one glyph billions of steps), and every glyph once the document's
+MAX_DOCUMENT_WORK is spent; each font is read once a document and only when text is shown in it.
+A Type 1 program is PostScript: it is read by its tokens, never run. A program fontTools cannot read, an encoding or CMap docket does
 not know, anything uncertain: the glyphs count as painting, and the text is kept. fontTools is
 imported only when a shown font embeds a program.
 """
@@ -67,6 +70,7 @@ class _Budget:
 
     glyphs: int = field(default_factory=lambda: MAX_GLYPH_TESTS)
     font_bytes: int = field(default_factory=lambda: MAX_DOCUMENT_FONT_BYTES)
+    work: int = field(default_factory=lambda: MAX_DOCUMENT_WORK)
 
 
 class _Program:
@@ -87,38 +91,101 @@ class _Program:
         """The glyph a glyph id draws (.notdef past the font's end)."""
         return self.order[gid] if 0 <= gid < len(self.order) else self.notdef()
 
-    def paints(self, name: str) -> bool:
-        """Whether drawing glyph `name` makes any line or curve (a glyph docket cannot draw paints)."""
-        from fontTools.pens.basePen import BasePen
-
-        class _Ink(BasePen):  # type: ignore[misc]
-            skipMissingComponents = False
-            ink = False
-
-            def _moveTo(self, pt: Any) -> None:
-                pass
-
-            def _lineTo(self, pt: Any) -> None:
-                self.ink = True
-
-            def _curveToOne(self, a: Any, b: Any, c: Any) -> None:
-                self.ink = True
-
-            def _qCurveToOne(self, a: Any, b: Any) -> None:
-                self.ink = True
-
-            def _closePath(self) -> None:
-                pass
-
-            def _endPath(self) -> None:
-                pass
-
-        pen = _Ink(self.glyphs)
+    def paints(self, name: str, budget: _Budget) -> bool:
+        """Whether drawing glyph `name` makes any line or curve: a glyph docket cannot draw, or
+        whose drawing takes more than MAX_GLYPH_WORK (or the document's budget), paints."""
+        ink, glyph = _tools(), self.glyphs[name]
+        allowed = min(MAX_GLYPH_WORK, budget.work)
+        pen = ink.Pen(self.glyphs, allowed)
+        if hasattr(getattr(glyph, "glyphSet", None), "charStrings"):  # an OpenType font's CFF glyph
+            glyph = glyph.glyphSet.charStrings[glyph.name]
         try:
-            self.glyphs[name].draw(pen)
-        except Exception:  # noqa: BLE001 - a glyph fontTools cannot draw may paint
+            if isinstance(glyph, ink.T1CharString):  # (a subclass of T2CharString: first)
+                ink.T1(pen, glyph.subrs).execute(glyph)
+            elif isinstance(glyph, ink.T2CharString):
+                private = glyph.private
+                ink.T2(pen, getattr(private, "Subrs", []), glyph.globalSubrs, private.nominalWidthX,
+                       private.defaultWidthX, private).execute(glyph)
+            else:  # a TrueType glyph, its components drawn through the pen
+                glyph.draw(pen)
+        except Exception:  # noqa: BLE001 - it inked, or docket cannot draw it (or not in its share of work)
             return True
-        return bool(pen.ink)
+        finally:
+            budget.work -= allowed - pen.left[0]
+        return False
+
+
+#: the work drawing one glyph may take (charstring bytes run, subroutines included, and pen
+#: calls, 16 each), and one document's glyphs in all: a hostile program's subroutines can call
+#: each other into billions of steps, and a composite glyph's components likewise
+MAX_GLYPH_WORK = 20_000
+MAX_DOCUMENT_WORK = 4_000_000
+
+
+class _Spent(Exception):
+    """A glyph's drawing took more than its share of work: it counts as painting."""
+
+
+_TOOLS: list[Any] = []
+
+
+def _tools() -> Any:
+    """The pen and charstring runners that count their work, made once (fontTools imported here)."""
+    if _TOOLS:
+        return _TOOLS[0]
+    from types import SimpleNamespace
+
+    from fontTools.misc.psCharStrings import T1CharString, T1OutlineExtractor, T2CharString, T2OutlineExtractor
+    from fontTools.pens.basePen import BasePen
+
+    class Inked(Exception):  # noqa: N818 - not an error: the glyph paints, drawing stops
+        """The glyph made a line or a curve."""
+
+    class Pen(BasePen):  # type: ignore[misc]
+        skipMissingComponents = False  # a component that is not there: fontTools raises, the glyph paints
+
+        def __init__(self, glyphs: Any, allowed: int) -> None:
+            super().__init__(glyphs)
+            self.left = [allowed]
+
+        def spend(self, n: int) -> None:
+            self.left[0] -= n
+            if self.left[0] < 0:
+                raise _Spent
+
+        def _moveTo(self, pt: Any) -> None:
+            self.spend(16)
+
+        def _lineTo(self, pt: Any) -> None:
+            raise Inked
+
+        def _curveToOne(self, a: Any, b: Any, c: Any) -> None:
+            raise Inked
+
+        def _qCurveToOne(self, a: Any, b: Any) -> None:
+            raise Inked
+
+        def _closePath(self) -> None:
+            self.spend(16)
+
+        def _endPath(self) -> None:
+            self.spend(16)
+
+        def addComponent(self, name: str, transformation: Any) -> None:
+            self.spend(16)
+            super().addComponent(name, transformation)
+
+    def counted(base: Any) -> Any:
+        class Counted(base):  # type: ignore[misc,valid-type]
+            def execute(self, charString: Any, **kw: Any) -> Any:
+                code = charString.bytecode if charString.bytecode is not None else charString.program or ()
+                self.pen.spend(len(code) + 16)
+                return super().execute(charString, **kw)
+        return Counted
+
+    _TOOLS.append(SimpleNamespace(Pen=Pen, Inked=Inked, T1CharString=T1CharString, T2CharString=T2CharString,
+                                  T1=counted(T1OutlineExtractor), T2=counted(T2OutlineExtractor)))
+    return _TOOLS[0]
 
 
 def _read_program(data: bytes, kind: str, descriptor: Any) -> _Program | None:
@@ -436,7 +503,7 @@ class Embedded:
             if self.budget.glyphs <= 0:
                 return False  # the document's glyph tests are spent: the rest count as painting
             self.budget.glyphs -= 1
-            if program.paints(name):
+            if program.paints(name, self.budget):
                 return False
         return True
 
