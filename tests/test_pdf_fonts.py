@@ -351,3 +351,13 @@ def test_charstring_work_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pdf_fonts, "MAX_GLYPH_WORK", 1)
     counts: Counter[str] = Counter()
     assert LINE in _text(font_pdf(BLANK["cff"], LINE, kind="cff"), counts) and not counts
+
+
+def test_tounicode_ranges_read_as_an_extractor_reads_them() -> None:
+    """bfrange entries (a start value counted up, or an array of values) and bfchar entries."""
+    from docket.ingest.pdf_fonts import _ToUnicode
+
+    cmap = _ToUnicode(b"2 beginbfrange\n<0003> <0005> <0041>\n<0010> <0011> [<0020> <00620063>]\nendbfrange\n"
+                      b"1 beginbfchar\n<0020> <00A0>\nendbfchar\n")
+    got = {c: cmap.text(c.to_bytes(2, "big")) for c in (2, 3, 5, 6, 0x10, 0x11, 0x12, 0x20)}
+    assert got == {2: None, 3: "A", 5: "C", 6: None, 0x10: " ", 0x11: "bc", 0x12: None, 0x20: "\u00a0"}

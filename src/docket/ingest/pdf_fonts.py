@@ -28,6 +28,7 @@ imported only when a shown font embeds a program.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -358,11 +359,16 @@ class _ToUnicode:
                 lo, hi, dst = items[k], items[k + 1], items[k + 2]
                 if isinstance(lo, bytes) and isinstance(hi, bytes):
                     self.ranges.append((lo, hi, dst))
+        # by (length, start), found by bisection: a CMap of many ranges costs no scan per code
+        self.ranges.sort(key=lambda r: (len(r[0]), r[0]))
+        self.starts = [(len(r[0]), r[0]) for r in self.ranges]
 
     def text(self, code: bytes) -> str | None:
         if code in self.chars:
             return self.chars[code]
-        for lo, hi, dst in self.ranges:
+        k = bisect.bisect_right(self.starts, (len(code), code)) - 1
+        if k >= 0:
+            lo, hi, dst = self.ranges[k]
             if len(lo) == len(code) and lo <= code <= hi:
                 off = int.from_bytes(code, "big") - int.from_bytes(lo, "big")
                 if isinstance(dst, list):
