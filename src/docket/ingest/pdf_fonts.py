@@ -384,8 +384,8 @@ class _ToUnicode:
 @dataclass
 class Embedded:
     """One font with an embedded program, as shown: `composite` (two-byte CIDs) or simple (one
-    byte a code); by code, whether its glyphs paint nothing and whether it stands for a space
-    (filled in as codes are met). The program is read at the first code tested."""
+    byte a code); by code, what its glyphs are (filled in as codes are met). The program is read
+    at the first code tested."""
 
     font: Any  # the font dictionary shown (a Type0 font's descendant for a composite one)
     descriptor: Any
@@ -395,34 +395,33 @@ class Embedded:
     budget: _Budget
     tounicode: Any = None
     names: dict[int, str | None] = field(default_factory=dict)  # a simple font's encoding, by code
-    blank: dict[int, bool] = field(default_factory=dict)
-    space: dict[int, bool] = field(default_factory=dict)
+    #: by code, what its glyphs are: "paint", "blank", or "space" (a space's, whatever it draws)
+    verdicts: dict[int, str] = field(default_factory=dict)
     scale: tuple[float, float] = (1.0, 1.0)  # glyph space is the usual 1/1000 of text space
     _program: _Program | None = None
     _read: bool = False
     _cmap: _ToUnicode | None = None
 
     def all_blank(self, codes: bytes) -> bool:
-        """Every code of `codes` draws glyphs that paint nothing, and some code is not a space's."""
-        if self.composite:
-            if len(codes) % 2:
-                return False  # not whole two-byte codes: docket does not know what is drawn
-            split = [int.from_bytes(codes[k:k + 2], "big") for k in range(0, len(codes), 2)]
-        else:
-            split = list(codes)
-        letters = set(split)
+        """Every code of `codes` draws glyphs that paint nothing, and some code is not a space's.
+        Codes are judged in order, once each a font: the first that paints ends the look."""
+        if self.composite and len(codes) % 2:
+            return False  # not whole two-byte codes: docket does not know what is drawn
         program = self.program()
         if program is None:
             return False
-        letters = {c for c in letters if not self._is_space(c, program)}
-        if not letters:
-            return False
-        for code in letters:
-            if code not in self.blank:
-                self.blank[code] = self._blank(code, program)
-            if not self.blank[code]:
+        verdicts, letter = self.verdicts, False
+        step = 2 if self.composite else 1
+        for k in range(0, len(codes), step):
+            code = codes[k] << 8 | codes[k + 1] if step == 2 else codes[k]
+            verdict = verdicts.get(code)
+            if verdict is None:
+                verdict = verdicts[code] = ("space" if self._is_space(code, program)
+                                            else "blank" if self._blank(code, program) else "paint")
+            if verdict == "paint":
                 return False
-        return True
+            letter = letter or verdict == "blank"
+        return letter
 
     def program(self) -> _Program | None:
         """The font program, read once (None where it is not read: the glyphs then count as painting)."""
@@ -516,8 +515,6 @@ class Embedded:
     def _is_space(self, code: int, program: _Program) -> bool:
         """The code stands for a space (or a control or format character): its glyph paints
         nothing by design. The text an extractor reads for it decides where the CMap gives one."""
-        if code in self.space:
-            return self.space[code]
         width = 2 if self.composite else 1
         text = self._cmap.text(code.to_bytes(width, "big")) if self._cmap is not None else None
         name = None if self.composite else self.names.get(code)
@@ -527,7 +524,6 @@ class Embedded:
             out = _space_name(name)
         else:  # no text for it but the code's own character, as pypdf reads it (a CID 3 is "\x03")
             out = _space_text(chr(code))
-        self.space[code] = out
         return out
 
 
