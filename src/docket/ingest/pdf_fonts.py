@@ -67,7 +67,7 @@ def _space_name(name: str | None) -> bool:
 
 @dataclass
 class _Budget:
-    """What one document may still spend: glyph tests and font program bytes."""
+    """What one document may still spend: glyph tests, font program bytes, and drawing work."""
 
     glyphs: int = field(default_factory=lambda: MAX_GLYPH_TESTS)
     font_bytes: int = field(default_factory=lambda: MAX_DOCUMENT_FONT_BYTES)
@@ -95,12 +95,13 @@ class _Program:
     def paints(self, name: str, budget: _Budget) -> bool:
         """Whether drawing glyph `name` makes any line or curve: a glyph docket cannot draw, or
         whose drawing takes more than MAX_GLYPH_WORK (or the document's budget), paints."""
-        ink, glyph = _tools(), self.glyphs[name]
+        ink = _tools()
         allowed = min(MAX_GLYPH_WORK, budget.work)
         pen = ink.Pen(self.glyphs, allowed)
-        if hasattr(getattr(glyph, "glyphSet", None), "charStrings"):  # an OpenType font's CFF glyph
-            glyph = glyph.glyphSet.charStrings[glyph.name]
         try:
+            glyph = self.glyphs[name]
+            if hasattr(getattr(glyph, "glyphSet", None), "charStrings"):  # an OpenType font's CFF glyph
+                glyph = glyph.glyphSet.charStrings[glyph.name]
             if isinstance(glyph, ink.T1CharString):  # (a subclass of T2CharString: first)
                 ink.T1(pen, glyph.subrs).execute(glyph)
             elif isinstance(glyph, ink.T2CharString):
