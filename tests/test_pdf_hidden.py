@@ -277,6 +277,23 @@ def _layer(state: str, membership: str = "") -> Draw:
     return draw
 
 
+def _embedded_font(blank: bool) -> Draw:
+    """`word` in a TrueType font reportlab embeds (a subset, with a ToUnicode CMap) whose glyphs
+    for W, O, R, D and X are empty outlines (`blank`) or boxes of their own heights
+    (tests/font_files.py)."""
+    def draw(c: Any, word: str) -> None:
+        from font_files import font_program
+        from reportlab.pdfbase import pdfmetrics
+        from reportlab.pdfbase.ttfonts import TTFont
+
+        name = "BlankLetters" if blank else "BoxLetters"
+        if name not in pdfmetrics.getRegisteredFontNames():
+            pdfmetrics.registerFont(TTFont(name, io.BytesIO(font_program("WORDX" if blank else "", family=name))))
+        c.setFont(name, 12)
+        c.drawString(50, 600, word)
+    return draw
+
+
 # (name, drawing, hidden?, kind counted when hidden)
 CASES: list[tuple[str, Draw, bool, str]] = [
     ("white on the page", _colour(1, 1, 1), True, "color"),
@@ -306,6 +323,8 @@ CASES: list[tuple[str, Draw, bool, str]] = [
     ("an opaque picture painted over it", _covered_by_image, True, "covered"),
     ("outside its form's box", _form_box((0, 0, 100, 100)), True, "clipped"),
     ("in a layer that is off", _layer("off"), True, "optional_content"),
+    ("in an embedded font whose letters are blank", _embedded_font(True), True, "blank_glyphs"),
+    ("in an embedded font whose letters are drawn", _embedded_font(False), False, ""),
     ("in a layer off by the base state", _layer("base-off"), True, "optional_content"),
     ("in a membership needing every layer on, one off", _layer("off", "/AllOn"), True, "optional_content"),
     ("plain", _colour(0, 0, 0), False, ""),

@@ -29,8 +29,13 @@ from docket.errors import InputError, UnavailableError
 from docket.ingest.chunking import ChunkSize, Piece, chunk_text
 from docket.ingest.docx_hidden import Visibility, blocks
 from docket.ingest.docx_margins import read_margins
-from docket.ingest.pdf_hidden import MAX_ANNOTATIONS, MAX_FILE_ANNOTATIONS, annotation_count, strip_hidden_text
-from docket.ingest.pdf_type3 import Type3Fonts
+from docket.ingest.pdf_hidden import (
+    MAX_ANNOTATIONS,
+    MAX_FILE_ANNOTATIONS,
+    DocumentFonts,
+    annotation_count,
+    strip_hidden_text,
+)
 from docket.tokens import TokenCounter
 
 
@@ -129,7 +134,7 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
         raise _over(f"has {count:,} pages", "max_pages", limits.max_pages, where, limits.keys)
     pages: list[str] = []
     chars, annots_left = 0, MAX_FILE_ANNOTATIONS
-    fonts = Type3Fonts()  # read once for every page
+    fonts = DocumentFonts()  # read once for every page
     for page in reader.pages:
         annotations: list[str] = []
         strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left), fonts)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
+from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts
 from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
@@ -106,7 +107,9 @@ class _State:
     fill_alpha: float = 1.0  # the graphics state's /ca (set by `gs`)
     stroke_alpha: float = 1.0  # /CA
     plain_paint: bool = True  # normal blend mode and no soft mask: what is painted covers what lies under it
-    type3: Type3 | None = None  # the current font, when it is a Type 3 font (docket.ingest.pdf_type3)
+    #: the current font, when docket reads its glyphs: a Type 3 font (docket.ingest.pdf_type3) or
+    #: one with an embedded program (docket.ingest.pdf_fonts)
+    glyphs: Type3 | Embedded | None = None
 
 
 @dataclass
@@ -128,7 +131,21 @@ class _Page:
     painted: bool = False
     shown: _Shown | None = None  # text painted so far, for what a later opaque shape covers
     layers: _Layers | None = None  # which optional content is off (the document's default view)
-    fonts: Type3Fonts = field(default_factory=Type3Fonts)  # the document's Type 3 fonts (one per page if not given)
+    fonts: DocumentFonts = field(default_factory=lambda: DocumentFonts())  # the document's (one per page if not given)
+
+
+@dataclass
+class DocumentFonts:
+    """The fonts of one document whose glyphs docket reads, each read once for all its pages: a
+    reader of the document makes one and hands it to every page's walk."""
+
+    type3: Type3Fonts = field(default_factory=Type3Fonts)
+    embedded: EmbeddedFonts = field(default_factory=EmbeddedFonts)
+
+    def of(self, key: Any, font: Any) -> Type3 | Embedded | None:
+        """The reading of font dictionary `font` (known in the document as `key`): a Type 3
+        font's, or an embedded program's; None for any other font."""
+        return self.type3.of(key, font) or self.embedded.of(key, font)
 
 
 Box = tuple[float, float, float, float]
@@ -334,11 +351,11 @@ class _Walk:
         s = self.state
         if self.hidden():
             return "optional_content"
-        if s.type3 is not None and s.type3.all_blank(codes):
+        if s.glyphs is not None and s.glyphs.all_blank(codes):
             return "blank_glyphs"
         trm = _mul(self.tm, s.ctm)
         x, y = trm[4], trm[5]
-        glyph_x, glyph_y = s.type3.scale if s.type3 is not None else (1.0, 1.0)
+        glyph_x, glyph_y = s.glyphs.scale if s.glyphs is not None else (1.0, 1.0)
         size = abs(s.font_size) * math.hypot(trm[2], trm[3]) * glyph_y
         back = self.under(x, y)
         if s.render_mode in (3, 7):  # neither filled nor stroked: over a scan, maybe its OCR layer (see below)
@@ -415,13 +432,15 @@ def _text_len(operator: bytes, operands: list[Any]) -> int:
 
 
 def _codes(operator: bytes, operands: list[Any]) -> bytes:
-    """The character codes a show operator paints (each string's bytes, TJ's strings joined)."""
-    return b"".join(x if isinstance(x, bytes) else x.encode("latin-1", "replace") for x in _strings(operator, operands))
+    """The character codes a show operator paints (each string's bytes as written, TJ's strings
+    joined: a string pypdf decoded as text keeps its original bytes)."""
+    return b"".join(x if isinstance(x, bytes) else getattr(x, "original_bytes", None) or x.encode("latin-1", "replace")
+                    for x in _strings(operator, operands))
 
 
-def _font(walk: _Walk, name: Any) -> Type3 | None:
-    """The Type 3 reading of font resource `name` of the stream walked (None for another kind),
-    read once a document (`walk.page.fonts`)."""
+def _font(walk: _Walk, name: Any) -> Type3 | Embedded | None:
+    """The glyph reading of font resource `name` of the stream walked (a Type 3 font's or an
+    embedded program's; None for another kind), read once a document (`walk.page.fonts`)."""
     try:
         ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
     except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
@@ -446,7 +465,7 @@ MAX_FILE_ANNOTATIONS = 5000
 
 def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None,
                       annotations: list[str] | None = None, max_annotations: int = MAX_ANNOTATIONS,
-                      fonts: Type3Fonts | None = None) -> int:
+                      fonts: DocumentFonts | None = None) -> int:
     """Empty, in `page`'s content (in memory), every text-showing operator whose text a viewer
     would not paint, in the page's stream and in the forms it draws (each form once, whatever it
     is drawn over); returns how many, each counted in `counts` as `pdf_hidden_<kind>`.
@@ -455,7 +474,8 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     viewer draws them (an opaque box in one covers the page text under it), and the text each
     shown FreeText annotation and filled text or choice field paints is appended to the list;
     past `max_annotations` they are neither drawn nor read (counted as `pdf_hidden_too_many`).
-    `fonts`: the document's Type 3 fonts, read once for all its pages (a new one when not given)."""
+    `fonts`: the document's Type 3 and embedded fonts, read once for all its pages (a new one when
+    not given)."""
     from pypdf.generic import ContentStream, NameObject
 
     counts = counts if counts is not None else Counter()
@@ -656,7 +676,7 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         name, kind = _TEXT_STATE[operator]
         walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
-        walk.state = replace(s, font_size=float(operands[1]), type3=_font(walk, operands[0]))
+        walk.state = replace(s, font_size=float(operands[1]), glyphs=_font(walk, operands[0]))
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
@@ -673,7 +693,7 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.advance = 0.0
     if operator in _SHOW:
         n = _text_len(operator, operands)
-        why = walk.reason(n, _codes(operator, operands) if s.type3 is not None else b"") if n else None
+        why = walk.reason(n, _codes(operator, operands) if s.glyphs is not None else b"") if n else None
         if why == "ocr":
             walk.page.ocr.append((rec, i))
         elif why is None and n:

@@ -71,18 +71,18 @@ class Type3:
             proc = self.font["/CharProcs"].get(name)
             if proc is None:
                 return True
-            data = _glyph_bytes(proc.get_object())
+            data = stream_bytes(proc.get_object(), MAX_GLYPH_BYTES)
         except Exception:  # noqa: BLE001 - a glyph docket cannot read may paint
             return False
         return data is not None and _PAINTS.search(data) is None
 
 
-def _glyph_bytes(proc: Any) -> bytes | None:
-    """A glyph stream's bytes, decoded only as far as MAX_GLYPH_BYTES: unfiltered or one plain
-    FlateDecode (a small compressed stream can inflate to megabytes; it is cut off, not read
-    whole). None (counts as painting) for a longer stream or any other filter."""
+def stream_bytes(proc: Any, limit: int) -> bytes | None:
+    """A stream's bytes, decoded only as far as `limit`: unfiltered or one plain FlateDecode (a
+    small compressed stream can inflate to megabytes; it is cut off, not read whole). None
+    (counts as painting) for a longer stream or any other filter."""
     raw = getattr(proc, "_data", None)
-    if not isinstance(raw, bytes) or len(raw) > MAX_GLYPH_BYTES:
+    if not isinstance(raw, bytes) or len(raw) > limit:
         return None
     filters = proc.get("/Filter")
     if filters is None:
@@ -92,8 +92,8 @@ def _glyph_bytes(proc: Any) -> bytes | None:
     if filters != "/FlateDecode" or proc.get("/DecodeParms") is not None:
         return None
     inflate = zlib.decompressobj()
-    data = inflate.decompress(raw, MAX_GLYPH_BYTES + 1)
-    return None if len(data) > MAX_GLYPH_BYTES else data
+    data = inflate.decompress(raw, limit + 1)
+    return None if len(data) > limit else data
 
 
 @dataclass
