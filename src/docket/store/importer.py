@@ -454,7 +454,7 @@ def _record(checker: Checker, row: int, raw: bytes) -> dict[str, Any]:
     if not line.strip():
         raise checker.fail(row, "record", "is blank; one JSON object per line")
     try:
-        rec = json.loads(line, object_pairs_hook=_object)
+        rec = _DECODER.decode(line)
     except json.JSONDecodeError as e:
         raise checker.fail(row, "record", f"is not valid JSON ({e.msg} at column {e.colno})") from None
     except _Twice as e:
@@ -499,6 +499,10 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise _Twice(k)
             seen.add(k)
     return out
+
+
+#: json.loads with a keyword argument builds a decoder per call: one, made once
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
