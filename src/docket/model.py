@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from itertools import repeat
@@ -121,6 +121,14 @@ class Chunk(BaseModel):
                              else f"must be between 0 and {MAX_SMALL_INT:,}, got {v}")
         return v
 
+    @field_validator("date", "effective_to", mode="before")
+    @classmethod
+    def _date_not_number(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):  # pydantic would read seconds since 1970
+            raise ValueError(f"must be an ISO date like 2026-03-01, got the number {shown(v)} (a number is not "
+                             "read as a date: 0 would be 1970-01-01)")
+        return v
+
     @field_validator("status", mode="before")
     @classmethod
     def _status_text(cls, v: Any) -> Any:
@@ -193,15 +201,16 @@ class Chunk(BaseModel):
         return out
 
 
-def misnamed_field(key: Any) -> str | None:
+def misnamed_field(key: Any, fields: Collection[str] = CHUNK_FIELDS) -> str | None:
     """The chunk field a record's key spells in another case or separator style ("ACL",
     "Status", "effectiveTo", "source-type"), or None. Such a key would go into metadata like any
     unknown one, and the field it meant would be absent: an `ACL` would leave the chunk readable
-    by everyone, a `Status: superseded` would leave a retired rule in force."""
-    if not isinstance(key, str) or key in CHUNK_FIELDS:
+    by everyone, a `Status: superseded` would leave a retired rule in force. `fields`: the names
+    a reader knows (`docket import` knows `tokens` too)."""
+    if not isinstance(key, str) or key in fields:
         return None
     snake = _SEPARATOR_RUN.sub("_", _CAMEL.sub("_", key.strip())).lower().strip("_")
-    return snake if snake in CHUNK_FIELDS else None
+    return snake if snake in fields else None
 
 
 def misnamed_message(key: str, meant: str) -> str:

@@ -44,8 +44,11 @@ def import_file(store: Any, path: Path, *, fmt: str | None = None, embedder: tup
 
     started = time.perf_counter()
     fmt = format_of(path, fmt)
-    if not path.is_file():
-        raise InputError("no such file", where=str(path))
+    from docket.safeio import input_problem
+
+    problem = input_problem(path)  # missing, a folder, a symlink loop, a pipe, unreadable
+    if problem:
+        raise InputError("no such file" if problem == "file not found" else problem, where=str(path))
     name, dim = embedder
     meta = store.meta()  # a new store takes the embedder in the load's transaction (a refused file leaves none)
     have = (meta.get("embedder", name), int(meta.get("dim", dim)))

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from docket.errors import InputError
-from docket.model import CHUNK_FIELDS, Chunk, misnamed_field
+from docket.model import CHUNK_FIELDS, MAX_SMALL_INT, Chunk, misnamed_field
 
 
 class _Absent:
@@ -40,7 +40,7 @@ KNOWN = frozenset(CHUNK_FIELDS) | {"tokens"}
 #: the validators this module mirrors; tests/test_import.py fails when Chunk gains another, so
 #: that a new cross-field rule is not skipped here unnoticed
 MIRRORED = frozenset({"_unknown_into_metadata", "_non_empty_id", "_non_empty_text", "_strict_int", "_status_lower", "_status_text",
-                      "_finite_vector", "_acl_list", "_date_order"})
+                      "_finite_vector", "_acl_list", "_date_order", "_date_not_number"})
 _ANCHOR = {"id": "x", "doc": "x", "text": "x"}
 _BAD = (ValidationError, InputError, ValueError, TypeError)
 
@@ -53,8 +53,8 @@ def check_columns(cols: dict[str, list[Any]], n: int, extras: list[dict[str, Any
     """The checked values of every Chunk field for `n` rows given as columns (ABSENT where a row
     gives nothing), plus `tokens` (None: count it); `extras` holds each row's fields outside the
     contract (with `metadata`, they become its metadata). Raises Slow for anything doubtful."""
-    if extras is not None and any(misnamed_field(k) for k in set().union(*extras)):
-        raise Slow  # a key spelling a field ("ACL", "Status"): the row-by-row check names its row
+    if extras is not None and any(misnamed_field(k, KNOWN) for k in set().union(*extras)):
+        raise Slow  # a key spelling a field ("ACL", "Status", "Tokens"): the row-by-row check names its row
     out: dict[str, list[Any]] = {}
     for name in STRINGS:
         out[name] = _strings(cols.get(name), n, required=name in ("id", "doc", "text"))
@@ -74,6 +74,8 @@ def check_columns(cols: dict[str, list[Any]], n: int, extras: list[dict[str, Any
 
 
 def _one(fields: dict[str, Any]) -> Chunk:
+    if nul_in(fields) is not None:  # the model would make it U+FFFD: the row-by-row check refuses it
+        raise Slow
     try:
         return Chunk(**_ANCHOR, **{k: v for k, v in fields.items() if v is not ABSENT})
     except _BAD:
@@ -158,6 +160,29 @@ def _tokens(col: list[Any] | None, n: int) -> list[Any]:
     if set(map(type, col)) - {int, _Absent, type(None)}:  # a float, a bool, a string: the row check names it
         raise Slow
     out = [None if v is ABSENT else v for v in col]  # None: count it
-    if min((v for v in out if v is not None), default=0) < 0:
+    given = [v for v in out if v is not None]
+    if given and (min(given) < 0 or max(given) > MAX_SMALL_INT):
         raise Slow
     return out
+
+
+def nul_in(value: Any, name: str = "") -> str | None:
+    """The dotted path (under `name`) of the first NUL character in `value`, a key or a string
+    anywhere inside it (dicts, lists), or None. No store keeps a NUL (PostgreSQL refuses it in
+    text and jsonb); the model would replace it with U+FFFD, altering an ACL entry or a status
+    without a word, so `docket import` refuses the row instead."""
+    stack: list[tuple[Any, str]] = [(value, name)]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return at
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                here = f"{at}.{k}" if at else str(k)
+                if isinstance(k, str) and "\x00" in k:
+                    return here
+                stack.append((x, here))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, at) for x in v)
+    return None

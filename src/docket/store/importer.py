@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from docket.errors import InputError
-from docket.model import Chunk
-from docket.store.bulk_check import ABSENT, KNOWN, Slow, check_columns
+from docket.model import MAX_SMALL_INT, Chunk, misnamed_field, misnamed_message
+from docket.store.bulk_check import ABSENT, KNOWN, Slow, check_columns, nul_in
 
 #: a vector whose length is off 1 by more than this is scaled to unit length: the stores score by
 #: inner product, which is the cosine only over unit vectors (`docket index` normalises a record's
@@ -47,6 +47,9 @@ _ZERO = ("is all zeros (or too small to have a length): a zero vector is similar
 #: rows per batch: big enough that per-batch work (numpy checks, executemany) is amortised, small
 #: enough that a batch of 384-dim vectors stays a few MB
 BATCH_ROWS = 4096
+#: the longest JSONL line read (a 384-dimension vector takes about 8 KB of it): a line without
+#: end is refused at this size rather than read into memory whole
+MAX_LINE_BYTES = 16 * 2**20
 FORMATS = ("parquet", "jsonl")
 #: the columns of a checked batch (Chunk's fields but the vector, which travels as one array)
 _FIELDS = ("id", "doc", "text", "version", "status", "date", "effective_to", "title", "section", "position",
@@ -205,9 +208,14 @@ class Checker:
             if rec.get(name) is None:
                 raise self.fail(row, name, f"has no {name!r} (every row needs id, doc, text and vector)")
         n = rec.pop("tokens", None)
-        for name in ("id", "doc", "text", "title", "section"):
-            if isinstance(rec.get(name), str) and "\x00" in rec[name]:
-                raise self.fail(row, name, "holds a NUL character, which no store can keep")
+        for k in rec:
+            meant = misnamed_field(k, KNOWN)
+            if meant is not None:
+                raise self.fail(row, meant, misnamed_message(k, meant))
+        at = nul_in(rec)
+        if at is not None:
+            # (a NUL in a key is shown as \x00: the message is one printable line)
+            raise self.fail(row, at.replace("\x00", "\\x00"), "holds a NUL character, which no store can keep")
         try:
             c = Chunk(**rec)
         except InputError as e:
@@ -215,13 +223,13 @@ class Checker:
         except ValueError as e:  # pydantic's ValidationError: the first problem, in one line
             errs: list[Any] = getattr(e, "errors", lambda: [])()
             loc = ".".join(str(x) for x in errs[0]["loc"]) if errs else "record"
-            msg = errs[0]["msg"] if errs else str(e).splitlines()[0]
+            msg = str(errs[0]["msg"]).removeprefix("Value error, ") if errs else str(e).splitlines()[0]
             raise self.fail(row, loc or "record", msg) from None
         if c.id in self.ids:
             raise self.fail(row, "id", f"chunk id {c.id!r} appears twice in the file")
         self.ids.add(c.id)
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-            raise self.fail(row, "tokens", f"must be a non-negative integer, got {n!r}")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_SMALL_INT):
+            raise self.fail(row, "tokens", f"must be an integer from 0 to {MAX_SMALL_INT:,}, got {n!r}")
         tokens.append(n)
         return c
 
@@ -266,6 +274,8 @@ def batches(path: Path, fmt: str, checker: Checker, rows: int | None = None, *,
                 checker.on_checked(b, total)
             if len(pending) > AHEAD:
                 yield _done(*pending.popleft())
+        if not checker.rows:  # a store with nothing in it is no import: a truncated export, the wrong file
+            raise InputError("holds no rows; `docket import` needs at least one chunk", where=checker.where)
         while pending:
             yield _done(*pending.popleft())
     finally:
@@ -405,16 +415,11 @@ def _jsonl_records(path: Path, checker: Checker, rows: int) -> Iterator[tuple[in
     records: list[dict[str, Any]] = []
     vecs: list[Any] = []
     first = 1
-    with path.open(encoding="utf-8") as fh:
-        for row, line in enumerate(fh, start=1):
-            if not line.strip():
-                raise checker.fail(row, "record", "is blank; one JSON object per line")
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise checker.fail(row, "record", f"is not valid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(rec, dict):
-                raise checker.fail(row, "record", f"must be a JSON object, got {type(rec).__name__}")
+    with path.open("rb") as fh:
+        # binary lines end at b"\n" only (a "\r" or U+2028 inside a line is no line break), each at
+        # most MAX_LINE_BYTES long: a file with no newline is never read whole into memory
+        for row, raw in enumerate(iter(partial(fh.readline, MAX_LINE_BYTES + 1), b""), start=1):
+            rec = _record(checker, row, raw)
             vec = rec.pop("vector", None)
             if vec is None:
                 raise checker.fail(row, "vector", "has no 'vector' (every row needs id, doc, text and vector)")
@@ -434,6 +439,72 @@ def _jsonl_records(path: Path, checker: Checker, rows: int) -> Iterator[tuple[in
         yield first, records, np.asarray(vecs, dtype=np.float32)
 
 
+def _record(checker: Checker, row: int, raw: bytes) -> dict[str, Any]:
+    """One JSONL line as its record: UTF-8 (a BOM before the first line dropped), valid JSON, an
+    object, no key given twice, within MAX_LINE_BYTES; anything else names the row."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise checker.fail(row, "record", f"is longer than {MAX_LINE_BYTES:,} bytes (no row of a chunk needs "
+                                          "that much; is the file one JSON document rather than JSON lines?)")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        line = _decoded(checker, row, raw)
+    if row == 1:
+        line = line.removeprefix("\ufeff")
+    if not line.strip():
+        raise checker.fail(row, "record", "is blank; one JSON object per line")
+    try:
+        rec = _DECODER.decode(line)
+    except json.JSONDecodeError as e:
+        raise checker.fail(row, "record", f"is not valid JSON ({e.msg} at column {e.colno})") from None
+    except _Twice as e:
+        raise checker.fail(row, e.key, f"gives the key {e.key!r} twice; which one is meant is not clear "
+                                       "(JSON readers differ: some keep the first, some the last)") from None
+    except RecursionError:
+        raise checker.fail(row, "record", "is nested too deeply to read; flatten it") from None
+    except ValueError as e:  # an integer literal longer than Python's limit (4300 digits)
+        raise checker.fail(row, "record", f"holds a number that cannot be read ({str(e).split(';')[0]})") from None
+    if not isinstance(rec, dict):
+        raise checker.fail(row, "record", f"must be a JSON object, got {type(rec).__name__}")
+    return rec
+
+
+def _decoded(checker: Checker, row: int, raw: bytes) -> str:
+    """A line that is not plain UTF-8: what docket.safeio.decode makes of it (a lone surrogate
+    written as UTF-8 bytes becomes U+FFFD, as in any JSON docket reads), or its row named."""
+    from docket.safeio import decode
+
+    if row == 1 and raw.startswith(b"\x1f\x8b"):
+        raise checker.fail(row, "record", "is gzip-compressed data, not text; decompress the file first")
+    try:
+        return decode(raw, checker.where, first_line=row)
+    except InputError as e:
+        raise checker.fail(row, "record", e.detail.replace(f"line {row}, ", "")) from None
+
+
+class _Twice(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict, refusing a key given twice (json.loads would keep the last silently:
+    `"acl": ["hr"], ..., "acl": null` would make a restricted chunk public)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Twice(k)
+            seen.add(k)
+    return out
+
+
+#: json.loads with a keyword argument builds a decoder per call: one, made once
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
 def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     try:
         import pyarrow as pa
@@ -445,8 +516,14 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     try:
         f = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as e:
-        raise InputError(f"is not a readable Parquet file ({str(e).splitlines()[0]})", where=str(path)) from None
+        raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
     names = [n for n in f.schema_arrow.names if n != "vector"]
+    twice = next((n for i, n in enumerate(f.schema_arrow.names) if n in f.schema_arrow.names[:i]), None)
+    if twice is not None:  # pyarrow would refuse to pick one; the writer meant one of them
+        raise checker.fail(1, twice, f"the file has more than one column named {twice!r}; keep one")
+    # metadata (and any column outside the contract, which goes into it) is stored as JSON
+    not_json = {n: f.schema_arrow.field(n).type for n in names
+                if (n == "metadata" or n not in KNOWN) and not _json_type(pa, f.schema_arrow.field(n).type)}
     for name in ("id", "doc", "text", "vector"):
         if name not in f.schema_arrow.names:
             raise checker.fail(1, name, f"the file has no {name!r} column (every row needs id, doc, text and vector)")
@@ -455,7 +532,21 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
             pa.types.is_floating(vtype.value_type) or pa.types.is_integer(vtype.value_type)):
         raise checker.fail(1, "vector", f"column must be a list of floats, got {vtype}")
     first = 1
-    for rb in _read_ahead(f.iter_batches(batch_size=rows)):
+    read = _read_ahead(f.iter_batches(batch_size=rows))
+    while True:
+        try:
+            rb = next(read)
+        except StopIteration:
+            break
+        except (pa.ArrowException, OSError) as e:  # a damaged page (the footer read well)
+            raise checker.fail(first, "record", f"cannot be read: the file is damaged ({_printable(str(e))})"
+                               ) from None
+        for name, t in not_json.items():
+            valid = rb.column(name).is_valid().to_numpy(zero_copy_only=False)
+            if valid.any():  # an all-null column is absent
+                raise checker.fail(first + int(np.flatnonzero(valid)[0]), name,
+                                   f"has type {t}, which metadata cannot hold (JSON values only: strings, numbers, "
+                                   "booleans, lists, structs); cast the column, e.g. to a string")
         col = rb.column("vector")
         if col.null_count:
             bad = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
@@ -534,6 +625,25 @@ def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
     finally:
         stop.set()
         t.join()
+
+
+def _printable(message: str) -> str:
+    """The first line of a library's message, its control characters (bytes it quotes) as '?'."""
+    line = message.splitlines()[0] if message else ""
+    return "".join(c if c.isprintable() else "?" for c in line).strip()
+
+
+def _json_type(pa: Any, t: Any) -> bool:
+    """Whether `to_pylist` of a column of type `t` gives JSON values (what metadata stores)."""
+    types = pa.types
+    if types.is_dictionary(t):
+        return _json_type(pa, t.value_type)
+    if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t):
+        return _json_type(pa, t.value_type)
+    if types.is_struct(t):
+        return all(_json_type(pa, t.field(i).type) for i in range(t.num_fields))
+    return bool(types.is_null(t) or types.is_boolean(t) or types.is_integer(t) or types.is_floating(t)
+                or types.is_string(t) or types.is_large_string(t))
 
 
 def _pylist(pa: Any, col: Any) -> list[Any]:
