@@ -34,7 +34,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from docket.ingest.pdf_type3 import stream_bytes
+from docket.ingest.pdf_type3 import differences, stream_bytes
 
 #: a font program longer than this (decoded) is not read: its glyphs count as painting
 MAX_FONT_BYTES = 2_000_000
@@ -583,15 +583,8 @@ def _simple_names(font: Any, kind: str) -> dict[int, str | None] | None:
     elif kind == "TrueType":
         base = _base_encoding("/StandardEncoding")
         names = dict(enumerate(base or []))
-    code = None
-    for item in enc.get("/Differences", []) or []:
-        item = item.get_object() if hasattr(item, "get_object") else item
-        if isinstance(item, int) and not isinstance(item, bool):
-            code = int(item)
-        elif isinstance(item, str) and code is not None:
-            if 0 <= code <= 255:
-                names[code] = item[1:] if item.startswith("/") else item
-            code += 1
+    for code, name in differences(enc):
+        names[code] = name[1:] if name.startswith("/") else name
     return names
 
 

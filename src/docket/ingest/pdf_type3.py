@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,21 @@ class Type3Fonts:
         return self.fonts[key]
 
 
+def differences(enc: Any) -> Iterator[tuple[int, str]]:
+    """The (code, glyph name) pairs an encoding dictionary's /Differences array gives, in order (a
+    number sets the next code, each name takes it and moves on); names keep their slash, and codes
+    outside one byte are left out. Shared by the Type 3 and the embedded-font readings."""
+    code = None
+    for item in enc.get("/Differences", []) or []:
+        item = item.get_object() if hasattr(item, "get_object") else item
+        if isinstance(item, int) and not isinstance(item, bool):
+            code = int(item)
+        elif isinstance(item, str) and code is not None:
+            if 0 <= code <= 255:
+                yield code, item
+            code += 1
+
+
 def type3(font: Any, budget: list[int] | None = None) -> Type3 | None:
     """The Type 3 reading of font dictionary `font`, or None for any other kind of font (or one
     whose matrix or encoding docket cannot read: then nothing is judged by it). `budget`: the
@@ -128,15 +144,7 @@ def type3(font: Any, budget: list[int] | None = None) -> Type3 | None:
         enc: Any = raw.get_object() if raw is not None else None
         if not hasattr(enc, "get") or enc.get("/BaseEncoding") is not None:
             return None  # an encoding by name, or one over a base: codes docket does not map
-        code = None
-        for item in enc.get("/Differences", []) or []:
-            item = item.get_object() if hasattr(item, "get_object") else item
-            if isinstance(item, int) and not isinstance(item, bool):
-                code = int(item)
-            elif isinstance(item, str) and code is not None:
-                if 0 <= code <= 255:
-                    names[code] = item  # a later entry for a code replaces an earlier one
-                code += 1
+        names.update(differences(enc))  # a later entry for a code replaces an earlier one
     except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
         return None
     scale = (math.hypot(fm[0], fm[1]) / _USUAL, math.hypot(fm[2], fm[3]) / _USUAL)
