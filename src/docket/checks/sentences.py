@@ -18,7 +18,6 @@ from docket.checks.facts import _numbers
 
 # [S1]  [S1, S2]  [S1][S2]  [S1; S2]  [S1-S3]  [s1]  [S 1]
 CITATION = re.compile(r"\[\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*\]", re.I)
-_ONE = re.compile(r"S?\s?(\d+)", re.I)
 # forms models write although the brief asks for [S1]: "(S2)", "【S3】", "the document labeled S2"
 _LOOSE = re.compile(
     r"[(【]\s*(S\s?\d+(?:\s*(?:[,;]|–|-|and)\s*S?\s?\d+)*)\s*[)】]"
@@ -93,10 +92,7 @@ def labels_in(text: str) -> list[str]:
     found = [(m.start(), m.group(1)) for m in CITATION.finditer(text)]
     found += [(m.start(), m.group(1) or m.group(2)) for m in _LOOSE.finditer(text)]
     for _, body in sorted(found):
-        nums = [int(n) for n in _ONE.findall(body)]
-        if len(nums) == 2 and re.search(r"\d\s*(?:–|-)\s*S?\s?\d", body, re.I) and nums[0] < nums[1] <= nums[0] + 50:
-            nums = list(range(nums[0], nums[1] + 1))
-        for n in nums:
+        for n in _numbers_of(body):
             lab = f"S{n}"
             if lab not in out:
                 out.append(lab)
