@@ -415,7 +415,9 @@ def check_structured(
             kind = "claim"  # it cites a passage, so it claims something the passage must hold
         sentences.append(Sentence(text, labels, kind))
     cited = list(dict.fromkeys(lab for s in sentences for lab in s.labels))
-    report = _check(" ".join(s.text for s in sentences), sentences, cited, bs, **kw)
+    joined = " ".join(s.text for s in sentences)
+    _check_size(joined)  # a structured reply's claims, sized as free text is before its split
+    report = _check(joined, sentences, cited, bs, **kw)
     if reply.refusal is not None:
         report.refusal = True
         report.refusal_only = not any(s.kind == "claim" for s in sentences)
@@ -485,8 +487,8 @@ def _check(
     min_overlap: float,
     judge_all: bool,
 ) -> CheckReport:
-    """The checks on sentences already split and labelled (free text or structured)."""
-    _check_size(answer)
+    """The checks on sentences already split and labelled (free text or structured); the caller
+    has sized the answer (`_check_size`)."""
     domains = normalize_domains(allowed_domains)
     report = CheckReport(sentences=sentences, judge=getattr(judge, "name", None) if judge else None,
                          sources={k: {kk: v for kk, v in s.items() if kk != "text"} for k, s in bs.sources.items()})
