@@ -544,8 +544,10 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text if text.endswith("\n") else text + "\n")  # a position by line, not "end of document"
     except tomllib.TOMLDecodeError as e:
+        if str(e).startswith(("Cannot overwrite a value", "Cannot declare")):  # tomllib refuses a key given twice
+            raise InputError(f"is not valid TOML: a key or table is given twice ({e}); keep one", where=where) from None
         raise InputError(f"is not valid TOML ({e})", where=where) from None
     except RecursionError:
         raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed)", where=where) from None
@@ -583,9 +585,20 @@ def _yaml_loader() -> Any:
     class StrictLoader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
-                self.flatten_mapping(node)  # merges first: their keys are checked with the rest
+                # every key the mapping gives, in order, with the line that gives it (a merged key: its
+                # `<<`); PyYAML's flatten_mapping silently drops some keys two merges give
+                keys: list[tuple[Any, Any]] = []
+                for key_node, value_node in node.value:
+                    if key_node.tag != "tag:yaml.org,2002:merge":
+                        keys.append((key_node, key_node.start_mark))
+                        continue
+                    merged = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                    for sub in merged:
+                        if isinstance(sub, yaml.MappingNode):  # anything else: SafeLoader refuses the merge
+                            self.flatten_mapping(sub)  # its own merges first, as PyYAML does
+                            keys.extend((k, key_node.start_mark) for k, _ in sub.value)
                 seen: dict[Any, Any] = {}
-                for key_node, _ in node.value:
+                for key_node, mark in keys:
                     key = self.construct_object(key_node, deep=deep)
                     try:
                         name = _json_name(key)
@@ -593,8 +606,8 @@ def _yaml_loader() -> Any:
                     except TypeError:  # an unhashable key: SafeLoader says so
                         continue
                     if first is not None:
-                        raise _YamlTwice(key, key_node.start_mark.line + 1, first.line + 1)
-                    seen[name] = key_node.start_mark
+                        raise _YamlTwice(key, mark.line + 1, first.line + 1)
+                    seen[name] = mark
             return super().construct_mapping(node, deep=deep)
 
     return StrictLoader
