@@ -395,7 +395,8 @@ def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: i
 
 class DuplicateKey(ValueError):
     """A JSON object that gives one key twice: `key`, the key path of the second copy (`path`,
-    e.g. `metadata.team`, `candidates[3].acl`) and the line its value starts on (`line`, 1-based)."""
+    e.g. `metadata.team`, `candidates[3].acl`) and the line its value starts on (`line`, 1-based;
+    0 when the text is nested too deeply to find it: the path is then the key alone)."""
 
     def __init__(self, key: str, path: str, line: int) -> None:
         super().__init__(f"key {key!r} is given twice in one object")
@@ -414,8 +415,8 @@ class _Twice(ValueError):
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object's dict, refusing a key given twice. The C scanner hands every object's pairs
-    here; building the dict is what json.loads does anyway, so a well-formed object costs one
-    length comparison more."""
+    here (a list of tuples and a Python call an object, about 1 us a typical JSONL line more than
+    json.loads, benchmarks/json_read_speed.py); the duplicate itself is found by the length alone."""
     out = dict(pairs)
     if len(out) != len(pairs):
         raise _Twice(next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
@@ -454,7 +455,7 @@ def _locate(text: str, key: str) -> DuplicateKey:
     try:
         tree = dec.decode(text)
     except (RecursionError, ValueError):  # deeper than Python's scanner reaches: the key alone
-        return DuplicateKey(key, key, 1)
+        return DuplicateKey(key, key, 0)
     stack: list[tuple[Any, tuple[Any, ...] | None]] = [(tree, None)]
     while stack:
         value, chain = stack.pop()
@@ -467,7 +468,7 @@ def _locate(text: str, key: str) -> DuplicateKey:
             stack.extend(((v, (chain, k)) for k, v in reversed(value)))
         elif isinstance(value, list):
             stack.extend(((v, (chain, i)) for i, v in reversed(list(enumerate(value)))))
-    return DuplicateKey(key, key, 1)
+    return DuplicateKey(key, key, 0)
 
 
 def decode_json(text: str) -> Any:
@@ -495,7 +496,7 @@ def loads_json(text: str, where: str) -> Any:
         at = f"line {e.lineno}, column {e.colno}" if "\n" in text.rstrip("\n") else f"column {e.colno}"
         raise InputError(f"is not valid JSON ({e.msg} at {at})", where=where) from None
     except DuplicateKey as e:
-        line = f":{e.line}" if "\n" in text.rstrip("\n") else ""
+        line = f":{e.line}" if e.line and "\n" in text.rstrip("\n") else ""
         raise InputError(e.detail, where=f"{where}{line}", field=e.path) from None
     except RecursionError:
         raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed); flatten it",

@@ -190,7 +190,7 @@ def parse_reply(text: str, *, finish_reason: str | None = None) -> ParsedReply:
     except json.JSONDecodeError as e:
         return ParsedReply(raw, error=f"structured answer: not JSON (line {e.lineno}, column {e.colno}: {e.msg}){cut}")
     except DuplicateKey as e:  # which copy counts is the reader's guess, not the model's answer
-        return ParsedReply(raw, error=f"structured answer: {e.path} (line {e.line}): {e.detail}")
+        return ParsedReply(raw, error=f"structured answer: {e.path}: {e.detail}")
     except (RecursionError, ValueError) as e:  # nested past the parser's reach, an integer past Python's limit
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
         return ParsedReply(raw, error=f"structured answer: not readable JSON ({why}){cut}")
