@@ -87,7 +87,7 @@ DUPLICATE_KEYS: list[tuple[str, bytes, Expect]] = [
     ("status twice", spliced(rec(1, status="superseded"), '"status": "current"'), (1, "status")),
     ("vector twice", spliced(rec(1), '"vector": ' + json.dumps(vec(9))), (1, "vector")),
     ("id twice", spliced(rec(1), '"id": "c2"'), (1, "id")),
-    ("metadata key twice", spliced(rec(1), '"metadata": {"team": "a", "team": "b"}'), (1, "team")),
+    ("metadata key twice", spliced(rec(1), '"metadata": {"team": "a", "team": "b"}'), (1, "metadata.team")),
     ("in a later row", good(2) + spliced(rec(7, effective_to="2020-01-01"), '"effective_to": null'), (3, "effective_to")),
 ]
 

@@ -8,6 +8,11 @@ of bad input is handled once, with one line that names the file (and line, and k
 - the bytes: not UTF-8 (the message gives the line and column of the first bad byte);
 - the syntax: invalid JSON/TOML/YAML; nesting deeper than `MAX_DEPTH` (the parsers would hit
   Python's recursion limit, and every consumer after them too);
+- ambiguity: a key given twice in one JSON object or YAML mapping (readers differ on which copy
+  counts: Python's json and PyYAML keep the last, others the first or refuse; `"acl": ["hr"], ...,
+  `"acl": null` must not read as public here and restricted in the tool that reviewed it), keys that
+  only a JSON name or a replaced surrogate makes equal, a byte order mark inside a JSON Lines file;
+  TOML refuses a key given twice itself;
 - the numbers: NaN, infinities, floats that overflow (`1e999`), integers beyond 64 bits (SQLite
   and PostgreSQL cannot store them) or too long to parse;
 - the text: lone surrogates (a `\\ud800` escape decodes to a code point that no encoder, tokenizer
@@ -26,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import json.decoder
+import json.scanner
 import math
 import os
 import re
@@ -35,6 +42,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -368,7 +376,13 @@ def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: i
                 value = parent[key] = list(value)
             if isinstance(value, dict):
                 if any(isinstance(k, str) and _unstorable(k) for k in value):
-                    value = parent[key] = {scrub(k) if isinstance(k, str) else k: v for k, v in value.items()}
+                    scrubbed = {scrub(k) if isinstance(k, str) else k: v for k, v in value.items()}
+                    if len(scrubbed) != len(value):  # "a\ud800" and "a\udc00": one key once replaced
+                        names = Counter(scrub(k) if isinstance(k, str) else k for k in value)
+                        one = next(k for k, n in names.items() if n > 1)
+                        raise fail((chain, one), "gives two keys that differ only by lone surrogates (both become U+FFFD); "
+                                          "keep one")
+                    value = parent[key] = scrubbed
                 stack.extend((value, k, (chain, k), depth + 1) for k in value)
             else:
                 stack.extend((value, i, (chain, i), depth + 1) for i in range(len(value)))
@@ -379,13 +393,111 @@ def check_tree(obj: Any, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: i
     return root[0]
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that gives one key twice: `key`, the key path of the second copy (`path`,
+    e.g. `metadata.team`, `candidates[3].acl`) and the line its value starts on (`line`, 1-based;
+    0 when the text is nested too deeply to find it: the path is then the key alone)."""
+
+    def __init__(self, key: str, path: str, line: int) -> None:
+        super().__init__(f"key {key!r} is given twice in one object")
+        self.key, self.path, self.line = key, path, line
+
+    @property
+    def detail(self) -> str:
+        return f"key {shown(self.key)} is given twice in one object (readers differ on which copy counts); keep one"
+
+
+class _Twice(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict, refusing a key given twice. The C scanner hands every object's pairs
+    here (a list of tuples and a Python call an object, about 1 us a typical JSONL line more than
+    json.loads, benchmarks/json_read_speed.py); the duplicate itself is found by the length alone."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Twice(next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
+    return out
+
+
+#: json.loads with a keyword argument builds a decoder per call: one, made once (thread-safe: no state)
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object's pairs as written, with the offset each value starts at (only when locating)."""
+
+    starts: list[int]
+
+
+def _locate(text: str, key: str) -> DuplicateKey:
+    """Where the key given twice is: the text read again by the pure-Python scanner, which keeps
+    every object's pairs and each value's offset, walked in document order. Only a refused text
+    pays for this."""
+    dec: Any = json.JSONDecoder(object_pairs_hook=_Pairs)
+
+    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, *rest: Any) -> tuple[Any, int]:
+        starts: list[int] = []
+
+        def scan(s: str, idx: int) -> Any:
+            starts.append(idx)
+            return scan_once(s, idx)
+
+        obj, end = json.decoder.JSONObject(s_and_end, strict, scan, *rest)  # type: ignore[attr-defined]
+        obj.starts = starts
+        return obj, end
+
+    dec.parse_object = parse_object
+    dec.scan_once = json.scanner.py_make_scanner(dec)  # type: ignore[attr-defined]
+    try:
+        tree = dec.decode(text)
+    except (RecursionError, ValueError):  # deeper than Python's scanner reaches: the key alone
+        return DuplicateKey(key, key, 0)
+    stack: list[tuple[Any, tuple[Any, ...] | None]] = [(tree, None)]
+    while stack:
+        value, chain = stack.pop()
+        if isinstance(value, _Pairs):
+            seen: set[str] = set()
+            for (k, _), at in zip(value, value.starts, strict=False):
+                if k in seen:
+                    return DuplicateKey(k, _path_str((chain, k), limit=12), text.count("\n", 0, at) + 1)
+                seen.add(k)
+            stack.extend(((v, (chain, k)) for k, v in reversed(value)))
+        elif isinstance(value, list):
+            stack.extend(((v, (chain, i)) for i, v in reversed(list(enumerate(value)))))
+    return DuplicateKey(key, key, 0)
+
+
+def decode_json(text: str) -> Any:
+    """json.loads without its silent choice: a key given twice in any object raises DuplicateKey
+    (json.loads keeps the last copy, other readers the first). Raises what json.loads raises
+    otherwise (JSONDecodeError, RecursionError, ValueError for an over-long integer); no other
+    check of this module. For a caller with its own error path (the importer, the service, an
+    LLM's reply); input read as a document goes through `loads_json`."""
+    if text.startswith("\ufeff"):  # as json.loads says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        return _DECODER.decode(text)
+    except _Twice as e:
+        raise _locate(text, e.key) from None
+
+
 def loads_json(text: str, where: str) -> Any:
     """One JSON value with every check of this module; errors name `where`."""
+    if text.startswith("\ufeff"):  # read_text and decode drop the one a file may start with
+        raise InputError("starts with a byte order mark (U+FEFF), which JSON does not allow here (two files "
+                         "joined?); remove it", where=where)
     try:
-        obj = json.loads(text)
+        obj = decode_json(text)
     except json.JSONDecodeError as e:
         at = f"line {e.lineno}, column {e.colno}" if "\n" in text.rstrip("\n") else f"column {e.colno}"
         raise InputError(f"is not valid JSON ({e.msg} at {at})", where=where) from None
+    except DuplicateKey as e:
+        line = f":{e.line}" if e.line and "\n" in text.rstrip("\n") else ""
+        raise InputError(e.detail, where=f"{where}{line}", field=e.path) from None
     except RecursionError:
         raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed); flatten it",
                          where=where) from None
@@ -433,8 +545,10 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text if text.endswith("\n") else text + "\n")  # a position by line, not "end of document"
     except tomllib.TOMLDecodeError as e:
+        if str(e).startswith(("Cannot overwrite a value", "Cannot declare")):  # tomllib refuses a key given twice
+            raise InputError(f"is not valid TOML: a key or table is given twice ({e}); keep one", where=where) from None
         raise InputError(f"is not valid TOML ({e})", where=where) from None
     except RecursionError:
         raise InputError(f"is nested too deeply to read (more than {MAX_DEPTH} levels allowed)", where=where) from None
@@ -445,11 +559,70 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     return loads_toml(read_text(path), str(path))
 
 
+def _json_name(key: Any) -> Any:
+    """The name a YAML key gets once the mapping is stored as JSON (`1`, `true` and `null` become
+    the strings "1", "true", "null"), so a key and its spelling as a string count as one key."""
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return key
+
+
+class _YamlTwice(Exception):
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+@cache
+def _yaml_loader() -> Any:
+    """yaml.SafeLoader refusing a mapping that gives one key twice (PyYAML keeps the last copy).
+
+    A merge (`<<: *defaults`) is YAML 1.1, and YAML 1.2 readers treat `<<` as an ordinary key: the
+    merged keys exist for some readers and not for others. A merge is read, but a key that arrives
+    from two places (given explicitly and by a merge, or by two merges) is refused like any key
+    given twice: which copy wins is a rule of the merge that readers of the file rarely know."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                # every key the mapping gives, in order, with the line that gives it (a merged key: its
+                # `<<`); PyYAML's flatten_mapping silently drops some keys two merges give
+                keys: list[tuple[Any, Any]] = []
+                for key_node, value_node in node.value:
+                    if key_node.tag != "tag:yaml.org,2002:merge":
+                        keys.append((key_node, key_node.start_mark))
+                        continue
+                    merged = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                    for sub in merged:
+                        if isinstance(sub, yaml.MappingNode):  # anything else: SafeLoader refuses the merge
+                            self.flatten_mapping(sub)  # its own merges first, as PyYAML does
+                            keys.extend((k, key_node.start_mark) for k, _ in sub.value)
+                seen: dict[Any, Any] = {}
+                for key_node, mark in keys:
+                    key = self.construct_object(key_node, deep=deep)
+                    try:
+                        name = _json_name(key)
+                        first = seen.get(name)
+                    except TypeError:  # an unhashable key: SafeLoader says so
+                        continue
+                    if first is not None:
+                        raise _YamlTwice(key, mark.line + 1, first.line + 1)
+                    seen[name] = mark
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
 def loads_yaml(text: str, where: str) -> Any:
     import yaml
 
     try:
-        data = yaml.safe_load(text) if text.strip() else None
+        data = yaml.load(text, Loader=_yaml_loader()) if text.strip() else None  # noqa: S506 - a SafeLoader
+    except _YamlTwice as e:
+        raise InputError(f"key {shown(e.key)} is given twice in one mapping (also at line {e.first}, directly or "
+                         "through a merge '<<'; readers differ on which copy counts); keep one",
+                         where=f"{where}:{e.line}", field=str(_json_name(e.key))) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
@@ -460,7 +633,8 @@ def loads_yaml(text: str, where: str) -> Any:
 
 
 __all__ = [
-    "MAX_DEPTH", "atomic_write", "check_input", "check_output_dir", "check_output_file", "check_tree", "decode",
+    "MAX_DEPTH", "DuplicateKey", "atomic_write", "check_input", "check_output_dir", "check_output_file", "check_tree",
+    "decode", "decode_json",
     "has_words", "input_problem", "iter_json_lines", "iter_jsonl", "load_json", "load_toml", "loads_json",
     "loads_toml", "loads_yaml", "output_dir_problem", "output_file_problem", "read_bytes", "read_text", "scrub",
     "scrub_counted", "NOT_REGULAR",

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from docket.brief import lookalikes
 from docket.brief.clean import MARK, one_line, sanitize
+from docket.safeio import decode_json
 
 #: a passage header: (key, value) pairs in display order; keys are lower-case identifiers
 Fields = list[tuple[str, str]]
@@ -312,8 +313,8 @@ class BlocksFormat(Format):
         ctx = block.get("context")
         if isinstance(ctx, str):
             try:
-                obj = json.loads(ctx)
-            except ValueError:
+                obj = decode_json(ctx)  # a label given twice names no block
+            except (RecursionError, ValueError):
                 obj = None
             if isinstance(obj, dict) and isinstance(obj.get("label"), str) and _LABEL.match(obj["label"]):
                 return str(obj["label"])

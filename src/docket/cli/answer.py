@@ -18,7 +18,7 @@ from docket.cli.app import app
 from docket.cli.terminal import console as terminal_console
 from docket.cli.terminal import json_text, safe
 from docket.errors import InputError
-from docket.safeio import decode, read_text
+from docket.safeio import decode, decode_json, read_text
 
 if TYPE_CHECKING:
     pass
@@ -51,8 +51,8 @@ def _answer_input(raw: str, structured: bool) -> Any:
     if parsed.ok:
         return parsed
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = decode_json(body)
+    except (RecursionError, ValueError):  # not JSON, or a key given twice: parse_reply's error says which
         data = None
     if isinstance(data, dict) and isinstance(data.get("answer"), dict):
         ans = data["answer"]  # the output of `docket assemble --llm --json`

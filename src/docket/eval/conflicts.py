@@ -9,7 +9,6 @@ is tests/data/conflict_pairs.jsonl; `benchmarks/conflict_detection.py` prints th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from docket.embed import Embedder
 from docket.errors import InputError
 from docket.model import Passage, parse_chunk
 from docket.policy import Policy
+from docket.safeio import iter_jsonl
 from docket.store.base import MemoryStore
 from docket.tokens import default_counter
 
@@ -36,18 +36,11 @@ class ConflictPair:
 
 def load_conflict_pairs(path: str | Path) -> list[ConflictPair]:
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"is not valid JSON ({e.msg})", where=f"{path}:{n}") from None
-            if not isinstance(rec, dict) or not {"a", "b", "conflict"} <= rec.keys() or not isinstance(rec["conflict"], bool):
-                raise InputError('needs "a", "b" (texts) and "conflict" (true/false)', where=f"{path}:{n}")
-            out.append(ConflictPair(str(rec["a"]), str(rec["b"]), rec["conflict"], str(rec.get("kind", "")),
-                                    str(rec.get("title_a", "")), str(rec.get("title_b", ""))))
+    for n, rec in iter_jsonl(path):  # UTF-8, valid JSON, no key given twice: one line naming the line
+        if not isinstance(rec, dict) or not {"a", "b", "conflict"} <= rec.keys() or not isinstance(rec["conflict"], bool):
+            raise InputError('needs "a", "b" (texts) and "conflict" (true/false)', where=f"{path}:{n}")
+        out.append(ConflictPair(str(rec["a"]), str(rec["b"]), rec["conflict"], str(rec.get("kind", "")),
+                                str(rec.get("title_a", "")), str(rec.get("title_b", ""))))
     return out
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from docket.safeio import DuplicateKey, decode_json
+
 #: what the schema is called in OpenAI's `response_format` and as Anthropic's tool
 SCHEMA_NAME = "docket_answer"
 
@@ -184,9 +186,14 @@ def parse_reply(text: str, *, finish_reason: str | None = None) -> ParsedReply:
     if not body:
         return ParsedReply(raw, error=f"structured answer: the reply is empty{cut}")
     try:
-        data = json.loads(body)
+        data = decode_json(body)
     except json.JSONDecodeError as e:
         return ParsedReply(raw, error=f"structured answer: not JSON (line {e.lineno}, column {e.colno}: {e.msg}){cut}")
+    except DuplicateKey as e:  # which copy counts is the reader's guess, not the model's answer
+        return ParsedReply(raw, error=f"structured answer: {e.path}: {e.detail}")
+    except (RecursionError, ValueError) as e:  # nested past the parser's reach, an integer past Python's limit
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
+        return ParsedReply(raw, error=f"structured answer: not readable JSON ({why}){cut}")
     if not isinstance(data, dict):
         return ParsedReply(raw, error=f"structured answer: must be a JSON object, got {type(data).__name__}")
     try:

@@ -26,13 +26,13 @@ from docket.schemas import (
     ErrorOut,
 )
 from docket.service.auth import Identity, identity, owner_of
-from docket.service.errors import ApiError, llm_error
+from docket.service.errors import ApiError, StrictJsonRoute, llm_error
 from docket.service.responses import check_body, validated
 from docket.service.state import ServiceState, ignored_identity_fields, state_of
 from docket.store.access import readable
 from docket.store.protocol import Principal
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 
 
 @router.post("/v1/assemble", response_model=BriefOut, tags=["briefs"])

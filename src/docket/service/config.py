@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from docket.api import Session, embedder_named
 from docket.policy import Policy, load_policy
+from docket.safeio import loads_json
 from docket.service.collector import GcSettings
 
 CONFIG_ENV = "DOCKET_SERVER_CONFIG"
@@ -68,7 +69,7 @@ class ServerConfig:
 
     @classmethod
     def from_json(cls, text: str) -> ServerConfig:
-        data = json.loads(text)
+        data = loads_json(text, CONFIG_ENV)  # an operator may write it: no key given twice, like any input
         data["limits"] = Limits(**data.get("limits", {}))
         data["gc"] = GcSettings(**data.get("gc", {}))
         return cls(**data)

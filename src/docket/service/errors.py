@@ -1,5 +1,6 @@
 """Every failure as one JSON error, `{"error": {"code", "message", "field"}}`, with the field at
-fault: ApiError, the translation of docket's and FastAPI's errors, and the app's handlers."""
+fault: ApiError, the translation of docket's and FastAPI's errors, the app's handlers, and the
+route class that reads a JSON body refusing a key given twice."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 from docket import deadline
 from docket.errors import DocketError, InputError, UnavailableError
 from docket.llm.errors import EndpointTimeout, LLMError
+from docket.safeio import DuplicateKey, decode_json
 
 log = logging.getLogger("docket.server")
 
@@ -44,6 +49,43 @@ def input_error(e: InputError) -> ApiError:
     if where and _PATHLIKE.match(where):
         name = f"{where}.{fld}" if fld else where
     return ApiError(422, "invalid", str(e), name)
+
+
+class _KeyTwice(StarletteHTTPException):
+    """400 `duplicate_key`: the body gives a key twice in one object. Starlette's request.json()
+    keeps the last copy; the caller's own reader (or the proxy or audit log before us) may have
+    kept the first, so `"acl": [...], ..., "acl": null` would mean two things. An HTTP exception
+    because FastAPI passes those through its body reading as they are."""
+
+    code = "duplicate_key"
+
+    def __init__(self, e: DuplicateKey) -> None:
+        super().__init__(400, f"{e.path}: {e.detail}")
+        self.field = e.path
+
+
+class _StrictJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()  # as json.loads(bytes) reads it: UTF-8, -16 or -32, a BOM allowed
+            try:
+                self._json = decode_json(body.decode(json.detect_encoding(body), "surrogatepass"))
+            except DuplicateKey as e:
+                raise _KeyTwice(e) from None
+        return self._json
+
+
+class StrictJsonRoute(APIRoute):
+    """A route whose JSON body is read by docket.safeio.decode_json (FastAPI reads a body through
+    `request.json()`, json.loads); everything else is FastAPI's."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return strict
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -156,9 +198,9 @@ async def _docket_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = {404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large"}.get(exc.status_code,
-                                                                                              "http_error")
-    fld = "body" if exc.status_code in (400, 408, 413) else None
+    code = getattr(exc, "code", None) or {404: "not_found", 405: "method_not_allowed", 408: "timeout",
+                                          413: "too_large"}.get(exc.status_code, "http_error")
+    fld = getattr(exc, "field", None) or ("body" if exc.status_code in (400, 408, 413) else None)
     request.state.info["error"] = code
     return ApiError(exc.status_code, code, str(exc.detail), fld, headers=dict(exc.headers or {})).response()
 
@@ -178,5 +220,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _bug)
 
 
-__all__ = ["ApiError", "docket_error", "input_error", "install_handlers", "internal_error", "llm_error",
+__all__ = ["ApiError", "StrictJsonRoute", "docket_error", "input_error", "install_handlers", "internal_error", "llm_error",
            "validation_error"]

@@ -15,11 +15,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from docket.errors import DocketError
 from docket.schemas import ErrorOut
 from docket.service.auth import bearer_token
-from docket.service.errors import ApiError
+from docket.service.errors import ApiError, StrictJsonRoute
 from docket.service.state import ServiceState, state_of
 
 log = logging.getLogger("docket.server")
-router = APIRouter(tags=["ops"])
+router = APIRouter(tags=["ops"], route_class=StrictJsonRoute)
 
 
 @router.get("/healthz")

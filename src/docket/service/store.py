@@ -12,11 +12,11 @@ from pydantic import ValidationError
 from docket.errors import InputError
 from docket.schemas import DeleteOut, ErrorOut, IndexOut, IndexRequest, RecordTypes
 from docket.service.auth import Identity, admin
-from docket.service.errors import ApiError, validation_error
+from docket.service.errors import ApiError, StrictJsonRoute, validation_error
 from docket.service.responses import validated
 from docket.service.state import ServiceState, state_of
 
-router = APIRouter(tags=["store"])
+router = APIRouter(tags=["store"], route_class=StrictJsonRoute)
 
 
 @router.post("/v1/index", response_model=IndexOut, responses={403: {"model": ErrorOut}})

@@ -32,6 +32,7 @@ import numpy as np
 
 from docket.errors import InputError
 from docket.model import MAX_SMALL_INT, Chunk, misnamed_field, misnamed_message
+from docket.safeio import DuplicateKey, decode_json
 from docket.store.bulk_check import ABSENT, KNOWN, Slow, check_columns, nul_in
 
 #: a vector whose length is off 1 by more than this is scaled to unit length: the stores score by
@@ -454,12 +455,11 @@ def _record(checker: Checker, row: int, raw: bytes) -> dict[str, Any]:
     if not line.strip():
         raise checker.fail(row, "record", "is blank; one JSON object per line")
     try:
-        rec = _DECODER.decode(line)
+        rec = decode_json(line)
     except json.JSONDecodeError as e:
         raise checker.fail(row, "record", f"is not valid JSON ({e.msg} at column {e.colno})") from None
-    except _Twice as e:
-        raise checker.fail(row, e.key, f"gives the key {e.key!r} twice; which one is meant is not clear "
-                                       "(JSON readers differ: some keep the first, some the last)") from None
+    except DuplicateKey as e:  # json.loads would keep the last copy: `"acl": ["hr"], ..., "acl": null` is public
+        raise checker.fail(row, e.path, e.detail) from None
     except RecursionError:
         raise checker.fail(row, "record", "is nested too deeply to read; flatten it") from None
     except ValueError as e:  # an integer literal longer than Python's limit (4300 digits)
@@ -480,29 +480,6 @@ def _decoded(checker: Checker, row: int, raw: bytes) -> str:
         return decode(raw, checker.where, first_line=row)
     except InputError as e:
         raise checker.fail(row, "record", e.detail.replace(f"line {row}, ", "")) from None
-
-
-class _Twice(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's dict, refusing a key given twice (json.loads would keep the last silently:
-    `"acl": ["hr"], ..., "acl": null` would make a restricted chunk public)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _Twice(k)
-            seen.add(k)
-    return out
-
-
-#: json.loads with a keyword argument builds a decoder per call: one, made once
-_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
