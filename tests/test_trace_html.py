@@ -54,7 +54,7 @@ def test_hostile_text_cannot_add_markup_or_script():
     assert "http" not in "".join(str(t) for t in soup.find_all(["link", "script", "img"]))
 
 
-TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td", "code",
+TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td", "code", "bdi",
         "div", "span", "pre", "a"}
 
 
