@@ -289,8 +289,10 @@ def judge(page: str, brief: dict[str, Any], cands: list[dict[str, Any]], tmp: Pa
     for row, ev in zip(m["decisions"], brief["trace"], strict=False):
         if len(row) == 1 and len(ev.get("chunks") or []) > 1:  # one element for several ids: read it as a reader would
             row = row[0].split(", ")
-        if row != [show(c) for c in ev.get("chunks") or []]:
-            blame((ev.get("chunks") or ["page"])[0], f"decision chunks read {row!r:.120}")
+        if row != [show(c) for c in ev.get("chunks") or []]:  # blame the ids that hold a separator or hide
+            ids = ev.get("chunks") or ["page"]
+            for c in [c for c in ids if ", " in c or any(map(_hidden, c))] or ids[:1]:
+                blame(c, f"decision chunks read {row!r:.120}")
     for s, (label, src) in zip(m["sources"], brief["sources"].items(), strict=False):
         if s["b"] != show(label) or s["pre"] != show(src.get("text")):
             blame((src.get("chunks") or [label])[0], f"source reads {s['b']!r:.60} / {s['pre']!r:.120}")
