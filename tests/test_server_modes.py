@@ -135,3 +135,23 @@ def test_trace_page_of_hostile_records_shows_them_as_text(env):
         label = next((k for k, s in sources.items() if rec["id"] in s["chunks"]), None)
         fate = row.css_first("td.fate").text(deep=True)
         assert (fate == f"in the prompt as {label}") if label else not fate.startswith("in the prompt")
+
+
+def test_a_trace_that_cannot_be_drawn_is_the_service_error_shape(env):
+    """A kept brief the page cannot draw (here: damaged in memory) answers in the service's error
+    shape (500 internal, the field in the server log), never an unhandled traceback."""
+    c = env["client"]
+    r = c.post("/v1/ask", json={"question": "Can I get a refund on an annual plan?", "floor": -1.0},
+               headers=auth(env, "bob"))
+    tid = r.json()["trace_id"]
+    traces = c.app.state.service.traces
+    kept = next(k for t, k in traces._items.items() if t == tid)
+    saved = kept.brief["trace"]
+    kept.brief["trace"] = [{"move": "floor", "chunks": "not-a-list"}]
+    try:
+        page = c.get(f"/v1/trace/{tid}", headers=auth(env, "bob"))
+    finally:
+        kept.brief["trace"] = saved
+    assert page.status_code == 500, page.text  # the service's own brief: its bug, said without the brief's text
+    assert page.json()["error"]["code"] == "internal" and "request id" in page.json()["error"]["message"]
+    assert c.get(f"/v1/trace/{tid}", headers=auth(env, "bob")).status_code == 200
