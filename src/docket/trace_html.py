@@ -80,16 +80,26 @@ _TEXT = _Visible('<span class="ctl">U+{:04X}</span>'.format)
 _ATTR = _Visible(lambda cp: f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}")
 
 
+def _plain(text: str) -> bool:
+    """No character to show as its code: every one printable, a space, a tab or a newline (C speed;
+    str.isprintable is false for every category _Visible boxes, so a true answer is exact)."""
+    return text.isprintable() or text.replace("\n", " ").replace("\t", " ").isprintable()
+
+
 def _e(value: Any) -> str:
     """`value` as page text: escaped, every hidden character boxed, non-ASCII text isolated."""
     text = "" if value is None else str(value)
-    out = html.escape(text, quote=True).translate(_TEXT)
+    out = html.escape(text, quote=True)
+    if not _plain(text):
+        out = out.translate(_TEXT)
     return out if text.isascii() else f"<bdi>{out}</bdi>"
 
 
 def _a(value: Any) -> str:
     """`value` as an attribute value: escaped, every hidden character as a \\uXXXX escape."""
-    return html.escape("" if value is None else str(value), quote=True).translate(_ATTR)
+    text = "" if value is None else str(value)
+    out = html.escape(text, quote=True)
+    return out if _plain(text) else out.translate(_ATTR)
 
 
 def _bad(field: str, message: str) -> InputError:
