@@ -83,7 +83,14 @@ _ATTR = _Visible(lambda cp: f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}")
 def _plain(text: str) -> bool:
     """No character to show as its code: every one printable, a space, a tab or a newline (C speed;
     str.isprintable is false for every category _Visible boxes, so a true answer is exact)."""
-    return text.isprintable() or text.replace("\n", " ").replace("\t", " ").isprintable()
+    if text.isprintable():  # the usual short id or name
+        return True
+    if text.isascii():
+        return _ASCII_HIDDEN.search(text) is None
+    return text.replace("\n", " ").replace("\t", " ").isprintable()
+
+
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _e(value: Any) -> str:
