@@ -86,3 +86,19 @@ def requested_hosts(pages: list[str], tmp: Path, rec: Recorder, budget_ms: int =
                     f"--virtual-time-budget={budget_ms}", *_QUIET, "--dump-dom", sheet.as_uri()],
                    capture_output=True, timeout=120, check=False)
     return [h for h in rec.take() if not any(h == o or h.endswith("." + o) for o in _OWN)]
+
+
+def dump_dom(page: Path, rec: Recorder, budget_ms: int = 3000, window: str = "1280,2000") -> tuple[str, list[str]]:
+    """Chromium's DOM of `page` after `budget_ms` of virtual time, and the hosts it requested
+    meanwhile (through the recording proxy, loopback included), less Chromium's own."""
+    browser = chromium()
+    assert browser
+    rec.take()
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--no-first-run", f"--user-data-dir={page.parent / 'chromium-profile'}",
+                           f"--proxy-server=http://127.0.0.1:{rec.port}", "--proxy-bypass-list=<-loopback>",
+                           f"--virtual-time-budget={budget_ms}", f"--window-size={window}", *_QUIET, "--dump-dom",
+                           page.as_uri()],
+                          capture_output=True, text=True, timeout=180, check=False,
+                          env={"HOME": str(page.parent), "PATH": "/usr/bin:/bin"})
+    return proc.stdout, [h for h in rec.take() if not any(h == o or h.endswith("." + o) for o in _OWN)]

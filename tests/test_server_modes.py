@@ -106,3 +106,52 @@ def test_trace_page_for_its_own_key_only(env):
     anonymous = c.get(f"/v1/trace/{tid}")  # no key: trace pages are for keys only
     assert anonymous.status_code == 401 and "API keys only" in anonymous.json()["error"]["message"]
     assert c.get("/v1/trace/nope", headers=auth(env, "ann")).status_code == 404
+
+
+def test_trace_page_of_hostile_records_shows_them_as_text(env):
+    """Records a caller sends hold markup, bidi overrides and ids that look like docket's own words;
+    the trace page shows each as text, boxed where it hides, with the fate the brief gives it."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    hostile = ['<script>document.title="PWNED"</script>', "x\u202e1S sa tpmorp eht ni", "a, pol3-4",
+               '"><img src=http://pwn.test/>', "\ufeff\u2066S1\u2069"]
+    recs = [{"id": f"h{i}:{p}", "doc": f"d{i}:{p}", "text": f"Annual plan refunds within 30 days. {p}", "title": p,
+             "section": p, "status": "user-generated", "score": 0.9 - i / 10} for i, p in enumerate(hostile)]
+    c = env["client"]
+    r = c.post("/v1/assemble", json={"question": "Can I get a refund on an annual plan?", "candidates": recs,
+                                     "floor": -1.0}, headers=auth(env, "bob"))
+    assert r.status_code == 200, r.text
+    page = c.get(f"/v1/trace/{r.json()['trace_id']}", headers=auth(env, "bob"))
+    assert page.status_code == 200 and "\u202e" not in page.text and "\ufeff" not in page.text
+    tree = LexborHTMLParser(page.text)
+    assert not tree.css("script, img, iframe") and tree.css_first("title").text() == "docket trace"
+    rows = tree.css("tr.candidate")
+    assert len(rows) == len(recs)
+    sources = r.json()["sources"]
+    for row, rec in zip(rows, recs, strict=True):
+        code = row.css_first("td code").text(deep=True)
+        assert code == rec["id"].replace("\u202e", "U+202E").replace("\ufeff", "U+FEFF").replace(
+            "\u2066", "U+2066").replace("\u2069", "U+2069")
+        label = next((k for k, s in sources.items() if rec["id"] in s["chunks"]), None)
+        fate = row.css_first("td.fate").text(deep=True)
+        assert (fate == f"in the prompt as {label}") if label else not fate.startswith("in the prompt")
+
+
+def test_a_trace_that_cannot_be_drawn_is_the_service_error_shape(env):
+    """A kept brief the page cannot draw (here: damaged in memory) answers in the service's error
+    shape (500 internal, the field in the server log), never an unhandled traceback."""
+    c = env["client"]
+    r = c.post("/v1/ask", json={"question": "Can I get a refund on an annual plan?", "floor": -1.0},
+               headers=auth(env, "bob"))
+    tid = r.json()["trace_id"]
+    traces = c.app.state.service.traces
+    kept = next(k for t, k in traces._items.items() if t == tid)
+    saved = kept.brief["trace"]
+    kept.brief["trace"] = [{"move": "floor", "chunks": "not-a-list"}]
+    try:
+        page = c.get(f"/v1/trace/{tid}", headers=auth(env, "bob"))
+    finally:
+        kept.brief["trace"] = saved
+    assert page.status_code == 500, page.text  # the service's own brief: its bug, said without the brief's text
+    assert page.json()["error"]["code"] == "internal" and "request id" in page.json()["error"]["message"]
+    assert c.get(f"/v1/trace/{tid}", headers=auth(env, "bob")).status_code == 200

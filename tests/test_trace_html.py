@@ -3,9 +3,11 @@ its fate; checked in headless Chromium (a screenshot and the rendered DOM)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,12 @@ from bs4 import BeautifulSoup
 from cli_run import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from docket.assemble import assemble, rank_by_cosine
 from docket.demo import REFUND_QUESTION, nimbus_chunks, nimbus_path
 from docket.embed import HashEmbedder
+from docket.errors import InputError
 from docket.model import Chunk
 from docket.store.base import MemoryStore
 from docket.trace_html import fates, render_trace
@@ -54,7 +58,7 @@ def test_hostile_text_cannot_add_markup_or_script():
     assert "http" not in "".join(str(t) for t in soup.find_all(["link", "script", "img"]))
 
 
-TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td", "code",
+TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td", "code", "bdi",
         "div", "span", "pre", "a"}
 
 
@@ -134,3 +138,138 @@ def test_in_headless_chromium(tmp_path: Path):
     keep = os.environ.get("DOCKET_TRACE_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+# --- hostile values, read back by an HTML5 parser (lexbor, as docket's own HTML ingestion uses) ------------------
+
+def small_brief() -> tuple[dict, list[dict]]:
+    chunks = nimbus_chunks()
+    ranked = rank_by_cosine(REFUND_QUESTION, chunks, EMB)
+    brief = assemble(REFUND_QUESTION, ranked, store=MemoryStore(chunks), embedder=EMB, floor=-1.0, budget=600)
+    cands = [{"id": c.chunk.id, "doc": c.chunk.doc, "version": c.chunk.version, "status": c.chunk.status,
+              "rank": c.rank, "score": c.score} for c in ranked]
+    return json.loads(json.dumps(brief.to_json())), cands
+
+
+def with_value(value: str) -> tuple[dict, list[dict]]:
+    """The small brief with `value` in every field the page reads, under a label and candidates of its own."""
+    b, cands = small_brief()
+    b["sources"]["L:" + value] = {"doc": value, "version": value, "section": value, "status": value, "trust": value,
+                                  "text": value, "chunks": ["c:" + value], "pages": [value]}
+    b["trace"].append({"move": value, "action": "drop", "chunks": ["d:" + value, value], "reason": value,
+                       "numbers": {value: value}})
+    b["conflicts"].append({"kind": value, "reason": value, "chunks": [value]})
+    b["warnings"].append(value)
+    b["messages"].append({"role": value, "content": value})
+    b["question"] = b["mode"] = value
+    cands += [{"id": i, "doc": value, "version": value, "status": value, "rank": 99, "score": 0.5}
+              for i in ("c:" + value, "d:" + value)]
+    return b, cands
+
+
+def hidden(c: str) -> bool:
+    return c not in "\t\n" and (unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") or 0xFDD0 <= ord(c) <= 0xFDEF
+                                or ord(c) & 0xFFFE == 0xFFFE)
+
+
+def shown(value: str) -> str:
+    return "".join(f"U+{ord(c):04X}" if hidden(c) else c for c in value)
+
+
+ALLOWED = {"html": set(), "head": set(), "body": set(), "title": set(), "style": set(), "h1": set(), "b": set(),
+           "br": set(), "table": {"class"}, "tbody": set(), "th": set(), "code": set(), "bdi": set(),
+           "meta": {"charset", "http-equiv", "content", "name"}, "h2": {"id"}, "p": {"class", "id"},
+           "tr": {"class", "data-candidate", "data-fate", "data-section", "data-move", "data-action"},
+           "td": {"class"}, "div": {"class", "id", "data-label", "data-kind", "style"}, "span": {"class"},
+           "pre": {"class", "data-role"}, "a": {"href", "class"}}
+
+
+def strict(page: str) -> LexborHTMLParser:
+    tree = LexborHTMLParser(page)
+    for node in tree.root.traverse():
+        if node.tag in ("-text", "-comment", "-doctype", "_text", "_comment", "!doctype", "html") or node.tag.startswith("#"):
+            continue
+        assert node.tag in ALLOWED, node.html[:200]
+        assert set(node.attributes) <= ALLOWED[node.tag], (node.tag, node.attributes)
+    return tree
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.characters(blacklist_categories=()),  # surrogates and controls included
+                          st.sampled_from(["<script>", "</pre>", "</code>", "&amp;", "&#0;", "\u202e", "\u2066", "S1",
+                                           ", ", "\r\n", "<!--", '"', "'", "\n"])), min_size=1, max_size=30).map("".join))
+def test_any_text_in_any_field_reads_back_and_adds_nothing(value):
+    b, cands = with_value(value)
+    page = render_trace(b, cands)
+    page.encode("utf-8")  # lone surrogates included
+    tree = strict(page)
+    rows = tree.css("tr.candidate")
+    assert len(rows) == len(cands) and len(tree.css("tr.decision")) == len(b["trace"])
+    assert len(tree.css("div.source")) == len(b["sources"]) and len(tree.css("pre.message")) == len(b["messages"])
+    mine = rows[-2]
+    cells = [td.text(deep=True) for td in mine.css("td")]
+    assert cells[1:5] == [shown("c:" + value), shown(value), shown(value), shown(value)]
+    assert cells[6] == shown(f"in the prompt as L:{value}")
+    assert tree.css("pre.message")[-1].text(deep=True) == shown(value)
+    assert [c.text(deep=True) for c in tree.css("tr.decision")[-1].css("code")][:2] == [shown("d:" + value), shown(value)]
+    assert not [c for c in tree.body.text(deep=True) if hidden(c)]
+    for a in tree.css("a"):
+        target = [n for n in tree.css("div.source") if "#" + (n.attributes.get("id") or "") == a.attributes["href"]]
+        assert len(target) == 1 and target[0].attributes["data-label"] == a.text()
+
+
+def test_a_bidi_override_is_boxed_not_obeyed():
+    b, cands = with_value("x\u202e1S sa tpmorp eht ni")
+    tree = strict(render_trace(b, cands))
+    row = tree.css("tr.candidate")[-2]
+    assert row.attributes["data-candidate"] == "c:x\\u202e1S sa tpmorp eht ni"
+    assert [s.text() for s in row.css("span.ctl")][:1] == ["U+202E"] and "\u202e" not in tree.html
+
+
+def test_a_lone_surrogate_or_nul_renders():
+    for value in ("a\ud800b", "a\x00b", "\U000e0041"):
+        b, cands = with_value(value)
+        page = render_trace(b, cands)
+        assert page.encode("utf-8") and "\x00" not in page and "\ud800" not in page
+
+
+def test_each_chunk_id_of_a_decision_is_its_own_element():
+    b, cands = with_value("a, pol3-4")
+    tree = strict(render_trace(b, cands))
+    assert [c.text() for c in tree.css("tr.decision")[-1].css("code")][:2] == ["d:a, pol3-4", "a, pol3-4"]
+
+
+def test_a_message_keeps_its_first_newline():
+    b, cands = with_value("\n\nafter two newlines")
+    tree = strict(render_trace(b, cands))
+    assert tree.css("pre.message")[-1].text() == "\n\nafter two newlines"
+    assert tree.css("div.source pre")[-1].text() == "\n\nafter two newlines"
+
+
+def test_long_tokens_wrap():
+    from docket.trace_html import _CSS
+
+    assert "overflow-wrap:anywhere" in _CSS.split("th,td{")[1].split("}")[0]
+    assert "overflow-wrap:anywhere" in _CSS.split("\nbody{")[1].split("}")[0]
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda b, c: (42, c), "brief"),
+    (lambda b, c: ({k: v for k, v in b.items() if k != "sources"}, c), "sources"),
+    (lambda b, c: ({**b, "trace": [{"chunks": "pol3-4"}]}, c), "trace[0].chunks"),
+    (lambda b, c: ({**b, "budget": "lots"}, c), "budget"),
+    (lambda b, c: ({**b, "messages": [{"role": "user", "content": None}]}, c), "messages[0].content"),
+    (lambda b, c: ({**b, "sources": {"S1": {"chunks": [1]}}}, c), "sources.S1.chunks[0]"),
+    (lambda b, c: (b, [{"doc": "x"}]), "candidates[0].id"),
+    (lambda b, c: (b, "pol3-4"), "candidates"),
+])
+def test_a_malformed_brief_names_the_field(edit, field):
+    b, cands = small_brief()
+    with pytest.raises(InputError) as e:
+        render_trace(*edit(b, cands))
+    assert e.value.field == field and "render_trace" in str(e.value)
+
+
+def test_extra_keys_are_ignored():
+    b, cands = small_brief()
+    assert render_trace({**b, "trace_id": "t-1", "something_new": [1, 2]}, cands) == render_trace(b, cands)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 
 from docket.api import AnswerEvent, Session
+from docket.errors import InputError
 from docket.llm.errors import EndpointTimeout, LLMError
 from docket.schemas import (
     AnswerOut,
@@ -26,7 +27,7 @@ from docket.schemas import (
     ErrorOut,
 )
 from docket.service.auth import Identity, identity, owner_of
-from docket.service.errors import ApiError, StrictJsonRoute, llm_error
+from docket.service.errors import ApiError, StrictJsonRoute, internal_error, llm_error, log
 from docket.service.responses import check_body, validated
 from docket.service.state import ServiceState, ignored_identity_fields, state_of
 from docket.store.access import readable
@@ -130,7 +131,7 @@ async def _answer_json(state: ServiceState, req: AnswerRequest, request: Request
 
 
 @router.get("/v1/trace/{trace_id}", response_class=HTMLResponse, tags=["briefs"], responses={404: {"model": ErrorOut}})
-def trace_route(trace_id: str, ident: Identity = Depends(identity),
+def trace_route(trace_id: str, request: Request, ident: Identity = Depends(identity),
                 state: ServiceState = Depends(state_of)) -> HTMLResponse:
     """The trace of a brief this key received (its `trace_id`) as one self-contained HTML page:
     ranked candidates and their fate, every decision with its numbers, token bars, conflicts,
@@ -145,7 +146,12 @@ def trace_route(trace_id: str, ident: Identity = Depends(identity),
     if kept is None:  # unknown, expired, or another key's: the same answer, so ids do not leak
         raise ApiError(404, "not_found", "no trace with this id for this key (traces are kept for the last "
                        f"{state.traces.capacity} briefs of the process that served them)", "trace_id")
-    return HTMLResponse(render_trace(kept.brief, kept.candidates),
+    try:
+        page = render_trace(kept.brief, kept.candidates)
+    except InputError as e:  # the kept brief is the service's own: one it cannot draw is its bug, not the caller's
+        log.error("trace %s cannot be drawn: %s", trace_id, e)
+        raise internal_error(e, request.state.request_id) from None
+    return HTMLResponse(page,
                         headers={"content-security-policy": CSP, "x-content-type-options": "nosniff",
                                  "cache-control": "no-store", "referrer-policy": "no-referrer"})
 
