@@ -762,3 +762,47 @@ def test_index_of_nothing_leaves_no_store(tmp_path):
     out = run_cli(["index", "--db", str(db), "--embedder", "hash", str(empty)])
     assert out.rc == 1 and db.exists() and "removed again" not in out.text, out.text  # an older store stays
     assert db.stat().st_size >= len(before) > 0
+
+
+# --- the cheap pre-check that decides whether a JSON text is walked ------------------------------
+
+_DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=40)
+_NUMBER = st.builds(lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}", st.sampled_from(["", "-"]), _DIGITS,
+                    st.one_of(st.just(""), _DIGITS.map(lambda d: "." + d)),
+                    st.one_of(st.just(""), st.builds(lambda e, s, d: f"{e}{s}{d}", st.sampled_from("eE"),
+                                                     st.sampled_from(["", "+", "-"]), _DIGITS)))
+_ESCAPE = st.one_of(st.integers(0, 0xFFFF).map(lambda cp: f"\\u{cp:04x}"), st.integers(0, 0xFFFF).map(lambda cp: f"\\u{cp:04X}"))
+_STRING = st.lists(st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'),
+                                     max_size=8), _ESCAPE), max_size=6).map(lambda parts: '"' + "".join(parts) + '"')
+_LEAF = st.one_of(_NUMBER, _STRING, st.sampled_from(["NaN", "Infinity", "-Infinity", "true", "null"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_STRING, _LEAF), max_size=8))
+def test_every_text_check_tree_would_change_is_walked(pairs: list[tuple[str, str]]):
+    """safeio._suspect may say yes to a harmless text (a walk for nothing), never no to one holding
+    a number check_tree refuses or a string it scrubs: every such text must reach the walk."""
+    from docket.safeio import _suspect
+
+    text = "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
+    try:
+        value = json.loads(text)
+    except ValueError:  # a number too long for int(): loads_json refuses it before the pre-check
+        return
+    try:
+        walked = check_tree(json.loads(text), "t")
+    except InputError:
+        assert _suspect(text), text
+        return
+    if walked != value or repr(walked) != repr(value):
+        assert _suspect(text), text
+
+
+def test_prose_is_not_walked_but_big_numbers_are():
+    from docket.safeio import _suspect
+
+    assert not _suspect('{"text": "The release of 1999 was more expensive, see ee123e and E 123."}')
+    for bad in ('{"n": 1e308}', '{"n": 1E+400}', '{"n": 12.5e-0400}', '{"n": 9223372036854775808}',
+                '{"n": -12345678901234567890}', '{"s": "\\ud800"}', '{"s": "\\uDFFF"}', '{"s": "a\\u0000"}',
+                '{"n": NaN}', '{"n": -Infinity}'):
+        assert _suspect(bad), bad
