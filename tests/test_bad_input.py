@@ -806,3 +806,12 @@ def test_prose_is_not_walked_but_big_numbers_are():
                 '{"n": -12345678901234567890}', '{"s": "\\ud800"}', '{"s": "\\uDFFF"}', '{"s": "a\\u0000"}',
                 '{"n": NaN}', '{"n": -Infinity}'):
         assert _suspect(bad), bad
+
+
+def test_a_chunk_key_at_the_top_and_under_metadata_must_agree():
+    """An unknown key is kept as metadata; the same key under `metadata` with another value made
+    the metadata's copy win in silence (the ingest front matter's rule was the opposite)."""
+    rec = {"id": "a", "doc": "d", "text": "t", "team": "sales", "metadata": {"team": "legal"}}
+    with pytest.raises(InputError, match=r"field 'metadata.team': gives 'team' twice"):
+        parse_chunk(rec)
+    assert parse_chunk({**rec, "team": "legal"}).metadata == {"team": "legal"}

@@ -92,6 +92,23 @@ def test_meta_is_validated_with_the_chunk_contract() -> None:
         resolve_meta({"date": "last tuesday"}, {}, "f.md")
 
 
+def test_a_key_at_the_top_and_under_metadata_must_agree() -> None:
+    """Every unknown key is kept as metadata, so `team` at the top level and under `metadata:` are
+    one key given twice: with different values one would replace the other in silence."""
+    with pytest.raises(InputError, match=r"f.md, field 'metadata.team': gives 'team' twice"):
+        resolve_meta({"team": "sales", "metadata": {"team": "legal"}}, {}, "f.md")
+    with pytest.raises(InputError, match=r"f.md, field 'metadata.team': gives 'team' twice"):
+        resolve_meta({"metadata": {"team": "legal"}}, {"team": "sales"}, "f.md")  # the sidecar's, too
+    assert resolve_meta({"team": "legal", "metadata": {"team": "legal"}}, {}, "f.md").metadata == {"team": "legal"}
+    assert resolve_meta({"metadata": None, "team": "x"}, {}, "f.md").metadata == {"team": "x"}
+
+
+def test_metadata_that_is_not_a_mapping_is_refused_not_dropped() -> None:
+    for value in ("team legal", ["a", "b"], 3):
+        with pytest.raises(InputError, match=r"f.md, field 'metadata': must be a mapping"):
+            resolve_meta({"metadata": value}, {}, "f.md")
+
+
 # --- chunking -------------------------------------------------------------------------------
 
 

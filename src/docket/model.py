@@ -80,6 +80,8 @@ class Chunk(BaseModel):
                 data = {k: v for k, v in data.items() if k in CHUNK_FIELDS}
                 meta = dict(data.get("metadata") or {})
                 for k, v in extra.items():
+                    if k in meta and meta[k] != v:  # which copy counts would be a guess
+                        raise InputError(twice_in_metadata_message(k), field=f"metadata.{k}")
                     meta.setdefault(k, v)
                 data["metadata"] = meta
             if data.get("metadata") is None:
@@ -216,6 +218,11 @@ def misnamed_field(key: Any, fields: Collection[str] = CHUNK_FIELDS) -> str | No
 def misnamed_message(key: str, meant: str) -> str:
     return (f"has the key {key!r}, which docket would keep as metadata, not as the field {meant!r} it spells: "
             f"name it {meant!r} (field names are lower case, words joined by '_'), or put it under 'metadata'")
+
+
+def twice_in_metadata_message(key: str) -> str:
+    return (f"gives {key!r} twice, at the top level and under 'metadata', with different values (every "
+            f"unknown key is kept as metadata, so one copy would silently replace the other); keep one")
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.errors import InputError
-from docket.model import parse_chunk
+from docket.model import parse_chunk, twice_in_metadata_message
 from docket.safeio import input_problem, loads_json, loads_toml, loads_yaml, read_text
 
 SIDECAR_SUFFIXES = (".meta.json", ".meta.yaml", ".meta.yml", ".meta.toml")
@@ -103,7 +103,13 @@ def resolve_meta(front: dict[str, Any], sidecar: dict[str, Any], where: str) -> 
         raise InputError(msg, where=where, field=e.field) from None
     clean = {k: getattr(checked, k) for k in fields}
     extra = merged.pop("metadata", None)
-    metadata = dict(extra) if isinstance(extra, dict) else {}
+    if extra is not None and not isinstance(extra, dict):  # never dropped in silence
+        raise InputError(f"must be a mapping of keys to values, got {type(extra).__name__}", where=where,
+                         field="metadata")
+    metadata = dict(extra) if extra else {}
+    for k, v in merged.items():
+        if k in metadata and metadata[k] != v:  # top level and `metadata:` disagree: which counts is a guess
+            raise InputError(twice_in_metadata_message(k), where=where, field=f"metadata.{k}")
     metadata.update(merged)
     return DocMeta(fields=clean, metadata=_jsonable(metadata, where), supersedes=supersedes)
 
