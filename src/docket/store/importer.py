@@ -520,29 +520,34 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         f = pq.ParquetFile(path)
     except (pa.ArrowException, OSError, MemoryError) as e:
         raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
-    names = [n for n in f.schema_arrow.names if n != "vector"]
-    twice = next((n for i, n in enumerate(f.schema_arrow.names) if n in f.schema_arrow.names[:i]), None)
-    if twice is not None:  # pyarrow would refuse to pick one; the writer meant one of them
-        raise checker.fail(1, twice, f"the file has more than one column named {twice!r}; keep one")
+    # the footer's declared sizes against the rows' limits, before a page is decoded (and before
+    # the schema is walked: 20,000 columns took minutes); the string columns are then read
+    # dictionary-encoded and measured before they are expanded (parquet_bounds)
+    plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
+    schema = f.schema_arrow  # (a property that builds the schema anew at each use)
+    names = [n for n in schema.names if n != "vector"]
+    seen: set[str] = set()
+    for name in schema.names:
+        if name in seen:  # pyarrow would refuse to pick one; the writer meant one of them
+            raise checker.fail(1, name, f"the file has more than one column named {name!r}; keep one")
+        seen.add(name)
     # metadata (and any column outside the contract, which goes into it) is stored as JSON
-    not_json = {n: f.schema_arrow.field(n).type for n in names
-                if (n == "metadata" or n not in KNOWN) and not _json_type(pa, f.schema_arrow.field(n).type)}
+    not_json = {n: schema.field(n).type for n in names
+                if (n == "metadata" or n not in KNOWN) and not _json_type(pa, schema.field(n).type)}
     for name in ("id", "doc", "text", "vector"):
-        if name not in f.schema_arrow.names:
+        if name not in seen:
             raise checker.fail(1, name, f"the file has no {name!r} column (every row needs id, doc, text and vector)")
-    vtype = f.schema_arrow.field("vector").type
+    vtype = schema.field("vector").type
     if not (pa.types.is_list(vtype) or pa.types.is_large_list(vtype) or pa.types.is_fixed_size_list(vtype)) or not (
             pa.types.is_floating(vtype.value_type) or pa.types.is_integer(vtype.value_type)):
         raise checker.fail(1, "vector", f"column must be a list of floats, got {vtype}")
-    # the footer's declared sizes against the rows' limits, before a page is decoded; the string
-    # columns are then read dictionary-encoded and measured before they are expanded (parquet_bounds)
-    plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
     try:
         f = pq.ParquetFile(path, metadata=f.metadata, read_dictionary=plan.dictionary)
     except (pa.ArrowException, OSError, MemoryError) as e:
         raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
     first = 1
-    read = _read_ahead(_measured(pa, f.iter_batches(batch_size=plan.batch_rows), bounds.Decoded(pa, str(path), plan.budget)))
+    measured = bounds.Decoded(pa, str(path), plan.budget)
+    read = _read_ahead(_measured(pa, f.iter_batches(batch_size=plan.batch_rows), measured))
     while True:
         try:
             rb = next(read)

@@ -60,12 +60,12 @@ _SPLIT = "split the file or rewrite it with a standard writer (pyarrow, Spark)"
 
 
 def size(n: float) -> str:
-    """`n` bytes for a message: '16 MiB', '9.7 GiB', '512 bytes'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """`n` bytes for a message: '16 MiB', '9.7 GiB', '2,000 bytes'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
         if n >= scale:
             v = n / scale
             return f"{v:.0f} {unit}" if round(v, 1) == int(v) or v >= 100 else f"{v:.1f} {unit}"
-    return f"{int(n)} bytes"
+    return f"{int(n):,} bytes"
 
 
 def footer_length(path: Path) -> int:
@@ -143,6 +143,9 @@ def check_footer(f: Any, path: Path, dim: int, batch_rows: int, embedder: str = 
             if declared > rows * MAX_ROW_BYTES + _SLACK:
                 raise InputError(f"row group {g + 1}: declares {size(declared)} uncompressed for {_n(rows, 'row')} "
                                  f"(limit {size(MAX_ROW_BYTES)} a row); {_SPLIT}", where=where, field=name)
+            if c.num_values < rows:  # every row, a null or an empty list too, has at least one value (level)
+                raise InputError(f"row group {g + 1}: declares {_n(c.num_values, 'value')} for {_n(rows, 'row')}; "
+                                 "the footer is damaged", where=where, field=name)
             if c.num_values > rows * caps[j]:
                 if name == "vector":
                     raise InputError(f"row group {g + 1}: declares {_n(c.num_values, 'value')} for {_n(rows, 'row')}, "
@@ -191,7 +194,7 @@ class Decoded:
         if not n:
             return
         per = [_sizes(pa, c) for c in rb.columns]
-        rows = np.sum(per, axis=0, dtype=np.int64) if per else np.zeros(n, dtype=np.int64)
+        rows = np.sum(np.stack(per), axis=0) if per else np.zeros(n, dtype=np.int64)
         over = np.flatnonzero(rows > MAX_ROW_BYTES)
         if over.size:
             i = int(over[0])
