@@ -175,12 +175,12 @@ def test_a_footer_whose_row_counts_lie_is_refused(tmp_path: Path, what: str, pat
 
 # --- while decoding: measured before the dictionaries are expanded -------------------------------
 
-def _dictionary_bomb(path: Path, rows: int, value: int, **cols: Any) -> None:
+def _dictionary_bomb(path: Path, rows: int, value: int, dim: int = DIM) -> None:
     """`rows` rows whose text is all the one dictionary value of `value` bytes: a few KB on disk."""
     zeros = pa.array(np.zeros(rows, dtype=np.int32))
     text = pa.DictionaryArray.from_arrays(zeros, pa.array(["a" * value]))
     t = pa.table({"id": [f"c{i}" for i in range(rows)], "doc": ["d"] * rows, "text": text,
-                  "vector": vectors(1).take(zeros), **cols})
+                  "vector": vectors(1, dim).take(zeros)})
     pq.write_table(t, path, compression="zstd", dictionary_pagesize_limit=2**31 - 1)
 
 
@@ -302,6 +302,8 @@ def test_jsonl_lines_within_the_cap_are_bounded_too(tmp_path: Path, name: str, l
 
 #: the address space a `docket import` subprocess may take: a good 20k-row import runs in 2 GiB
 CEILING = 3 * 2**30
+#: `--embedder hash`'s dimension: the bombs' other rows are good ones, so no other check refuses them first
+HASH_DIM = 256
 #: seconds one import may take (a good small file: ~2 s)
 WALL = 120
 
@@ -309,7 +311,7 @@ WALL = 120
 def _text_bomb(path: Path, codec: str, rows: int, cell: int) -> None:
     """`rows` rows (one row group each) whose text is `cell` bytes of one repeated letter: a
     column chunk of a few KB that decompresses to `cell`."""
-    t = table(1, text=["a" * cell])
+    t = table(1, HASH_DIM, text=["a" * cell])
     with pq.ParquetWriter(path, t.schema, compression=codec, use_dictionary=False,
                           compression_level=1 if codec in ("gzip", "brotli", "zstd") else None) as w:
         for i in range(rows):
@@ -327,20 +329,20 @@ def _vector_bomb(path: Path, rows: int, values: int, dictionary: bool) -> None:
 
 def _acl_bomb(path: Path, entries: int) -> None:
     acl = pa.ListArray.from_arrays(pa.array([0, entries], pa.int32()), pa.repeat("group:a", entries))
-    pq.write_table(table(1, acl=acl), path, compression="zstd")
+    pq.write_table(table(1, HASH_DIM, acl=acl), path, compression="zstd")
 
 
 def _modest_rows(path: Path, groups: int, rows: int, cell: int) -> None:
     """Rows of `cell` bytes each (within a row's limit), `groups` row groups of `rows`: GBs a
     batch of 4,096 rows, a few hundred KB on disk."""
-    t = table(rows, text=["b" * cell] * rows)
+    t = table(rows, HASH_DIM, text=["b" * cell] * rows)
     with pq.ParquetWriter(path, t.schema, compression="zstd", use_dictionary=False) as w:
         for _ in range(groups):
             w.write_table(t)
 
 
 def _wide(path: Path, columns: int) -> None:
-    t = table(2)
+    t = table(2, HASH_DIM)
     extra = pa.array([1, 2], pa.int8())
     pq.write_table(pa.Table.from_arrays([*t.columns, *[extra] * columns],
                                         names=[*t.column_names, *[f"x{i}" for i in range(columns)]]), path)
@@ -350,7 +352,7 @@ def _deep(path: Path, depth: int) -> None:
     value: Any = 1
     for _ in range(depth):
         value = {"a": value}
-    pq.write_table(table(2, metadata=[value, value]), path)
+    pq.write_table(table(2, HASH_DIM, metadata=[value, value]), path)
 
 
 BOMBS: list[tuple[str, str, Callable[[Path], None], tuple[str, ...]]] = [
@@ -366,9 +368,9 @@ BOMBS: list[tuple[str, str, Callable[[Path], None], tuple[str, ...]]] = [
      ("field 'text'", "limit 16 MiB a row")),
     ("parquet-decompression", "modest rows, 2 GiB a batch", lambda p: _modest_rows(p, 8, 256, MiB),
      ("uncompressed in", "100 times its size")),
-    ("parquet-dictionary", "8 MiB value x 10,000 rows (80 GB)", lambda p: _dictionary_bomb(p, 10_000, 8 * MiB),
+    ("parquet-dictionary", "8 MiB value x 10,000 rows (80 GB)", lambda p: _dictionary_bomb(p, 10_000, 8 * MiB, HASH_DIM),
      ("the file decodes to more than 256 MiB by this row", "field 'text'")),
-    ("parquet-dictionary", "a 17 MiB value in 4 rows", lambda p: _dictionary_bomb(p, 4, 17 * MiB),
+    ("parquet-dictionary", "a 17 MiB value in 4 rows", lambda p: _dictionary_bomb(p, 4, 17 * MiB, HASH_DIM),
      ("row 1: decodes to 17 MiB (limit 16 MiB a row", "field 'text'")),
     ("parquet-lists", "50M-value vectors x 12 rows (plain)", lambda p: _vector_bomb(p, 12, 50_000_000, False),
      ("field 'vector'",)),
@@ -378,8 +380,8 @@ BOMBS: list[tuple[str, str, Callable[[Path], None], tuple[str, ...]]] = [
      ("field 'acl'", "limit 8,388,608 a row")),
     ("parquet-footer", "20,000 columns", lambda p: _wide(p, 20_000), ("20,004 columns (limit 1,000)",)),
     ("parquet-footer", "metadata nested 60 deep", lambda p: _deep(p, 60), ("nested", "limit 32")),
-    ("parquet-footer", "70 MB of key-value metadata",
-     lambda p: pq.write_table(table().replace_schema_metadata({"junk": "x" * 70_000_000}), p),
+    ("parquet-footer", "70 MB footer (30 MB key-value metadata, twice)",
+     lambda p: pq.write_table(table(6, HASH_DIM).replace_schema_metadata({"junk": "x" * 30_000_000}), p),
      ("declares a footer of",)),
 ]
 
@@ -447,3 +449,32 @@ def test_redteam_import_bombs(tmp_path: Path) -> None:
         record(f"bad-input/import/{cls}", tried=n, escaped=len(escaped.get(cls, [])),
                note="; ".join(escaped.get(cls, []))[:300])
     assert not escaped, escaped
+
+
+@pytest.mark.parametrize("declared", [8000, 100], ids=["more", "fewer"])
+def test_a_page_header_that_lies_about_its_size_is_refused_by_pyarrow(tmp_path: Path, declared: int) -> None:
+    """Past the footer, a data page's header declares its own uncompressed size: pyarrow
+    compares it with what the page decompresses to and raises; the import names the batch's
+    first row. (The footer's size for the chunk is not the page's: it cannot catch this.)"""
+    path = tmp_path / "in.parquet"
+    pq.write_table(table(6, text=["refund window policy " * 10 + str(i) for i in range(6)]), path,
+                   compression="zstd", use_dictionary=False)
+    at = pq.ParquetFile(path).metadata.row_group(0).column(2).data_page_offset
+    data = bytearray(path.read_bytes())
+
+    def varint(z: int, i: int) -> tuple[int, int]:  # (value, the index after it)
+        out = shift = 0
+        while True:
+            out, i, shift = out | (data[i] & 0x7F) << shift, i + 1, shift + 7
+            if not data[i - 1] & 0x80:
+                return out, i
+
+    assert data[at] == 0x15  # PageHeader field 1 (type, i32), then field 2 (uncompressed_page_size)
+    _, i = varint(0, at + 1)
+    assert data[i] == 0x15
+    size, end = varint(0, i + 1)
+    assert 128 <= size >> 1 < 8192 and end - i - 1 == 2  # a two-byte varint, both ways
+    z = declared << 1
+    data[i + 1 : end] = bytes([(z & 0x7F) | 0x80, z >> 7]) if z >> 7 else bytes([z | 0x80, 0])
+    path.write_bytes(bytes(data))
+    assert refused(path, tmp_path / "s.db", "row 1:", "field 'record'", "the file is damaged") == ""

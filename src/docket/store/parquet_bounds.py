@@ -68,6 +68,12 @@ def size(n: float) -> str:
     return f"{int(n):,} bytes"
 
 
+def over(n: int, limit: int) -> str:
+    """`n`, a size over `limit`, for a message: in bytes where the rounded size would read as the
+    limit itself ('16,777,217 bytes (limit 16 MiB ...')."""
+    return f"{n:,} bytes" if size(n) == size(limit) else size(n)
+
+
 def footer_length(path: Path) -> int:
     """The footer length a Parquet file's last 8 bytes declare (-1: no Parquet trailer; pyarrow
     says what is wrong)."""
@@ -86,7 +92,7 @@ def footer_length(path: Path) -> int:
 def check_footer_length(path: Path) -> None:
     n = footer_length(path)
     if n > MAX_FOOTER_BYTES:
-        raise InputError(f"declares a footer of {size(n)} (limit {size(MAX_FOOTER_BYTES)}; a file's footer is "
+        raise InputError(f"declares a footer of {over(n, MAX_FOOTER_BYTES)} (limit {size(MAX_FOOTER_BYTES)}; a file's footer is "
                          f"its schema and row-group metadata, a few KB a row group): key-value metadata or a "
                          f"schema this large is no chunk file; {_SPLIT}", where=str(path))
 
@@ -141,7 +147,7 @@ def check_footer(f: Any, path: Path, dim: int, batch_rows: int, embedder: str = 
             name = c.path_in_schema.split(".")[0]
             declared = c.total_uncompressed_size
             if declared > rows * MAX_ROW_BYTES + _SLACK:
-                raise InputError(f"row group {g + 1}: declares {size(declared)} uncompressed for {_n(rows, 'row')} "
+                raise InputError(f"row group {g + 1}: declares {over(declared, MAX_ROW_BYTES)} uncompressed for {_n(rows, 'row')} "
                                  f"(limit {size(MAX_ROW_BYTES)} a row); {_SPLIT}", where=where, field=name)
             if c.num_values < rows:  # every row, a null or an empty list too, has at least one value (level)
                 raise InputError(f"row group {g + 1}: declares {_n(c.num_values, 'value')} for {_n(rows, 'row')}; "
@@ -195,11 +201,11 @@ class Decoded:
             return
         per = [_sizes(pa, c) for c in rb.columns]
         rows = np.sum(np.stack(per), axis=0) if per else np.zeros(n, dtype=np.int64)
-        over = np.flatnonzero(rows > MAX_ROW_BYTES)
-        if over.size:
-            i = int(over[0])
+        big = np.flatnonzero(rows > MAX_ROW_BYTES)
+        if big.size:
+            i = int(big[0])
             col = rb.schema.names[int(np.argmax([p[i] for p in per]))]
-            raise InputError(f"row {first + i}: decodes to {size(int(rows[i]))} (limit {size(MAX_ROW_BYTES)} a row, as "
+            raise InputError(f"row {first + i}: decodes to {over(int(rows[i]), MAX_ROW_BYTES)} (limit {size(MAX_ROW_BYTES)} a row, as "
                              "for a JSONL line)", where=self.where, field=col)
         cum = np.cumsum(rows)
         past = np.flatnonzero(self.total + cum > self.budget)
