@@ -490,34 +490,54 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     except ImportError as e:
         raise InputError("reading Parquet needs pyarrow: pip install 'docket[import]' (or convert the file "
                          "to JSONL)", where=str(path)) from e
+    from docket.store import parquet_bounds as bounds
+
+    bounds.check_footer_length(path)  # before pyarrow parses it
     try:
         f = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as e:
+    except (pa.ArrowException, OSError, MemoryError) as e:
         raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
-    names = [n for n in f.schema_arrow.names if n != "vector"]
-    twice = next((n for i, n in enumerate(f.schema_arrow.names) if n in f.schema_arrow.names[:i]), None)
-    if twice is not None:  # pyarrow would refuse to pick one; the writer meant one of them
-        raise checker.fail(1, twice, f"the file has more than one column named {twice!r}; keep one")
+    # the footer's declared sizes against the rows' limits, before a page is decoded (and before
+    # the schema is walked: 20,000 columns took minutes); the string columns are then read
+    # dictionary-encoded and measured before they are expanded (parquet_bounds)
+    plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
+    schema = f.schema_arrow  # (a property that builds the schema anew at each use)
+    names = [n for n in schema.names if n != "vector"]
+    seen: set[str] = set()
+    for name in schema.names:
+        if name in seen:  # pyarrow would refuse to pick one; the writer meant one of them
+            raise checker.fail(1, name, f"the file has more than one column named {name!r}; keep one")
+        seen.add(name)
     # metadata (and any column outside the contract, which goes into it) is stored as JSON
-    not_json = {n: f.schema_arrow.field(n).type for n in names
-                if (n == "metadata" or n not in KNOWN) and not _json_type(pa, f.schema_arrow.field(n).type)}
+    not_json = {n: schema.field(n).type for n in names
+                if (n == "metadata" or n not in KNOWN) and not _json_type(pa, schema.field(n).type)}
     for name in ("id", "doc", "text", "vector"):
-        if name not in f.schema_arrow.names:
+        if name not in seen:
             raise checker.fail(1, name, f"the file has no {name!r} column (every row needs id, doc, text and vector)")
-    vtype = f.schema_arrow.field("vector").type
+    vtype = schema.field("vector").type
     if not (pa.types.is_list(vtype) or pa.types.is_large_list(vtype) or pa.types.is_fixed_size_list(vtype)) or not (
             pa.types.is_floating(vtype.value_type) or pa.types.is_integer(vtype.value_type)):
         raise checker.fail(1, "vector", f"column must be a list of floats, got {vtype}")
+    try:
+        f = pq.ParquetFile(path, metadata=f.metadata, read_dictionary=plan.dictionary)
+    except (pa.ArrowException, OSError, MemoryError) as e:
+        raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
     first = 1
-    read = _read_ahead(f.iter_batches(batch_size=rows))
+    measured = bounds.Decoded(pa, str(path), plan.budget)
+    read = _read_ahead(_measured(pa, f.iter_batches(batch_size=plan.batch_rows), measured))
     while True:
         try:
             rb = next(read)
         except StopIteration:
             break
+        except InputError:
+            raise
         except (pa.ArrowException, OSError) as e:  # a damaged page (the footer read well)
             raise checker.fail(first, "record", f"cannot be read: the file is damaged ({_printable(str(e))})"
                                ) from None
+        except MemoryError as e:  # a page whose sizes lie past the footer's, that pyarrow did not catch
+            raise checker.fail(first, "record", f"cannot be decoded within memory ({_printable(str(e))}); "
+                                                "the file declares less than its pages hold") from None
         for name, t in not_json.items():
             valid = rb.column(name).is_valid().to_numpy(zero_copy_only=False)
             if valid.any():  # an all-null column is absent
@@ -546,6 +566,16 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         yield Rows(first, len(rb), {k: v for k, v in cols.items() if k in KNOWN}, _extras(cols, len(rb)), vectors,
                    _records_of(cols, len(rb)))
         first += len(rb)
+
+
+def _measured(pa: Any, batches: Iterator[Any], decoded: Any) -> Iterator[Any]:
+    """pyarrow's record batches as `parquet_bounds.Decoded` expands them: measured first (a row
+    too large, a file past its budget, refused with its row), in slices of bounded bytes. The row
+    numbers count the batches' rows (the same as the slices', which cover each batch in order)."""
+    first = 1
+    for rb in batches:
+        yield from decoded.slices(rb, first)
+        first += rb.num_rows
 
 
 #: record batches a Parquet file is decoded ahead of the check (`_read_ahead`)
@@ -644,6 +674,9 @@ def _parquet_rows(path: Path) -> int:
     try:
         import pyarrow.parquet as pq
 
+        from docket.store.parquet_bounds import check_footer_length
+
+        check_footer_length(path)  # a footer too long to parse: _parquet refuses it
         return int(pq.ParquetFile(path).metadata.num_rows)
     except Exception:  # noqa: BLE001 - any unreadable file: _parquet reports it, with its row
         return 0
