@@ -273,3 +273,14 @@ def test_a_malformed_brief_names_the_field(edit, field):
 def test_extra_keys_are_ignored():
     b, cands = small_brief()
     assert render_trace({**b, "trace_id": "t-1", "something_new": [1, 2]}, cands) == render_trace(b, cands)
+
+
+def test_a_candidate_id_given_twice_is_refused():
+    """A fate belongs to a chunk id: two rows of one id would both show one fate, the second
+    possibly a dropped copy shown as in the prompt."""
+    brief, ranked = hostile_brief()
+    rows = [{"id": c.chunk.id, "score": c.score} for c in ranked]
+    rows.append({"id": rows[0]["id"], "score": 0.0})
+    with pytest.raises(InputError, match=rf"field 'candidates\[{len(ranked)}\]\.id': repeats the id of candidates\[0\]"):
+        render_trace(brief, rows)
+    assert render_trace(brief, rows[:-1])  # each once: drawn

@@ -218,10 +218,16 @@ def _brief_json(brief: Any) -> dict[str, Any]:
     return b
 
 
+def _shown_id(cid: str) -> str:
+    """An id for an error message: quoted, hidden characters as escapes, at most 60 characters."""
+    return repr(cid[:60] + ("..." if len(cid) > 60 else ""))
+
+
 def _candidate_rows(candidates: Sequence[Any] | None) -> list[dict[str, Any]]:
     if candidates is not None and (isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Sequence)):
         raise _bad("candidates", f"must be a list of candidates, got {type(candidates).__name__}")
     rows: list[dict[str, Any]] = []
+    first: dict[str, int] = {}  # a fate is a chunk id's: two rows of one id would show one fate twice
     for i, c in enumerate(candidates or [], 1):
         field = f"candidates[{i - 1}]"
         if isinstance(c, Mapping):
@@ -237,6 +243,10 @@ def _candidate_rows(candidates: Sequence[Any] | None) -> list[dict[str, Any]]:
         if not isinstance(row["id"], str):
             raise _bad(f"{field}.id", "is missing" if row["id"] is None else
                        f"must be a chunk id (text), got {type(row['id']).__name__}")
+        if row["id"] in first:
+            raise _bad(f"{field}.id", f"repeats the id of candidates[{first[row['id']]}] ({_shown_id(row['id'])}); "
+                                      "a chunk is ranked once: give each candidate its own id")
+        first[row["id"]] = i - 1
         for key in ("rank", "doc", "version", "status"):
             _scalar(row[key], f"{field}.{key}")
         if row["score"] is not None and (isinstance(row["score"], bool) or not isinstance(row["score"], (int, float))):
