@@ -537,6 +537,45 @@ def test_api_questions_and_scores():
             assemble("what?", [Candidate(chunk=mk("a"), score=score, rank=1)], store=store)  # type: ignore[arg-type]
 
 
+def test_api_numpy_scores_are_read_as_numbers():
+    """A reranker hands back np.float32 scores and np.argsort np.int64 ranks: read as the numbers they
+    hold (np.float32 was refused as 'not a finite number'; an np.int64 rank broke the brief's JSON)."""
+    import numpy as np
+
+    from docket.model import Candidate
+
+    store = MemoryStore([mk("a"), mk("b", text="Monthly plans renew every month.")])
+    given = [Candidate(mk("a"), np.float32(0.9), np.int64(1)), Candidate(mk("b"), np.float64(0.8), np.int64(2))]
+    brief = assemble("Can annual plans be refunded?", given, store=store)
+    plain = assemble("Can annual plans be refunded?", [Candidate(mk("a"), float(np.float32(0.9)), 1),
+                                                         Candidate(mk("b"), 0.8, 2)], store=store)
+    assert brief.to_json() == plain.to_json()
+    assert all(type(s.score) is float and type(s.rank) is int for s in brief.sources.values())
+    for bad in (np.float32("nan"), np.bool_(True)):
+        with pytest.raises(InputError, match=r"candidate 1 \(id 'a'\), field 'score'"):
+            assemble("what?", [Candidate(mk("a"), bad, 1)], store=store)  # type: ignore[arg-type]
+
+
+def test_api_store_and_policy_as_a_new_caller_writes_them(tmp_path):
+    """`store=` a path and `policy=` a dict or a TOML path: the store is refused naming the two ways to
+    open one (it said 'the store cannot list its chunks'); the policy is read as --policy reads it
+    (it was an AttributeError from inside a move)."""
+    store = MemoryStore(load_chunks(nimbus_path()))
+    with pytest.raises(InputError, match=r"field 'store': must be a store object, got the path .*docket.open_store"):
+        assemble(REFUND_QUESTION, store=str(nimbus_path()))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="field 'store'"):
+        assemble(REFUND_QUESTION, store=nimbus_path())  # type: ignore[arg-type]
+    toml = tmp_path / "p.toml"
+    toml.write_text("[pack]\nbudget = 120\n")
+    want = assemble(REFUND_QUESTION, store=store, policy=load_policy(toml)).to_json()
+    assert assemble(REFUND_QUESTION, store=store, policy={"pack": {"budget": 120}}).to_json() == want  # type: ignore[arg-type]
+    assert assemble(REFUND_QUESTION, store=store, policy=str(toml)).to_json() == want  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'pack.flor': is not a known setting"):
+        assemble(REFUND_QUESTION, store=store, policy={"pack": {"flor": 0.3}})  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="field 'policy': must be a docket Policy"):
+        assemble(REFUND_QUESTION, store=store, policy=42)  # type: ignore[arg-type]
+
+
 def test_policy_api_rejects_non_finite_overrides():
     from docket.policy import Policy
 

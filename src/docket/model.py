@@ -431,22 +431,37 @@ def check_kinds(candidates: Any) -> list[Candidate]:
     return given
 
 
-def check_scores(candidates: Iterable[Candidate] | None) -> None:
+def check_scores(candidates: list[Candidate]) -> list[Candidate]:
     """Caller-built candidates: a NaN score compares false with every floor and would pass or
-    fail silently; refuse it, naming the chunk."""
-    if isinstance(candidates, list) and candidates:
+    fail silently; refuse it, naming the chunk. A NumPy scalar score or rank (what a reranker or
+    `np.argsort` hands back: `np.float32` is no Python float) is read as the plain number it holds,
+    so the brief and its JSON hold plain numbers; the list returned is the one to use."""
+    if candidates:
         scores = [getattr(c, "score", None) for c in candidates]
         try:  # every score a plain int or float, none NaN or infinite (then neither is their exact sum)
             if set(map(type, scores)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(scores)):  # type: ignore[arg-type]
-                return
+                return candidates
         except (OverflowError, ValueError):
             pass  # huge or infinite values: the check below names the candidate
-    for n, c in enumerate(candidates or (), 1):
+    out = candidates
+    for n, c in enumerate(candidates, 1):
         s = getattr(c, "score", None)
+        s = _numpy_plain(s)
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s):
             cid = getattr(getattr(c, "chunk", None), "id", "?")
             raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
                              field="score")
+        rank = _numpy_plain(c.rank)
+        if type(s) not in _PLAIN_NUMBERS or rank is not c.rank:  # np.float64 is a float subclass: made plain too
+            if out is candidates:
+                out = list(candidates)
+            out[n - 1] = Candidate(c.chunk, float(s) if isinstance(s, float) else s, rank)
+    return out
+
+
+def _numpy_plain(x: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (numpy is not imported here for it)."""
+    return x.item() if type(x).__module__ == "numpy" and hasattr(x, "item") else x
 
 
 def _finite(x: float) -> bool:
