@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date as Date
 from itertools import repeat
-from pathlib import PurePath
 from operator import itemgetter
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
