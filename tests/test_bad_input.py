@@ -100,6 +100,8 @@ CASES = [
     ("assemble/store-bom", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": "\ufeff" + chunk()}, 0, None),
     ("assemble/store-u2028-in-text", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": chunk(text="Refunds\u2028within 30 days.") + "\n"}, 0, None),
     ("assemble/store-bad-field", ["assemble", "--store", "{c}", "-q", "{q}"], {"c.jsonl": jsonl(GOOD_CHUNK, {"id": "b", "doc": "d", "text": "t", "version": "x"})}, 2, "c.jsonl:2 (id 'b'), field 'version'"),
+    ("assemble/store-acl-comma-string", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": chunk(acl="finance, group:hr") + "\n"}, 2, 'field \'acl\': is one string holding commas (\'finance, group:hr\'); give a list, one entry per user or group: ["finance", "group:hr"]'),
+    ("assemble/store-acl-one-string", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": chunk(acl="finance") + "\n"}, 0, None),
     ("assemble/store-empty-file", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": "\n\n"}, 2, "holds no chunk records"),
     ("assemble/store-folder", ["assemble", "--store", "{folder}", "-q", "{q}"], {}, 2, "is a directory"),
     ("assemble/store-loop", ["assemble", "--store", "{loop}", "-q", "{q}"], {}, 2, "symlink loop"),
@@ -535,6 +537,15 @@ def test_api_questions_and_scores():
     for score in (math.nan, math.inf, "0.5", None, True):
         with pytest.raises(InputError, match=r"candidate 1 \(id 'a'\), field 'score'"):
             assemble("what?", [Candidate(chunk=mk("a"), score=score, rank=1)], store=store)  # type: ignore[arg-type]
+
+
+def test_acl_string_with_commas_is_refused_not_one_group():
+    """`"acl": "finance, hr"` (a list written as CSV, in a record or front matter) was read as one group
+    named 'finance, hr': nobody could read the chunk and nothing said so. One name stays fine."""
+    with pytest.raises(InputError, match=r"field 'acl': is one string holding commas"):
+        parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": "finance,hr"})
+    assert parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": "finance"}).acl == ("finance",)
+    assert parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": ["cn=fin,ou=groups"]}).acl == ("cn=fin,ou=groups",)
 
 
 def test_api_numpy_scores_are_read_as_numbers():

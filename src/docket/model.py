@@ -7,6 +7,7 @@ one document version. Everything here is immutable or copied, so a move never ch
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -161,6 +162,9 @@ class Chunk(BaseModel):
     @classmethod
     def _acl_list(cls, v: Any) -> Any:
         if isinstance(v, str):
+            if "," in v:  # "finance, hr" would be one group of that name: nobody could read the chunk, silently
+                raise ValueError(f"is one string holding commas ({shown(v)}); give a list, one entry per user or "
+                                 f"group: {json.dumps([e.strip() for e in v.split(',') if e.strip()])}")
             v = (v,)
         if isinstance(v, (list, tuple)):
             from docket.store.access import check_acl  # user:NAME / group:NAME / plain (= group)
