@@ -269,16 +269,42 @@ def _describe(err: ValidationError) -> tuple[str, str]:
     return loc, msg
 
 
+def _not_a_record(record: Any) -> str:
+    """What a line that is not a chunk record holds, and what to write instead."""
+    if isinstance(record, list):
+        return ("a JSON array: write one record per line (JSONL; `jq -c '.[]' FILE` turns an array into lines), "
+                "each an object with id, doc and text")
+    if isinstance(record, str):
+        return "a string: each line is one object with id, doc and text, not the text alone"
+    return type(record).__name__
+
+
+#: the text and metadata keys of LangChain (page_content, metadata), LlamaIndex (text, metadata) and
+#: Haystack (content, meta) documents: a record holding them came from a framework, not docket
+_FRAMEWORK_KEYS = ("page_content", "content", "meta")
+
+
+def _framework_hint(record: dict[str, Any]) -> str:
+    given = [k for k in _FRAMEWORK_KEYS if k in record]
+    if not given:
+        return ""
+    return (f" (the record has {', '.join(repr(k) for k in given)}: a LangChain/LlamaIndex/Haystack document; "
+            "write docket's keys id, doc and text, or pass the framework's documents through "
+            "docket.integrations: docs/integrations/index.md)")
+
+
 def parse_chunk(record: Any, where: str = "chunk") -> Chunk:
     """Validate one record; raise InputError naming the record and the field on failure."""
     if not isinstance(record, dict):
-        raise InputError(f"expected a JSON object, got {type(record).__name__}", where=where)
+        raise InputError(f"expected a JSON object, got {_not_a_record(record)}", where=where)
     rid = record.get("id")
     label = f"{where} (id {shown(rid)})" if rid is not None else where
     try:
         return Chunk.model_validate(record)
     except ValidationError as e:
         loc, msg = _describe(e)
+        if msg == "is required but missing" and loc in ("id", "doc", "text"):
+            msg += _framework_hint(record)
         raise InputError(msg, where=label, field=loc) from None
     except InputError as e:  # raised by the metadata check, which knows the key but not the record
         raise InputError(e.detail, where=label, field=e.field) from None
