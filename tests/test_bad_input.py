@@ -222,6 +222,8 @@ CASES = [
     ("check/answer-folder", ["check", "--answer", "{folder}", "--brief", "{brief}"], {}, 2, "is a directory"),
     ("check/answer-empty", ["check", "--answer", "{a}", "--brief", "{brief}"], {"a": "  \n"}, 2, "there is no answer to check"),
     ("check/answer-not-utf8", ["check", "--answer", "{a}", "--brief", "{brief}"], {"a": b"caf\xe9 [S1]"}, 2, "not UTF-8"),
+    ("check/answer-is-a-brief", ["check", "--answer", "{brief}", "--brief", "{brief}"], {}, 2, "option '--answer': is a brief (what `docket assemble --json` prints), not an answer: give the brief to --brief"),
+    ("check/answer-and-brief-swapped", ["check", "--answer", "{brief}", "--brief", "{answer}"], {}, 2, "option '--answer': is a brief"),
     ("check/judge-url", CHECK + ["--judge", "http://[::1"], {}, 2, "--judge"),
     ("check/judge-model-alone", CHECK + ["--judge-model", "m"], {}, 2, "only used with --judge"),
     # -- eval
