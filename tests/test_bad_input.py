@@ -555,6 +555,27 @@ def test_acl_string_with_commas_is_refused_not_one_group():
     assert parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": ["cn=fin,ou=groups"]}).acl == ("cn=fin,ou=groups",)
 
 
+def test_session_index_takes_one_path_and_chunks_and_refuses_the_rest(tmp_path):
+    """`s.index("chunks.jsonl")` iterated the string: each character a path, "/" the file system's root
+    (it walked / until a PermissionError). `records=load_chunks(...)` and `records=["text"]` raised
+    TypeError/ValueError from dict(). Now one path is that path, Chunks are records, the rest is
+    refused by position before any write."""
+    from docket.api import Session
+
+    nimbus = str(nimbus_path())
+    with Session.open(str(tmp_path / "a.db"), create=True, embedder="hash") as s:
+        rep = s.index(nimbus)
+        assert rep.files == 1 and rep.chunks_written == len(load_chunks(nimbus)) and not rep.problems
+    with Session.open(str(tmp_path / "b.db"), create=True, embedder="hash") as s:
+        assert s.index(records=load_chunks(nimbus)).chunks_written == len(load_chunks(nimbus))
+        for bad, field in ((["plain text"], r"records\[0\]"), ("text", "records"), ({"id": "a"}, "records")):
+            with pytest.raises(InputError, match=rf"field '{field}': must be"):
+                s.index(records=bad)  # type: ignore[arg-type]
+        with pytest.raises(InputError, match=r"field 'paths\[0\]': must be a file or folder path, got int"):
+            s.index([3])  # type: ignore[list-item]
+        assert s.store.count() == len(load_chunks(nimbus))
+
+
 def test_api_numpy_scores_are_read_as_numbers():
     """A reranker hands back np.float32 scores and np.argsort np.int64 ranks: read as the numbers they
     hold (np.float32 was refused as 'not a finite number'; an np.int64 rank broke the brief's JSON)."""
@@ -592,6 +613,13 @@ def test_api_store_and_policy_as_a_new_caller_writes_them(tmp_path):
         assemble(REFUND_QUESTION, store=store, policy={"pack": {"flor": 0.3}})  # type: ignore[arg-type]
     with pytest.raises(InputError, match="field 'policy': must be a docket Policy"):
         assemble(REFUND_QUESTION, store=store, policy=42)  # type: ignore[arg-type]
+    from docket.api import Session
+    from docket.embed import HashEmbedder
+
+    assert Session(policy={"pack": {"budget": 120}}).policy.pack.budget == 120  # type: ignore[arg-type]
+    assert isinstance(Session(embedder="hash").embedder(), HashEmbedder)  # was kept as a str: AttributeError later
+    with pytest.raises(InputError, match="field 'embedder': must be one of"):
+        Session(embedder="minilm-v2")
 
 
 def test_policy_api_rejects_non_finite_overrides():

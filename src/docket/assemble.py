@@ -234,7 +234,7 @@ def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
     return brief
 
 
-def _as_policy(policy: Any) -> Policy:
+def as_policy(policy: Any) -> Policy:
     """`policy=` as given to the Python API: a Policy, or (as a new caller writes it) a dict of
     sections or a TOML path, read the way `--policy` reads them; anything else is refused by name
     instead of failing as an AttributeError deep in a move."""
@@ -245,13 +245,13 @@ def _as_policy(policy: Any) -> Policy:
     if isinstance(policy, Mapping):
         return load_policy_dict(dict(policy))
     if isinstance(policy, (str, PurePath)):
-        return load_policy(policy)
+        return load_policy(str(policy))
     raise InputError(f"must be a docket Policy, a dict of sections or a TOML path, got {type(policy).__name__}",
                      field="policy")
 
 
 def _with_overrides(policy: Policy | None, budget: int | None, floor: float | None, as_of: Date | None) -> Policy:
-    policy = _as_policy(policy)
+    policy = as_policy(policy)
     overrides: dict = {}
     if budget is not None:
         overrides["budget"] = budget
