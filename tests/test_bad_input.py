@@ -613,6 +613,10 @@ def test_api_store_and_policy_as_a_new_caller_writes_them(tmp_path):
         assemble(REFUND_QUESTION, store=store, policy={"pack": {"flor": 0.3}})  # type: ignore[arg-type]
     with pytest.raises(InputError, match="field 'policy': must be a docket Policy"):
         assemble(REFUND_QUESTION, store=store, policy=42)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'embedder': must be a docket Embedder .*got str"):
+        assemble(REFUND_QUESTION, store=store, embedder="hash")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'counter': must be a docket TokenCounter .*got str"):
+        assemble(REFUND_QUESTION, store=store, counter="o200k_base")  # type: ignore[arg-type]
     from docket.api import Session
     from docket.embed import HashEmbedder
 

@@ -147,6 +147,12 @@ def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, sto
     principal = request.principal
     if principal is not None and not isinstance(principal, Principal):
         raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
+    if embedder is not None and not callable(getattr(embedder, "embed", None)):  # "hash", a model name
+        raise InputError(f"must be a docket Embedder (an object with .embed(texts)), got {type(embedder).__name__}: "
+                         "docket.default_embedder() for MiniLM, or leave it out", field="embedder")
+    if counter is not None and (isinstance(counter, (str, bytes)) or not callable(getattr(counter, "count", None))):
+        raise InputError(f"must be a docket TokenCounter (an object with .count(text)), got {type(counter).__name__}"
+                         ": docket.default_counter(), a policy's model preset, or leave it out", field="counter")
     if isinstance(store, (str, bytes, PurePath)):  # a path where a store object belongs
         raise InputError(f"must be a store object, got the path {_shown(str(store))}: docket.open_store(PATH) for "
                          "an index built by `docket index`, docket.MemoryStore(docket.load_chunks(PATH)) for a "
