@@ -238,6 +238,8 @@ CASES = [
     ("eval/answerable-string", ["eval", "{s}", "--embedder", "hash"], {"s": item(answerable="false")}, 2, "field 'answerable': must be true or false"),
     ("eval/duplicate-id", ["eval", "{s}", "--embedder", "hash"], {"s": item() + item()}, 2, "ids must be unique"),
     ("eval/answers-string", ["eval", "{s}", "--embedder", "hash"], {"s": item(answers="30 days")}, 2, "field 'answers'"),
+    ("eval/question-missing", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({k: v for k, v in ITEM.items() if k != "question"}) + "\n"}, 2, "s:1, field 'question': is required"),
+    ("eval/question-as-query", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({"query" if k == "question" else k: v for k, v in ITEM.items()}) + "\n"}, 2, "s:1, field 'question': is required"),
     ("eval/candidates-dict", ["eval", "{s}", "--embedder", "hash"], {"s": item(candidates={"a": 1})}, 2, "field 'candidates'"),
     ("eval/pool-duplicate", ["eval", "{s}", "--embedder", "hash"], {"s": item(candidates=[GOOD_CHUNK, GOOD_CHUNK])}, 2, "appears twice"),
     ("eval/store-number", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({"question": "q?", "store": 5}) + "\n"}, 2, "field 'store'"),
