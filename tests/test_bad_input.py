@@ -113,6 +113,7 @@ CASES = [
     ("assemble/candidates-empty", A + ["--candidates", "{f}"], {"f": ""}, 2, "holds no candidates"),
     ("assemble/candidates-NaN", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": NaN}\n'}, 2, "field 'score': must be a finite number"),
     ("assemble/candidates-score-text", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": "high"}\n'}, 2, "must be a number"),
+    ("assemble/candidates-rising-scores", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": 0.21}\n{"id": "pol3-5", "score": 0.35}\n{"id": "pol3-6", "score": 0.52}\n'}, 0, "f: the scores rise down the list (0.21 first, 0.52 last); docket reads the lines as the ranking, best first"),
     # -- policy files
     ("assemble/policy-not-utf8", A + ["--policy", "{p}"], {"p": b'[brief]\nrole = "\xff"\n'}, 2, "not UTF-8"),
     ("assemble/policy-folder", A + ["--policy", "{folder}"], {}, 2, "is a directory"),
