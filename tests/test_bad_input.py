@@ -579,6 +579,16 @@ def test_session_index_takes_one_path_and_chunks_and_refuses_the_rest(tmp_path):
         assert s.store.count() == len(load_chunks(nimbus))
 
 
+def test_a_question_longer_than_the_input_target_says_what_to_do():
+    """A pasted 20,000-token question left 'no room for evidence after ... the brief's fixed text
+    (20224); raise it': the question was not named, nor the other ways out."""
+    store = MemoryStore(load_chunks(nimbus_path()))
+    q = REFUND_QUESTION + " Here is my long story about billing." * 1500
+    with pytest.raises(InputError, match=r"field 'pack.input_target': .*the system message, question and format "
+                       r"\(\d+\); raise it, give an explicit evidence budget \(--budget\), or shorten the question"):
+        assemble(q, store=store)
+
+
 def test_api_numpy_scores_are_read_as_numbers():
     """A reranker hands back np.float32 scores and np.argsort np.int64 ranks: read as the numbers they
     hold (np.float32 was refused as 'not a finite number'; an np.int64 rank broke the brief's JSON)."""
