@@ -134,6 +134,7 @@ CASES = [
     ("assemble/floor--inf", A + ["--floor=-inf"], {}, 2, "--floor"),
     ("assemble/question-unquoted", ["assemble", "--store", "{nimbus}", "-q", "refund", "annual", "plan"], {}, 2, 'Got unexpected extra argument(s) (annual plan); a value of several words, such as a question, goes in quotes: "..." (see: docket assemble --help)'),
     ("ask/question-unquoted", ["ask", "refund", "annual", "--db", "{db}"], {}, 2, "unexpected extra argument(s) (annual); a value of several words, such as a question, goes in quotes"),
+    ("assemble/history-is-a-chunk-file", A + ["--history", "{nimbus}"], {}, 2, 'field \'role\': is required: each turn is {"role": "user" or "assistant", "content": TEXT}'),
     ("assemble/budget-0", A + ["--budget", "0"], {}, 2, "'--budget': must be at least 1"),
     ("assemble/budget-huge", A + ["--budget", "10000000000000"], {}, 2, "--budget"),
     ("assemble/budget-text", A + ["--budget", "abc"], {}, 2, "--budget"),
