@@ -635,6 +635,10 @@ def test_api_store_and_policy_as_a_new_caller_writes_them(tmp_path):
     from docket.embed import HashEmbedder
 
     assert Session(policy={"pack": {"budget": 120}}).policy.pack.budget == 120  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'store': this session has no searchable store"):
+        Session().ask(REFUND_QUESTION)
+    with pytest.raises(InputError, match=r"field 'store': this session's MemoryStore cannot be searched: .*assemble"):
+        Session(store).ask(REFUND_QUESTION)
     assert isinstance(Session(embedder="hash").embedder(), HashEmbedder)  # was kept as a str: AttributeError later
     with pytest.raises(InputError, match="field 'embedder': must be one of"):
         Session(embedder="minilm-v2")

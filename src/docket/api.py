@@ -228,9 +228,13 @@ class Session:
 
     def _full_store(self) -> Store:
         st = self.store
-        if st is None or not hasattr(st, "search_dense"):
+        if st is None:
             raise InputError("this session has no searchable store: open one with Session.open(PATH or URL)",
                              field="store")
+        if not hasattr(st, "search_dense"):  # a MemoryStore of chunks: assembly, not retrieval
+            raise InputError(f"this session's {type(st).__name__} cannot be searched: ask retrieves from a store "
+                             "built by `docket index` (Session.open(PATH or URL)); to rank these chunks yourself, "
+                             "call session.assemble(question, candidates) or docket.assemble", field="store")
         return st  # type: ignore[return-value]
 
     def generation(self) -> str | None:
