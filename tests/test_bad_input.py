@@ -100,6 +100,11 @@ CASES = [
     ("assemble/store-bom", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": "\ufeff" + chunk()}, 0, None),
     ("assemble/store-u2028-in-text", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": chunk(text="Refunds\u2028within 30 days.") + "\n"}, 0, None),
     ("assemble/store-bad-field", ["assemble", "--store", "{c}", "-q", "{q}"], {"c.jsonl": jsonl(GOOD_CHUNK, {"id": "b", "doc": "d", "text": "t", "version": "x"})}, 2, "c.jsonl:2 (id 'b'), field 'version'"),
+    ("assemble/store-langchain-records", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": '{"page_content": "Refunds within 30 days.", "metadata": {"source": "a.md"}}\n'}, 2, "field 'id': is required but missing (the record has 'page_content': a LangChain/LlamaIndex/Haystack document; write docket's keys id, doc and text"),
+    ("assemble/store-json-array", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": "[" + chunk() + "]\n"}, 2, "f:1: expected a JSON object, got a JSON array: write one record per line (JSONL"),
+    ("assemble/store-bare-strings", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": '"Refunds within 30 days."\n'}, 2, "got a string: each line is one object with id, doc and text"),
+    ("assemble/store-acl-comma-string", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": chunk(acl="finance, group:hr") + "\n"}, 2, 'field \'acl\': is one string holding commas (\'finance, group:hr\'); give a list, one entry per user or group: ["finance", "group:hr"]'),
+    ("assemble/store-acl-one-string", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": chunk(acl="finance") + "\n"}, 0, None),
     ("assemble/store-empty-file", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": "\n\n"}, 2, "holds no chunk records"),
     ("assemble/store-folder", ["assemble", "--store", "{folder}", "-q", "{q}"], {}, 2, "is a directory"),
     ("assemble/store-loop", ["assemble", "--store", "{loop}", "-q", "{q}"], {}, 2, "symlink loop"),
@@ -108,6 +113,7 @@ CASES = [
     ("assemble/candidates-empty", A + ["--candidates", "{f}"], {"f": ""}, 2, "holds no candidates"),
     ("assemble/candidates-NaN", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": NaN}\n'}, 2, "field 'score': must be a finite number"),
     ("assemble/candidates-score-text", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": "high"}\n'}, 2, "must be a number"),
+    ("assemble/candidates-rising-scores", A + ["--candidates", "{f}"], {"f": '{"id": "pol3-4", "score": 0.21}\n{"id": "pol3-5", "score": 0.35}\n{"id": "pol3-6", "score": 0.52}\n'}, 0, "f: the scores rise down the list (0.21 first, 0.52 last); docket reads the lines as the ranking, best first"),
     # -- policy files
     ("assemble/policy-not-utf8", A + ["--policy", "{p}"], {"p": b'[brief]\nrole = "\xff"\n'}, 2, "not UTF-8"),
     ("assemble/policy-folder", A + ["--policy", "{folder}"], {}, 2, "is a directory"),
@@ -126,6 +132,9 @@ CASES = [
     ("assemble/floor-nan", A + ["--floor", "nan"], {}, 2, "'--floor': must be a finite number, got nan"),
     ("assemble/floor-inf", A + ["--floor", "inf"], {}, 2, "--floor"),
     ("assemble/floor--inf", A + ["--floor=-inf"], {}, 2, "--floor"),
+    ("assemble/question-unquoted", ["assemble", "--store", "{nimbus}", "-q", "refund", "annual", "plan"], {}, 2, 'Got unexpected extra argument(s) (annual plan); a value of several words, such as a question, goes in quotes: "..." (see: docket assemble --help)'),
+    ("ask/question-unquoted", ["ask", "refund", "annual", "--db", "{db}"], {}, 2, "unexpected extra argument(s) (annual); a value of several words, such as a question, goes in quotes"),
+    ("assemble/history-is-a-chunk-file", A + ["--history", "{nimbus}"], {}, 2, 'field \'role\': is required: each turn is {"role": "user" or "assistant", "content": TEXT}'),
     ("assemble/budget-0", A + ["--budget", "0"], {}, 2, "'--budget': must be at least 1"),
     ("assemble/budget-huge", A + ["--budget", "10000000000000"], {}, 2, "--budget"),
     ("assemble/budget-text", A + ["--budget", "abc"], {}, 2, "--budget"),
@@ -217,6 +226,8 @@ CASES = [
     ("check/answer-folder", ["check", "--answer", "{folder}", "--brief", "{brief}"], {}, 2, "is a directory"),
     ("check/answer-empty", ["check", "--answer", "{a}", "--brief", "{brief}"], {"a": "  \n"}, 2, "there is no answer to check"),
     ("check/answer-not-utf8", ["check", "--answer", "{a}", "--brief", "{brief}"], {"a": b"caf\xe9 [S1]"}, 2, "not UTF-8"),
+    ("check/answer-is-a-brief", ["check", "--answer", "{brief}", "--brief", "{brief}"], {}, 2, "option '--answer': is a brief (what `docket assemble --json` prints), not an answer: give the brief to --brief"),
+    ("check/answer-and-brief-swapped", ["check", "--answer", "{brief}", "--brief", "{answer}"], {}, 2, "option '--answer': is a brief"),
     ("check/judge-url", CHECK + ["--judge", "http://[::1"], {}, 2, "--judge"),
     ("check/judge-model-alone", CHECK + ["--judge-model", "m"], {}, 2, "only used with --judge"),
     # -- eval
@@ -229,6 +240,8 @@ CASES = [
     ("eval/answerable-string", ["eval", "{s}", "--embedder", "hash"], {"s": item(answerable="false")}, 2, "field 'answerable': must be true or false"),
     ("eval/duplicate-id", ["eval", "{s}", "--embedder", "hash"], {"s": item() + item()}, 2, "ids must be unique"),
     ("eval/answers-string", ["eval", "{s}", "--embedder", "hash"], {"s": item(answers="30 days")}, 2, "field 'answers'"),
+    ("eval/question-missing", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({k: v for k, v in ITEM.items() if k != "question"}) + "\n"}, 2, "s:1, field 'question': is required"),
+    ("eval/question-as-query", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({"query" if k == "question" else k: v for k, v in ITEM.items()}) + "\n"}, 2, "s:1, field 'question': is required"),
     ("eval/candidates-dict", ["eval", "{s}", "--embedder", "hash"], {"s": item(candidates={"a": 1})}, 2, "field 'candidates'"),
     ("eval/pool-duplicate", ["eval", "{s}", "--embedder", "hash"], {"s": item(candidates=[GOOD_CHUNK, GOOD_CHUNK])}, 2, "appears twice"),
     ("eval/store-number", ["eval", "{s}", "--embedder", "hash"], {"s": json.dumps({"question": "q?", "store": 5}) + "\n"}, 2, "field 'store'"),
@@ -535,6 +548,100 @@ def test_api_questions_and_scores():
     for score in (math.nan, math.inf, "0.5", None, True):
         with pytest.raises(InputError, match=r"candidate 1 \(id 'a'\), field 'score'"):
             assemble("what?", [Candidate(chunk=mk("a"), score=score, rank=1)], store=store)  # type: ignore[arg-type]
+
+
+def test_acl_string_with_commas_is_refused_not_one_group():
+    """`"acl": "finance, hr"` (a list written as CSV, in a record or front matter) was read as one group
+    named 'finance, hr': nobody could read the chunk and nothing said so. One name stays fine."""
+    with pytest.raises(InputError, match=r"field 'acl': is one string holding commas"):
+        parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": "finance,hr"})
+    assert parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": "finance"}).acl == ("finance",)
+    assert parse_chunk({"id": "a", "doc": "d", "text": "t", "acl": ["cn=fin,ou=groups"]}).acl == ("cn=fin,ou=groups",)
+
+
+def test_session_index_takes_one_path_and_chunks_and_refuses_the_rest(tmp_path):
+    """`s.index("chunks.jsonl")` iterated the string: each character a path, "/" the file system's root
+    (it walked / until a PermissionError). `records=load_chunks(...)` and `records=["text"]` raised
+    TypeError/ValueError from dict(). Now one path is that path, Chunks are records, the rest is
+    refused by position before any write."""
+    from docket.api import Session
+
+    nimbus = str(nimbus_path())
+    with Session.open(str(tmp_path / "a.db"), create=True, embedder="hash") as s:
+        rep = s.index(nimbus)
+        assert rep.files == 1 and rep.chunks_written == len(load_chunks(nimbus)) and not rep.problems
+    with Session.open(str(tmp_path / "b.db"), create=True, embedder="hash") as s:
+        assert s.index(records=load_chunks(nimbus)).chunks_written == len(load_chunks(nimbus))
+        for bad, field in ((["plain text"], r"records\[0\]"), ("text", "records"), ({"id": "a"}, "records")):
+            with pytest.raises(InputError, match=rf"field '{field}': must be"):
+                s.index(records=bad)  # type: ignore[arg-type]
+        with pytest.raises(InputError, match=r"field 'paths\[0\]': must be a file or folder path, got int"):
+            s.index([3])  # type: ignore[list-item]
+        assert s.store.count() == len(load_chunks(nimbus))
+
+
+def test_a_question_longer_than_the_input_target_says_what_to_do():
+    """A pasted 20,000-token question left 'no room for evidence after ... the brief's fixed text
+    (20224); raise it': the question was not named, nor the other ways out."""
+    store = MemoryStore(load_chunks(nimbus_path()))
+    q = REFUND_QUESTION + " Here is my long story about billing." * 1500
+    with pytest.raises(InputError, match=r"field 'pack.input_target': .*the system message, question and format "
+                       r"\(\d+\); raise it, give an explicit evidence budget \(--budget\), or shorten the question"):
+        assemble(q, store=store)
+
+
+def test_api_numpy_scores_are_read_as_numbers():
+    """A reranker hands back np.float32 scores and np.argsort np.int64 ranks: read as the numbers they
+    hold (np.float32 was refused as 'not a finite number'; an np.int64 rank broke the brief's JSON)."""
+    import numpy as np
+
+    from docket.model import Candidate
+
+    store = MemoryStore([mk("a"), mk("b", text="Monthly plans renew every month.")])
+    given = [Candidate(mk("a"), np.float32(0.9), np.int64(1)), Candidate(mk("b"), np.float64(0.8), np.int64(2))]
+    brief = assemble("Can annual plans be refunded?", given, store=store)
+    plain = assemble("Can annual plans be refunded?", [Candidate(mk("a"), float(np.float32(0.9)), 1),
+                                                         Candidate(mk("b"), 0.8, 2)], store=store)
+    assert brief.to_json() == plain.to_json()
+    assert all(type(s.score) is float and type(s.rank) is int for s in brief.sources.values())
+    for bad in (np.float32("nan"), np.bool_(True)):
+        with pytest.raises(InputError, match=r"candidate 1 \(id 'a'\), field 'score'"):
+            assemble("what?", [Candidate(mk("a"), bad, 1)], store=store)  # type: ignore[arg-type]
+
+
+def test_api_store_and_policy_as_a_new_caller_writes_them(tmp_path):
+    """`store=` a path and `policy=` a dict or a TOML path: the store is refused naming the two ways to
+    open one (it said 'the store cannot list its chunks'); the policy is read as --policy reads it
+    (it was an AttributeError from inside a move)."""
+    store = MemoryStore(load_chunks(nimbus_path()))
+    with pytest.raises(InputError, match=r"field 'store': must be a store object, got the path .*docket.open_store"):
+        assemble(REFUND_QUESTION, store=str(nimbus_path()))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="field 'store'"):
+        assemble(REFUND_QUESTION, store=nimbus_path())  # type: ignore[arg-type]
+    toml = tmp_path / "p.toml"
+    toml.write_text("[pack]\nbudget = 120\n")
+    want = assemble(REFUND_QUESTION, store=store, policy=load_policy(toml)).to_json()
+    assert assemble(REFUND_QUESTION, store=store, policy={"pack": {"budget": 120}}).to_json() == want  # type: ignore[arg-type]
+    assert assemble(REFUND_QUESTION, store=store, policy=str(toml)).to_json() == want  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'pack.flor': is not a known setting"):
+        assemble(REFUND_QUESTION, store=store, policy={"pack": {"flor": 0.3}})  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="field 'policy': must be a docket Policy"):
+        assemble(REFUND_QUESTION, store=store, policy=42)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'embedder': must be a docket Embedder .*got str"):
+        assemble(REFUND_QUESTION, store=store, embedder="hash")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'counter': must be a docket TokenCounter .*got str"):
+        assemble(REFUND_QUESTION, store=store, counter="o200k_base")  # type: ignore[arg-type]
+    from docket.api import Session
+    from docket.embed import HashEmbedder
+
+    assert Session(policy={"pack": {"budget": 120}}).policy.pack.budget == 120  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"field 'store': this session has no searchable store"):
+        Session().ask(REFUND_QUESTION)
+    with pytest.raises(InputError, match=r"field 'store': this session's MemoryStore cannot be searched: .*assemble"):
+        Session(store).ask(REFUND_QUESTION)
+    assert isinstance(Session(embedder="hash").embedder(), HashEmbedder)  # was kept as a str: AttributeError later
+    with pytest.raises(InputError, match="field 'embedder': must be one of"):
+        Session(embedder="minilm-v2")
 
 
 def test_policy_api_rejects_non_finite_overrides():

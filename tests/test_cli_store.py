@@ -123,6 +123,17 @@ def test_move_a_store_to_postgres_and_back(docs: Path, tmp_path: Path, pg_url: s
     assert sources(db) == sources(pg_url) == sources(back)
 
 
+def test_principal_says_when_it_made_a_new_store(tmp_path: Path) -> None:
+    """`docket principal ann --groups finance` in the wrong folder (or with a mistyped --db) made an empty
+    docket.db there without a word; the groups then applied to a store nobody asked."""
+    db = str(tmp_path / "fresh.db")
+    r = docket("principal", "ann", "--db", db, "--groups", "finance")
+    assert r.exit_code == 0 and "fresh.db did not exist: made a new store holding only this principal" in \
+        " ".join(r.output.split())
+    r = docket("principal", "ann", "--db", db, "--groups", "finance,hr")
+    assert r.exit_code == 0 and "did not exist" not in r.output and json.loads(r.output)["groups"] == ["finance", "hr"]
+
+
 def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("docket")
     r = subprocess.run([str(exe), "ask", "anything", "--db", str(tmp_path / "missing.db")], capture_output=True, text=True)

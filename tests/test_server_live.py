@@ -83,6 +83,8 @@ def test_real_uvicorn_on_loopback(tmp_path: Path) -> None:
     assert ok and all({"id", "principal", "ms", "stages", "tokens", "status"} <= set(ln) for ln in ok)
     assert all(isinstance(ln["ms"], int | float) and "retrieve" in ln["stages"] for ln in ok)
     assert "parcels" not in log.read_text().lower()  # no question or document text in the log
+    # --db is created when missing; a mistyped path must not serve an empty store in silence
+    assert f"docket: {db} did not exist: this is a new, empty store" in " ".join(log.read_text().split())
 
 
 @pytest.mark.postgres

@@ -129,6 +129,24 @@ def test_a_missing_store_is_named_for_readers(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
+def test_a_mistyped_store_or_a_chunk_file_as_store_says_what_was_meant(tmp_path: Path) -> None:
+    """`--db docket.bd` next to docket.db, and `--db chunks.jsonl`: a new user's two first mistakes. The
+    line names the close store name, or says the file is a chunk file and the two ways to use it."""
+    (tmp_path / "docket.db").write_bytes(b"")
+    (tmp_path / "other.sqlite").write_bytes(b"")
+    with pytest.raises(InputError, match=r"no store here; .* \(did you mean docket.db\?\)$"):
+        open_store(str(tmp_path / "docket.bd"), read_only=True)
+    with pytest.raises(InputError, match=r"no store here; build one with `docket index PATH --db FILE`$"):
+        open_store(str(tmp_path / "zzz.db"), read_only=True)
+    chunks = tmp_path / "chunks.jsonl"
+    shutil.copy(nimbus_path(), chunks)
+    with pytest.raises(InputError, match=r"is not a docket SQLite store \(.*\); it holds JSON text, a chunk file\? "
+                       r"index it with `docket index .*chunks.jsonl --db docket.db`, or read it directly with "
+                       r"`docket assemble --store .*chunks.jsonl`"):
+        open_store(str(chunks), read_only=True)
+    assert chunks.read_bytes() == Path(nimbus_path()).read_bytes()
+
+
 def test_the_immutable_fallback_is_used_only_where_the_folder_cannot_be_written(store_db: Path, tmp_path: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A WAL reader needs the -shm file; in a read-only folder (simulated: root writes anywhere) the

@@ -30,7 +30,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
 
-from docket.assemble import Planned, assemble_candidates
+from docket.assemble import Planned, as_policy, assemble_candidates
 from docket.assemble import assemble as assemble_brief
 from docket.assemble import plan as plan_request
 from docket.brief.result import Brief
@@ -97,6 +97,39 @@ def embedder_named(name: str, dim: int = 256) -> Embedder:
     raise InputError(f"must be one of {', '.join(EMBEDDERS)}, got {name!r}", field="embedder")
 
 
+def _index_inputs(paths: Any, records: Any) -> tuple[list[str | Path], list[Mapping[str, Any]] | None]:
+    """`Session.index` as a new caller writes it: one path given as a string is that path (iterated,
+    its characters would be paths: "/" the file system's root); chunk records may be `Chunk`s
+    (what `load_chunks` returns); anything else is refused by position before any write."""
+    from os import PathLike
+
+    from docket.model import Chunk
+
+    if isinstance(paths, (str, PathLike)):
+        paths = [paths]
+    elif isinstance(paths, (bytes, Mapping)) or not isinstance(paths, Iterable):
+        raise InputError(f"must be a list of files or folders, got {type(paths).__name__}", field="paths")
+    paths = list(paths)
+    for n, p in enumerate(paths):
+        if not isinstance(p, (str, PathLike)):
+            raise InputError(f"must be a file or folder path, got {type(p).__name__}", field=f"paths[{n}]")
+    if records is None:
+        return paths, None
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+        raise InputError(f"must be a list of chunk records (dicts with id, doc, text), got {type(records).__name__}",
+                         field="records")
+    out: list[Mapping[str, Any]] = []
+    for n, r in enumerate(records):
+        if isinstance(r, Chunk):
+            out.append(r.to_record(with_vector=True))
+        elif isinstance(r, Mapping):
+            out.append(r)
+        else:
+            raise InputError(f"must be a chunk record (a dict with id, doc, text) or a docket Chunk, got "
+                             f"{type(r).__name__}", field=f"records[{n}]")
+    return paths, out
+
+
 class Session:
     """A store, a policy, a token counter, an embedder and optionally a generator (see the module
     docstring). Build it from objects, or with `Session.open(location)` to let it own the store.
@@ -117,7 +150,7 @@ class Session:
         *,
         policy: Policy | None = None,
         counter: TokenCounter | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         generator: Generator | None = None,
         judge: SupportJudge | None = None,
         generator_timeout: float = 120.0,
@@ -126,7 +159,9 @@ class Session:
         router: Generator | None = None,
         caches: Caches | None = None,
     ) -> None:
-        self.policy = policy or Policy()
+        self.policy = as_policy(policy)  # a dict of sections or a TOML path too, read as --policy reads it
+        if isinstance(embedder, str):  # "minilm" or "hash", as `--embedder` and new_store_embedder take it
+            embedder = embedder_named(embedder)
         if caches is None:
             filled = getattr(store, "features", None)  # a store object offers its rows to this cache
             caches = Caches(features=filled if isinstance(filled, FeatureCache) else None)
@@ -193,9 +228,13 @@ class Session:
 
     def _full_store(self) -> Store:
         st = self.store
-        if st is None or not hasattr(st, "search_dense"):
+        if st is None:
             raise InputError("this session has no searchable store: open one with Session.open(PATH or URL)",
                              field="store")
+        if not hasattr(st, "search_dense"):  # a MemoryStore of chunks: assembly, not retrieval
+            raise InputError(f"this session's {type(st).__name__} cannot be searched: ask retrieves from a store "
+                             "built by `docket index` (Session.open(PATH or URL)); to rank these chunks yourself, "
+                             "call session.assemble(question, candidates) or docket.assemble", field="store")
         return st  # type: ignore[return-value]
 
     def generation(self) -> str | None:
@@ -548,6 +587,7 @@ class Session:
         IndexOptions (`docket index` passes its own: terminal progress, a contextualizer); `meta`
         is recorded on the store first. A contextualizer that wrote contexts is recorded too.
         `report`: an earlier call's report to add records, documents and versions to."""
+        paths, records = _index_inputs(paths, records)
         if options is None:
             from docket.ingest.batch import batch_meta
 

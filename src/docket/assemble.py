@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date as Date
 from itertools import repeat
 from operator import itemgetter
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,11 @@ from docket.model import Candidate, Chunk, Passage, Trace, check_kinds, check_sc
 from docket.modes import Plan
 from docket.modes import finish as finish_mode
 from docket.modes import plan as plan_mode
-from docket.policy import Policy
+from docket.policy import Policy, load_policy, load_policy_dict
 from docket.ranking import rank_by_cosine
 from docket.request import Request
 from docket.safeio import clean_question
+from docket.safeio import shown as _shown
 from docket.steps import Run, run_steps
 from docket.store.access import Principal, readable
 from docket.store.base import ChunkLookup
@@ -145,10 +147,20 @@ def plan(request: Request, candidates: Sequence[Candidate] | None = None, *, sto
     principal = request.principal
     if principal is not None and not isinstance(principal, Principal):
         raise InputError(f"must be a docket Principal or None, got {type(principal).__name__}", field="principal")
+    if embedder is not None and not callable(getattr(embedder, "embed", None)):  # "hash", a model name
+        raise InputError(f"must be a docket Embedder (an object with .embed(texts)), got {type(embedder).__name__}: "
+                         "docket.default_embedder() for MiniLM, or leave it out", field="embedder")
+    if counter is not None and (isinstance(counter, (str, bytes)) or not callable(getattr(counter, "count", None))):
+        raise InputError(f"must be a docket TokenCounter (an object with .count(text)), got {type(counter).__name__}"
+                         ": docket.default_counter(), a policy's model preset, or leave it out", field="counter")
+    if isinstance(store, (str, bytes, PurePath)):  # a path where a store object belongs
+        raise InputError(f"must be a store object, got the path {_shown(str(store))}: docket.open_store(PATH) for "
+                         "an index built by `docket index`, docket.MemoryStore(docket.load_chunks(PATH)) for a "
+                         "chunk file", field="store")
     store = scoped(store, principal)
     if candidates is not None:
         candidates = list(readable(check_kinds(candidates), principal))
-        check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
+        candidates = check_scores(candidates)  # after the access filter: an error must not name a chunk the asker may not read
     opts = request.options
     policy = _with_overrides(policy, opts.budget, opts.floor, opts.as_of)
     if policy.compress.summary and generator is None:
@@ -191,7 +203,7 @@ def assemble_candidates(planned: Planned, candidates: Sequence[Candidate] | None
         ranked = list(filtered)
     else:
         ranked = list(readable(check_kinds(candidates), planned.request.principal))
-        check_scores(ranked)  # after the access filter, as in `plan`
+        ranked = check_scores(ranked)  # after the access filter, as in `plan`
     policy = ctx.policy
     embedder = ctx.embedder
     if embedder is None and (policy.dedup.enabled or policy.versions.enabled):
@@ -228,8 +240,24 @@ def _with_history(brief: Brief, kept: KeptHistory | None) -> Brief:
     return brief
 
 
+def as_policy(policy: Any) -> Policy:
+    """`policy=` as given to the Python API: a Policy, or (as a new caller writes it) a dict of
+    sections or a TOML path, read the way `--policy` reads them; anything else is refused by name
+    instead of failing as an AttributeError deep in a move."""
+    if policy is None:
+        return Policy()
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, Mapping):
+        return load_policy_dict(dict(policy))
+    if isinstance(policy, (str, PurePath)):
+        return load_policy(str(policy))
+    raise InputError(f"must be a docket Policy, a dict of sections or a TOML path, got {type(policy).__name__}",
+                     field="policy")
+
+
 def _with_overrides(policy: Policy | None, budget: int | None, floor: float | None, as_of: Date | None) -> Policy:
-    policy = policy or Policy()
+    policy = as_policy(policy)
     overrides: dict = {}
     if budget is not None:
         overrides["budget"] = budget

@@ -92,8 +92,10 @@ def parse_history(items: Any, where: str = "history") -> list[ChatMessage]:
         except ValidationError as e:
             first = e.errors()[0]
             name = ".".join(str(p) for p in first.get("loc", ())) or None
-            msg = "is not a known field (a message has 'role' and 'content')" if first.get("type") == "extra_forbidden" \
-                else first.get("msg", "invalid")
+            kind = first.get("type")
+            msg = "is not a known field (a message has 'role' and 'content')" if kind == "extra_forbidden" \
+                else "is required: each turn is {\"role\": \"user\" or \"assistant\", \"content\": TEXT}" \
+                if kind == "missing" else first.get("msg", "invalid")
             raise InputError(msg, where=loc, field=name) from None
     return out
 

@@ -7,6 +7,7 @@ one document version. Everything here is immutable or copied, so a move never ch
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -161,6 +162,9 @@ class Chunk(BaseModel):
     @classmethod
     def _acl_list(cls, v: Any) -> Any:
         if isinstance(v, str):
+            if "," in v:  # "finance, hr" would be one group of that name: nobody could read the chunk, silently
+                raise ValueError(f"is one string holding commas ({shown(v)}); give a list, one entry per user or "
+                                 f"group: {json.dumps([e.strip() for e in v.split(',') if e.strip()])}")
             v = (v,)
         if isinstance(v, (list, tuple)):
             from docket.store.access import check_acl  # user:NAME / group:NAME / plain (= group)
@@ -265,16 +269,42 @@ def _describe(err: ValidationError) -> tuple[str, str]:
     return loc, msg
 
 
+def _not_a_record(record: Any) -> str:
+    """What a line that is not a chunk record holds, and what to write instead."""
+    if isinstance(record, list):
+        return ("a JSON array: write one record per line (JSONL; `jq -c '.[]' FILE` turns an array into lines), "
+                "each an object with id, doc and text")
+    if isinstance(record, str):
+        return "a string: each line is one object with id, doc and text, not the text alone"
+    return type(record).__name__
+
+
+#: the text and metadata keys of LangChain (page_content, metadata), LlamaIndex (text, metadata) and
+#: Haystack (content, meta) documents: a record holding them came from a framework, not docket
+_FRAMEWORK_KEYS = ("page_content", "content", "meta")
+
+
+def _framework_hint(record: dict[str, Any]) -> str:
+    given = [k for k in _FRAMEWORK_KEYS if k in record]
+    if not given:
+        return ""
+    return (f" (the record has {', '.join(repr(k) for k in given)}: a LangChain/LlamaIndex/Haystack document; "
+            "write docket's keys id, doc and text, or pass the framework's documents through "
+            "docket.integrations: docs/integrations/index.md)")
+
+
 def parse_chunk(record: Any, where: str = "chunk") -> Chunk:
     """Validate one record; raise InputError naming the record and the field on failure."""
     if not isinstance(record, dict):
-        raise InputError(f"expected a JSON object, got {type(record).__name__}", where=where)
+        raise InputError(f"expected a JSON object, got {_not_a_record(record)}", where=where)
     rid = record.get("id")
     label = f"{where} (id {shown(rid)})" if rid is not None else where
     try:
         return Chunk.model_validate(record)
     except ValidationError as e:
         loc, msg = _describe(e)
+        if msg == "is required but missing" and loc in ("id", "doc", "text"):
+            msg += _framework_hint(record)
         raise InputError(msg, where=label, field=loc) from None
     except InputError as e:  # raised by the metadata check, which knows the key but not the record
         raise InputError(e.detail, where=label, field=e.field) from None
@@ -431,22 +461,37 @@ def check_kinds(candidates: Any) -> list[Candidate]:
     return given
 
 
-def check_scores(candidates: Iterable[Candidate] | None) -> None:
+def check_scores(candidates: list[Candidate]) -> list[Candidate]:
     """Caller-built candidates: a NaN score compares false with every floor and would pass or
-    fail silently; refuse it, naming the chunk."""
-    if isinstance(candidates, list) and candidates:
+    fail silently; refuse it, naming the chunk. A NumPy scalar score or rank (what a reranker or
+    `np.argsort` hands back: `np.float32` is no Python float) is read as the plain number it holds,
+    so the brief and its JSON hold plain numbers; the list returned is the one to use."""
+    if candidates:
         scores = [getattr(c, "score", None) for c in candidates]
         try:  # every score a plain int or float, none NaN or infinite (then neither is their exact sum)
             if set(map(type, scores)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(scores)):  # type: ignore[arg-type]
-                return
+                return candidates
         except (OverflowError, ValueError):
             pass  # huge or infinite values: the check below names the candidate
-    for n, c in enumerate(candidates or (), 1):
+    out = candidates
+    for n, c in enumerate(candidates, 1):
         s = getattr(c, "score", None)
+        s = _numpy_plain(s)
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not _finite(s):
             cid = getattr(getattr(c, "chunk", None), "id", "?")
             raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
                              field="score")
+        rank = _numpy_plain(c.rank)
+        if type(s) not in _PLAIN_NUMBERS or rank is not c.rank:  # np.float64 is a float subclass: made plain too
+            if out is candidates:
+                out = list(candidates)
+            out[n - 1] = Candidate(c.chunk, float(s) if isinstance(s, float) else s, rank)
+    return out
+
+
+def _numpy_plain(x: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (numpy is not imported here for it)."""
+    return x.item() if type(x).__module__ == "numpy" and hasattr(x, "item") else x
 
 
 def _finite(x: float) -> bool:

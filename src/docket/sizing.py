@@ -101,8 +101,8 @@ def evidence_budget(pack: PackPolicy, fixed_tokens: int) -> Budget:
     if budget <= 0:
         raise InputError(
             f"input_target {pack.input_target} leaves no room for evidence after the answer reserve "
-            f"({pack.answer_reserve}), history ({pack.history_tokens}) and the brief's fixed text ({fixed_tokens}); "
-            "raise it",
+            f"({pack.answer_reserve}), history ({pack.history_tokens}) and the system message, question and format "
+            f"({fixed_tokens}); raise it, give an explicit evidence budget (--budget), or shorten the question",
             field="pack.input_target",
         )
     return Budget(budget, True, f"evidence budget {budget} = input target {pack.input_target} - answer reserve "

@@ -26,7 +26,10 @@ def _usage_line(e: Any) -> str:
         names.insert(0, str(ctx.info_name))
         ctx = ctx.parent
     hint = f" (see: docket {' '.join(names + ['--help'])})"
-    return " ".join(e.format_message().split()) + hint
+    message = " ".join(e.format_message().split())
+    if message.startswith("Got unexpected extra argument"):  # `docket ask how do refunds work`, `-q refund annual`
+        message += "; a value of several words, such as a question, goes in quotes: \"...\""
+    return message + hint
 
 
 def main() -> None:

@@ -54,6 +54,11 @@ def _answer_input(raw: str, structured: bool) -> Any:
         data = decode_json(body)
     except (RecursionError, ValueError):  # not JSON, or a key given twice: parse_reply's error says which
         data = None
+    if isinstance(data, dict) and isinstance(data.get("sources"), dict) and "sentences" not in data \
+            and data.get("answer") is None:  # a brief has sources; a structured answer has sentences
+        raise InputError("is a brief (what `docket assemble --json` prints), not an answer: give the brief to "
+                         "--brief and the model's reply to --answer" + (" (this run's model call failed: it has no "
+                         "answer)" if "llm_error" in data else ""), field="--answer")
     if isinstance(data, dict) and isinstance(data.get("answer"), dict):
         ans = data["answer"]  # the output of `docket assemble --llm --json`
         got = ans.get("structured")

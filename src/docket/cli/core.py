@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # loaded inside the commands: `docket --help` starts without 
     from collections.abc import Sequence
 
     from docket.brief.result import Brief
-    from docket.model import Chunk
+    from docket.model import Candidate, Chunk
     from docket.store.access import Principal
 
 FORMAT_HELP = "Fence format: " + "; ".join(f"{n} ({get_format(n).summary})" for n in text_formats()) + ". Default xml."
@@ -99,6 +99,8 @@ def assemble_cmd(
         mem = MemoryStore(chunks)
         _warn_if_none_readable(store, chunks, who)
     cands = load_candidates(candidates, mem) if candidates else None
+    if cands and candidates:
+        _warn_if_scores_rise(candidates, cands)
     session = Session(mem, policy=policy)
     brief = session.assemble(question, cands, store=mem, history=turns, principal=who, budget=budget, floor=floor,
                              as_of=parse_date(as_of), attachments=list(files or []) or None, whole_corpus=whole_corpus,
@@ -116,6 +118,17 @@ def assemble_cmd(
         return
     console = terminal_console()
     print_brief(console, brief, explain=explain)
+
+
+def _warn_if_scores_rise(path: Path, cands: Sequence[Candidate]) -> None:
+    """A candidates file whose scores only rise down the list is a ranking written worst first, or
+    distances (lower = closer) where similarities belong: docket reads the order as the ranking and
+    a higher score as better, so say so on stderr (the brief itself is what the input asks for)."""
+    scores = [c.score for c in cands]
+    if len(scores) > 1 and scores[0] < scores[-1] and all(a <= b for a, b in zip(scores, scores[1:])):
+        typer.echo(f"docket: warning: {path}: the scores rise down the list ({scores[0]:g} first, {scores[-1]:g} "
+                   "last); docket reads the lines as the ranking, best first, and a higher score as better: if these "
+                   "are distances (lower = closer), write similarities (cosine: 1 - distance), best first", err=True)
 
 
 def _warn_if_none_readable(path: Path, chunks: Sequence[Chunk], who: Principal | None) -> None:

@@ -151,6 +151,8 @@ def serve_cmd(
                                         cpu_seconds=request_cpu, body_seconds=body_timeout),
                           gc=GcSettings(freeze=gc_freeze, sweep_requests=gc_sweep_requests,
                                         sweep_idle_seconds=gc_sweep_idle, young_threshold=gc_young_threshold))
+    # `--db` is created when missing (docs/service.md): a mistyped path would serve an empty store in silence
+    fresh = "://" not in db and not Path(db).exists()
     configure_logging(log_level)
     os.environ[LIMITS_ENV] = f"{header_timeout},{body_timeout}"  # read by the protocol, in every worker
     # slow clients: a head and a body have their time limits (docket.http_guard, 408), idle
@@ -166,14 +168,24 @@ def serve_cmd(
         application.state.session.warm_up()
         take_over_gc(application)
         err.print(f"docket serving {db} on http://{host}:{port} (docs: http://{host}:{port}/docs)", soft_wrap=True)
+        if fresh:
+            err.print(_new_store_note(db), soft_wrap=True)
         uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False, **net)  # type: ignore[arg-type]
         return
     create_app(config).state.session.close()  # check the settings once before forking workers
     os.environ[CONFIG_ENV] = config.to_json()
     err.print(f"docket serving {db} on http://{host}:{port} with {workers} workers", soft_wrap=True)
+    if fresh:
+        err.print(_new_store_note(db), soft_wrap=True)
     uvicorn.run("docket.server:app_from_env", factory=True, host=host, port=port, workers=workers,
                 log_level=log_level, access_log=False, **net)  # type: ignore[arg-type]
     sys.exit(0)
+
+
+def _new_store_note(db: str) -> str:
+    return (f"docket: {db} did not exist: this is a new, empty store, and every question is 'not found' until "
+            f"you index into it (`docket index PATH --db {db}`, or POST /v1/index with an admin key); check the "
+            "--db path if you meant an existing store")
 
 
 def check_listen(host: str, port: int) -> None:

@@ -160,7 +160,11 @@ def principal_cmd(
     groups: Annotated[list[str] | None, typer.Option("--groups", help="Set the groups (comma-separated).")] = None,
 ) -> None:
     """Show or set a principal's groups (the `principals` table used by `docket ask --principal`)."""
+    fresh = groups is not None and "://" not in db and not Path(db).exists()
     store = open_store(db, create=groups is not None, read_only=groups is None)
+    if fresh:  # a mistyped --db (or none, in the wrong folder) would set the groups in a store nobody reads
+        typer.echo(f"docket: {db} did not exist: made a new store holding only this principal (index documents "
+                   "into it with `docket index PATH --db ...`); check --db if you meant an existing store", err=True)
     try:
         if groups is not None:
             store.set_principal(name, _split(groups, allow_empty=True))

@@ -145,6 +145,8 @@ def detect_format(path: str | Path) -> str:
                 return "docket"
             if "context" in rec and "question" in rec and "ideal" in rec:
                 return "bipia"
+            if "candidates" in rec or "candidate_ids" in rec:  # docket's format with its question missing or
+                return "docket"  # misspelt: the loader names the field, where "format not recognised" did not
     try:
         data = load_json(p)
     except InputError as e:

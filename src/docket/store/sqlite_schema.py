@@ -10,6 +10,7 @@ checked against before it is trusted (sqlite_search, sqlite_ann).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -220,7 +221,8 @@ class _Opened:
         self.location = str(self.path)
         self.read_only = read_only
         if (read_only or not create) and not self.path.exists():
-            raise InputError("no store here; build one with `docket index PATH --db FILE`", where=str(self.path))
+            raise InputError("no store here; build one with `docket index PATH --db FILE`" + _near_stores(self.path),
+                             where=str(self.path))
         if self.path.exists() and not self.path.is_file():
             raise InputError("is not a file; give the store's file name (e.g. docket.db)", where=str(self.path))
         try:
@@ -240,7 +242,8 @@ class _Opened:
             if conn is not None:
                 conn.close()  # a refused file is not held open
             if isinstance(e, sqlite3.DatabaseError):
-                raise InputError(f"is not a docket SQLite store ({e})", where=str(self.path)) from None
+                raise InputError(f"is not a docket SQLite store ({e}){_chunk_file_hint(self.path)}",
+                                 where=str(self.path)) from None
             if isinstance(e, OSError):
                 raise InputError(f"cannot be opened ({e.strerror or e})", where=str(self.path)) from None
             raise
@@ -374,4 +377,30 @@ class _Opened:
 
     def meta(self) -> dict[str, str]:
         return {r["key"]: r["value"] for r in self._conn.execute("SELECT key, value FROM meta")}
+
+
+def _near_stores(path: Path) -> str:
+    """A mistyped --db: the SQLite stores beside it whose names are close (at most three)."""
+    import difflib
+
+    try:
+        with os.scandir(path.parent if str(path.parent) else ".") as it:
+            names = [e.name for e in it if e.name.endswith((".db", ".sqlite", ".sqlite3")) and e.is_file()]
+    except OSError:
+        return ""
+    near = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def _chunk_file_hint(path: Path) -> str:
+    """A chunk file (JSONL) given where a store belongs: say what to do with it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return ""
+    if head[:1] in (b"{", b"["):
+        return (f"; it holds JSON text, a chunk file? index it with `docket index {path} --db docket.db`, "
+                f"or read it directly with `docket assemble --store {path}`")
+    return ""
 
