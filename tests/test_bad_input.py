@@ -103,7 +103,7 @@ CASES = [
     ("assemble/store-langchain-records", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": '{"page_content": "Refunds within 30 days.", "metadata": {"source": "a.md"}}\n'}, 2, "field 'id': is required but missing (the record has 'page_content': a LangChain/LlamaIndex/Haystack document; write docket's keys id, doc and text"),
     ("assemble/store-json-array", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": "[" + chunk() + "]\n"}, 2, "f:1: expected a JSON object, got a JSON array: write one record per line (JSONL"),
     ("assemble/store-bare-strings", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": '"Refunds within 30 days."\n'}, 2, "got a string: each line is one object with id, doc and text"),
-    ("assemble/store-acl-comma-string", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": chunk(acl="finance, group:hr") + "\n"}, 2, 'field \'acl\': is one string holding commas (\'finance, group:hr\'); give a list, one entry per user or group: ["finance", "group:hr"]'),
+    ("assemble/store-acl-comma-string", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": chunk(acl="finance, group:hr") + "\n"}, 2, 'field \'acl\': is one string holding commas (\'finance, group:hr\'); give a list, one entry per user or group: ["finance", "group:hr"] (a single name that holds commas, such as an LDAP DN, as a list of one: ["finance, group:hr"])'),
     ("assemble/store-acl-one-string", ["assemble", "--store", "{f}", "-q", "annual refund"], {"f": chunk(acl="finance") + "\n"}, 0, None),
     ("assemble/store-empty-file", ["assemble", "--store", "{f}", "-q", "{q}"], {"f": "\n\n"}, 2, "holds no chunk records"),
     ("assemble/store-folder", ["assemble", "--store", "{folder}", "-q", "{q}"], {}, 2, "is a directory"),

@@ -164,7 +164,8 @@ class Chunk(BaseModel):
         if isinstance(v, str):
             if "," in v:  # "finance, hr" would be one group of that name: nobody could read the chunk, silently
                 raise ValueError(f"is one string holding commas ({shown(v)}); give a list, one entry per user or "
-                                 f"group: {json.dumps([e.strip() for e in v.split(',') if e.strip()])}")
+                                 f"group: {json.dumps([e.strip() for e in v.split(',') if e.strip()])} (a single "
+                                 f"name that holds commas, such as an LDAP DN, as a list of one: {json.dumps([v])})")
             v = (v,)
         if isinstance(v, (list, tuple)):
             from docket.store.access import check_acl  # user:NAME / group:NAME / plain (= group)
