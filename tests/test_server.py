@@ -207,6 +207,18 @@ def test_bad_bodies(client: TestClient, body: bytes, status: int, field: str) ->
     assert r.json()["error"]["field"] == field
 
 
+def test_a_misspelt_required_key_is_named(client: TestClient) -> None:
+    """`qestion` for `question`: the key sent is named beside the one required, not only "question is required"."""
+    r = client.post("/v1/ask", json={"qestion": "How long do refunds take?"})
+    err = r.json()["error"]
+    assert r.status_code == 422 and err["code"] == "unknown_field" and err["field"] == "qestion"
+    assert "did you mean 'question'? it is required" in err["message"]
+    r = client.post("/v1/ask", json={"zzz": 1})  # nothing close: both named
+    err = r.json()["error"]
+    assert err["field"] == "zzz" and "and question is required" in err["message"]
+    assert client.post("/v1/ask", json={}).json()["error"]["field"] == "question"  # nothing sent: as before
+
+
 def test_unknown_route_and_method(client: TestClient) -> None:
     assert client.get("/v1/nothing").json()["error"]["code"] == "not_found"
     assert client.get("/v1/ask").status_code == 405

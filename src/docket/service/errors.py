@@ -105,6 +105,19 @@ def validation_error(exc: RequestValidationError) -> ApiError:
         ctx = first.get("ctx") or {}
         return ApiError(400, "malformed_json", f"the body is not valid JSON ({ctx.get('error', first.get('msg'))})",
                         "body")
+    if kind == "missing":  # `qestion` sent for `question`: name the misspelt key, not only the absent one
+        unknown = [e for e in errs if e.get("type") == "extra_forbidden"
+                   and tuple(e.get("loc", ()))[:-1] == tuple(first.get("loc", ()))[:-1]]
+        if unknown:
+            import difflib
+
+            wanted = str(tuple(first.get("loc", ("",)))[-1])
+            given = [str(tuple(e.get("loc", ("",)))[-1]) for e in unknown]
+            near = difflib.get_close_matches(wanted, given, n=1, cutoff=0.6)
+            pick = unknown[given.index(near[0])] if near else unknown[0]
+            loc = _loc(tuple(pick.get("loc", ())))
+            hint = f"did you mean {wanted!r}? it is required" if near else f"and {_loc(tuple(first.get('loc', ())))} is required"
+            return ApiError(422, "unknown_field", f"{loc} is not a known field ({hint}; see /openapi.json)", loc)
     loc = _loc(tuple(first.get("loc", ())))
     if kind == "extra_forbidden":
         return ApiError(422, "unknown_field", f"{loc} is not a known field (check the spelling; see /openapi.json)", loc)
