@@ -25,11 +25,24 @@ def test_finite_scores_pass(scores: list[object]) -> None:
 @pytest.mark.parametrize(("scores", "bad"), [
     ([0.9, float("nan")], 2), ([float("inf"), 0.1], 1), ([0.2, float("-inf")], 2),
     ([float("inf"), float("-inf")], 1), ([0.5, True], 2), ([0.5, "high"], 2), ([0.5, None], 2),
-    ([np.float64("nan"), 0.3], 1), ([np.float64(0.5), 10**400], 2), ([np.float32(0.5)], 1),
+    ([np.float64("nan"), 0.3], 1), ([np.float64(0.5), 10**400], 2), ([np.float32("nan")], 1),
+    ([0.2, np.float32("inf")], 2),
 ])
 def test_a_bad_score_is_named(scores: list[object], bad: int) -> None:
     with pytest.raises(InputError, match=rf"candidate {bad} \(id 'c{bad - 1}'\).*must be a finite number"):
         check_scores(_cands(scores))
+
+
+def test_numpy_scores_and_ranks_are_read_as_plain_numbers() -> None:
+    """What a reranker or np.argsort hands back (np.float32 is no Python float) is the number it
+    holds: the list returned holds plain floats and ints, so the brief's JSON is the same."""
+    given = [Candidate(chunk=mk("c0"), score=np.float32(0.5), rank=np.int64(1)),  # type: ignore[arg-type]
+             Candidate(chunk=mk("c1"), score=np.float64(0.25), rank=2)]
+    out = check_scores(given)
+    assert [type(c.score) for c in out] == [float, float] and [type(c.rank) for c in out] == [int, int]
+    assert [c.score for c in out] == [0.5, 0.25]
+    plain = _cands([0.9, 0.5])
+    assert check_scores(plain) is plain  # nothing to convert: the same list
 
 
 # --- the candidates themselves: each a Candidate holding a Chunk, named by position -----------------

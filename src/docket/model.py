@@ -483,7 +483,7 @@ def check_scores(candidates: list[Candidate]) -> list[Candidate]:
             raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
                              field="score")
         rank = _numpy_plain(c.rank)
-        if type(s) not in _PLAIN_NUMBERS or rank is not c.rank:  # np.float64 is a float subclass: made plain too
+        if s is not c.score or rank is not c.rank:  # a NumPy scalar (np.float64 too, a float subclass) made plain
             if out is candidates:
                 out = list(candidates)
             out[n - 1] = Candidate(c.chunk, float(s) if isinstance(s, float) else s, rank)
