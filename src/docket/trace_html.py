@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from docket.errors import InputError
+from docket.safeio import shown
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 #: trace actions that settle a candidate's fate when it is not in the prompt
@@ -218,11 +219,6 @@ def _brief_json(brief: Any) -> dict[str, Any]:
     return b
 
 
-def _shown_id(cid: str) -> str:
-    """An id for an error message: quoted, hidden characters as escapes, at most 60 characters."""
-    return repr(cid[:60] + ("..." if len(cid) > 60 else ""))
-
-
 def _candidate_rows(candidates: Sequence[Any] | None) -> list[dict[str, Any]]:
     if candidates is not None and (isinstance(candidates, (str, bytes, Mapping)) or not isinstance(candidates, Sequence)):
         raise _bad("candidates", f"must be a list of candidates, got {type(candidates).__name__}")
@@ -244,7 +240,7 @@ def _candidate_rows(candidates: Sequence[Any] | None) -> list[dict[str, Any]]:
             raise _bad(f"{field}.id", "is missing" if row["id"] is None else
                        f"must be a chunk id (text), got {type(row['id']).__name__}")
         if row["id"] in first:
-            raise _bad(f"{field}.id", f"repeats the id of candidates[{first[row['id']]}] ({_shown_id(row['id'])}); "
+            raise _bad(f"{field}.id", f"repeats the id of candidates[{first[row['id']]}] ({shown(row['id'])}); "
                                       "a chunk is ranked once: give each candidate its own id")
         first[row["id"]] = i - 1
         for key in ("rank", "doc", "version", "status"):

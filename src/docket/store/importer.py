@@ -530,8 +530,6 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
             rb = next(read)
         except StopIteration:
             break
-        except InputError:
-            raise
         except (pa.ArrowException, OSError) as e:  # a damaged page (the footer read well)
             raise checker.fail(first, "record", f"cannot be read: the file is damaged ({_printable(str(e))})"
                                ) from None
