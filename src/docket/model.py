@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from itertools import repeat
-from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -320,13 +320,34 @@ def check_unique(chunks: Iterable[Chunk]) -> None:
         seen.add(c.id)
 
 
-@dataclass(frozen=True)
+_NO_RANK: Any = object()  # Candidate(chunk, score) without a rank: said in words, not as a bare TypeError
+
+
+@dataclass(frozen=True, init=False)
 class Candidate:
-    """A chunk as ranked by the retriever or reranker (higher score = better)."""
+    """A chunk as ranked by the retriever or reranker (higher score = better).
+
+    `rank` is the candidate's 1-based place in that ranking (1 = best). It is required: the moves
+    break score ties and pick what to drop by it, so docket never guesses it from list order;
+    a ranking held as a list gets it from `enumerate(ranked, 1)`."""
 
     chunk: Chunk
     score: float
     rank: int  # 1-based rank in the input ranking
+
+    if TYPE_CHECKING:  # the signature type checkers see: all three required
+
+        def __init__(self, chunk: Chunk, score: float, rank: int) -> None: ...
+
+    else:
+
+        def __init__(self, chunk, score, rank=_NO_RANK):
+            if rank is _NO_RANK:
+                raise TypeError("Candidate(chunk, score, rank) needs rank: the candidate's 1-based place in your "
+                                "ranking (1 = best), e.g. [Candidate(c, s, r) for r, (c, s) in enumerate(ranked, 1)]")
+            object.__setattr__(self, "chunk", chunk)
+            object.__setattr__(self, "score", score)
+            object.__setattr__(self, "rank", rank)
 
 
 _T = TypeVar("_T")
