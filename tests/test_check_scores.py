@@ -111,3 +111,25 @@ def test_a_candidate_with_its_rank_is_the_dataclass_it_was() -> None:
         a.rank = 3  # type: ignore[misc]
     with pytest.raises(TypeError, match="score"):
         Candidate(mk("c0"))  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("rank", [None, "1", True, float("nan"), float("inf"), 10**400],
+                         ids=["None", "str", "bool", "nan", "inf", "huge"])
+def test_a_rank_that_is_no_number_is_named(rank: object) -> None:
+    """A rank of None or "1" failed deep inside a move ("'<' not supported between instances of
+    'int' and 'NoneType'"); it is refused by position and id, as a bad score is."""
+    import docket
+    from docket.store.base import MemoryStore
+
+    given = _cands([0.9, 0.5])
+    given[1] = Candidate(given[1].chunk, 0.5, rank)  # type: ignore[arg-type]
+    with pytest.raises(InputError) as e:
+        docket.assemble("refund?", given, store=MemoryStore([c.chunk for c in given]), floor=0.0)
+    assert str(e.value).startswith("candidate 2 (id 'c1'), field 'rank': must be a number, the candidate's 1-based "
+                                   "place in the ranking (1 = best), got ")
+
+
+@pytest.mark.parametrize("ranks", [[1, 2], [0, 1], [1.0, 2.5], [np.int64(1), np.int32(2)]])
+def test_ranks_that_are_numbers_pass_as_before(ranks: list[object]) -> None:
+    given = [Candidate(mk(f"c{i}"), 0.5, r) for i, r in enumerate(ranks)]  # type: ignore[arg-type]
+    assert [c.rank for c in check_scores(given)] == [int(r) if isinstance(r, np.integer) else r for r in ranks]
