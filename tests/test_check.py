@@ -279,6 +279,42 @@ def test_brief_inputs(tmp_path: Path) -> None:
         load_brief(tmp_path / "missing.json")
 
 
+FORMS = ("pass one of: the Brief (or its to_json() dict); the JSON text `docket assemble --json` printed; or the "
+         "path of a file holding it (a pathlib.Path, or a str naming an existing file)")
+
+
+@pytest.mark.parametrize("given", ["brief", "brief.json", "out/brief.json", "x" * 300, "a\x00b"])
+def test_a_str_that_is_neither_json_nor_an_existing_file_names_the_three_forms(given: str) -> None:
+    """`check_answer("x", "brief")` once said "brief: file not found": a short string was read as a
+    path. A str is JSON text if it parses, a path only if something exists there."""
+    with pytest.raises(InputError) as ei:
+        check_answer("Refunds arrive within 10 business days [S2].", given)
+    msg = str(ei.value)
+    assert msg.startswith("brief: ") and "is neither JSON text nor the path of an existing file" in msg
+    assert msg.endswith(FORMS) and "file not found" not in msg
+
+
+@pytest.mark.parametrize("given", [None, 3, b"{}", ["S1"]])
+def test_a_brief_of_another_type_names_the_type_and_the_forms(given: object) -> None:
+    with pytest.raises(InputError) as ei:
+        load_brief(given)
+    assert str(ei.value) == f"brief: got {type(given).__name__} {given!r}; {FORMS}"
+
+
+def test_a_str_naming_an_existing_file_is_read_and_json_text_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("brief").write_text(json.dumps(BRIEF))
+    assert load_brief("brief").sources.keys() == {"S1", "S2"}  # a relative name of an existing file
+    Path("null").write_text(json.dumps(BRIEF))
+    with pytest.raises(InputError, match="must be a JSON object"):  # "null" parses as JSON: read as JSON, not a path
+        load_brief("null")
+    Path("folder").mkdir()
+    with pytest.raises(InputError, match="folder: is a directory"):  # something there: its own message
+        load_brief("folder")
+    with pytest.raises(InputError, match="file not found"):  # a Path is always a path
+        load_brief(Path("missing.json"))
+
+
 def test_brief_object() -> None:
     from docket.brief.result import Brief
 

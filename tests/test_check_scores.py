@@ -83,3 +83,53 @@ def test_candidates_of_the_right_kind_pass_in_any_iterable() -> None:
     good = _cands([0.9, 0.5])
     assert check_kinds(good) is good  # a list is returned as it is
     assert check_kinds(iter(good)) == good and check_kinds(tuple(good)) == good
+
+
+# --- Candidate(chunk, score) without its rank -------------------------------------------------------
+
+
+def test_a_candidate_without_a_rank_says_what_rank_is() -> None:
+    """The rank stays required (the moves break score ties and choose what to drop by it; docket
+    never guesses it from list order): the error names it and says how to give it."""
+    with pytest.raises(TypeError) as e:
+        Candidate(mk("c0"), 0.9)  # type: ignore[call-arg]
+    assert str(e.value) == ("Candidate(chunk, score, rank) needs rank: the candidate's 1-based place in your ranking "
+                            "(1 = best), e.g. [Candidate(c, s, r) for r, (c, s) in enumerate(ranked, 1)]")
+    with pytest.raises(TypeError, match="needs rank"):
+        Candidate(chunk=mk("c0"), score=0.9)  # type: ignore[call-arg]
+
+
+def test_a_candidate_with_its_rank_is_the_dataclass_it_was() -> None:
+    import dataclasses
+    import pickle
+
+    a, b = Candidate(mk("c0"), 0.9, 1), Candidate(chunk=mk("c0"), score=0.9, rank=1)
+    assert a == b and a.rank == 1 and repr(a).startswith("Candidate(chunk=")
+    assert [f.name for f in dataclasses.fields(a)] == ["chunk", "score", "rank"]
+    assert dataclasses.replace(a, rank=2).rank == 2 and pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.rank = 3  # type: ignore[misc]
+    with pytest.raises(TypeError, match="score"):
+        Candidate(mk("c0"))  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("rank", [None, "1", True, float("nan"), float("inf"), 10**400],
+                         ids=["None", "str", "bool", "nan", "inf", "huge"])
+def test_a_rank_that_is_no_number_is_named(rank: object) -> None:
+    """A rank of None or "1" failed deep inside a move ("'<' not supported between instances of
+    'int' and 'NoneType'"); it is refused by position and id, as a bad score is."""
+    import docket
+    from docket.store.base import MemoryStore
+
+    given = _cands([0.9, 0.5])
+    given[1] = Candidate(given[1].chunk, 0.5, rank)  # type: ignore[arg-type]
+    with pytest.raises(InputError) as e:
+        docket.assemble("refund?", given, store=MemoryStore([c.chunk for c in given]), floor=0.0)
+    assert str(e.value).startswith("candidate 2 (id 'c1'), field 'rank': must be a number, the candidate's 1-based "
+                                   "place in the ranking (1 = best), got ")
+
+
+@pytest.mark.parametrize("ranks", [[1, 2], [0, 1], [1.0, 2.5], [np.int64(1), np.int32(2)]])
+def test_ranks_that_are_numbers_pass_as_before(ranks: list[object]) -> None:
+    given = [Candidate(mk(f"c{i}"), 0.5, r) for i, r in enumerate(ranks)]  # type: ignore[arg-type]
+    assert [c.rank for c in check_scores(given)] == [int(r) if isinstance(r, np.integer) else r for r in ranks]

@@ -80,3 +80,20 @@ def test_the_two_floors_are_explained_where_a_user_meets_them() -> None:
     for text in (readme, floor_help):
         assert f"{Policy().pack.floor:.2f}" in text and f"{NOT_FOUND_FLOOR:.2f}" in text
         assert "pack.floor" in text and "answerable.floor" in text
+
+
+def test_help_lists_the_commands_along_a_new_users_path() -> None:
+    """demo, index, ask, assemble, check, eval first; then tuning, the store's upkeep, the service."""
+    _register()
+    out = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "100"}).output
+    listed = re.findall(r"^  ([a-z-]+)\s", out.split("Commands:", 1)[1], flags=re.M)
+    assert listed == ["demo", "index", "ask", "assemble", "check", "eval", "calibrate", "budget", "presets", "import",
+                      "export", "delete", "features", "principal", "serve", "keys", "llm"]
+
+
+def test_every_command_has_its_place_in_the_help_order() -> None:
+    from docket.cli import HELP_ORDER
+
+    _register()
+    root = typer.main.get_command(app)
+    assert sorted(root.commands) == sorted(HELP_ORDER)  # type: ignore[attr-defined]

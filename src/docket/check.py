@@ -25,6 +25,7 @@ of a model call per sentence. The report says which check found what.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from docket.checks.links import Link, find_links, flagged_links, normalize_domai
 from docket.checks.sentences import Sentence, classify, labels_in, refusal_parts, split_sentences
 from docket.errors import InputError
 from docket.llm.structured import ParsedReply, Reply, parse_reply
-from docket.safeio import loads_json, read_text
+from docket.safeio import decode_json, loads_json, read_text, shown
 from docket.text import loose_sentences
 
 DEFAULT_REFUSAL = "I do not know from the provided sources."
@@ -79,9 +80,18 @@ class BriefSources:
         return f"{meta}\n{s.get('text', '')}" if meta else str(s.get("text", ""))
 
 
+#: the forms `brief` takes, for the messages that refuse one
+BRIEF_FORMS = ("pass one of: the Brief (or its to_json() dict); the JSON text `docket assemble --json` printed; "
+               "or the path of a file holding it (a pathlib.Path, or a str naming an existing file)")
+
+
 def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
     """Accept a `Brief`, its `to_json()` dict, JSON text, or a path to `docket assemble --json` output.
 
+    A `pathlib.Path` is a path. A `str` is JSON text when it parses as JSON (or looks like it:
+    `{`, `[` or `"` first, several lines, longer than 4096 characters), else the path of a file
+    when one exists there; any other str is refused, naming `brief` and the three forms, never
+    read as a missing file (`check_answer(text, "brief")` once said "brief: file not found").
     Bad input raises `InputError` naming the file and the field at fault.
     """
     if hasattr(brief, "sources") and hasattr(brief, "refusal") and not isinstance(brief, Mapping):
@@ -89,14 +99,17 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
                             str(getattr(brief, "mode", "retrieve")), str(getattr(brief, "question", "") or ""))
     data: Any = brief
     if isinstance(brief, str) and not brief.strip():
-        raise InputError("is empty; pass what `docket assemble --json` prints (a Brief, its JSON, or a path to it)",
-                         where=where or "brief")
-    # JSON text (an object, or anything else a caller pasted: refused below as not an object), else a path
-    looks_json = isinstance(brief, str) and (brief.lstrip()[:1] in ("{", "[", '"') or "\n" in brief or len(brief) > 4096)
-    if isinstance(brief, Path) or (isinstance(brief, str) and not looks_json):
-        path = Path(brief)
-        where = where or str(path)
-        data = read_text(path)  # names the file: missing, a folder, a loop, not UTF-8
+        raise InputError(f"is empty; {BRIEF_FORMS}", where=where or "brief")
+    if isinstance(brief, str):
+        data = _brief_text(brief, where or "brief")
+    elif isinstance(brief, Path):
+        where = where or str(brief)
+        data = read_text(brief)  # names the file: missing, a folder, a loop, not UTF-8
+    elif not isinstance(brief, Mapping):
+        raise InputError(f"got {type(brief).__name__} {shown(brief)}; {BRIEF_FORMS}", where=where or "brief")
+    if isinstance(data, Path):
+        where = where or str(data)
+        data = read_text(data)
     if isinstance(data, str):
         try:
             data = loads_json(data, where or "brief")
@@ -132,6 +145,22 @@ def load_brief(brief: Any, *, where: str | None = None) -> BriefSources:
             raise InputError("must be a string", where=where or "brief", field=key)
     return BriefSources(clean, refusal or DEFAULT_REFUSAL, found, str(data.get("mode") or "retrieve"),
                         str(data.get("question") or ""))
+
+
+def _brief_text(brief: str, where: str) -> str | Path:
+    """A str given as the brief: the JSON text itself, or the Path of the existing file it names
+    (see `load_brief`); anything else is refused here."""
+    if brief.lstrip()[:1] in ("{", "[", '"') or "\n" in brief or len(brief) > 4096:
+        return brief  # JSON text, broken or not: its own parse error says where
+    try:
+        decode_json(brief)  # null, 42, true: JSON, refused below as not an object
+        return brief
+    except ValueError:
+        pass
+    if os.path.lexists(brief):  # a file (or a folder, a loop...: read_text names what it is)
+        return Path(brief)
+    raise InputError(f"{shown(brief)} is neither JSON text nor the path of an existing file; {BRIEF_FORMS}",
+                     where=where)
 
 
 # -- the judge --------------------------------------------------------------------------------

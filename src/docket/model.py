@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from itertools import repeat
-from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -320,13 +320,34 @@ def check_unique(chunks: Iterable[Chunk]) -> None:
         seen.add(c.id)
 
 
-@dataclass(frozen=True)
+_NO_RANK: Any = object()  # Candidate(chunk, score) without a rank: said in words, not as a bare TypeError
+
+
+@dataclass(frozen=True, init=False)
 class Candidate:
-    """A chunk as ranked by the retriever or reranker (higher score = better)."""
+    """A chunk as ranked by the retriever or reranker (higher score = better).
+
+    `rank` is the candidate's 1-based place in that ranking (1 = best). It is required: the moves
+    break score ties and pick what to drop by it, so docket never guesses it from list order;
+    a ranking held as a list gets it from `enumerate(ranked, 1)`."""
 
     chunk: Chunk
     score: float
     rank: int  # 1-based rank in the input ranking
+
+    if TYPE_CHECKING:  # the signature type checkers see: all three required
+
+        def __init__(self, chunk: Chunk, score: float, rank: int) -> None: ...
+
+    else:
+
+        def __init__(self, chunk, score, rank=_NO_RANK):
+            if rank is _NO_RANK:
+                raise TypeError("Candidate(chunk, score, rank) needs rank: the candidate's 1-based place in your "
+                                "ranking (1 = best), e.g. [Candidate(c, s, r) for r, (c, s) in enumerate(ranked, 1)]")
+            object.__setattr__(self, "chunk", chunk)
+            object.__setattr__(self, "score", score)
+            object.__setattr__(self, "rank", rank)
 
 
 _T = TypeVar("_T")
@@ -464,13 +485,16 @@ def check_kinds(candidates: Any) -> list[Candidate]:
 
 def check_scores(candidates: list[Candidate]) -> list[Candidate]:
     """Caller-built candidates: a NaN score compares false with every floor and would pass or
-    fail silently; refuse it, naming the chunk. A NumPy scalar score or rank (what a reranker or
+    fail silently; refuse it, naming the chunk, and a rank that is no number (None, "1"), which
+    would fail deep inside a move. A NumPy scalar score or rank (what a reranker or
     `np.argsort` hands back: `np.float32` is no Python float) is read as the plain number it holds,
     so the brief and its JSON hold plain numbers; the list returned is the one to use."""
     if candidates:
         scores = [getattr(c, "score", None) for c in candidates]
-        try:  # every score a plain int or float, none NaN or infinite (then neither is their exact sum)
-            if set(map(type, scores)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(scores)):  # type: ignore[arg-type]
+        ranks = [getattr(c, "rank", None) for c in candidates]
+        try:  # every score and rank a plain int or float, none NaN or infinite (then neither is their exact sum)
+            if (set(map(type, scores)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(scores))  # type: ignore[arg-type]
+                    and set(map(type, ranks)) <= _PLAIN_NUMBERS and math.isfinite(math.fsum(ranks))):  # type: ignore[arg-type]
                 return candidates
         except (OverflowError, ValueError):
             pass  # huge or infinite values: the check below names the candidate
@@ -483,10 +507,14 @@ def check_scores(candidates: list[Candidate]) -> list[Candidate]:
             raise InputError(f"must be a finite number, got {shown(s)}", where=f"candidate {n} (id {shown(cid)})",
                              field="score")
         rank = _numpy_plain(c.rank)
+        if isinstance(rank, bool) or not isinstance(rank, (int, float)) or not _finite(rank):  # None, "1": a crash in a move
+            cid = getattr(getattr(c, "chunk", None), "id", "?")
+            raise InputError(f"must be a number, the candidate's 1-based place in the ranking (1 = best), got "
+                             f"{shown(rank)}", where=f"candidate {n} (id {shown(cid)})", field="rank")
         if s is not c.score or rank is not c.rank:  # a NumPy scalar (np.float64 too, a float subclass) made plain
             if out is candidates:
                 out = list(candidates)
-            out[n - 1] = Candidate(c.chunk, float(s) if isinstance(s, float) else s, rank)
+            out[n - 1] = Candidate(c.chunk, float(s) if isinstance(s, float) else s, rank)  # type: ignore[arg-type]  # a float rank as given
     return out
 
 

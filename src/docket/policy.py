@@ -7,6 +7,7 @@ each side, best-first order, XML fences, the literal refusal sentence, compressi
 
 from __future__ import annotations
 
+import difflib
 from datetime import date as Date
 from pathlib import Path
 from typing import Any, Literal
@@ -52,6 +53,20 @@ class VersionsPolicy(_Strict):
     #: ... and a year or a unit-less number differs only between sentences sharing this much of
     #: their words (Jaccard); an amount with a unit (days, EUR, %) needs 0.3, a negation 0.4
     conflict_overlap: float = Field(0.6, gt=0.0, le=1.0)
+
+    def ranks_source_type(self, source_type: str) -> bool:
+        """The authority table names `source_type` (read as Move 1 reads it, in lower case);
+        any other source type ranks at `default_authority`."""
+        return source_type.lower() in self.authority
+
+    def source_type_meant(self, source_type: str) -> str | None:
+        """The table's source type that `source_type` (one it does not name) likely meant: a
+        typo (`polcy`), spaces around it (` policy`), or None when none is close."""
+        folded = source_type.strip().lower()
+        if folded in self.authority:
+            return folded
+        near = difflib.get_close_matches(folded, sorted(self.authority), n=1, cutoff=0.7)
+        return near[0] if near else None
 
 
 class DedupPolicy(_Strict):

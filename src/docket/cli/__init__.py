@@ -11,10 +11,28 @@ from docket.cli.app import app
 from docket.cli.terminal import safe
 from docket.errors import DocketError
 
+#: the order `docket --help` lists the commands in: a new user's path first (try it, index, ask,
+#: assemble from a file, check an answer, evaluate), then tuning, the store's upkeep, and the
+#: service. Typer lists commands in registration order (the command groups `keys` and `llm`
+#: after the commands); `_register` sorts the registrations by this. A new command must be placed
+#: here (tests/test_cli_help.py).
+HELP_ORDER = ("demo", "index", "ask", "assemble", "check", "eval",
+              "calibrate", "budget", "presets",
+              "import", "export", "delete", "features", "principal",
+              "serve", "keys", "llm")
+
+
+def _help_place(info: Any) -> int:
+    name = info.name
+    return HELP_ORDER.index(name) if name in HELP_ORDER else len(HELP_ORDER)
+
 
 def _register() -> None:
     # imported for their side effect: each adds its commands to `app`
     from docket.cli import answer, core, evaluate, import_cmd, serve, store  # noqa: F401
+
+    app.registered_commands.sort(key=_help_place)  # stable: an unplaced command keeps its place at the end
+    app.registered_groups.sort(key=_help_place)
 
 
 def _usage_line(e: Any) -> str:

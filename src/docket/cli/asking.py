@@ -125,10 +125,12 @@ def _filters(a: AskArgs) -> Filters:
 def _show(a: AskArgs, res: AskResult) -> None:
     """The brief on the terminal or as JSON; with --llm, the answer and its check too (exit 0 clean
     answer, 1 check findings, 3 model failed: the brief is printed anyway)."""
-    from docket.cli.show import print_brief, print_ranking, screened_out
+    from docket.cli.show import explain_on_stderr, print_brief, print_ranking, screened_out
 
     ranked, brief = res.candidates, res.brief
     opt.write_html(a.html_path, brief, ranked)
+    if a.as_json and a.explain:
+        explain_on_stderr(brief)
 
     def show(console: Console) -> None:
         if ranked:  # no retrieval ran (routing, the whole corpus): nothing was ranked

@@ -71,7 +71,7 @@ def assemble_cmd(
     """Assemble the brief for one question from a chunk file (and optional ranked candidates), or
     from files the user attached."""
     from docket.api import Session
-    from docket.cli.show import print_brief
+    from docket.cli.show import explain_on_stderr, print_brief
     from docket.history import load_history
     from docket.io import check_chunks, load_candidates, load_chunks
     from docket.store.access import Principal
@@ -107,6 +107,8 @@ def assemble_cmd(
                              router=opt.router_for(route_llm, model),
                              generator=opt.summary_generator(policy, llm, model))
     opt.write_html(html_path, brief, brief.ranked)
+    if as_json and explain:
+        explain_on_stderr(brief)
     if llm:  # exit 0 clean answer, 1 check findings, 3 model failed (the brief is printed anyway)
         from docket.cli.answer_show import answer_cli
 

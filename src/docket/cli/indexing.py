@@ -106,6 +106,26 @@ def run_index(a: IndexArgs) -> IndexReport:
     return report
 
 
+def source_type_warnings(report: IndexReport) -> list[str]:
+    """One line per source_type this run wrote that the default authority table does not name:
+    such a chunk ranks at default_authority, below a help article, so a typo ("polcy") would
+    quietly demote a policy. A policy file that names the type ([versions.authority]) ranks it."""
+    from docket.policy import VersionsPolicy
+    from docket.safeio import shown
+
+    pol = VersionsPolicy()
+    out = []
+    for st, n in sorted(report.source_types.items()):
+        if pol.ranks_source_type(st):
+            continue
+        meant = pol.source_type_meant(st)
+        out.append(f"source_type {shown(st)} ({n} chunk{'s' if n != 1 else ''}) is not in the default authority "
+                   f"table, so it ranks at default_authority {pol.default_authority}"
+                   + (f"; did you mean {meant!r}?" if meant else "")
+                   + f" (known: {', '.join(sorted(pol.authority))}; a policy's [versions.authority] can rank it)")
+    return out
+
+
 def _remove_empty_store(path: Path) -> None:
     """A store this run created and then wrote nothing to (every file it was given failed) would
     only make `ask` answer "not found": take it back, with the files SQLite keeps beside it."""
@@ -253,4 +273,4 @@ def _named(name: str, dim: int) -> Embedder:
     return _Named(name, dim)  # type: ignore[return-value]
 
 
-__all__ = ["IndexArgs", "embedder_for", "run_index"]
+__all__ = ["IndexArgs", "embedder_for", "run_index", "source_type_warnings"]

@@ -317,7 +317,8 @@ PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (
 AsOf = Annotated[str | None, typer.Option("--as-of", help="Use the versions in force on this date (YYYY-MM-DD).",
                                           callback=iso_date)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the `docket assemble --json` contract on stdout.")]
-Explain = Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers.")]
+Explain = Annotated[bool, typer.Option("--explain", help="Print every decision with its numbers (with --json: on "
+                                                         "stderr, stdout stays JSON; the JSON's trace holds them too).")]
 Exact = Annotated[bool, typer.Option("--exact", help="Exact dense search, whatever the store's size (a large "
                                      "SQLite store otherwise searches an approximate index; docs/store.md).")]
 Llm = Annotated[str | None, typer.Option("--llm", help="Also answer with this model and check the answer: local, "

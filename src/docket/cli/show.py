@@ -58,6 +58,14 @@ def print_trace(console: Console, trace: Sequence[Mapping[str, Any]]) -> None:
     console.print(t)
 
 
+def explain_on_stderr(brief: Brief) -> None:
+    """`--explain` with `--json`: the decisions table goes to stderr, so stdout stays the JSON
+    contract alone (which holds the same trace under "trace") and nothing asked for is lost."""
+    from docket.cli.terminal import console as terminal_console
+
+    print_trace(terminal_console(stderr=True), brief.trace)
+
+
 def not_found_reason(trace: Sequence[Mapping[str, Any]]) -> str:
     """Why a brief is `found: false`, in its trace's words: the gate that said so (the floor, the
     answerability reader, an empty pool, a corpus the asker may not read), else the budget."""

@@ -100,10 +100,15 @@ def index_cmd(
 ) -> None:
     """Index files (or another store) into a store: cleaned, chunked, embedded once, incremental."""
     report = ix.run_index(ix.IndexArgs(**locals()))
+    warnings = ix.source_type_warnings(report)
     if as_json:
-        sys.stdout.write(json_text(report.to_json()) + "\n")
+        sys.stdout.write(json_text({**report.to_json(), "warnings": warnings}) + "\n")
     else:
         _print_report(terminal_console(), report)
+    if warnings and not (as_json and not sys.stderr.isatty()):  # --json into a pipe: the report's "warnings"
+        err = terminal_console(stderr=True)
+        for w in warnings:
+            err.print(f"docket: warning: {escape(w)}", soft_wrap=True)
     if report.problems:
         raise typer.Exit(1)
 

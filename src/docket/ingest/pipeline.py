@@ -268,6 +268,7 @@ def _write(store: Store, dv: DocumentVersion, report: IndexReport) -> None:
     report.superseded.extend(f"{dv.doc} v{v}" for v in result.superseded)
     report.acl.update(result.acl)
     report.chunks_written += len(dv.chunks)
+    report.source_types.update(c.source_type for c in dv.chunks if c.source_type is not None)
 
 
 __all__ = ["Found", "IndexOptions", "check_embedder", "index_paths", "index_versions", "ProgressFn"]

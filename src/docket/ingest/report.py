@@ -27,6 +27,9 @@ class IndexReport:
     imposed: str = ""  # what the run set over the documents' own fields (--set, --doc-prefix), "" = nothing
     #: index --contextualize: chunks, generated, from_cache, seconds, prefix_cache (None = off)
     contexts: dict[str, Any] | None = None
+    #: chunks written per source_type (as written; chunks without one are not counted): the CLI
+    #: warns about a type the authority table does not name (a typo ranks at the default)
+    source_types: Counter[str] = field(default_factory=Counter)
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append((where, message))
@@ -47,6 +50,7 @@ class IndexReport:
             "chunks_embedded": self.chunks_embedded,
             "imposed": self.imposed,
             "removed": dict(sorted(self.removed.items())),
+            "source_types": dict(sorted(self.source_types.items())),
             "problems": [{"where": w, "message": m} for w, m in self.problems],
             "seconds": round(self.seconds, 3),
             "acl": self.acl.to_json(),

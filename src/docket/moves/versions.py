@@ -25,6 +25,7 @@ from docket.model import KNOWN_STATUSES, Chunk, Passage, is_retired, status_word
 from docket.moves import reach
 from docket.policy import VersionsPolicy
 from docket.rescore import phrase
+from docket.safeio import shown
 from docket.store.base import VersionInfo, section_of, version_in_force
 
 MOVE = "versions"
@@ -237,6 +238,7 @@ def resolve(passages: list[Passage], ctx: Context) -> list[Passage]:
             kept.append(p)
 
     _note_unknown_statuses(kept, ctx)
+    _note_unknown_source_types(kept, ctx)
     if ctx.policy.versions.fetch_current and dropped:  # nothing dropped: nothing to fetch
         kept = _fetch_current(kept, dropped, ctx, as_of)
     reach.ensure(kept, ctx, MOVE, authorities)  # what can reach the prompt: Moves 1-2 compare it with the pool, not every pair
@@ -263,6 +265,31 @@ def _note_unknown_statuses(kept: list[Passage], ctx: Context) -> None:
         ctx.trace.add(MOVE, "note", ids, f"status {status!r} is not one docket knows: read as in force and trusted "
                       "(shown on the tag); retired ones include superseded, archived, expired, obsolete; "
                       "untrusted: user-generated, external", status=status, passages=len(ids))
+
+
+def _note_unknown_source_types(kept: list[Passage], ctx: Context) -> None:
+    """A source type the authority table does not name (a typo such as "polcy", a store's own
+    word) ranks at `default_authority`, which decides packing, prompt order, the copy kept and who
+    outranks whom in a conflict: say so once per source type, with the chunks, the authority used
+    and the table's type it likely meant, so a policy typed "polcy" ranked below the help article
+    is visible in the trace. The prompt is unchanged."""
+    pol = ctx.policy.versions
+    odd: dict[str, list[Chunk]] = {}
+    for p in kept:
+        for c in p.chunks:
+            st = c.source_type
+            if st is not None and st not in pol.authority and not pol.ranks_source_type(st):
+                odd.setdefault(st, []).append(c)
+    for st, chunks in sorted(odd.items()):
+        used = sorted({authority(c, pol) for c in chunks}, reverse=True)
+        meant = pol.source_type_meant(st)
+        capped = f" ({used[-1]} for untrusted text)" if used[-1] != pol.default_authority else ""
+        ctx.trace.add(MOVE, "note", [c.id for c in chunks],
+                      f"source_type {shown(st)} is not in the authority table: ranked at default_authority "
+                      f"{pol.default_authority}{capped}" + (f"; did you mean {meant!r}?" if meant else "")
+                      + f" (the table's source types: {', '.join(sorted(pol.authority))}; add it under "
+                      "[versions.authority] to rank it)", source_type=st, authority=used[0],
+                      passages=len(chunks), **({"did_you_mean": meant} if meant else {}))
 
 
 def _no_stranger_in_force(passages: list[Passage], in_force: dict[str, VersionInfo | None], vs: _Versions,
