@@ -126,3 +126,28 @@ def test_index_of_known_source_types_warns_nothing(tmp_path: Path) -> None:
                  + "\n")
     r = run("index", str(p), "--db", str(tmp_path / "s.db"), "--embedder", "hash", "--json")
     assert json.loads(r.stdout)["warnings"] == [] and "warning" not in r.stderr
+
+
+def test_authority_keys_are_matched_in_lower_case() -> None:
+    """`[versions.authority] Wiki = 70` once never matched (Move 1 lowers the chunk's type, not
+    the table's keys): the chunk ranked at default_authority, silently."""
+    from docket.model import Chunk
+    from docket.moves.versions import authority
+    from docket.policy import load_policy_dict
+
+    pol = load_policy_dict({"versions": {"authority": {"Wiki": 70, "POLICY": 100}}}).versions
+    assert pol.authority == {"wiki": 70, "policy": 100}
+    assert authority(Chunk(id="c", doc="d", text="t", source_type="wiki"), pol) == 70
+    assert authority(Chunk(id="c", doc="d", text="t", source_type="Wiki"), pol) == 70
+    assert pol.ranks_source_type("WIKI")
+    assert VersionsPolicy(authority={"Docs": 80, "docs": 80}).authority == {"docs": 80}  # the same value twice: one
+
+
+def test_authority_keys_folding_to_one_with_different_values_are_refused() -> None:
+    from docket.errors import InputError
+    from docket.policy import load_policy_dict
+
+    with pytest.raises(InputError) as e:
+        load_policy_dict({"versions": {"authority": {"Wiki": 70, "wiki": 20}}})
+    msg = str(e.value)
+    assert "versions.authority" in msg and "'Wiki' = 70" in msg and "'wiki' = 20" in msg and "keep one" in msg

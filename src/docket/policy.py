@@ -54,6 +54,23 @@ class VersionsPolicy(_Strict):
     #: their words (Jaccard); an amount with a unit (days, EUR, %) needs 0.3, a negation 0.4
     conflict_overlap: float = Field(0.6, gt=0.0, le=1.0)
 
+    @field_validator("authority")
+    @classmethod
+    def _folded_source_types(cls, v: dict[str, int]) -> dict[str, int]:
+        """Move 1 looks a chunk's source type up in lower case, so a key written `Wiki` would never
+        match: keys are folded to lower case here. Two keys that fold to one (`Wiki`, `wiki`)
+        with different values are refused: which one was meant cannot be known."""
+        out: dict[str, int] = {}
+        given: dict[str, str] = {}
+        for key, value in v.items():
+            folded = key.lower()
+            if folded in out and out[folded] != value:
+                raise ValueError(f"{given[folded]!r} = {out[folded]} and {key!r} = {value} name one source type "
+                                 f"(source types are matched in lower case); keep one")
+            out[folded] = value
+            given.setdefault(folded, key)
+        return out
+
     def ranks_source_type(self, source_type: str) -> bool:
         """The authority table names `source_type` (read as Move 1 reads it, in lower case);
         any other source type ranks at `default_authority`."""
