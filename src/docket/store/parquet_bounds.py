@@ -358,16 +358,20 @@ class PageHeader:
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
-    out = shift = 0
-    n = len(b)
+    if i >= len(b):
+        raise _Short
+    c = b[i]
+    if c < 0x80:  # most: one byte
+        return c, i + 1
+    out, shift = c & 0x7F, 7
     while True:
-        if i >= n:
+        i += 1
+        if i >= len(b):
             raise _Short
         c = b[i]
-        i += 1
         out |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return out, i
+        if c < 0x80:
+            return out, i + 1
         shift += 7
         if shift > 63:
             raise _Malformed("a varint longer than 10 bytes")
@@ -384,27 +388,28 @@ def _i32(b: bytes, i: int) -> tuple[int, int]:
 def _skip(b: bytes, i: int, t: int, depth: int) -> int:
     """The index after a value of compact type `t` at `i` (every value takes at least a byte
     but booleans in a field header, so skipping is linear in the header's bytes)."""
+    if t in (4, 5, 6):  # i16, i32, i64: a varint
+        if i < len(b) and b[i] < 0x80:
+            return i + 1
+        return _varint(b, i)[1]
     if t in (1, 2):  # a bool field: its value is in the type
         return i
-    if t == 3:
-        if i >= len(b):
-            raise _Short
-        return i + 1
-    if t in (4, 5, 6):
-        return _varint(b, i)[1]
-    if t == 7:
-        if i + 8 > len(b):
-            raise _Short
-        return i + 8
-    if t == 8:
+    if t == 8:  # binary: a length, then the bytes
         n, i = _varint(b, i)
         if n > MAX_PAGE_HEADER_BYTES:
             raise _Malformed(f"a string of {n:,} bytes")
         if i + n > len(b):
             raise _Short
         return i + n
+    if t in (3, 7):  # a byte, a double
+        i += 1 if t == 3 else 8
+        if i > len(b):
+            raise _Short
+        return i
     if depth >= MAX_HEADER_DEPTH:
         raise _Malformed(f"nested more than {MAX_HEADER_DEPTH} levels deep")
+    if t == 12:
+        return _skip_struct(b, i, depth + 1)
     if t in (9, 10):  # list, set: size and element type, then the elements
         if i >= len(b):
             raise _Short
@@ -438,12 +443,25 @@ def _skip(b: bytes, i: int, t: int, depth: int) -> int:
             if i > len(b):
                 raise _Short
         return i
-    if t == 12:
-        return _struct(b, i, depth + 1, None)[1]
     raise _Malformed(f"a field of type {t}")
 
 
-def _struct(b: bytes, i: int, depth: int, want: dict[int, Any] | None) -> tuple[dict[int, Any], int]:
+def _skip_struct(b: bytes, i: int, depth: int) -> int:
+    """The index after the struct at `i`, every field skipped."""
+    n = len(b)
+    while True:
+        if i >= n:
+            raise _Short
+        h = b[i]
+        i += 1
+        if not h:
+            return i
+        if not h >> 4:  # a long-form field id
+            i = _varint(b, i)[1]
+        i = _skip(b, i, h & 0x0F, depth)
+
+
+def _struct(b: bytes, i: int, depth: int, want: dict[int, Any]) -> tuple[dict[int, Any], int]:
     """The fields of the struct at `i` that `want` names (id: 5, an i32, or id: the `want` of a
     struct field), each other field skipped; and the index after the struct."""
     got: dict[int, Any] = {}
@@ -454,7 +472,7 @@ def _struct(b: bytes, i: int, depth: int, want: dict[int, Any] | None) -> tuple[
             raise _Short
         h = b[i]
         i += 1
-        if h == 0:
+        if not h:
             return got, i
         t, delta = h & 0x0F, h >> 4
         if delta:
@@ -463,13 +481,17 @@ def _struct(b: bytes, i: int, depth: int, want: dict[int, Any] | None) -> tuple[
             z, i = _varint(b, i)
             fid = (z >> 1) ^ -(z & 1)
         last = fid
-        kind = want.get(fid) if want else None
+        kind = want.get(fid)
         if kind is None:
             i = _skip(b, i, t, depth)
         elif kind == 5:
             if t != 5:
                 raise _Malformed(f"field {fid} of type {t}, not an i32")
-            got[fid], i = _i32(b, i)
+            if i < n and b[i] < 0x80:  # most: one byte
+                z = b[i]
+                got[fid], i = (z >> 1) ^ -(z & 1), i + 1
+            else:
+                got[fid], i = _i32(b, i)
         else:
             if t != 12:
                 raise _Malformed(f"field {fid} of type {t}, not a struct")
@@ -507,28 +529,36 @@ def page_header(b: bytes, i: int = 0) -> PageHeader:
 
 
 class _Reader:
-    """A file's bytes in windows: the page header at an offset, read within [offset, end)."""
+    """A file's bytes in windows: the page header at an offset, read within a column chunk."""
 
     def __init__(self, fh: Any) -> None:
         self.fh = fh
         self.at = 0
         self.buf = b""
 
+    def chunk(self) -> None:
+        """A column chunk starts: no bytes read for another are used for its headers."""
+        self.buf = b""
+
     def header(self, pos: int, end: int) -> PageHeader:
+        """The header at `pos`, within [pos, end) (the window read for it ends there)."""
         want = _WINDOW
         while True:
-            n = min(want, end - pos)
-            if not (self.at <= pos and pos + n <= self.at + len(self.buf)):
-                self.fh.seek(pos)
-                self.at, self.buf = pos, self.fh.read(n)
-            try:
-                return page_header(self.buf, pos - self.at)
-            except _Short:
-                if self.at + len(self.buf) < pos + n or n == end - pos:  # the file or the chunk ends first
-                    raise _Malformed("it runs past its column chunk") from None
-                if want >= MAX_PAGE_HEADER_BYTES:
-                    raise _Malformed(f"it is longer than {size(MAX_PAGE_HEADER_BYTES)}") from None
-                want = min(want * 4, MAX_PAGE_HEADER_BYTES)
+            if self.at <= pos < self.at + len(self.buf):
+                try:
+                    return page_header(self.buf, pos - self.at)
+                except _Short:
+                    if self.at + len(self.buf) >= end:
+                        raise _Malformed("it runs past its column chunk") from None
+                    if self.at == pos:  # a window from `pos` already: a longer one
+                        if len(self.buf) >= MAX_PAGE_HEADER_BYTES:
+                            raise _Malformed(f"it is longer than {size(MAX_PAGE_HEADER_BYTES)}") from None
+                        want = len(self.buf) * 4
+            n = min(want, end - pos, MAX_PAGE_HEADER_BYTES)
+            self.fh.seek(pos)
+            self.at, self.buf = pos, self.fh.read(n)
+            if len(self.buf) < n:
+                raise _Malformed("the file ends before it does")
 
 
 def check_pages(f: Any, path: Path) -> None:
@@ -569,6 +599,7 @@ def _check_chunk(read: _Reader, c: Any, g: int, stop: int, bits: int, where: str
     declared = c.total_uncompressed_size
     values = unpacked = 0
     pos = start
+    read.chunk()
     while pos < end:
         try:
             h = read.header(pos, end)
