@@ -408,7 +408,7 @@ def test_a_page_header_that_declares_less_is_still_pyarrows_to_catch(tmp_path: P
 def _stored(path: Path, db: Path) -> list[Any]:
     with open_store(str(db)) as s:  # type: ignore[attr-defined]
         import_file(s, path, embedder=EMB, count=lambda t: len(t.split()))
-        return [(c.id, c.text, c.acl, c.metadata, c.status) for c in map(s.get, [f"c{i}" for i in range(300)])]
+        return [c and (c.id, c.text, c.acl, c.metadata, c.status) for c in map(s.get, [f"c{i}" for i in range(300)])]
 
 
 GOOD = [(codec, version, dictionary) for codec in ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
@@ -456,6 +456,22 @@ def test_good_files_of_every_codec_and_page_kind_import_alike(tmp_path: Path, mo
         want = got
     monkeypatch.setattr(bounds, "_WINDOW", 16)
     assert _stored(path, tmp_path / "window.db") == want
+
+
+@pytest.mark.parametrize("kw", [{}, {"use_dictionary": False}, {"data_page_version": "2.0"}],
+                         ids=["dictionary", "plain", "v2"])
+def test_empty_row_groups_have_no_pages_to_refuse(tmp_path: Path, kw: dict[str, Any]) -> None:
+    """pyarrow writes a chunk of no rows as a dictionary page alone (data_page_offset 0), or as
+    no page at all: an empty file is still 'holds no rows', and an empty row group between two
+    others imports."""
+    pq.write_table(table(0), tmp_path / "empty.parquet", **kw)
+    assert refused(tmp_path / "empty.parquet", tmp_path / "e.db", "holds no rows") == ""
+    t = table(5)
+    with pq.ParquetWriter(tmp_path / "in.parquet", t.schema, **kw) as w:
+        for part in (t.slice(0, 3), t.slice(0, 0), t.slice(3)):
+            w.write_table(part)
+    got = _stored(tmp_path / "in.parquet", tmp_path / "s.db")[:6]
+    assert [c and c[0] for c in got] == [*[f"c{i}" for i in range(5)], None]
 
 
 def test_a_page_header_longer_than_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -588,10 +588,13 @@ def _check_chunk(read: _Reader, c: Any, g: int, stop: int, bits: int, where: str
         return InputError(f"row group {g + 1}: {what}; the file is damaged or its writer's sizes are wrong: {_REWRITE}",
                           where=where, field=name)
 
-    start = c.data_page_offset
-    dictionary = c.dictionary_page_offset if c.has_dictionary_page else None
-    if dictionary is not None and 0 < dictionary < start:
-        start = dictionary
+    if not c.total_compressed_size and not c.num_values:  # a chunk of no pages (pyarrow's, of no rows)
+        return
+    # the first page: the dictionary's where there is one (a chunk of no values pyarrow writes
+    # with a dictionary page only, its data_page_offset 0)
+    starts = [o for o in (c.data_page_offset, c.dictionary_page_offset if c.has_dictionary_page else None)
+              if o is not None and o > 0]
+    start = min(starts) if starts else c.data_page_offset
     end = start + c.total_compressed_size
     if start < 4 or c.total_compressed_size < 0 or end > stop:
         raise refuse(f"the column chunk's pages (bytes {start:,} to {end:,}) lie outside the file's pages "
