@@ -10,12 +10,17 @@ columns. JSONL has its line cap (importer.MAX_LINE_BYTES); these are Parquet's, 
   up, and each column chunk's declared uncompressed size and value count against what the rows it
   holds may take (`MAX_ROW_BYTES` a row, `dim` vector values a row, `MAX_ROW_VALUES` list values a
   row), and the whole file's declared size against `MAX_EXPANSION` times its size on disk;
+* then, still before anything is decoded, every column chunk's page headers (read here: pyarrow
+  allocates what a header declares before it finds the page holds less): no page may declare
+  more uncompressed bytes than the footer does for its chunk, compressed bytes past the chunk, a
+  dictionary of more values than its bytes hold, or values that do not add up to the footer's;
 * while decoding: every string column is read dictionary-encoded (pyarrow then gives indices into
   one copy of each distinct value rather than the values repeated), each row's decoded size is
   measured from that before the values are expanded, and the batch is expanded in slices of at
   most `BATCH_BYTES`; a row over `MAX_ROW_BYTES`, or a file whose decoded total passes the
-  expansion bound, is refused naming the row and column. A page whose size lies past these (pyarrow
-  checks its own sizes and raises) or an allocation that still fails becomes the same one line.
+  expansion bound, is refused naming the row and column. A page that holds more than its header
+  declares (pyarrow decompresses into what the header declares and raises) or an allocation that
+  still fails becomes the same one line.
 
 The limits are module constants so tests can lower them (monkeypatch) instead of writing big files.
 """
