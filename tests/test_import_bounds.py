@@ -3,8 +3,9 @@
 A Parquet file is compressed and dictionary-encoded: a few KB on disk can decode to GBs (a zstd
 column of one repeated byte, a dictionary value every row points at, a list of 50 million zeros
 in one row), and its footer can declare anything. docket.store.parquet_bounds checks what the
-footer declares before a page is decoded and measures each batch before its dictionaries are
-expanded; every such file is refused in one line naming the limit (and the row group or row and
+footer declares before a page is decoded, then each column chunk's page headers against the footer
+(pyarrow allocates what a page header declares), and measures each batch before its dictionaries
+are expanded; every such file is refused in one line naming the limit (and the row group or row and
 the column), and nothing is stored.
 
 The default run checks each bound in-process with its limit lowered (monkeypatch: small files);
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from parquet_edit import Fields, column_meta, decode, encode, field, rewrite_footer, rewrite_page
 from redteam_log import record
 
 import docket
@@ -298,6 +300,235 @@ def test_jsonl_lines_within_the_cap_are_bounded_too(tmp_path: Path, name: str, l
     assert refused(path, tmp_path / "s.db", *wanted) == ""
 
 
+# --- page headers: read before pyarrow decodes a page ---------------------------------------------
+
+INT32_MAX = 2**31 - 1
+
+
+def _pages_file(path: Path, codec: str = "zstd", version: str = "1.0", dictionary: bool = False, n: int = 50,
+                dim: int = DIM) -> None:
+    """A good file of `n` rows, one row group, its text 100 bytes a row; page checksums on, so
+    that a header can be rewritten longer (parquet_edit.rewrite_page drops the crc)."""
+    pq.write_table(table(n, dim, text=[f"refund window item{i:03} " * 4 for i in range(n)]), path, compression=codec,
+                   data_page_version=version, use_dictionary=dictionary, write_page_checksum=True)
+
+
+def _lie_in_page(path: Path, column: int, edit: Callable[[Fields], None], dictionary: bool = False) -> None:
+    """`edit` the first data page header (or the dictionary page's) of `column` in row group 1."""
+    c = pq.ParquetFile(path).metadata.row_group(0).column(column)
+    rewrite_page(path, c.dictionary_page_offset if dictionary else c.data_page_offset, edit)
+
+
+def _set(fid: int, value: int, sub: int | None = None) -> Callable[[Fields], None]:
+    """An edit setting PageHeader field `fid` (or field `fid` of its sub-header field `sub`)."""
+    def edit(fields: Fields) -> None:
+        field(field(fields, sub)[2] if sub else fields, fid)[2] = value
+    return edit
+
+
+def _footer_low(path: Path, column: str, declared: int) -> None:
+    """The footer declares `declared` uncompressed bytes for `column`'s chunks, its pages' headers
+    their true sizes."""
+    def edit(fields: Fields) -> None:
+        for _, name, meta in column_meta(fields):
+            if name == column:
+                field(meta, 6)[2] = declared
+    rewrite_footer(path, edit)
+
+
+TEXT, VECTOR = 2, 3  # the columns of `table`
+
+PAGE_LIES: list[tuple[str, dict[str, Any], Callable[[Path], None], tuple[str, ...]]] = [
+    *[(f"{codec} v1 data page uncompressed_page_size", {"codec": codec},
+       lambda p: _lie_in_page(p, TEXT, _set(2, INT32_MAX)),
+       ("row group 1: a data page at byte", "declares 2.0 GiB uncompressed, past the 4,817 bytes the footer",
+        "field 'text'",
+        "limit: the footer's size")) for codec in ("none", "snappy", "gzip", "zstd")],
+    *[(f"{codec} v2 data page uncompressed_page_size", {"codec": codec, "version": "2.0"},
+       lambda p: _lie_in_page(p, VECTOR, _set(2, INT32_MAX)),
+       ("row group 1: a data page at byte", "declares 2.0 GiB uncompressed", "field 'vector'"))
+      for codec in ("none", "zstd")],
+    *[(f"{codec} dictionary page uncompressed_page_size", {"codec": codec, "dictionary": True},
+       lambda p: _lie_in_page(p, TEXT, _set(2, INT32_MAX), dictionary=True),
+       ("row group 1: a dictionary page at byte", "declares 2.0 GiB uncompressed", "field 'text'"))
+      for codec in ("none", "snappy")],
+    ("compressed_page_size past the chunk", {}, lambda p: _lie_in_page(p, VECTOR, _set(3, INT32_MAX)),
+     ("declares 2.0 GiB compressed, past the end of its column chunk", "field 'vector'")),
+    ("dictionary num_values", {"dictionary": True},
+     lambda p: _lie_in_page(p, VECTOR, _set(1, INT32_MAX, sub=7), dictionary=True),
+     ("the dictionary page at byte", "declares 2,147,483,647 values in", "(at least 4 bytes a value)",
+      "field 'vector'")),
+    ("v1 data page num_values", {}, lambda p: _lie_in_page(p, TEXT, _set(1, 51, sub=5)),
+     ("its pages hold 51 values, but the footer declares 50 for the column chunk", "field 'text'")),
+    ("v2 data page num_values", {"version": "2.0"}, lambda p: _lie_in_page(p, TEXT, _set(1, 49, sub=8)),
+     ("its pages hold 49 values, but the footer declares 50", "field 'text'")),
+    ("v2 level bytes past the page", {"version": "2.0"}, lambda p: _lie_in_page(p, TEXT, _set(5, 100_000, sub=8)),
+     ("declares 100,000 bytes of levels in a page of", "field 'text'")),
+    ("a negative page size", {}, lambda p: _lie_in_page(p, TEXT, _set(2, -1)),
+     ("the page header at byte", "cannot be read (a page size of -1)", "field 'text'")),
+    ("a header that is no PageHeader", {}, lambda p: _lie_in_page(p, TEXT, lambda f: f.__setitem__(0, [1, 8, b"x"])),
+     ("cannot be read (field 1 of type 8, not an i32)", "field 'text'")),
+    ("the footer declares less than the true headers", {}, lambda p: _footer_low(p, "text", 1000),
+     ("a data page at byte", "uncompressed, past the 1,000 bytes the footer declares for its column chunk",
+      "field 'text'")),
+    ("the footer's chunk runs past the file's pages", {},
+     lambda p: rewrite_footer(p, lambda f: [field(m, 7).__setitem__(2, 10**6) for _, n, m in column_meta(f)
+                                            if n.startswith("vector")]),
+     ("the column chunk's pages (bytes", "lie outside the file's pages", "field 'vector'")),
+]
+
+
+@pytest.mark.parametrize(("what", "kw", "lie", "wanted"), PAGE_LIES, ids=[x[0] for x in PAGE_LIES])
+def test_a_page_header_that_lies_is_refused_before_pyarrow_reads_a_page(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str, kw: dict[str, Any],
+        lie: Callable[[Path], None], wanted: tuple[str, ...]) -> None:
+    """Each page header is read against the footer before pyarrow decodes a page (before, it
+    allocated what a header declared: 2 GiB, 8 GiB for a dictionary's values; or a codec-less
+    page's lie went unnoticed, or a true header under a footer declaring less decoded past every
+    bound). One line naming the row group and the column; no batch is read."""
+    path = tmp_path / "in.parquet"
+    _pages_file(path, **kw)
+    lie(path)
+    batches: list[Any] = []
+    real = pq.ParquetFile.iter_batches
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", lambda self, *a, **k: batches.append(a) or real(self, *a, **k))
+    assert refused(path, tmp_path / "s.db", *wanted) == ""
+    assert batches == []
+
+
+def test_a_page_header_that_declares_less_is_still_pyarrows_to_catch(tmp_path: Path) -> None:
+    """A header declaring fewer bytes than its page decompresses to bounds what pyarrow
+    allocates: pyarrow refuses the page (the batch's first row named)."""
+    path = tmp_path / "in.parquet"
+    _pages_file(path, "zstd")
+    _lie_in_page(path, TEXT, _set(2, 100))
+    assert refused(path, tmp_path / "s.db", "row 1:", "field 'record'", "the file is damaged") == ""
+
+
+def _stored(path: Path, db: Path) -> list[Any]:
+    with open_store(str(db)) as s:  # type: ignore[attr-defined]
+        import_file(s, path, embedder=EMB, count=lambda t: len(t.split()))
+        return [c and (c.id, c.text, c.acl, c.metadata, c.status) for c in map(s.get, [f"c{i}" for i in range(300)])]
+
+
+GOOD = [(codec, version, dictionary) for codec in ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
+        for version, dictionary in (("1.0", True), ("2.0", False))]
+
+
+def _good_table() -> Any:
+    n = 300
+    return table(n, text=[f"refund window {i} " + "policy " * (i % 40) for i in range(n)],
+                 acl=[None if i % 3 else [f"group:g{i % 7}", "user:ann"] for i in range(n)],
+                 metadata=pa.array([{"k": f"v{i % 5}", "n": i} for i in range(n)]),
+                 status=pa.array(["current" if i % 4 else "draft" for i in range(n)]))
+
+
+def test_good_files_of_every_codec_and_page_kind_import_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page headers of files pyarrow writes (every codec, v1 pages with dictionaries, v2
+    pages without, page checksums, statistics, pages of 7 rows, nested columns, nulls) are read
+    as written (compared with an independent decoding of each) and the files import alike, a
+    header read across windows of 16 bytes too."""
+    t = _good_table()
+    want = None
+    for k, (codec, version, dictionary) in enumerate([*GOOD, ("zstd", "1.0", "small pages")]):
+        path = tmp_path / f"{k}.parquet"
+        pq.write_table(t, path, compression=codec, data_page_version=version, use_dictionary=bool(dictionary),
+                       write_page_checksum=k % 2 == 0, max_rows_per_page=7 if dictionary == "small pages" else None)
+        data = path.read_bytes()
+        m = pq.ParquetFile(path).metadata
+        pages = 0
+        for j in range(m.num_columns):
+            c = m.row_group(0).column(j)
+            pos = c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
+            end_of_chunk = pos + c.total_compressed_size
+            while pos < end_of_chunk:
+                fields, end = decode(data, pos)
+                h = bounds.page_header(data, pos)
+                sub = next((f[2] for f in fields if f[0] in (5, 7, 8)), [])
+                assert (h.type, h.uncompressed, h.compressed, h.values, h.length) == (
+                    field(fields, 1)[2], field(fields, 2)[2], field(fields, 3)[2], field(sub, 1)[2], end - pos)
+                pos = end + h.compressed
+                pages += 1
+            assert pos == end_of_chunk
+        assert pages >= m.num_columns + (40 if dictionary == "small pages" else 0)
+        got = _stored(path, tmp_path / f"{k}.db")
+        assert want is None or got == want, (codec, version, dictionary)
+        want = got
+    monkeypatch.setattr(bounds, "_WINDOW", 16)
+    assert _stored(path, tmp_path / "window.db") == want
+
+
+@pytest.mark.parametrize("kw", [{}, {"use_dictionary": False}, {"data_page_version": "2.0"}],
+                         ids=["dictionary", "plain", "v2"])
+def test_empty_row_groups_have_no_pages_to_refuse(tmp_path: Path, kw: dict[str, Any]) -> None:
+    """pyarrow writes a chunk of no rows as a dictionary page alone (data_page_offset 0), or as
+    no page at all: an empty file is still 'holds no rows', and an empty row group between two
+    others imports."""
+    pq.write_table(table(0), tmp_path / "empty.parquet", **kw)
+    assert refused(tmp_path / "empty.parquet", tmp_path / "e.db", "holds no rows") == ""
+    t = table(5)
+    with pq.ParquetWriter(tmp_path / "in.parquet", t.schema, **kw) as w:
+        for part in (t.slice(0, 3), t.slice(0, 0), t.slice(3)):
+            w.write_table(part)
+    got = _stored(tmp_path / "in.parquet", tmp_path / "s.db")[:6]
+    assert [c and c[0] for c in got] == [*[f"c{i}" for i in range(5)], None]
+
+
+def test_a_page_header_longer_than_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.parquet"
+    _pages_file(path)  # its data page headers hold statistics: 100-byte min and max texts
+    monkeypatch.setattr(bounds, "MAX_PAGE_HEADER_BYTES", 128)
+    monkeypatch.setattr(bounds, "_WINDOW", 16)
+    assert refused(path, tmp_path / "s.db", "row group 1: the page header at byte",
+                   "cannot be read (it is longer than 128 bytes)", "field 'text'") == ""
+
+
+def _header(*extra: list[Any], sub: Fields | None = None) -> bytes:
+    return encode([[1, 5, 0], [2, 5, 300], [3, 5, 120], *extra,
+                   [5, 12, sub if sub is not None else [[1, 5, 50], [2, 5, 0]]]])
+
+
+def test_the_page_header_reader_skips_every_field_it_does_not_read() -> None:
+    """Fields of every compact type the reader does not need, nested ones and a long-form field
+    id included, are skipped to the byte; the header's length is what it took."""
+    stats = [[1, 8, b"max"], [2, 8, b"min"], [3, 6, -5], [4, 6, 2**40], [5, 1, True], [6, 2, False],
+             [7, 3, 255], [8, 4, -300], [9, 7, b"\x00" * 8], [10, 9, (12, [[[1, 5, 1]], []])],
+             [11, 10, (1, [True, False, True])], [12, 11, (8, 5, [(b"k", 1), (b"l", -2)])], [13, 11, (0, 0, [])],
+             [14, 9, (8, [b"x"] * 20)], [300, 12, [[1, 12, [[1, 12, []]]]]]]
+    raw = _header([4, 5, -123456], [6, 12, []], sub=[[1, 5, 50], [2, 5, 0], [5, 12, stats]])
+    h = bounds.page_header(raw + b"page bytes")
+    assert (h.type, h.uncompressed, h.compressed, h.values, h.levels, h.length) == (0, 300, 120, 50, 0, len(raw))
+    v2 = encode([[1, 5, 3], [2, 5, 300], [3, 5, 120], [8, 12, [[1, 5, 50], [2, 5, 1], [3, 5, 50], [4, 5, 0],
+                                                              [5, 5, 7], [6, 5, 2], [7, 1, True]]]])
+    assert bounds.page_header(v2).levels == 9
+    other = encode([[1, 5, 1], [2, 5, 10], [3, 5, 10]])  # an index page: no sub-header needed
+    assert bounds.page_header(other).values == -1
+    with pytest.raises(bounds._Short):
+        bounds.page_header(raw[:-1])
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    (encode([[2, 5, 1], [3, 5, 1], [5, 12, [[1, 5, 1]]]]), "no type"),
+    (encode([[1, 5, 0], [2, 5, 1], [3, 5, 1]]), "a page of type 0 without its num_values"),
+    (encode([[1, 5, 2], [2, 5, 1], [3, 5, 1], [7, 12, [[1, 5, -1]]]]), "num_values -1"),
+    (encode([[1, 5, 0], [2, 5, 1], [3, 5, -7], [5, 12, [[1, 5, 1]]]]), "a page size of -7"),
+    (encode([[1, 5, 0], [2, 6, 2**40], [3, 5, 1]]), "field 2 of type 6, not an i32"),
+    (encode([[1, 5, 0], [2, 5, 1], [3, 5, 1], [5, 5, 1]]), "field 5 of type 5, not a struct"),
+    (b"\x15\x00\x15" + b"\xff" * 10 + b"\x01", "a varint longer than 10 bytes"),
+    (b"\x15" + b"\xfe\xff\xff\xff\x1f", "an i32 of 4294967295"),
+    (b"\x4d\x00", "a field of type 13"),  # field 4 (crc, not read) from here on
+    (b"\x49\x10", "a list of type 0"),
+    (b"\x4b\x01\xd5", "a map of types 13 and 5"),
+    (b"\x48\xff\xff\xff\xff\x0f", "a string of 4,294,967,295 bytes"),
+    (b"\x4c" * 40, "nested more than 16 levels deep"),
+    (b"\x49\x1c" * 40, "nested more than 16 levels deep"),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_the_page_header_reader_refuses_what_is_no_page_header(raw: bytes, why: str) -> None:
+    with pytest.raises(bounds._Malformed) as e:
+        bounds.page_header(raw + b"\x00" * 64)
+    assert str(e.value) == why
+
+
 # --- the red team: the real bombs, each in a subprocess under a memory ceiling --------------------
 
 #: the address space a `docket import` subprocess may take: a good 20k-row import runs in 2 GiB
@@ -355,6 +586,21 @@ def _deep(path: Path, depth: int) -> None:
     pq.write_table(table(2, HASH_DIM, metadata=[value, value]), path)
 
 
+def _page_bomb(path: Path, column: int, edit: Callable[[Fields], None], dictionary: bool = False, **kw: Any) -> None:
+    _pages_file(path, dim=HASH_DIM, dictionary=dictionary, **kw)
+    _lie_in_page(path, column, edit, dictionary=dictionary)
+
+
+def _footer_low_bomb(path: Path, rows: int = 16, cell: int = 64 * MiB) -> None:
+    """`rows` rows of `cell` bytes in one row group (one page, its header true), the footer
+    declaring 2,000 bytes a row: before, pyarrow decoded the whole batch (1 GiB from 40 KB on
+    disk) before the row measure refused row 1."""
+    text = pa.array(["a" * cell]).take(pa.array(np.zeros(rows, dtype=np.int32)))
+    pq.write_table(table(rows, HASH_DIM, text=text), path, compression="zstd", use_dictionary=False,
+                   compression_level=1)
+    _footer_low(path, "text", 2000 * rows)
+
+
 BOMBS: list[tuple[str, str, Callable[[Path], None], tuple[str, ...]]] = [
     ("parquet-decompression", "zstd text, 1.5 GiB in 24 rows", lambda p: _text_bomb(p, "zstd", 24, 64 * MiB),
      ("field 'text'", "uncompressed for 1 row (limit 16 MiB a row)")),
@@ -380,6 +626,20 @@ BOMBS: list[tuple[str, str, Callable[[Path], None], tuple[str, ...]]] = [
      ("field 'acl'", "limit 8,388,608 a row")),
     ("parquet-footer", "20,000 columns", lambda p: _wide(p, 20_000), ("20,004 columns (limit 1,000)",)),
     ("parquet-footer", "metadata nested 60 deep", lambda p: _deep(p, 60), ("nested", "limit 32")),
+    *[("parquet-pages", f"{codec} {kind} page header declaring 2 GiB uncompressed",
+       lambda p, codec=codec, kw=kw, col=col: _page_bomb(p, col, _set(2, INT32_MAX), codec=codec, **kw),
+       ("row group 1:", "declares 2.0 GiB uncompressed, past the", f"field '{'text' if col == TEXT else 'vector'}'"))
+      for codec, kind, kw, col in [("none", "v1 data", {}, TEXT), ("snappy", "v1 data", {}, TEXT),
+                                   ("gzip", "v1 data", {}, TEXT), ("zstd", "v1 data", {}, TEXT),
+                                   ("zstd", "v2 data", {"version": "2.0"}, VECTOR),
+                                   ("zstd", "dictionary", {"dictionary": True}, TEXT)]],
+    ("parquet-pages", "dictionary page declaring 2^31 values (8 GiB)",
+     lambda p: _page_bomb(p, VECTOR, _set(1, INT32_MAX, sub=7), dictionary=True),
+     ("field 'vector'", "declares 2,147,483,647 values in")),
+    ("parquet-pages", "page header declaring 2 GiB compressed", lambda p: _page_bomb(p, VECTOR, _set(3, INT32_MAX)),
+     ("field 'vector'", "compressed, past the end of its column chunk")),
+    ("parquet-pages", "a true 1 GiB page under a footer declaring 32 KB", _footer_low_bomb,
+     ("field 'text'", "declares 1 GiB uncompressed, past the 32,000 bytes the footer declares")),
     ("parquet-footer", "70 MB footer (30 MB key-value metadata, twice)",
      lambda p: pq.write_table(table(6, HASH_DIM).replace_schema_metadata({"junk": "x" * 30_000_000}), p),
      ("declares a footer of",)),
@@ -449,32 +709,3 @@ def test_redteam_import_bombs(tmp_path: Path) -> None:
         record(f"bad-input/import/{cls}", tried=n, escaped=len(escaped.get(cls, [])),
                note="; ".join(escaped.get(cls, []))[:300])
     assert not escaped, escaped
-
-
-@pytest.mark.parametrize("declared", [8000, 100], ids=["more", "fewer"])
-def test_a_page_header_that_lies_about_its_size_is_refused_by_pyarrow(tmp_path: Path, declared: int) -> None:
-    """Past the footer, a data page's header declares its own uncompressed size: pyarrow
-    compares it with what the page decompresses to and raises; the import names the batch's
-    first row. (The footer's size for the chunk is not the page's: it cannot catch this.)"""
-    path = tmp_path / "in.parquet"
-    pq.write_table(table(6, text=["refund window policy " * 10 + str(i) for i in range(6)]), path,
-                   compression="zstd", use_dictionary=False)
-    at = pq.ParquetFile(path).metadata.row_group(0).column(2).data_page_offset
-    data = bytearray(path.read_bytes())
-
-    def varint(z: int, i: int) -> tuple[int, int]:  # (value, the index after it)
-        out = shift = 0
-        while True:
-            out, i, shift = out | (data[i] & 0x7F) << shift, i + 1, shift + 7
-            if not data[i - 1] & 0x80:
-                return out, i
-
-    assert data[at] == 0x15  # PageHeader field 1 (type, i32), then field 2 (uncompressed_page_size)
-    _, i = varint(0, at + 1)
-    assert data[i] == 0x15
-    size, end = varint(0, i + 1)
-    assert 128 <= size >> 1 < 8192 and end - i - 1 == 2  # a two-byte varint, both ways
-    z = declared << 1
-    data[i + 1 : end] = bytes([(z & 0x7F) | 0x80, z >> 7]) if z >> 7 else bytes([z | 0x80, 0])
-    path.write_bytes(bytes(data))
-    assert refused(path, tmp_path / "s.db", "row 1:", "field 'record'", "the file is damaged") == ""

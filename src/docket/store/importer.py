@@ -501,6 +501,9 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     # the schema is walked: 20,000 columns took minutes); the string columns are then read
     # dictionary-encoded and measured before they are expanded (parquet_bounds)
     plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
+    # then each column chunk's page headers against what its footer declares: pyarrow allocates
+    # what a page header declares before it finds the page holds less
+    bounds.check_pages(f, path)
     schema = f.schema_arrow  # (a property that builds the schema anew at each use)
     names = [n for n in schema.names if n != "vector"]
     seen: set[str] = set()

@@ -10,12 +10,17 @@ columns. JSONL has its line cap (importer.MAX_LINE_BYTES); these are Parquet's, 
   up, and each column chunk's declared uncompressed size and value count against what the rows it
   holds may take (`MAX_ROW_BYTES` a row, `dim` vector values a row, `MAX_ROW_VALUES` list values a
   row), and the whole file's declared size against `MAX_EXPANSION` times its size on disk;
+* then, still before anything is decoded, every column chunk's page headers (read here: pyarrow
+  allocates what a header declares before it finds the page holds less): no page may declare
+  more uncompressed bytes than the footer does for its chunk, compressed bytes past the chunk, a
+  dictionary of more values than its bytes hold, or values that do not add up to the footer's;
 * while decoding: every string column is read dictionary-encoded (pyarrow then gives indices into
   one copy of each distinct value rather than the values repeated), each row's decoded size is
   measured from that before the values are expanded, and the batch is expanded in slices of at
   most `BATCH_BYTES`; a row over `MAX_ROW_BYTES`, or a file whose decoded total passes the
-  expansion bound, is refused naming the row and column. A page whose size lies past these (pyarrow
-  checks its own sizes and raises) or an allocation that still fails becomes the same one line.
+  expansion bound, is refused naming the row and column. A page that holds more than its header
+  declares (pyarrow decompresses into what the header declares and raises) or an allocation that
+  still fails becomes the same one line.
 
 The limits are module constants so tests can lower them (monkeypatch) instead of writing big files.
 """
@@ -309,3 +314,325 @@ def _dense(pa: Any, t: Any) -> Any:
             return None
         return pa.struct([fl if x is None else fl.with_type(x) for fl, x in zip(fields, inner, strict=True)])
     return None
+
+
+# --- page headers: read before pyarrow decodes a page ---------------------------------------------
+#
+# A page's header declares its own sizes, and pyarrow allocates what it declares before it finds
+# the page holds less: a header of a tiny file declaring 2 GiB made a 2 GiB allocation (and a
+# dictionary page declaring 2 billion values 8 GiB), and a true header under a footer that
+# declares less decoded GBs past every bound above. So each column chunk's page headers are read
+# here first (a strict reader of Thrift's compact protocol: the few PageHeader fields below, the
+# rest skipped), and the pages must tile the chunk's bytes, declare no more than the footer does
+# for the chunk, and hold the values it declares.
+
+#: the longest page header read (pyarrow's own cap; a header is its sizes and, at most, a page's
+#: statistics: tens of bytes to a few KB)
+MAX_PAGE_HEADER_BYTES = 16 * 2**20
+#: the deepest nesting of structs and lists in a page header (the format's is 3: PageHeader,
+#: DataPageHeader, Statistics)
+MAX_HEADER_DEPTH = 16
+#: bytes read at a time while walking a column chunk's headers (a window, grown for a longer header)
+_WINDOW = 64 * 2**10
+#: PageHeader.type: the pages pyarrow decodes (an index page, or any other type, it skips)
+_DATA, _DICTIONARY, _DATA_V2 = 0, 2, 3
+#: a dictionary value's least bits, by physical type (plain-encoded: a BYTE_ARRAY's 4-byte length)
+_VALUE_BITS = {"BOOLEAN": 1, "INT32": 32, "FLOAT": 32, "INT64": 64, "DOUBLE": 64, "INT96": 96, "BYTE_ARRAY": 32}
+_REWRITE = "rewrite it with a standard writer (pyarrow, Spark)"
+
+
+class _Short(Exception):
+    """The header runs past the bytes read so far."""
+
+
+class _Malformed(Exception):
+    """Not a PageHeader in Thrift's compact protocol; the message says why."""
+
+
+@dataclass
+class PageHeader:
+    type: int
+    uncompressed: int
+    compressed: int
+    #: num_values of the data, dictionary or v2 sub-header (-1: absent)
+    values: int
+    #: a v2 page's definition and repetition level bytes (0 otherwise)
+    levels: int
+    #: the header's length in bytes
+    length: int
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    if i >= len(b):
+        raise _Short
+    c = b[i]
+    if c < 0x80:  # most: one byte
+        return c, i + 1
+    out, shift = c & 0x7F, 7
+    while True:
+        i += 1
+        if i >= len(b):
+            raise _Short
+        c = b[i]
+        out |= (c & 0x7F) << shift
+        if c < 0x80:
+            return out, i + 1
+        shift += 7
+        if shift > 63:
+            raise _Malformed("a varint longer than 10 bytes")
+
+
+def _i32(b: bytes, i: int) -> tuple[int, int]:
+    z, i = _varint(b, i)
+    v = (z >> 1) ^ -(z & 1)
+    if not -2**31 <= v < 2**31:
+        raise _Malformed(f"an i32 of {v}")
+    return v, i
+
+
+def _skip(b: bytes, i: int, t: int, depth: int) -> int:
+    """The index after a value of compact type `t` at `i` (every value takes at least a byte
+    but booleans in a field header, so skipping is linear in the header's bytes)."""
+    if t in (4, 5, 6):  # i16, i32, i64: a varint
+        if i < len(b) and b[i] < 0x80:
+            return i + 1
+        return _varint(b, i)[1]
+    if t in (1, 2):  # a bool field: its value is in the type
+        return i
+    if t == 8:  # binary: a length, then the bytes
+        n, i = _varint(b, i)
+        if n > MAX_PAGE_HEADER_BYTES:
+            raise _Malformed(f"a string of {n:,} bytes")
+        if i + n > len(b):
+            raise _Short
+        return i + n
+    if t in (3, 7):  # a byte, a double
+        i += 1 if t == 3 else 8
+        if i > len(b):
+            raise _Short
+        return i
+    if depth >= MAX_HEADER_DEPTH:
+        raise _Malformed(f"nested more than {MAX_HEADER_DEPTH} levels deep")
+    if t == 12:
+        return _skip_struct(b, i, depth + 1)
+    if t in (9, 10):  # list, set: size and element type, then the elements
+        if i >= len(b):
+            raise _Short
+        h = b[i]
+        i += 1
+        n, et = h >> 4, h & 0x0F
+        if n == 15:
+            n, i = _varint(b, i)
+        if et in (1, 2):  # booleans in a collection take a byte each
+            if i + n > len(b):
+                raise _Short
+            return i + n
+        if not 3 <= et <= 12:
+            raise _Malformed(f"a list of type {et}")
+        for _ in range(n):
+            i = _skip(b, i, et, depth + 1)
+        return i
+    if t == 11:  # map: size, then (if any) key and value types, then the pairs
+        n, i = _varint(b, i)
+        if not n:
+            return i
+        if i >= len(b):
+            raise _Short
+        kt, vt = b[i] >> 4, b[i] & 0x0F
+        i += 1
+        if not (1 <= kt <= 12 and 1 <= vt <= 12):
+            raise _Malformed(f"a map of types {kt} and {vt}")
+        for _ in range(n):
+            i = _skip(b, i, kt, depth + 1) if kt not in (1, 2) else i + 1
+            i = _skip(b, i, vt, depth + 1) if vt not in (1, 2) else i + 1
+            if i > len(b):
+                raise _Short
+        return i
+    raise _Malformed(f"a field of type {t}")
+
+
+def _skip_struct(b: bytes, i: int, depth: int) -> int:
+    """The index after the struct at `i`, every field skipped."""
+    n = len(b)
+    while True:
+        if i >= n:
+            raise _Short
+        h = b[i]
+        i += 1
+        if not h:
+            return i
+        if not h >> 4:  # a long-form field id
+            i = _varint(b, i)[1]
+        i = _skip(b, i, h & 0x0F, depth)
+
+
+def _struct(b: bytes, i: int, depth: int, want: dict[int, Any]) -> tuple[dict[int, Any], int]:
+    """The fields of the struct at `i` that `want` names (id: 5, an i32, or id: the `want` of a
+    struct field), each other field skipped; and the index after the struct."""
+    got: dict[int, Any] = {}
+    last = 0
+    n = len(b)
+    while True:
+        if i >= n:
+            raise _Short
+        h = b[i]
+        i += 1
+        if not h:
+            return got, i
+        t, delta = h & 0x0F, h >> 4
+        if delta:
+            fid = last + delta
+        else:
+            z, i = _varint(b, i)
+            fid = (z >> 1) ^ -(z & 1)
+        last = fid
+        kind = want.get(fid)
+        if kind is None:
+            i = _skip(b, i, t, depth)
+        elif kind == 5:
+            if t != 5:
+                raise _Malformed(f"field {fid} of type {t}, not an i32")
+            if i < n and b[i] < 0x80:  # most: one byte
+                z = b[i]
+                got[fid], i = (z >> 1) ^ -(z & 1), i + 1
+            else:
+                got[fid], i = _i32(b, i)
+        else:
+            if t != 12:
+                raise _Malformed(f"field {fid} of type {t}, not a struct")
+            got[fid], i = _struct(b, i, depth + 1, kind)
+
+
+#: PageHeader's fields read: type, uncompressed_page_size, compressed_page_size (i32s), and
+#: num_values in data_page_header, dictionary_page_header and data_page_header_v2 (with a v2
+#: page's definition and repetition level bytes, 5 and 6)
+_TOP: dict[int, Any] = {1: 5, 2: 5, 3: 5, 5: {1: 5}, 7: {1: 5}, 8: {1: 5, 5: 5, 6: 5}}
+
+
+def page_header(b: bytes, i: int = 0) -> PageHeader:
+    """The PageHeader at `b[i:]` (raises _Short where `b` ends first, _Malformed where it is no
+    header: a required field absent, a size below 0, a field of the wrong type)."""
+    got, end = _struct(b, i, 0, _TOP)
+    for fid, name in ((1, "type"), (2, "uncompressed_page_size"), (3, "compressed_page_size")):
+        if fid not in got:
+            raise _Malformed(f"no {name}")
+    kind, usize, csize = got[1], got[2], got[3]
+    if usize < 0 or csize < 0:
+        raise _Malformed(f"a page size of {min(usize, csize)}")
+    sub: dict[int, int] = {}
+    if kind in (_DATA, _DICTIONARY, _DATA_V2):
+        fid = {_DATA: 5, _DICTIONARY: 7, _DATA_V2: 8}[kind]
+        if fid not in got or 1 not in got[fid]:
+            raise _Malformed(f"a page of type {kind} without its num_values")
+        sub = got[fid]
+        if sub[1] < 0:
+            raise _Malformed(f"num_values {sub[1]}")
+    levels = sub.get(5, 0) + sub.get(6, 0) if kind == _DATA_V2 else 0
+    if min(sub.get(5, 0), sub.get(6, 0)) < 0:
+        raise _Malformed("a level byte length below 0")
+    return PageHeader(kind, usize, csize, sub.get(1, -1), levels, end - i)
+
+
+class _Reader:
+    """A file's bytes in windows: the page header at an offset, read within a column chunk."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+        self.at = 0
+        self.buf = b""
+
+    def chunk(self) -> None:
+        """A column chunk starts: no bytes read for another are used for its headers."""
+        self.buf = b""
+
+    def header(self, pos: int, end: int) -> PageHeader:
+        """The header at `pos`, within [pos, end) (the window read for it ends there)."""
+        want = _WINDOW
+        while True:
+            if self.at <= pos < self.at + len(self.buf):
+                try:
+                    return page_header(self.buf, pos - self.at)
+                except _Short:
+                    if self.at + len(self.buf) >= end:
+                        raise _Malformed("it runs past its column chunk") from None
+                    if self.at == pos:  # a window from `pos` already: a longer one
+                        if len(self.buf) >= MAX_PAGE_HEADER_BYTES:
+                            raise _Malformed(f"it is longer than {size(MAX_PAGE_HEADER_BYTES)}") from None
+                        want = len(self.buf) * 4
+            n = min(want, end - pos, MAX_PAGE_HEADER_BYTES)
+            self.fh.seek(pos)
+            self.at, self.buf = pos, self.fh.read(n)
+            if len(self.buf) < n:
+                raise _Malformed("the file ends before it does")
+
+
+def check_pages(f: Any, path: Path) -> None:
+    """Refuse a file any of whose pages' headers declares more than its footer does for the
+    column chunk (or more values, or bytes past the chunk), or cannot be read, naming the row
+    group and the column; before pyarrow decodes (and allocates for) a page."""
+    where = str(path)
+    m = f.metadata
+    schema = f.schema
+    stop = path.stat().st_size - 8 - max(footer_length(path), 0)
+    bits = []
+    for j in range(m.num_columns):
+        col = schema.column(j)
+        bits.append(_VALUE_BITS.get(col.physical_type, 8 * max(col.length or 0, 1)))
+    with path.open("rb") as fh:
+        read = _Reader(fh)
+        for g in range(m.num_row_groups):
+            rg = m.row_group(g)
+            for j in range(rg.num_columns):
+                _check_chunk(read, rg.column(j), g, stop, bits[j], where)
+
+
+def _check_chunk(read: _Reader, c: Any, g: int, stop: int, bits: int, where: str) -> None:
+    name = c.path_in_schema.split(".")[0]
+
+    def refuse(what: str) -> InputError:
+        return InputError(f"row group {g + 1}: {what}; the file is damaged or its writer's sizes are wrong: {_REWRITE}",
+                          where=where, field=name)
+
+    if not c.total_compressed_size and not c.num_values:  # a chunk of no pages (pyarrow's, of no rows)
+        return
+    # the first page: the dictionary's where there is one (a chunk of no values pyarrow writes
+    # with a dictionary page only, its data_page_offset 0)
+    starts = [o for o in (c.data_page_offset, c.dictionary_page_offset if c.has_dictionary_page else None)
+              if o is not None and o > 0]
+    start = min(starts) if starts else c.data_page_offset
+    end = start + c.total_compressed_size
+    if start < 4 or c.total_compressed_size < 0 or end > stop:
+        raise refuse(f"the column chunk's pages (bytes {start:,} to {end:,}) lie outside the file's pages "
+                     f"(bytes 4 to {stop:,})")
+    declared = c.total_uncompressed_size
+    values = unpacked = 0
+    pos = start
+    read.chunk()
+    while pos < end:
+        try:
+            h = read.header(pos, end)
+        except _Malformed as e:
+            raise refuse(f"the page header at byte {pos:,} cannot be read ({e})") from None
+        body = pos + h.length
+        if h.compressed > end - body:
+            raise refuse(f"the page at byte {pos:,} declares {size(h.compressed)} compressed, past the end of its "
+                         f"column chunk ({size(c.total_compressed_size)} in the footer)")
+        if h.uncompressed > declared - unpacked:
+            what = "a dictionary" if h.type == _DICTIONARY else "a data" if h.type in (_DATA, _DATA_V2) else "a"
+            before = f", {size(unpacked)} of it in the pages before" if unpacked else ""
+            raise refuse(f"{what} page at byte {pos:,} declares {over(h.uncompressed, declared)} uncompressed, past "
+                         f"the {size(declared)} the footer declares for its column chunk{before} (limit: the "
+                         f"footer's size, itself at most {size(MAX_ROW_BYTES)} a row)")
+        if h.levels > min(h.compressed, h.uncompressed):
+            raise refuse(f"the page at byte {pos:,} declares {size(h.levels)} of levels in a page of "
+                         f"{size(min(h.compressed, h.uncompressed))}")
+        if h.type == _DICTIONARY and h.values * bits > 8 * h.uncompressed:
+            raise refuse(f"the dictionary page at byte {pos:,} declares {_n(h.values, 'value')} in "
+                         f"{size(h.uncompressed)} (at least {bits / 8:g} bytes a value)")
+        if h.type in (_DATA, _DATA_V2):
+            values += h.values
+        unpacked += h.uncompressed
+        pos = body + h.compressed
+    if values != c.num_values:
+        raise refuse(f"its pages hold {_n(values, 'value')}, but the footer declares {c.num_values:,} for the "
+                     "column chunk")
