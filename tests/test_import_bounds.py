@@ -458,6 +458,25 @@ def test_good_files_of_every_codec_and_page_kind_import_alike(tmp_path: Path, mo
     assert _stored(path, tmp_path / "window.db") == want
 
 
+def test_bytes_after_a_chunks_last_page_are_not_read_as_pages(tmp_path: Path) -> None:
+    """A column chunk whose declared size runs past its last page (a writer's padding: the footer
+    counts bytes that hold no page) imports as pyarrow reads it, which stops at the chunk's values:
+    the walk reads no header after them, so the padding is not refused as a malformed page."""
+    path = tmp_path / "padded.parquet"
+    _pages_file(path, codec="zstd")
+    want = _stored(path, tmp_path / "plain.db")
+    data = path.read_bytes()
+    n = int.from_bytes(data[-8:-4], "little")
+    footer_at = len(data) - 8 - n
+    fields, _ = decode(data, footer_at)
+    last = list(column_meta(fields))[-1][2]
+    field(last, 7)[2] += 64  # total_compressed_size: the 64 bytes of padding added after the chunk
+    new = encode(fields)
+    path.write_bytes(data[:footer_at] + b"\x00" * 64 + new + len(new).to_bytes(4, "little") + b"PAR1")
+    assert pq.ParquetFile(path).read().num_rows == 50  # pyarrow itself reads it
+    assert _stored(path, tmp_path / "padded.db") == want
+
+
 @pytest.mark.parametrize("kw", [{}, {"use_dictionary": False}, {"data_page_version": "2.0"}],
                          ids=["dictionary", "plain", "v2"])
 def test_empty_row_groups_have_no_pages_to_refuse(tmp_path: Path, kw: dict[str, Any]) -> None:

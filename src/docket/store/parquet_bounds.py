@@ -633,6 +633,8 @@ def _check_chunk(read: _Reader, c: Any, g: int, stop: int, bits: int, where: str
             values += h.values
         unpacked += h.uncompressed
         pos = body + h.compressed
+        if values >= c.num_values and h.type in (_DATA, _DATA_V2):
+            break  # pyarrow reads no page past the chunk's values: bytes after them (a writer's padding) are never decoded
     if values != c.num_values:
         raise refuse(f"its pages hold {_n(values, 'value')}, but the footer declares {c.num_values:,} for the "
                      "column chunk")
