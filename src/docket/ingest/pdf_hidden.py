@@ -43,12 +43,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts
+from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named
 from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
-         "too_deep", "annotation", "too_many", "blank_glyphs")
+         "too_deep", "annotation", "too_many", "blank_glyphs", "remapped")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -110,6 +110,9 @@ class _State:
     #: the current font, when docket reads its glyphs: a Type 3 font (docket.ingest.pdf_type3) or
     #: one with an embedded program (docket.ingest.pdf_fonts)
     glyphs: Type3 | Embedded | None = None
+    #: the current font, when docket knows both what its glyphs are and what an extractor reads
+    #: for them (an embedded program's, or a simple font's encoding names under a /ToUnicode CMap)
+    remap: Embedded | Named | None = None
 
 
 @dataclass
@@ -141,11 +144,24 @@ class DocumentFonts:
 
     type3: Type3Fonts = field(default_factory=Type3Fonts)
     embedded: EmbeddedFonts = field(default_factory=EmbeddedFonts)
+    named: dict[Any, Named | None] = field(default_factory=dict)
 
     def of(self, key: Any, font: Any) -> Type3 | Embedded | None:
         """The reading of font dictionary `font` (known in the document as `key`): a Type 3
         font's, or an embedded program's; None for any other font."""
         return self.type3.of(key, font) or self.embedded.of(key, font)
+
+    def remap(self, key: Any, font: Any, glyphs: Type3 | Embedded | None) -> Embedded | Named | None:
+        """What tells, for font `font` (read as `glyphs`), whether its text reads as the glyphs it
+        paints: its embedded program's reading, or for a simple font with no program but a
+        /ToUnicode CMap, its encoding's names (a Type 3 font's glyph names say nothing)."""
+        if isinstance(glyphs, Embedded):
+            return glyphs
+        if glyphs is not None:
+            return None
+        if key not in self.named:
+            self.named[key] = named(font)
+        return self.named[key]
 
 
 Box = tuple[float, float, float, float]
@@ -347,6 +363,14 @@ class _Walk:
         return self.areas.under(x, y)
 
     def reason(self, text_len: int, codes: bytes = b"") -> str | None:
+        """Why the text shown now (`codes`: its character codes) would not be painted, or would be
+        read as other text than is painted ("remapped"), or None."""
+        why = self.unpainted(text_len, codes)
+        if why is None and self.state.remap is not None and self.state.remap.remapped(codes):
+            return "remapped"
+        return why
+
+    def unpainted(self, text_len: int, codes: bytes = b"") -> str | None:
         """Why the text shown now (`codes`: its character codes) would not be painted, or None."""
         s = self.state
         if self.hidden():
@@ -438,14 +462,19 @@ def _codes(operator: bytes, operands: list[Any]) -> bytes:
                     for x in _strings(operator, operands))
 
 
-def _font(walk: _Walk, name: Any) -> Type3 | Embedded | None:
+def _font(walk: _Walk, name: Any) -> tuple[Type3 | Embedded | None, Embedded | Named | None]:
     """The glyph reading of font resource `name` of the stream walked (a Type 3 font's or an
-    embedded program's; None for another kind), read once a document (`walk.page.fonts`)."""
+    embedded program's; None for another kind), and its remap reading (DocumentFonts.remap),
+    read once a document (`walk.page.fonts`)."""
     try:
         ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
     except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
-        return None
-    return walk.page.fonts.of(_key(ref), ref) if ref is not None else None
+        return None, None
+    if ref is None:
+        return None, None
+    fonts, key = walk.page.fonts, _key(ref)
+    glyphs = fonts.of(key, ref)
+    return glyphs, fonts.remap(key, ref, glyphs)
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -676,7 +705,8 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         name, kind = _TEXT_STATE[operator]
         walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
-        walk.state = replace(s, font_size=float(operands[1]), glyphs=_font(walk, operands[0]))
+        glyphs, remap = _font(walk, operands[0])
+        walk.state = replace(s, font_size=float(operands[1]), glyphs=glyphs, remap=remap)
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
@@ -693,7 +723,8 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.advance = 0.0
     if operator in _SHOW:
         n = _text_len(operator, operands)
-        why = walk.reason(n, _codes(operator, operands) if s.glyphs is not None else b"") if n else None
+        why = walk.reason(n, _codes(operator, operands) if s.glyphs is not None or s.remap is not None
+                          else b"") if n else None
         if why == "ocr":
             walk.page.ocr.append((rec, i))
         elif why is None and n:
