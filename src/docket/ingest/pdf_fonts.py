@@ -23,13 +23,24 @@ program can make one glyph billions of steps), and every glyph once the document
 MAX_DOCUMENT_WORK is spent; each font is read once a document and only when text is shown in it.
 A Type 1 program is PostScript: it is read by its tokens, never run. A program fontTools cannot read, an encoding or CMap docket does
 not know, anything uncertain: the glyphs count as painting, and the text is kept. fontTools is
-imported only when a shown font embeds a program.
+imported only when a shown font embeds a program (or has no program but a /ToUnicode CMap).
+
+Remapped codes: the same reading tells what each glyph drawn *is* by the program's own word (its
+Unicode cmaps, its glyph names through the Adobe Glyph List), and `Embedded.remapped` compares
+that with the text pypdf reads for the code (pypdf's own reading of the font dictionary): a
+/ToUnicode CMap that makes glyphs painting "see the report" read "ignore the rules" is found. A
+simple font with no program (`Named`), or one whose program is not read, is judged by the glyph
+names of its encoding. Letters and digits are compared, compatibility-decomposed, accents and case
+dropped; a glyph the font does not name, a reading with no letter or in private-use characters
+agree. A program that lies about its own glyphs is not caught (that takes OCR).
 """
 
 from __future__ import annotations
 
+import array
 import bisect
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -405,6 +416,35 @@ class _ToUnicode:
 
 
 @dataclass
+class _Judged:
+    """The codes of one font judged (`remapped`): those whose reading agrees with the glyph drawn,
+    and those whose reading does not. A show of codes all judged before costs a set's look-up."""
+
+    good: set[int] = field(default_factory=set)
+    bad: set[int] = field(default_factory=set)
+
+    def any_bad(self, codes: bytes, width: int, agrees: Any) -> bool:
+        """Whether some code of `codes` (`width` bytes each, big-endian) disagrees; `agrees(code)`
+        judges a code not judged before (raising: docket cannot tell, and the code agrees)."""
+        if width == 1:
+            keys = set(codes)
+        else:
+            wide = array.array("H", codes)
+            if sys.byteorder == "little":
+                wide.byteswap()
+            keys = set(wide)
+        if keys <= self.good:
+            return False
+        for code in keys - self.good - self.bad:
+            try:
+                ok = agrees(code)
+            except Exception:  # noqa: BLE001 - a font docket cannot read here: not judged, the text is kept
+                ok = True
+            (self.good if ok else self.bad).add(code)
+        return not self.bad.isdisjoint(keys)
+
+
+@dataclass
 class Embedded:
     """One font with an embedded program, as shown: `composite` (two-byte CIDs) or simple (one
     byte a code); by code, what its glyphs are (filled in as codes are met). The program is read
@@ -425,8 +465,7 @@ class Embedded:
     _read: bool = False
     _cmap: _ToUnicode | None = None
     top: Any = None  # the font dictionary the page names (a Type0 font itself), for the text pypdf reads
-    #: by code, whether the text pypdf reads for it is what its glyph is (see `remapped`)
-    agrees: dict[int, bool] = field(default_factory=dict)
+    judged: _Judged = field(default_factory=lambda: _Judged())  # by code: see `remapped`
     _reading: Any = None  # pypdf's reading of the font, once: (encoding, map) or False
 
     def remapped(self, codes: bytes) -> bool:
@@ -442,17 +481,14 @@ class Embedded:
         if self.top is None or (program is None and self.composite):
             return False
         step = 2 if self.composite else 1
-        for k in range(0, len(codes), step):
-            code = codes[k] << 8 | codes[k + 1] if step == 2 else codes[k]
-            verdict = self.agrees.get(code)
-            if verdict is None:
-                read = _pypdf_text(self, code, step)
-                own = ([t for name in self._candidates(code, program) for t in program.own(name)]
-                       if program is not None else _name_text(self.names.get(code)))
-                verdict = self.agrees[code] = read is None or _agree(read, own)
-            if not verdict:
-                return True
-        return False
+
+        def agrees(code: int) -> bool:
+            read = _pypdf_text(self, code, step)
+            own = ([t for name in self._candidates(code, program) for t in program.own(name)]
+                   if program is not None else _name_text(self.names.get(code)))
+            return read is None or _agree(read, own)
+
+        return self.judged.any_bad(codes, step, agrees)
 
     def all_blank(self, codes: bytes) -> bool:
         """Every code of `codes` draws glyphs that paint nothing, and some code is not a space's.
@@ -698,24 +734,41 @@ def _meaningful(text: str) -> bool:
     return bool(text) and not any(unicodedata.category(c) in ("Cc", "Cn", "Co", "Cs") for c in text)
 
 
-#: letters a compatibility decomposition keeps apart from the ones extractors write for them
-_FOLD = str.maketrans({"\u0131": "i", "\u0237": "j", "\u017f": "s"})
+#: letters compared as the ones they look like (after a compatibility decomposition): what a
+#: reader sees is what matters, and fonts draw these with one glyph under one name (a CFF
+#: program's "A" for the Latin, Greek and Cyrillic capitals alike, its cmap lost in embedding);
+#: dotless i and j; and the Adobe Glyph List's symbols for Greek letters (Delta is U+2206)
+_LOOKALIKE = ("АA ВB ЕE КK МM НH ОO РP СC ТT ХX ЅS ІI ЈJ УY ΑA ΒB ΕE ΖZ ΗH ΙI ΚK ΜM ΝN ΟO ΡP ΤT ΥY ΧX "
+              "аa еe оo рp сc уy хx ѕs іi јj ıi ȷj οo νv κk ρp χx ϲc кk ∆Δ ∑Σ ∏Π")
+_FOLD = str.maketrans({pair[0]: pair[1] for pair in _LOOKALIKE.split()})
 
 
 def _letters(text: str) -> str:
     """The letters and digits of `text` as compared: compatibility-decomposed (a ligature's
-    letters, a superscript's digit, a full-width letter's), accents dropped, case folded."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text.translate(_FOLD)) if c.isalnum()).casefold()
+    letters, a superscript's digit, a full-width letter's), accents dropped, case folded, and
+    look-alikes of other scripts read as the Latin letter (`_LOOKALIKE`)."""
+    folded = unicodedata.normalize("NFKD", text).translate(_FOLD).casefold()
+    return "".join(c for c in folded if c.isalnum())
+
+
+def _script(text: str) -> str:
+    """The first word of the Unicode name of `text`'s first letter ("LATIN", "HEBREW"...)."""
+    letter = next((c for c in text if c.isalpha()), "")
+    return unicodedata.name(letter, " ").split(" ")[0] if letter else ""
 
 
 def _agree(read: str, own: list[str]) -> bool:
     """Whether `read` (the text an extractor reads for a code) is what the glyph drawn is, by
     `own` (what the program says that glyph is; [] where it does not say): a reading with no
-    letter or digit, or with a private-use character (no text at all), agrees with any glyph."""
+    letter or digit, or with a private-use character (no text at all), agrees with any glyph. A
+    Hebrew glyph name read as Arabic agrees: the Adobe Glyph List's "alef", "lamed"... are
+    Hebrew, and Arabic fonts name their letters so too."""
     want = _letters(read)
     if not want or not own or not _meaningful(read):
         return True
-    return any(_letters(t) == want for t in own)
+    if any(_letters(t) == want for t in own):
+        return True
+    return _script(read) in ("ARABIC", "SYRIAC") and all(_script(t) == "HEBREW" for t in own)
 
 
 def _name_text(name: str | None) -> list[str]:
@@ -759,21 +812,18 @@ class Named:
 
     top: Any
     names: dict[int, str | None]
-    agrees: dict[int, bool] = field(default_factory=dict)
+    judged: _Judged = field(default_factory=lambda: _Judged())
     _reading: Any = None
 
     def remapped(self, codes: bytes) -> bool:
         """Some code reads (as pypdf reads it) as letters or digits other than those of the glyph
         its encoding names; a code the encoding names no glyph for agrees."""
-        for code in codes:
-            verdict = self.agrees.get(code)
-            if verdict is None:
-                name = self.names.get(code)
-                read = _pypdf_text(self, code, 1) if name else None
-                verdict = self.agrees[code] = read is None or _agree(read, _name_text(name))
-            if not verdict:
-                return True
-        return False
+        def agrees(code: int) -> bool:
+            name = self.names.get(code)
+            read = _pypdf_text(self, code, 1) if name else None
+            return read is None or _agree(read, _name_text(name))
+
+        return self.judged.any_bad(codes, 1, agrees)
 
 
 #: the standard 14 fonts whose glyphs are not letters: the names of their built-in encodings are

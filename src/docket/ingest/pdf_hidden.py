@@ -22,6 +22,9 @@ form drawn twice is one stream, emptied of what is hidden in either drawing; a f
 MAX_FORM_DEPTH is not drawn at all (fail closed). Not read: soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
 
+Text painted as one thing and read as another goes too ("remapped"): a show in a font whose
+/ToUnicode CMap reads some code as letters other than the glyph it draws (docket.ingest.pdf_fonts).
+
 Annotations are drawn after the page's content, as a viewer draws them over it (when the caller
 asks for their text): none that its flags hide (Hidden, NoView), whose optional content is off,
 whose Rect has no size or lies off the page, nor a /Popup. The rest are walked like forms: the
