@@ -305,3 +305,13 @@ def _swap_cmap(data: bytes, cmap: bytes) -> bytes:
     buf = io.BytesIO()
     w.write(buf)
     return buf.getvalue()
+
+
+def test_a_type0_font_without_a_cmap_whose_cids_read_as_other_letters_goes() -> None:
+    """An honest Type0 font with no /ToUnicode: pypdf reads each CID (the glyph index here) as the
+    character of its number, "Refund policy" as "3FGVOE\\x01QPMJDZ". Not the painted text either:
+    it goes and is counted, like an attacker's choice of CIDs."""
+    data = font_pdf(font_program(""), "Refund policy", kind="type0", to_unicode={})
+    assert "3FGVOE" in _pypdf(data)
+    counts: Counter[str] = Counter()
+    assert _text(data, counts) == BODY and counts == Counter({"pdf_hidden_remapped": 1})
