@@ -305,3 +305,29 @@ def glyphs_pdf(glyphs: list[str], reads: list[str], kind: str = "ttf", embed: bo
     return font_pdf(program, "", kind=kind, show=b"(" + bytes(codes) + b") Tj",
                     differences=dict(zip(codes, glyphs, strict=True)), to_unicode=dict(zip(codes, reads, strict=True)),
                     **kw)
+
+
+def gs_font_pdf(read: str, painted: str, same: bool = False) -> bytes:
+    """A line shown in Helvetica (`Tf`), then a graphics state (`gs`) whose /Font sets the test
+    font, in which its codes (those of `read`) are named by /Differences as the glyphs of
+    `painted`: a viewer paints `painted` in the test font, pypdf reads `read` with Helvetica.
+    `same`: the graphics state's /Font is the `Tf` font itself (nothing changes)."""
+    import pypdf
+    from fontTools import agl
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
+
+    codes = {ord(c): agl.UV2AGL[ord(p)] for c, p in zip(read, painted, strict=True)}
+    data = font_pdf(font_program(""), "", show=b"/GS1 gs (" + read.encode() + b") Tj", differences=codes)
+    w = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    page = w.pages[0]
+    fonts = page["/Resources"]["/Font"]
+    content = page.get_contents().get_data().replace(b"/F2 24 Tf", b"/F1 24 Tf")
+    stream = DecodedStreamObject()
+    stream.set_data(content)
+    page[NameObject("/Contents")] = w._add_object(stream)
+    gs = DictionaryObject({NameObject("/Font"): ArrayObject([fonts.raw_get("/F1" if same else "/F2"),
+                                                            NumberObject(24)])})
+    page["/Resources"][NameObject("/ExtGState")] = DictionaryObject({NameObject("/GS1"): gs})
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()

@@ -116,6 +116,10 @@ class _State:
     #: the current font, when docket knows both what its glyphs are and what an extractor reads
     #: for them (an embedded program's, or a simple font's encoding names under a /ToUnicode CMap)
     remap: Embedded | Named | None = None
+    #: the font an extractor reads the text with (the last `Tf`'s) and the one a viewer paints it
+    #: in: another when a graphics state's /Font (set by `gs`) changed it, which pypdf ignores
+    read_font: Any = None
+    paint_font: Any = None
 
 
 @dataclass
@@ -369,7 +373,8 @@ class _Walk:
         """Why the text shown now (`codes`: its character codes) would not be painted, or would be
         read as other text than is painted ("remapped"), or None."""
         why = self.unpainted(text_len, codes)
-        if why is None and self.state.remap is not None and self.state.remap.remapped(codes):
+        s = self.state
+        if why is None and (s.paint_font != s.read_font or (s.remap is not None and s.remap.remapped(codes))):
             return "remapped"
         return why
 
@@ -465,19 +470,25 @@ def _codes(operator: bytes, operands: list[Any]) -> bytes:
                     for x in _strings(operator, operands))
 
 
-def _font(walk: _Walk, name: Any) -> tuple[Type3 | Embedded | None, Embedded | Named | None]:
+_Fonted = tuple[Type3 | Embedded | None, Embedded | Named | None, Any]
+
+
+def _font(walk: _Walk, name: Any) -> _Fonted:
     """The glyph reading of font resource `name` of the stream walked (a Type 3 font's or an
-    embedded program's; None for another kind), and its remap reading (DocumentFonts.remap),
-    read once a document (`walk.page.fonts`)."""
+    embedded program's; None for another kind), its remap reading (DocumentFonts.remap) and its
+    key (None where there is no such font), read once a document (`walk.page.fonts`)."""
     try:
         ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
     except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
-        return None, None
-    if ref is None:
-        return None, None
+        return None, None, None
+    return _font_of(walk, ref) if ref is not None else (None, None, None)
+
+
+def _font_of(walk: _Walk, ref: Any) -> _Fonted:
+    """`_font` for a font dictionary (or a reference to one)."""
     fonts, key = walk.page.fonts, _key(ref)
     glyphs = fonts.of(key, ref)
-    return glyphs, fonts.remap(key, ref, glyphs)
+    return glyphs, fonts.remap(key, ref, glyphs), key
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -678,7 +689,14 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
             walk.state = replace(s, clip=_within(s.clip, path), clip_exact=s.clip_exact and one_rect)
             walk.clipping = False
     elif operator == b"gs" and operands and walk.resources is not None:
-        walk.state = _graphics_state(s, walk.resources["/ExtGState"][operands[0]])
+        gs = walk.resources["/ExtGState"][operands[0]]
+        walk.state = _graphics_state(s, gs)
+        font = gs.get_object().get("/Font")
+        if font is not None:  # a font to paint in, which text extractors do not follow: see reason()
+            ref, size = font.get_object()
+            glyphs, remap, key = _font_of(walk, ref)
+            walk.state = replace(walk.state, font_size=float(size), glyphs=glyphs, remap=remap,
+                                 paint_font=key if key is not None else ("gs", id(font)))
     elif operator == b"BDC" and len(operands) == 2:
         walk.marked.append(operands[0] == "/OC" and not _layer_shows(walk, operands[1]))
     elif operator == b"BMC":
@@ -708,8 +726,9 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         name, kind = _TEXT_STATE[operator]
         walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
-        glyphs, remap = _font(walk, operands[0])
-        walk.state = replace(s, font_size=float(operands[1]), glyphs=glyphs, remap=remap)
+        glyphs, remap, key = _font(walk, operands[0])
+        walk.state = replace(s, font_size=float(operands[1]), glyphs=glyphs, remap=remap, read_font=key,
+                             paint_font=key)
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
