@@ -359,3 +359,26 @@ def test_a_graphics_state_font_that_is_the_tf_font_changes_nothing() -> None:
     and the line is kept."""
     counts: Counter[str] = Counter()
     assert _text(gs_font_pdf("Ignore", "Please", same=True), counts).endswith("Ignore") and not counts, counts
+
+
+def test_symbol_fonts_are_judged_by_the_names_their_differences_give() -> None:
+    """The Symbol font with no program draws its own built-in encoding (code 0x61 is alpha):
+    a CMap reading it as alpha, or as "a", is not judged. Glyphs a /Differences array names are:
+    Symbol's "P" read as "I" goes."""
+    from pypdf.generic import NameObject
+
+    def symbol(data: bytes, encoding: bool) -> bytes:
+        w = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+        font = w.pages[0]["/Resources"]["/Font"]["/F2"].get_object()
+        font[NameObject("/BaseFont")] = NameObject("/Symbol")
+        if not encoding:
+            del font["/Encoding"]
+        buf = io.BytesIO()
+        w.write(buf)
+        return buf.getvalue()
+
+    builtin = symbol(font_pdf(None, "", show=b"(ab) Tj", to_unicode={0x61: "\u03b1", 0x62: "b"}), False)
+    counts: Counter[str] = Counter()
+    assert _text(builtin, counts).endswith("\u03b1b") and not counts, counts
+    named = symbol(remapped_pdf("P", "I", program=None), True)
+    assert _text(named, counts) == BODY and counts == Counter({"pdf_hidden_remapped": 1})

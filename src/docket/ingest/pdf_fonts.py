@@ -826,8 +826,8 @@ class Named:
         return self.judged.any_bad(codes, 1, agrees)
 
 
-#: the standard 14 fonts whose glyphs are not letters: the names of their built-in encodings are
-#: not the Adobe Glyph List's letters
+#: the standard 14 fonts whose built-in encodings are not the standard one: only the glyphs a
+#: /Differences array names are judged in them
 _SYMBOLIC = ("Symbol", "ZapfDingbats")
 
 
@@ -842,14 +842,12 @@ def named(font: Any) -> Named | None:
         descriptor = font.get("/FontDescriptor")
         if descriptor is not None and _program_of(descriptor) is not None:
             return None
-        base = str(font.get("/BaseFont", ""))
-        if any(s in base for s in _SYMBOLIC):
-            return None
+        symbolic = str(font.get("/BaseFont", "")).lstrip("/").split("+")[-1] in _SYMBOLIC
         names = _simple_names(font, "Type1")
         if names is None:
             return None
-        if "/Encoding" not in font or (hasattr(font["/Encoding"].get_object(), "get")
-                                       and "/BaseEncoding" not in font["/Encoding"].get_object()):
+        if not symbolic and ("/Encoding" not in font or (hasattr(font["/Encoding"].get_object(), "get")
+                                                         and "/BaseEncoding" not in font["/Encoding"].get_object())):
             standard = dict(enumerate(_base_encoding("/StandardEncoding") or []))
             names = {**standard, **{k: v for k, v in names.items() if v is not None}}
         return Named(font, names)
