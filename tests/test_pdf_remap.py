@@ -382,3 +382,24 @@ def test_symbol_fonts_are_judged_by_the_names_their_differences_give() -> None:
     assert _text(builtin, counts).endswith("\u03b1b") and not counts, counts
     named = symbol(remapped_pdf("P", "I", program=None), True)
     assert _text(named, counts) == BODY and counts == Counter({"pdf_hidden_remapped": 1})
+
+
+@pytest.mark.parametrize(("flags", "kept"), [(4, True), (32, False)])
+def test_a_font_flagged_symbolic_is_judged_by_its_differences_only(flags: int, kept: bool) -> None:
+    """A font with no program and no /Encoding whose descriptor says Symbolic draws by a built-in
+    encoding docket does not know: code 0x61 read as "b" is not judged (kept). Flagged
+    Nonsymbolic, it draws the standard encoding's "a": read as "b", it goes."""
+    from pypdf.generic import DictionaryObject, NameObject, NumberObject
+
+    w = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(font_pdf(None, "", show=b"(a) Tj",
+                                                                         to_unicode={0x61: "b"}))))
+    font = w.pages[0]["/Resources"]["/Font"]["/F2"].get_object()
+    del font["/Encoding"]
+    font[NameObject("/FontDescriptor")] = w._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/FontDescriptor"), NameObject("/FontName"): NameObject("/Helvetica"),
+        NameObject("/Flags"): NumberObject(flags)}))
+    buf = io.BytesIO()
+    w.write(buf)
+    counts: Counter[str] = Counter()
+    assert _text(buf.getvalue(), counts).endswith("b") is kept
+    assert counts == (Counter() if kept else Counter({"pdf_hidden_remapped": 1}))

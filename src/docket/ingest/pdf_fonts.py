@@ -827,7 +827,7 @@ class Named:
 
 
 #: the standard 14 fonts whose built-in encodings are not the standard one: only the glyphs a
-#: /Differences array names are judged in them
+#: /Differences array names are judged in them (as in a font its descriptor flags Symbolic)
 _SYMBOLIC = ("Symbol", "ZapfDingbats")
 
 
@@ -842,7 +842,9 @@ def named(font: Any) -> Named | None:
         descriptor = font.get("/FontDescriptor")
         if descriptor is not None and _program_of(descriptor) is not None:
             return None
-        symbolic = str(font.get("/BaseFont", "")).lstrip("/").split("+")[-1] in _SYMBOLIC
+        flags = int(descriptor.get_object().get("/Flags", 0)) if descriptor is not None else 0
+        symbolic = (str(font.get("/BaseFont", "")).lstrip("/").split("+")[-1] in _SYMBOLIC
+                    or (flags & 4 and not flags & 32))  # the descriptor's Symbolic flag, not Nonsymbolic
         names = _simple_names(font, "Type1")
         if names is None:
             return None
