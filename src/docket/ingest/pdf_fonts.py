@@ -23,13 +23,24 @@ program can make one glyph billions of steps), and every glyph once the document
 MAX_DOCUMENT_WORK is spent; each font is read once a document and only when text is shown in it.
 A Type 1 program is PostScript: it is read by its tokens, never run. A program fontTools cannot read, an encoding or CMap docket does
 not know, anything uncertain: the glyphs count as painting, and the text is kept. fontTools is
-imported only when a shown font embeds a program.
+imported only when a shown font embeds a program (or has no program but a /ToUnicode CMap).
+
+Remapped codes: the same reading tells what each glyph drawn *is* by the program's own word (its
+Unicode cmaps, its glyph names through the Adobe Glyph List), and `Embedded.remapped` compares
+that with the text pypdf reads for the code (pypdf's own reading of the font dictionary): a
+/ToUnicode CMap that makes glyphs painting "see the report" read "ignore the rules" is found. A
+simple font with no program (`Named`), or one whose program is not read, is judged by the glyph
+names of its encoding. Letters and digits are compared, compatibility-decomposed, accents and case
+dropped; a glyph the font does not name, a reading with no letter or in private-use characters
+agree. A program that lies about its own glyphs is not caught (that takes OCR).
 """
 
 from __future__ import annotations
 
+import array
 import bisect
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +95,28 @@ class _Program:
         self.glyphs, self.order, self.cmaps = glyphs, order, cmaps or {}
         self.names = set(order)
         self.builtin, self.cid_keyed = builtin, cid_keyed
+        self._own: dict[str, list[str]] | None = None
+
+    def own(self, name: str) -> list[str]:
+        """What glyph `name` is by the program's own word: the characters its Unicode cmaps send
+        to it and the character its name stands for (the Adobe Glyph List: "A", "uni0041", "fi",
+        "a.sc"); none that is a control, unassigned or private-use character. [] where the
+        program does not say (a subset's "glyph00012", "g123", "cid00042")."""
+        if self._own is None:
+            self._own = {}
+            for key in ((3, 1), (3, 10), (0, 3), (0, 4), (0, 6), (0, 1), (0, 0)):
+                for cp, glyph in (self.cmaps.get(key) or {}).items():
+                    ch = chr(cp)
+                    if _meaningful(ch):
+                        self._own.setdefault(glyph, []).append(ch)
+        own = self._own.get(name, [])
+        if not name.startswith(("glyph", "cid")):
+            from fontTools import agl
+
+            text = agl.toUnicode(name)
+            if text and _meaningful(text):
+                own = [*own, text]
+        return own
 
     def notdef(self) -> str | None:
         return self.order[0] if self.order else None
@@ -383,6 +416,35 @@ class _ToUnicode:
 
 
 @dataclass
+class _Judged:
+    """The codes of one font judged (`remapped`): those whose reading agrees with the glyph drawn,
+    and those whose reading does not. A show of codes all judged before costs a set's look-up."""
+
+    good: set[int] = field(default_factory=set)
+    bad: set[int] = field(default_factory=set)
+
+    def any_bad(self, codes: bytes, width: int, agrees: Any) -> bool:
+        """Whether some code of `codes` (`width` bytes each, big-endian) disagrees; `agrees(code)`
+        judges a code not judged before (raising: docket cannot tell, and the code agrees)."""
+        if width == 1:
+            keys = set(codes)
+        else:
+            wide = array.array("H", codes)
+            if sys.byteorder == "little":
+                wide.byteswap()
+            keys = set(wide)
+        if keys <= self.good:
+            return False
+        for code in keys - self.good - self.bad:
+            try:
+                ok = agrees(code)
+            except Exception:  # noqa: BLE001 - a font docket cannot read here: not judged, the text is kept
+                ok = True
+            (self.good if ok else self.bad).add(code)
+        return not self.bad.isdisjoint(keys)
+
+
+@dataclass
 class Embedded:
     """One font with an embedded program, as shown: `composite` (two-byte CIDs) or simple (one
     byte a code); by code, what its glyphs are (filled in as codes are met). The program is read
@@ -402,6 +464,31 @@ class Embedded:
     _program: _Program | None = None
     _read: bool = False
     _cmap: _ToUnicode | None = None
+    top: Any = None  # the font dictionary the page names (a Type0 font itself), for the text pypdf reads
+    judged: _Judged = field(default_factory=lambda: _Judged())  # by code: see `remapped`
+    _reading: Any = None  # pypdf's reading of the font, once: (encoding, map) or False
+
+    def remapped(self, codes: bytes) -> bool:
+        """Some code of `codes` reads (as pypdf reads it: the /ToUnicode CMap over the encoding)
+        as letters or digits other than those of the glyph a viewer draws for it, by the font
+        program's own word (`_Program.own`): the show paints one text and an extractor reads
+        another. A glyph the program says nothing of, and a code read as no letter, agree. A
+        simple font whose program docket does not read (past the size limits: an honest font
+        padded) is judged by its encoding's glyph names, as a font with no program is."""
+        if self.composite and len(codes) % 2:
+            return False
+        program = self.program()
+        if self.top is None or (program is None and self.composite):
+            return False
+        step = 2 if self.composite else 1
+
+        def agrees(code: int) -> bool:
+            read = _pypdf_text(self, code, step)
+            own = ([t for name in self._candidates(code, program) for t in program.own(name)]
+                   if program is not None else _name_text(self.names.get(code)))
+            return read is None or _agree(read, own)
+
+        return self.judged.any_bad(codes, step, agrees)
 
     def all_blank(self, codes: bytes) -> bool:
         """Every code of `codes` draws glyphs that paint nothing, and some code is not a space's.
@@ -625,7 +712,7 @@ def embedded(font: Any, budget: _Budget | None = None) -> Embedded | None:
             if found is None:
                 return None
             return Embedded(cid, cid["/FontDescriptor"], found[0], found[1], True, budget,
-                            tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None)
+                            tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None, top=font)
         if sub not in _SIMPLE:
             return None
         found = _program_of(font.get("/FontDescriptor"))
@@ -635,6 +722,136 @@ def embedded(font: Any, budget: _Budget | None = None) -> Embedded | None:
         if names is None:
             return None
         return Embedded(font, font["/FontDescriptor"], found[0], found[1], False, budget,
-                        tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None, names=names)
+                        tounicode=font.raw_get("/ToUnicode") if "/ToUnicode" in font else None, names=names,
+                        top=font)
+    except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
+        return None
+
+
+def _meaningful(text: str) -> bool:
+    """Text that says which character a glyph is: no control, unassigned, surrogate or
+    private-use character in it (a symbol font's U+F041 says nothing)."""
+    return bool(text) and not any(unicodedata.category(c) in ("Cc", "Cn", "Co", "Cs") for c in text)
+
+
+#: letters compared as the ones they look like (after a compatibility decomposition): what a
+#: reader sees is what matters, and fonts draw these with one glyph under one name (a CFF
+#: program's "A" for the Latin, Greek and Cyrillic capitals alike, its cmap lost in embedding);
+#: dotless i and j; and the Adobe Glyph List's symbols for Greek letters (Delta is U+2206)
+_LOOKALIKE = ("АA ВB ЕE КK МM НH ОO РP СC ТT ХX ЅS ІI ЈJ УY ΑA ΒB ΕE ΖZ ΗH ΙI ΚK ΜM ΝN ΟO ΡP ΤT ΥY ΧX "
+              "аa еe оo рp сc уy хx ѕs іi јj ıi ȷj οo νv κk ρp χx ϲc кk ∆Δ ∑Σ ∏Π")
+_FOLD = str.maketrans({pair[0]: pair[1] for pair in _LOOKALIKE.split()})
+
+
+def _letters(text: str) -> str:
+    """The letters and digits of `text` as compared: compatibility-decomposed (a ligature's
+    letters, a superscript's digit, a full-width letter's), accents dropped, case folded, and
+    look-alikes of other scripts read as the Latin letter (`_LOOKALIKE`)."""
+    folded = unicodedata.normalize("NFKD", text).translate(_FOLD).casefold()
+    return "".join(c for c in folded if c.isalnum())
+
+
+def _script(text: str) -> str:
+    """The first word of the Unicode name of `text`'s first letter ("LATIN", "HEBREW"...)."""
+    letter = next((c for c in text if c.isalpha()), "")
+    return unicodedata.name(letter, " ").split(" ")[0] if letter else ""
+
+
+def _agree(read: str, own: list[str]) -> bool:
+    """Whether `read` (the text an extractor reads for a code) is what the glyph drawn is, by
+    `own` (what the program says that glyph is; [] where it does not say): a reading with no
+    letter or digit, or with a private-use character (no text at all), agrees with any glyph. A
+    Hebrew glyph name read as Arabic agrees: the Adobe Glyph List's "alef", "lamed"... are
+    Hebrew, and Arabic fonts name their letters so too."""
+    want = _letters(read)
+    if not want or not own or not _meaningful(read):
+        return True
+    if any(_letters(t) == want for t in own):
+        return True
+    return _script(read) in ("ARABIC", "SYRIAC") and all(_script(t) == "HEBREW" for t in own)
+
+
+def _name_text(name: str | None) -> list[str]:
+    """What the glyph named `name` is by the Adobe Glyph List ([] where the name does not say)."""
+    if not name:
+        return []
+    from fontTools import agl
+
+    text = agl.toUnicode(name)
+    return [text] if _meaningful(text) else []
+
+
+def _pypdf_text(font: Embedded | Named, code: int, width: int) -> str | None:
+    """The text pypdf's extraction reads for one code of `font` (its own reading of the font
+    dictionary: the encoding, then the /ToUnicode CMap over it); None where pypdf cannot read
+    the font (nor then extract its text) or the code reads as nothing."""
+    if font._reading is None:
+        try:
+            from pypdf._cmap import get_encoding
+
+            font._reading = get_encoding(font.top.get_object())
+        except Exception:  # noqa: BLE001 - a font pypdf cannot read: nothing to compare
+            font._reading = False
+    if font._reading is False:
+        return None
+    encoding, cmap = font._reading
+    raw = code.to_bytes(width, "big")
+    try:
+        ch = encoding.get(code, chr(code)) if isinstance(encoding, dict) else raw.decode(encoding, "surrogatepass")
+    except (LookupError, UnicodeDecodeError, AttributeError):
+        return None
+    text = cmap.get(ch, ch) if isinstance(ch, str) else None
+    return text if isinstance(text, str) and text else None
+
+
+@dataclass
+class Named:
+    """A simple font without an embedded program but with a /ToUnicode CMap: a viewer draws, in
+    the font it puts in its place, the glyph the encoding names for each code (a standard 14
+    font's, or a system font's); the CMap may say those codes are other letters."""
+
+    top: Any
+    names: dict[int, str | None]
+    judged: _Judged = field(default_factory=lambda: _Judged())
+    _reading: Any = None
+
+    def remapped(self, codes: bytes) -> bool:
+        """Some code reads (as pypdf reads it) as letters or digits other than those of the glyph
+        its encoding names; a code the encoding names no glyph for agrees."""
+        def agrees(code: int) -> bool:
+            name = self.names.get(code)
+            read = _pypdf_text(self, code, 1) if name else None
+            return read is None or _agree(read, _name_text(name))
+
+        return self.judged.any_bad(codes, 1, agrees)
+
+
+#: the standard 14 fonts whose built-in encodings are not the standard one: only the glyphs a
+#: /Differences array names are judged in them (as in a font its descriptor flags Symbolic)
+_SYMBOLIC = ("Symbol", "ZapfDingbats")
+
+
+def named(font: Any) -> Named | None:
+    """The reading of a simple font dictionary that embeds no program and has a /ToUnicode CMap
+    (else None: an embedded program is read by `embedded`, and without the CMap an extractor
+    reads the encoding's own names, the glyphs drawn)."""
+    try:
+        font = font.get_object()
+        if font.get("/Subtype") not in _SIMPLE or "/ToUnicode" not in font:
+            return None
+        descriptor = font.get("/FontDescriptor")
+        if descriptor is not None and _program_of(descriptor) is not None:
+            return None
+        flags = int(descriptor.get_object().get("/Flags", 0)) if descriptor is not None else 0
+        symbolic = (str(font.get("/BaseFont", "")).lstrip("/").split("+")[-1] in _SYMBOLIC
+                    or (flags & 4 and not flags & 32))  # the descriptor's Symbolic flag, not Nonsymbolic
+        names = _simple_names(font, "Type1")
+        if names is None:
+            return None
+        if not symbolic and ("/Encoding" not in font or (hasattr(font["/Encoding"].get_object(), "get")
+                                                         and "/BaseEncoding" not in font["/Encoding"].get_object())):
+            standard = dict(enumerate(_base_encoding("/StandardEncoding") or []))
+            names = {**standard, **{k: v for k, v in names.items() if v is not None}}
+        return Named(font, names)
     except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
         return None

@@ -22,6 +22,9 @@ form drawn twice is one stream, emptied of what is hidden in either drawing; a f
 MAX_FORM_DEPTH is not drawn at all (fail closed). Not read: soft masks, blend modes, and
 the colour of a pattern or shading (taken as unknown: the text is kept).
 
+Text painted as one thing and read as another goes too ("remapped"): a show in a font whose
+/ToUnicode CMap reads some code as letters other than the glyph it draws (docket.ingest.pdf_fonts).
+
 Annotations are drawn after the page's content, as a viewer draws them over it (when the caller
 asks for their text): none that its flags hide (Hidden, NoView), whose optional content is off,
 whose Rect has no size or lies off the page, nor a /Popup. The rest are walked like forms: the
@@ -43,12 +46,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts
+from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named
 from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
 KINDS = ("color", "opacity", "render_mode", "font_size", "offscreen", "clipped", "covered", "optional_content",
-         "too_deep", "annotation", "too_many", "blank_glyphs")
+         "too_deep", "annotation", "too_many", "blank_glyphs", "remapped")
 MIN_FONT_PT = MIN_FONT_PX * 0.75
 Matrix = tuple[float, float, float, float, float, float]
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -110,6 +113,13 @@ class _State:
     #: the current font, when docket reads its glyphs: a Type 3 font (docket.ingest.pdf_type3) or
     #: one with an embedded program (docket.ingest.pdf_fonts)
     glyphs: Type3 | Embedded | None = None
+    #: the current font, when docket knows both what its glyphs are and what an extractor reads
+    #: for them (an embedded program's, or a simple font's encoding names under a /ToUnicode CMap)
+    remap: Embedded | Named | None = None
+    #: the font an extractor reads the text with (the last `Tf`'s) and the one a viewer paints it
+    #: in: another when a graphics state's /Font (set by `gs`) changed it, which pypdf ignores
+    read_font: Any = None
+    paint_font: Any = None
 
 
 @dataclass
@@ -141,11 +151,24 @@ class DocumentFonts:
 
     type3: Type3Fonts = field(default_factory=Type3Fonts)
     embedded: EmbeddedFonts = field(default_factory=EmbeddedFonts)
+    named: dict[Any, Named | None] = field(default_factory=dict)
 
     def of(self, key: Any, font: Any) -> Type3 | Embedded | None:
         """The reading of font dictionary `font` (known in the document as `key`): a Type 3
         font's, or an embedded program's; None for any other font."""
         return self.type3.of(key, font) or self.embedded.of(key, font)
+
+    def remap(self, key: Any, font: Any, glyphs: Type3 | Embedded | None) -> Embedded | Named | None:
+        """What tells, for font `font` (read as `glyphs`), whether its text reads as the glyphs it
+        paints: its embedded program's reading, or for a simple font with no program but a
+        /ToUnicode CMap, its encoding's names (a Type 3 font's glyph names say nothing)."""
+        if isinstance(glyphs, Embedded):
+            return glyphs
+        if glyphs is not None:
+            return None
+        if key not in self.named:
+            self.named[key] = named(font)
+        return self.named[key]
 
 
 Box = tuple[float, float, float, float]
@@ -347,6 +370,15 @@ class _Walk:
         return self.areas.under(x, y)
 
     def reason(self, text_len: int, codes: bytes = b"") -> str | None:
+        """Why the text shown now (`codes`: its character codes) would not be painted, or would be
+        read as other text than is painted ("remapped"), or None."""
+        why = self.unpainted(text_len, codes)
+        s = self.state
+        if why is None and (s.paint_font != s.read_font or (s.remap is not None and s.remap.remapped(codes))):
+            return "remapped"
+        return why
+
+    def unpainted(self, text_len: int, codes: bytes = b"") -> str | None:
         """Why the text shown now (`codes`: its character codes) would not be painted, or None."""
         s = self.state
         if self.hidden():
@@ -438,14 +470,25 @@ def _codes(operator: bytes, operands: list[Any]) -> bytes:
                     for x in _strings(operator, operands))
 
 
-def _font(walk: _Walk, name: Any) -> Type3 | Embedded | None:
+_Fonted = tuple[Type3 | Embedded | None, Embedded | Named | None, Any]
+
+
+def _font(walk: _Walk, name: Any) -> _Fonted:
     """The glyph reading of font resource `name` of the stream walked (a Type 3 font's or an
-    embedded program's; None for another kind), read once a document (`walk.page.fonts`)."""
+    embedded program's; None for another kind), its remap reading (DocumentFonts.remap) and its
+    key (None where there is no such font), read once a document (`walk.page.fonts`)."""
     try:
         ref = walk.resources["/Font"].raw_get(name) if walk.resources is not None else None
     except Exception:  # noqa: BLE001 - no such font: the viewer draws with a default one
-        return None
-    return walk.page.fonts.of(_key(ref), ref) if ref is not None else None
+        return None, None, None
+    return _font_of(walk, ref) if ref is not None else (None, None, None)
+
+
+def _font_of(walk: _Walk, ref: Any) -> _Fonted:
+    """`_font` for a font dictionary (or a reference to one)."""
+    fonts, key = walk.page.fonts, _key(ref)
+    glyphs = fonts.of(key, ref)
+    return glyphs, fonts.remap(key, ref, glyphs), key
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -646,7 +689,14 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
             walk.state = replace(s, clip=_within(s.clip, path), clip_exact=s.clip_exact and one_rect)
             walk.clipping = False
     elif operator == b"gs" and operands and walk.resources is not None:
-        walk.state = _graphics_state(s, walk.resources["/ExtGState"][operands[0]])
+        gs = walk.resources["/ExtGState"][operands[0]]
+        walk.state = _graphics_state(s, gs)
+        font = gs.get_object().get("/Font")
+        if font is not None:  # a font to paint in, which text extractors do not follow: see reason()
+            ref, size = font.get_object()
+            glyphs, remap, key = _font_of(walk, ref)
+            walk.state = replace(walk.state, font_size=float(size), glyphs=glyphs, remap=remap,
+                                 paint_font=key if key is not None else ("gs", id(font)))
     elif operator == b"BDC" and len(operands) == 2:
         walk.marked.append(operands[0] == "/OC" and not _layer_shows(walk, operands[1]))
     elif operator == b"BMC":
@@ -676,7 +726,9 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         name, kind = _TEXT_STATE[operator]
         walk.state = replace(s, **{name: kind(operands[0])})
     elif operator == b"Tf" and len(operands) == 2:
-        walk.state = replace(s, font_size=float(operands[1]), glyphs=_font(walk, operands[0]))
+        glyphs, remap, key = _font(walk, operands[0])
+        walk.state = replace(s, font_size=float(operands[1]), glyphs=glyphs, remap=remap, read_font=key,
+                             paint_font=key)
     elif operator == b"Tm" and len(operands) == 6:
         walk.tm = walk.tlm = tuple(map(float, operands))  # type: ignore[assignment]
         walk.advance = 0.0
@@ -693,7 +745,8 @@ def _step(walk: _Walk, rec: _Stream, i: int, operands: list[Any], operator: byte
         walk.advance = 0.0
     if operator in _SHOW:
         n = _text_len(operator, operands)
-        why = walk.reason(n, _codes(operator, operands) if s.glyphs is not None else b"") if n else None
+        why = walk.reason(n, _codes(operator, operands) if s.glyphs is not None or s.remap is not None
+                          else b"") if n else None
         if why == "ocr":
             walk.page.ocr.append((rec, i))
         elif why is None and n:
