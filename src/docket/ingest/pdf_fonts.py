@@ -786,9 +786,11 @@ def _pypdf_text(font: Embedded | Named, code: int, width: int) -> str | None:
     dictionary: the encoding, then the /ToUnicode CMap over it); None where pypdf cannot read
     the font (nor then extract its text) or the code reads as nothing."""
     if font._reading is None:
-        try:
-            from pypdf._cmap import get_encoding
+        # pypdf's own reading, so what is compared is what it extracts; imported outside the try so
+        # that a pypdf without it fails loudly (tests) instead of switching the check off
+        from pypdf._cmap import get_encoding
 
+        try:
             font._reading = get_encoding(font.top.get_object())
         except Exception:  # noqa: BLE001 - a font pypdf cannot read: nothing to compare
             font._reading = False
