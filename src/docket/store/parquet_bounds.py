@@ -453,17 +453,7 @@ def _skip(b: bytes, i: int, t: int, depth: int) -> int:
 
 def _skip_struct(b: bytes, i: int, depth: int) -> int:
     """The index after the struct at `i`, every field skipped."""
-    n = len(b)
-    while True:
-        if i >= n:
-            raise _Short
-        h = b[i]
-        i += 1
-        if not h:
-            return i
-        if not h >> 4:  # a long-form field id
-            i = _varint(b, i)[1]
-        i = _skip(b, i, h & 0x0F, depth)
+    return _struct(b, i, depth, {})[1]
 
 
 def _struct(b: bytes, i: int, depth: int, want: dict[int, Any]) -> tuple[dict[int, Any], int]:
