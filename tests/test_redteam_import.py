@@ -17,6 +17,7 @@ The default run replays every table row (each is a tiny SQLite store); `test_red
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import sqlite3
 from collections.abc import Callable
@@ -262,17 +263,31 @@ def test_parquet_attack(tmp_path: Path, cls: str, name: str, make: Callable[[Any
 
 
 def test_damaged_parquet_page_is_named_not_a_traceback(tmp_path: Path) -> None:
-    """A footer that reads well over pages that do not: pyarrow's OSError, raised in the read-ahead
-    thread, becomes one line naming the first row of the batch it was reading."""
+    """A footer that reads well over pages that do not. Damaged page headers are found by the page
+    walk before pyarrow decodes anything (one line naming the row group and column); a damaged page
+    body under a good header is pyarrow's to find: its OSError, raised in the read-ahead thread,
+    becomes one line naming the first row of the batch it was reading."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
+    from docket.store import parquet_bounds
+
     path = tmp_path / "in.parquet"
-    pq.write_table(_table(pa, 400), path)  # pages well before the footer
-    data = bytearray(path.read_bytes())
+    pq.write_table(_table(pa, 400), path, compression="zstd")  # pages well before the footer
+    good = path.read_bytes()
+    data = bytearray(good)
     for k in range(8, len(data) // 2):
         data[k] ^= 0x5A
     path.write_bytes(bytes(data))
-    assert outcome(path, tmp_path / "s.db", (1, "record")) == ""
+    assert outcome(path, tmp_path / "s.db", "row group 1: the page header at byte") == ""
+
+    chunk = pq.ParquetFile(io.BytesIO(good)).metadata.row_group(0).column(2)  # text: one data page
+    at = chunk.data_page_offset
+    header = parquet_bounds.page_header(good, at)
+    body = bytearray(good)
+    for k in range(at + header.length, at + header.length + header.compressed):
+        body[k] ^= 0x5A  # the compressed bytes alone: the header still agrees with the footer
+    path.write_bytes(bytes(body))
+    assert outcome(path, tmp_path / "s2.db", (1, "record")) == ""
 
 
 @pytest.mark.parametrize("kind", ["folder", "symlink loop"])
