@@ -450,7 +450,7 @@ def _skip(b: bytes, i: int, t: int, depth: int) -> int:
         return i
     if t == 8:  # binary: a length, then the bytes
         n, i = _varint(b, i)
-        if n > MAX_PAGE_HEADER_BYTES:
+        if n > MAX_PAGE_HEADER_BYTES and n > len(b) - i:  # (a header's window is at most that long; a footer is read whole)
             raise _Malformed(f"a string of {n:,} bytes")
         if i + n > len(b):
             raise _Short
