@@ -728,3 +728,113 @@ def test_redteam_import_bombs(tmp_path: Path) -> None:
         record(f"bad-input/import/{cls}", tried=n, escaped=len(escaped.get(cls, [])),
                note="; ".join(escaped.get(cls, []))[:300])
     assert not escaped, escaped
+
+
+# --- found by fuzzing (tests/test_import_fuzz.py): each class refused in one line ------------------
+
+def _statistics_lie(column: str, edit: Callable[[Fields], None]) -> Callable[[Path], None]:
+    """The footer's size statistics of `column`'s chunks edited (the schema left as written)."""
+    def lie(path: Path) -> None:
+        def edit_footer(fields: Fields) -> None:
+            for _, name, meta in column_meta(fields):
+                if name == column:
+                    edit(field(meta, 16)[2])
+        rewrite_footer(path, edit_footer)
+    return lie
+
+
+def _required(column: str) -> Callable[[Path], None]:
+    """The schema says `column` is required (its chunks' statistics count an optional one's levels)."""
+    def lie(path: Path) -> None:
+        rewrite_footer(path, lambda f: [field(e, 3).__setitem__(2, 0) for e in field(f, 2)[2][1]
+                                        if field(e, 4)[2] == column.encode()])
+    return lie
+
+
+STATISTICS_LIES = [
+    ("the schema makes an optional column required", _required("title"),
+     ("its size statistics count 2 definition levels, but the schema gives the column 1", "field 'title'")),
+    ("a repetition histogram of another length", _statistics_lie("acl.list.element", lambda s: field(s, 2)[2][1].append(0)),
+     ("its size statistics count 3 repetition levels, but the schema gives the column 2", "field 'acl'")),
+    ("byte-array sizes for an INT32 column", _statistics_lie("position", lambda s: s.insert(0, [1, 6, 40])),
+     ("its size statistics give byte-array sizes for a column of INT32", "field 'position'")),
+]
+
+
+@pytest.mark.parametrize(("what", "lie", "wanted"), STATISTICS_LIES, ids=[x[0] for x in STATISTICS_LIES])
+def test_size_statistics_that_do_not_fit_the_schema_are_refused(tmp_path: Path, what: str,
+                                                                lie: Callable[[Path], None],
+                                                                wanted: tuple[str, ...]) -> None:
+    """pyarrow checks a chunk's size statistics against the schema as it builds the chunk's
+    metadata, and a mismatch ended the process (std::terminate: 'Definition level histogram size
+    mismatch', exit -6, no message naming the file). Through the CLI, in a subprocess: the old
+    code would take the test run down with it."""
+    path = tmp_path / "in.parquet"
+    n = 6
+    pq.write_table(table(n, HASH_DIM, title=[None, "Refunds"] * 3, acl=[["group:a"], None] * 3,
+                         position=pa.array(range(n), pa.int32())), path)
+    lie(path)
+    rc, err, _ = _run_import(path, tmp_path / "s.db")
+    assert rc == 2 and len(err.strip().splitlines()) == 1, (rc, err[-500:])
+    assert all(w in err for w in (str(path), "row group 1:", *wanted)), err
+    assert not list(tmp_path.glob("s.db*"))
+
+
+def _rename(old: bytes, new: bytes, where: str) -> Callable[[Fields], None]:
+    def edit(fields: Fields) -> None:
+        if where == "schema":
+            for e in field(fields, 2)[2][1]:
+                if field(e, 4)[2] == old:
+                    field(e, 4)[2] = new
+        else:
+            for _, _, meta in column_meta(fields):
+                items = field(meta, 3)[2][1]
+                items[:] = [new if x == old else x for x in items]
+    return edit
+
+
+@pytest.mark.parametrize("where", ["schema", "path_in_schema"])
+def test_a_footer_name_that_is_not_utf8_is_refused(tmp_path: Path, where: str) -> None:
+    """pyarrow decodes the footer's names as UTF-8 (a schema element's name, a chunk's
+    path_in_schema) and raised UnicodeDecodeError, a traceback."""
+    path = tmp_path / "in.parquet"
+    pq.write_table(table(), path)
+    rewrite_footer(path, _rename(b"text", b"t\xffxt", where))
+    assert refused(path, tmp_path / "s.db", "is not a readable Parquet file: its footer holds a name that is not "
+                                            "UTF-8", "b't\\xffxt'") == ""
+
+
+@pytest.mark.parametrize("dictionary", [False, True], ids=["plain", "dictionary"])
+def test_a_string_that_is_not_utf8_is_refused_naming_its_row(tmp_path: Path, dictionary: bool) -> None:
+    """pyarrow does not check a page's strings as it decodes them; converting one to Python
+    raised ArrowException ('Wrapping ?efund ... failed'), a traceback. The row is the first that
+    holds it (a dictionary's bad value: the first row pointing at it)."""
+    path = tmp_path / "in.parquet"
+    _pages_file(path, codec="none", dictionary=dictionary)
+    data = path.read_bytes()
+    at = data.index(b"refund window item007")
+    path.write_bytes(data[:at] + b"\xff" + data[at + 1:])
+    assert refused(path, tmp_path / "s.db", "row 8: holds a string that is not UTF-8", "field 'text'",
+                   "the file is damaged") == ""
+
+
+def test_a_dictionary_index_past_its_dictionary_is_refused_naming_its_row(tmp_path: Path) -> None:
+    """A dictionary page declaring fewer values than the data pages point at: pyarrow decodes the
+    indices unchecked, and measuring the rows (numpy, indexing the dictionary's sizes) raised
+    IndexError, a traceback."""
+    path = tmp_path / "in.parquet"
+    _pages_file(path, codec="none", dictionary=True)
+    _lie_in_page(path, TEXT, _set(1, 5, sub=7), dictionary=True)
+    assert refused(path, tmp_path / "s.db", "row 6: holds values its pages cannot hold", "out of bounds",
+                   "field 'text'") == ""
+
+
+def test_a_chunk_of_another_type_than_its_schema_is_refused(tmp_path: Path) -> None:
+    """A column chunk's metadata naming another physical type than the schema's: pyarrow's
+    ParquetFile decodes the pages as the schema says, its datasets (pq.read_table) refuse the
+    file; docket refuses it too, from the footer."""
+    path = tmp_path / "in.parquet"
+    pq.write_table(table(), path)
+    rewrite_footer(path, lambda f: [field(m, 1).__setitem__(2, 5) for _, n, m in column_meta(f) if n == "doc"])
+    assert refused(path, tmp_path / "s.db", "row group 1: the column chunk's type is DOUBLE, the schema's BYTE_ARRAY",
+                   "field 'doc'") == ""

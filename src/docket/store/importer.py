@@ -493,18 +493,11 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
     from docket.store import parquet_bounds as bounds
 
     bounds.check_footer_length(path)  # before pyarrow parses it
+    unreadable = (pa.ArrowException, OSError, MemoryError, UnicodeDecodeError)
     try:
-        f = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError, MemoryError) as e:
-        raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
-    # the footer's declared sizes against the rows' limits, before a page is decoded (and before
-    # the schema is walked: 20,000 columns took minutes); the string columns are then read
-    # dictionary-encoded and measured before they are expanded (parquet_bounds)
-    plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
-    # then each column chunk's page headers against what its footer declares: pyarrow allocates
-    # what a page header declares before it finds the page holds less
-    bounds.check_pages(f, path)
-    schema = f.schema_arrow  # (a property that builds the schema anew at each use)
+        f, plan, schema = _footer(pq, bounds, path, checker, rows)
+    except unreadable as e:
+        raise _unreadable(path, e) from None
     names = [n for n in schema.names if n != "vector"]
     seen: set[str] = set()
     for name in schema.names:
@@ -523,8 +516,8 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         raise checker.fail(1, "vector", f"column must be a list of floats, got {vtype}")
     try:
         f = pq.ParquetFile(path, metadata=f.metadata, read_dictionary=plan.dictionary)
-    except (pa.ArrowException, OSError, MemoryError) as e:
-        raise InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path)) from None
+    except unreadable as e:
+        raise _unreadable(path, e) from None
     first = 1
     measured = bounds.Decoded(pa, str(path), plan.budget)
     read = _read_ahead(_measured(pa, f.iter_batches(batch_size=plan.batch_rows), measured))
@@ -567,6 +560,31 @@ def _parquet(path: Path, checker: Checker, rows: int) -> Iterator[Rows]:
         yield Rows(first, len(rb), {k: v for k, v in cols.items() if k in KNOWN}, _extras(cols, len(rb)), vectors,
                    _records_of(cols, len(rb)))
         first += len(rb)
+
+
+def _unreadable(path: Path, e: BaseException) -> InputError:
+    if isinstance(e, UnicodeDecodeError):  # pyarrow decodes the footer's names (columns, paths) as UTF-8
+        return InputError(f"is not a readable Parquet file: its footer holds a name that is not UTF-8 ({e.reason} at "
+                          f"byte {e.start} of {e.object[:40]!r})", where=str(path))
+    return InputError(f"is not a readable Parquet file ({_printable(str(e))})", where=str(path))
+
+
+def _footer(pq: Any, bounds: Any, path: Path, checker: Checker, rows: int) -> tuple[Any, Any, Any]:
+    """The file opened, its footer and page headers checked (parquet_bounds): the ParquetFile,
+    its batch plan and its Arrow schema. pyarrow's own errors (and a footer name that is not
+    UTF-8) are the caller's to report (`_unreadable`)."""
+    f = pq.ParquetFile(path)
+    # the footer's size statistics against its schema, before pyarrow builds a column chunk's
+    # metadata (a mismatch aborts the process there)
+    bounds.check_statistics(f, path)
+    # the footer's declared sizes against the rows' limits, before a page is decoded (and before
+    # the schema is walked: 20,000 columns took minutes); the string columns are then read
+    # dictionary-encoded and measured before they are expanded (parquet_bounds)
+    plan = bounds.check_footer(f, path, checker.dim, rows, checker.embedder)
+    # then each column chunk's page headers against what its footer declares: pyarrow allocates
+    # what a page header declares before it finds the page holds less
+    bounds.check_pages(f, path)
+    return f, plan, f.schema_arrow  # (a property that builds the schema anew at each use)
 
 
 def _measured(pa: Any, batches: Iterator[Any], decoded: Any) -> Iterator[Any]:

@@ -130,8 +130,10 @@ def check_footer(f: Any, path: Path, dim: int, batch_rows: int, embedder: str = 
     schema = f.schema
     caps: list[int] = []
     dictionary: list[str] = []
+    types: list[str] = []
     for j in range(m.num_columns):
         col = schema.column(j)
+        types.append(col.physical_type)
         parts = col.path.split(".")
         if len(parts) > MAX_DEPTH:
             raise InputError(f"is nested {len(parts)} levels deep (limit {MAX_DEPTH}); flatten the column",
@@ -146,10 +148,16 @@ def check_footer(f: Any, path: Path, dim: int, batch_rows: int, embedder: str = 
         rows = rg.num_rows
         if rows < 0:
             raise InputError(f"row group {g + 1}: declares {rows} rows; the footer is damaged", where=where)
+        if rg.num_columns != m.num_columns:
+            raise InputError(f"row group {g + 1}: holds {_n(rg.num_columns, 'column chunk')}, but the schema has "
+                             f"{_n(m.num_columns, 'column')}; the footer is damaged", where=where)
         group = 0
         for j in range(rg.num_columns):
             c = rg.column(j)
             name = c.path_in_schema.split(".")[0]
+            if c.physical_type != types[j]:  # pages decode as the schema says; pyarrow's datasets refuse the file
+                raise InputError(f"row group {g + 1}: the column chunk's type is {c.physical_type}, the schema's "
+                                 f"{types[j]}; the footer is damaged", where=where, field=name)
             declared = c.total_uncompressed_size
             if declared > rows * MAX_ROW_BYTES + _SLACK:
                 raise InputError(f"row group {g + 1}: declares {over(declared, MAX_ROW_BYTES)} uncompressed for {_n(rows, 'row')} "
@@ -204,6 +212,10 @@ class Decoded:
         n = rb.num_rows
         if not n:
             return
+        try:  # what a page decoded to, before numpy reads its buffers (pyarrow checks neither)
+            rb.validate(full=True)
+        except pa.ArrowInvalid as e:
+            raise self._invalid(rb, first, e) from None
         per = [_sizes(pa, c) for c in rb.columns]
         rows = np.sum(np.stack(per), axis=0) if per else np.zeros(n, dtype=np.int64)
         big = np.flatnonzero(rows > MAX_ROW_BYTES)
@@ -233,6 +245,43 @@ class Decoded:
                     names=part.schema.names)
             yield part
             start = end
+
+
+    def _invalid(self, rb: Any, first: int, e: Exception) -> InputError:
+        """The first row (and column) of `rb` that fails pyarrow's full validation: a dictionary
+        index past its dictionary, a string that is not UTF-8, offsets out of order (a damaged
+        page: pyarrow checks none of them as it decodes one)."""
+        why, row, name = str(e), first, None
+        for j, col in enumerate(rb.columns):
+            try:
+                col.validate(full=True)
+            except self.pa.ArrowInvalid as e:
+                why, row, name = str(e), first + _first_invalid(self.pa, col), rb.schema.names[j]
+                break
+        line = why.splitlines()[0] if why else ""
+        line = "".join(c if c.isprintable() else "?" for c in line).strip()
+        what = "holds a string that is not UTF-8" if "utf8" in line.lower() or "utf-8" in line.lower() else \
+            "holds values its pages cannot hold"
+        return InputError(f"row {row}: {what} ({line}); the file is damaged: {_REWRITE}", where=self.where, field=name)
+
+
+def _first_invalid(pa: Any, col: Any) -> int:
+    """The first element of `col` (which fails full validation) that does, or 0: a dictionary's
+    first row pointing at a bad value (every row's slice holds the whole dictionary), else the
+    first row whose slice fails."""
+    def bad(a: Any) -> bool:
+        try:
+            a.validate(full=True)
+        except pa.ArrowInvalid:
+            return True
+        return False
+
+    if pa.types.is_dictionary(col.type) and bad(col.dictionary):
+        values = [k for k in range(len(col.dictionary)) if bad(col.dictionary.slice(k, 1))]
+        idx = col.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(np.isin(idx, values))
+        return int(rows[0]) if rows.size else 0
+    return next((i for i in range(len(col)) if bad(col.slice(i, 1))), 0)
 
 
 def _width(pa: Any, t: Any) -> int | None:
@@ -401,7 +450,7 @@ def _skip(b: bytes, i: int, t: int, depth: int) -> int:
         return i
     if t == 8:  # binary: a length, then the bytes
         n, i = _varint(b, i)
-        if n > MAX_PAGE_HEADER_BYTES:
+        if n > MAX_PAGE_HEADER_BYTES and n > len(b) - i:  # (a header's window is at most that long; a footer is read whole)
             raise _Malformed(f"a string of {n:,} bytes")
         if i + n > len(b):
             raise _Short
@@ -487,10 +536,50 @@ def _struct(b: bytes, i: int, depth: int, want: dict[int, Any]) -> tuple[dict[in
                 got[fid], i = (z >> 1) ^ -(z & 1), i + 1
             else:
                 got[fid], i = _i32(b, i)
+        elif kind == 6:  # an i64 present (its value unread)
+            if t != 6:
+                raise _Malformed(f"field {fid} of type {t}, not an i64")
+            got[fid], i = True, _skip(b, i, t, depth)
+        elif isinstance(kind, tuple):  # a list: its length (kind[0] None), or its structs' wanted fields
+            if t != 9:
+                raise _Malformed(f"field {fid} of type {t}, not a list")
+            if kind[0] is None:
+                got[fid] = _list_length(b, i)
+                i = _skip(b, i, t, depth)
+            else:
+                got[fid], i = _structs(b, i, depth + 1, kind[0])
         else:
             if t != 12:
                 raise _Malformed(f"field {fid} of type {t}, not a struct")
             got[fid], i = _struct(b, i, depth + 1, kind)
+
+
+def _list_length(b: bytes, i: int) -> int:
+    if i >= len(b):
+        raise _Short
+    n = b[i] >> 4
+    return _varint(b, i + 1)[0] if n == 15 else n
+
+
+def _structs(b: bytes, i: int, depth: int, want: dict[int, Any]) -> tuple[list[dict[int, Any]], int]:
+    """The list of structs at `i`: each one's fields that `want` names; and the index after it."""
+    if depth >= MAX_HEADER_DEPTH:
+        raise _Malformed(f"nested more than {MAX_HEADER_DEPTH} levels deep")
+    if i >= len(b):
+        raise _Short
+    n, et = b[i] >> 4, b[i] & 0x0F
+    i += 1
+    if n == 15:
+        n, i = _varint(b, i)
+    if n and et != 12:
+        raise _Malformed(f"a list of type {et}, not of structs")
+    if n > len(b) - i:  # a struct takes a byte at least
+        raise _Short
+    out = []
+    for _ in range(n):
+        got, i = _struct(b, i, depth, want)
+        out.append(got)
+    return out, i
 
 
 #: PageHeader's fields read: type, uncompressed_page_size, compressed_page_size (i32s), and
@@ -628,3 +717,51 @@ def _check_chunk(read: _Reader, c: Any, g: int, stop: int, bits: int, where: str
     if values != c.num_values:
         raise refuse(f"its pages hold {_n(values, 'value')}, but the footer declares {c.num_values:,} for the "
                      "column chunk")
+
+
+# --- the footer's size statistics: read before pyarrow builds a column chunk's metadata -----------
+#
+# pyarrow checks a column chunk's size statistics (its level histograms) against the schema when it
+# builds the chunk's metadata, and a mismatch ends the process (C++ std::terminate: no exception,
+# no message a caller can catch): a footer whose schema says a column is required while its
+# statistics count the levels of an optional one. So they are read here first, with the reader
+# above, and a file whose statistics do not fit its schema is refused before pyarrow sees them.
+
+#: FileMetaData.row_groups > RowGroup.columns > ColumnChunk.meta_data > ColumnMetaData.size_statistics:
+#: unencoded_byte_array_data_bytes (an i64, read as present) and the two level histograms' lengths
+_SIZE_STATISTICS: dict[int, Any] = {4: ({1: ({3: {16: {1: 6, 2: (None,), 3: (None,)}}},)},)}
+
+
+def check_statistics(f: Any, path: Path) -> None:
+    """Refuse a file whose footer's size statistics do not fit its schema (a level histogram of
+    another length than the column's levels, byte-array sizes for a column of another type),
+    naming the row group and the column; before pyarrow reads them (which aborts the process)."""
+    where = str(path)
+    n = footer_length(path)
+    with path.open("rb") as fh:
+        fh.seek(-8 - n, 2)
+        raw = fh.read(n)
+    try:
+        groups = _struct(raw, 0, 0, _SIZE_STATISTICS)[0].get(4, [])
+    except (_Short, _Malformed) as e:
+        why = str(e) or "it ends before its structures do"
+        raise InputError(f"its footer cannot be read ({why}); the file is damaged: {_REWRITE}", where=where) from None
+    schema = f.schema
+    columns = [schema.column(j) for j in range(min(len(schema), max((len(g.get(1, [])) for g in groups), default=0)))]
+    for g, group in enumerate(groups):
+        for j, chunk in enumerate(group.get(1, [])[:len(columns)]):
+            stats = chunk.get(3, {}).get(16)
+            if stats is None:
+                continue
+            col = columns[j]
+            problem = ""
+            for fid, what, levels in ((2, "repetition", col.max_repetition_level),
+                                      (3, "definition", col.max_definition_level)):
+                if stats.get(fid) and stats[fid] != levels + 1:
+                    problem = (f"its size statistics count {_n(stats[fid], what + ' level')}, but the schema gives "
+                               f"the column {levels + 1}")
+            if stats.get(1) and col.physical_type != "BYTE_ARRAY":
+                problem = f"its size statistics give byte-array sizes for a column of {col.physical_type}"
+            if problem:
+                raise InputError(f"row group {g + 1}: {problem}; the file is damaged: {_REWRITE}", where=where,
+                                 field=col.path.split(".")[0])
