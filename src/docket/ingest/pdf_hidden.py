@@ -525,7 +525,10 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     contents = page.get_contents()
     if contents is None and (annotations is None or "/Annots" not in page):
         return 0
-    stream = ContentStream(contents, reader)  # a page of annotations only: no operators
+    # strings as bytes, as pypdf's own extraction parses a page: the stream written back is
+    # extracted from as it stands, and a string pypdf had decoded (PDFDocEncoding) would be read
+    # as that text, not through its font (a TeX font's fi at code 2 as "\x02", WinAnsi's ’ as ™)
+    stream = ContentStream(contents, reader, "bytes")  # a page of annotations only: no operators
     box = page.cropbox
     res = page.get("/Resources")
     walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)),
@@ -614,7 +617,7 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
     key = (id(xobjects), str(name))
     rec = walk.page.streams.get(key)
     if rec is None:
-        cs = ContentStream(xobj, walk.reader)
+        cs = ContentStream(xobj, walk.reader, "bytes")  # (strings as bytes: see strip_hidden_text)
 
         def write() -> None:  # a decoded copy of the form with the emptied operators, in memory only
             cs.operations = form.ops
@@ -956,7 +959,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
         m = tuple(float(v) for v in ap.get("/Matrix", IDENTITY))
         res = ap.get("/Resources")
         res = res.get_object() if res is not None else _form_resources(walk.reader)
-        cs = ContentStream(ap, walk.reader)
+        cs = ContentStream(ap, walk.reader, "bytes")  # (strings as bytes: see strip_hidden_text)
         rec = _Stream(cs.operations, lambda: None)
         rec.write = lambda: setattr(cs, "operations", rec.ops)
         painted = _Painted(label, rec, cs=cs, resources=res, bbox=bbox)
@@ -970,7 +973,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
         line = f"1 0 0 1 2 {max(bbox[3] / 2 - 4, 0):.2f} Tm ({'x' * min(len(value), 200)}) Tj"
         data = DecodedStreamObject()
         data.set_data(f"{fill}BT {da} {line} ET".encode("latin-1", "replace"))
-        rec = _Stream(ContentStream(data, walk.reader).operations, lambda: None)
+        rec = _Stream(ContentStream(data, walk.reader, "bytes").operations, lambda: None)
         painted = _Painted(label, rec, value=value)
     else:
         return 0
