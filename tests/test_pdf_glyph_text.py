@@ -133,3 +133,57 @@ def test_an_annotation_appearance_reads_through_its_font() -> None:
     data = _pdf(_annot("/FreeText", "BT /Cour 10 Tf 2 10 Td (speci\\256cation \\252WORD\\272) Tj ET"), "quoted")
     out = _text(data)
     assert "specification \u201cquoted\u201d" in out, repr(out)
+
+
+SMALL_CAPS = {2: "a.sc", 3: "f_f_j", 4: "T_h", 5: "one.oldstyle", 6: "uni00660069", 7: "fi.alt"}
+
+
+@pytest.mark.parametrize("embed", [True, False], ids=["TrueType program", "no program"])
+def test_glyph_names_pypdf_does_not_map_read_as_the_glyph_list_says(embed: bool) -> None:
+    """Glyph names the Adobe Glyph List reads but pypdf's table does not (pypdf reads them as the
+    name itself, "/a.sc"): read as the list says. With the program embedded, the line read
+    "/a.sc/f_f_j..." was taken for remapped text and left out whole."""
+    program = font_program("", extra=list(SMALL_CAPS.values())) if embed else None
+    data = font_pdf(program, "", show=b"(Big \x02\x03\x04\x05\x06\x07 end) Tj", differences=SMALL_CAPS, encoding="")
+    counts: Counter[str] = Counter()
+    out = _text(data, counts)
+    assert "Big affjTh1fifi end" in out, (out, counts)
+    assert not counts
+
+
+def _program_with_mac_cmap(codes: dict[int, str]) -> bytes:
+    """The test TrueType font with the glyphs `codes` names added and a (1,0) cmap sending each
+    code to its glyph: a subset as PDF producers embed one, the codes its own."""
+    from fontTools.ttLib import TTFont
+    from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
+
+    tt = TTFont(io.BytesIO(font_program("", extra=list(codes.values()))))
+    table = CmapSubtable.newSubtable(0)
+    table.platformID, table.platEncID, table.language = 1, 0, 0
+    table.cmap = dict(codes)
+    tt["cmap"].tables.append(table)
+    buf = io.BytesIO()
+    tt.save(buf)
+    return buf.getvalue()
+
+
+def test_a_code_the_program_names_reads_as_its_glyph() -> None:
+    """A TrueType subset with no /Encoding and no /ToUnicode whose own (1,0) cmap sends codes 2
+    and 3 to glyphs named "fi" and "endash": pypdf reads "\\x02" and "\\x03"; docket reads the
+    glyphs the program names."""
+    data = font_pdf(_program_with_mac_cmap({2: "fi", 3: "endash"}), "", show=b"(speci\x02c 1\x032) Tj", encoding="")
+    assert "\x02" in pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text()
+    counts: Counter[str] = Counter()
+    out = _text(data, counts)
+    assert "specific 1\u20132" in out, (out, counts)
+    assert not counts
+
+
+def test_codes_the_font_says_nothing_of_go_and_are_counted() -> None:
+    """A code no encoding, /Differences or program names (Helvetica, no program, code 2): pypdf
+    reads "\\x02"; nothing is invented, the control character goes, counted."""
+    data = font_pdf(None, "", show=b"(ab\x02cd) Tj", encoding="")
+    counts: Counter[str] = Counter()
+    out = _text(data, counts)
+    assert "abcd" in out and not _controls(out), repr(out)
+    assert counts == Counter({"pdf_unread_glyphs": 1})

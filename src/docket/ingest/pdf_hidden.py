@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named
+from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named, repair_reading
 from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
@@ -152,6 +152,9 @@ class DocumentFonts:
     type3: Type3Fonts = field(default_factory=Type3Fonts)
     embedded: EmbeddedFonts = field(default_factory=EmbeddedFonts)
     named: dict[Any, Named | None] = field(default_factory=dict)
+    #: fonts whose reading was repaired (or found sound), by key: codes pypdf reads as nothing of
+    #: their glyph read as the glyph the font names (pdf_fonts.repair_reading), once a font
+    repaired: dict[Any, int] = field(default_factory=dict)
 
     def of(self, key: Any, font: Any) -> Type3 | Embedded | None:
         """The reading of font dictionary `font` (known in the document as `key`): a Type 3
@@ -488,7 +491,10 @@ def _font_of(walk: _Walk, ref: Any) -> _Fonted:
     """`_font` for a font dictionary (or a reference to one)."""
     fonts, key = walk.page.fonts, _key(ref)
     glyphs = fonts.of(key, ref)
-    return glyphs, fonts.remap(key, ref, glyphs), key
+    remap = fonts.remap(key, ref, glyphs)
+    if key not in fonts.repaired:  # after the readings above, which read the font as it came
+        fonts.repaired[key] = repair_reading(ref, glyphs if isinstance(glyphs, Embedded) else None)
+    return glyphs, remap, key
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
