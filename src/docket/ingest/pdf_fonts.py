@@ -33,6 +33,11 @@ simple font with no program (`Named`), or one whose program is not read, is judg
 names of its encoding. Letters and digits are compared, compatibility-decomposed, accents and case
 dropped; a glyph the font does not name, a reading with no letter or in private-use characters
 agree. A program that lies about its own glyphs is not caught (that takes OCR).
+
+Repaired readings (`repair_reading`): a simple font's code that pypdf reads as nothing of its
+glyph (a control character, U+FFFD, a glyph name its table lacks read as the name) reads as the
+glyph the font names, through an in-memory /ToUnicode CMap; done before the font's first show is
+judged, so the remap check compares the repaired reading (which agrees by construction).
 """
 
 from __future__ import annotations
@@ -889,7 +894,7 @@ def repair_reading(font: Any, reading: Embedded | None) -> int:
             return 0
         enc = font.get("/Encoding")
         enc = enc.get_object() if enc is not None else None
-        if reading is None and not (hasattr(enc, "get") and "/Differences" in enc):
+        if reading is None and not (enc is not None and hasattr(enc, "get") and "/Differences" in enc):
             return 0  # no program, a base encoding pypdf reads whole: the font says no more than pypdf reads
         encoding, cmap = get_encoding(font)
         if not isinstance(encoding, dict):
