@@ -187,3 +187,19 @@ def test_codes_the_font_says_nothing_of_go_and_are_counted() -> None:
     out = _text(data, counts)
     assert "abcd" in out and not _controls(out), repr(out)
     assert counts == Counter({"pdf_unread_glyphs": 1})
+
+
+def test_a_subset_coded_from_one_reads_through_its_cmap_beside_hidden_text() -> None:
+    """A LibreOffice-style export: a TrueType subset whose codes are 1, 2, 3... with a /ToUnicode
+    CMap, on a page with a hidden line. The page read as control characters only ("\\x01\\x02...")
+    before: every string of the rewritten page was taken as PDFDocEncoding text."""
+    word = "Refund policy"
+    codes = {k + 1: c for k, c in enumerate(word)}
+    from fontTools import agl
+
+    program = _program_with_mac_cmap({code: agl.UV2AGL[ord(c)] for code, c in codes.items()})
+    data = font_pdf(program, "", show=b"(" + bytes(codes) + b") Tj" + WHITE, to_unicode=codes, encoding="")
+    counts: Counter[str] = Counter()
+    out = _text(data, counts)
+    assert word in out and not _controls(out), repr(out)
+    assert counts == Counter({"pdf_hidden_color": 1})
