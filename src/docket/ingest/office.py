@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import unicodedata
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -87,6 +88,18 @@ def _clean(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", out).strip()
 
 
+#: the Latin ligature characters (U+FB00-FB06) as their letters, as NFKC spells them: a font's
+#: fi ligature reads as "ﬁ" (pypdf reads the glyph name /fi so), which a search for
+#: "specification" or a tokenizer's word does not match; pdftotext spells them out too
+_LIGATURES = str.maketrans({chr(c): unicodedata.normalize("NFKC", chr(c)) for c in range(0xFB00, 0xFB07)})
+
+
+#: control characters (C0 and C1 but tab, line feed, carriage return) in a PDF's extracted text:
+#: codes whose glyph the font names nothing pypdf or docket reads (pdf_fonts.repair_reading), read
+#: as the code's own number; never text a reader sees, they go and are counted (`pdf_unread_glyphs`)
+_CONTROLS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 @contextmanager
 def _quiet(name: str) -> Iterator[None]:
     """The parser's own log warnings ("EOF marker not found") would print past the one-line error."""
@@ -139,7 +152,10 @@ def _read_pdf(pypdf: object, data: bytes, where: str, limits: OfficeLimits, coun
         annotations: list[str] = []
         strip_hidden_text(page, reader, counts, annotations, min(MAX_ANNOTATIONS, annots_left), fonts)
         annots_left = max(annots_left - annotation_count(page), 0)
-        pages.append(_clean("\n".join([page.extract_text() or "", *annotations]).strip("\n")))
+        text, unread = _CONTROLS.subn("", "\n".join([page.extract_text() or "", *annotations]))
+        if unread:
+            counts["pdf_unread_glyphs"] += unread
+        pages.append(_clean(text.strip("\n").translate(_LIGATURES)))
         chars += len(pages[-1])
         if chars > limits.max_chars:
             raise _over(f"holds more than {limits.max_chars:,} characters of text by page {len(pages):,}",

@@ -33,6 +33,11 @@ simple font with no program (`Named`), or one whose program is not read, is judg
 names of its encoding. Letters and digits are compared, compatibility-decomposed, accents and case
 dropped; a glyph the font does not name, a reading with no letter or in private-use characters
 agree. A program that lies about its own glyphs is not caught (that takes OCR).
+
+Repaired readings (`repair_reading`): a simple font's code that pypdf reads as nothing of its
+glyph (a control character, U+FFFD, a glyph name its table lacks read as the name) reads as the
+glyph the font names, through an in-memory /ToUnicode CMap; done before the font's first show is
+judged, so the remap check compares the repaired reading (which agrees by construction).
 """
 
 from __future__ import annotations
@@ -857,3 +862,74 @@ def named(font: Any) -> Named | None:
         return Named(font, names)
     except Exception:  # noqa: BLE001 - a damaged font is judged as an ordinary one
         return None
+
+
+def _unread(text: str | None) -> bool:
+    """pypdf's reading of a code says nothing of its glyph: a control character (the code's own
+    number: a pdfTeX font's fi at code 2 read "\\x02"), U+FFFD, or a glyph name it does not map,
+    read as the name itself ("/a.sc", "/f_f_j")."""
+    if not text:
+        return False
+    return (text[0] == "/" and len(text) > 1) or any(unicodedata.category(c) == "Cc" or c == "\ufffd" for c in text)
+
+
+#: codes a simple font's reading can repair (one byte each)
+_CODES = range(256)
+
+
+def repair_reading(font: Any, reading: Embedded | None) -> int:
+    """Make pypdf read, for each code of simple font dictionary `font` (no /ToUnicode of its own)
+    that it reads as nothing of its glyph (`_unread`), the text the font itself says the glyph
+    is: the Adobe Glyph List's for the name its encoding gives the code ("fi" for /fi, "ffj" for
+    /f_f_j, "a" for /a.sc), else, where `reading` has the embedded program, what the program says
+    of the glyph drawn (its Unicode cmap, its glyph names), when all it says is one text. Done in
+    memory by a /ToUnicode CMap that reads every other code as pypdf read it before. Returns how
+    many codes were repaired; a code the font says nothing of is left as pypdf reads it."""
+    from pypdf._cmap import get_encoding
+    from pypdf.generic import DecodedStreamObject, NameObject
+
+    try:
+        font = font.get_object()
+        if font.get("/Subtype") not in _SIMPLE or "/ToUnicode" in font:
+            return 0
+        enc = font.get("/Encoding")
+        enc = enc.get_object() if enc is not None else None
+        if reading is None and not (enc is not None and hasattr(enc, "get") and "/Differences" in enc):
+            return 0  # no program, a base encoding pypdf reads whole: the font says no more than pypdf reads
+        encoding, cmap = get_encoding(font)
+        if not isinstance(encoding, dict):
+            return 0
+        read: dict[int, str] = {}
+        for code in _CODES:
+            ch = encoding.get(code, chr(code))
+            text = cmap.get(ch, ch) if isinstance(ch, str) else None
+            if isinstance(text, str) and text:
+                read[code] = text
+        bad = [code for code, text in read.items() if _unread(text)]
+        if not bad:
+            return 0
+        from fontTools import agl  # (only here: a document in the standard fonts never imports it)
+
+        names = reading.names if reading is not None else _simple_names(font, "Type1") or {}
+        program = reading.program() if reading is not None else None
+        repaired = 0
+        for code in bad:
+            name = names.get(code)
+            said = {agl.toUnicode(name)} if name and not name.startswith(("glyph", "cid")) else set()
+            said = {t for t in said if _meaningful(t)}
+            if not said and program is not None and reading is not None:
+                said = {t for glyph in reading._candidates(code, program) for t in program.own(glyph)}
+            if len(said) == 1:
+                read[code] = said.pop()
+                repaired += 1
+        if not repaired:
+            return 0
+        lines = b"".join(f"<{code:02X}> <{text.encode('utf-16-be').hex().upper()}>\n".encode()
+                         for code, text in sorted(read.items()))
+        cmap_stream = DecodedStreamObject()
+        cmap_stream.set_data(b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange\n"
+                             + f"{len(read)} beginbfchar\n".encode() + lines + b"endbfchar endcmap\n")
+        font[NameObject("/ToUnicode")] = cmap_stream
+        return repaired
+    except Exception:  # noqa: BLE001 - a font docket cannot read here: pypdf reads it as before
+        return 0

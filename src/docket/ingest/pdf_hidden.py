@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from docket.ingest import cssvalues as cv
-from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named
+from docket.ingest.pdf_fonts import Embedded, EmbeddedFonts, Named, named, repair_reading
 from docket.ingest.pdf_type3 import Type3, Type3Fonts
 from docket.ingest.visibility import MIN_CONTRAST, MIN_FONT_PX, MIN_OPACITY
 
@@ -152,6 +152,9 @@ class DocumentFonts:
     type3: Type3Fonts = field(default_factory=Type3Fonts)
     embedded: EmbeddedFonts = field(default_factory=EmbeddedFonts)
     named: dict[Any, Named | None] = field(default_factory=dict)
+    #: fonts whose reading was repaired (or found sound), by key: codes pypdf reads as nothing of
+    #: their glyph read as the glyph the font names (pdf_fonts.repair_reading), once a font
+    repaired: dict[Any, int] = field(default_factory=dict)
 
     def of(self, key: Any, font: Any) -> Type3 | Embedded | None:
         """The reading of font dictionary `font` (known in the document as `key`): a Type 3
@@ -488,7 +491,10 @@ def _font_of(walk: _Walk, ref: Any) -> _Fonted:
     """`_font` for a font dictionary (or a reference to one)."""
     fonts, key = walk.page.fonts, _key(ref)
     glyphs = fonts.of(key, ref)
-    return glyphs, fonts.remap(key, ref, glyphs), key
+    remap = fonts.remap(key, ref, glyphs)
+    if key not in fonts.repaired:  # after the readings above, which read the font as it came
+        fonts.repaired[key] = repair_reading(ref, glyphs if isinstance(glyphs, Embedded) else None)
+    return glyphs, remap, key
 
 
 def _emptied(operator: bytes, operands: list[Any]) -> list[Any]:
@@ -525,7 +531,10 @@ def strip_hidden_text(page: Any, reader: Any, counts: Counter[str] | None = None
     contents = page.get_contents()
     if contents is None and (annotations is None or "/Annots" not in page):
         return 0
-    stream = ContentStream(contents, reader)  # a page of annotations only: no operators
+    # strings as bytes, as pypdf's own extraction parses a page: the stream written back is
+    # extracted from as it stands, and a string pypdf had decoded (PDFDocEncoding) would be read
+    # as that text, not through its font (a TeX font's fi at code 2 as "\x02", WinAnsi's ’ as ™)
+    stream = ContentStream(contents, reader, "bytes")  # a page of annotations only: no operators
     box = page.cropbox
     res = page.get("/Resources")
     walk = _Walk(box=(float(box.left), float(box.bottom), float(box.right), float(box.top)),
@@ -614,7 +623,7 @@ def _form(walk: _Walk, name: Any, counts: Counter[str]) -> str:
     key = (id(xobjects), str(name))
     rec = walk.page.streams.get(key)
     if rec is None:
-        cs = ContentStream(xobj, walk.reader)
+        cs = ContentStream(xobj, walk.reader, "bytes")  # (strings as bytes: see strip_hidden_text)
 
         def write() -> None:  # a decoded copy of the form with the emptied operators, in memory only
             cs.operations = form.ops
@@ -956,7 +965,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
         m = tuple(float(v) for v in ap.get("/Matrix", IDENTITY))
         res = ap.get("/Resources")
         res = res.get_object() if res is not None else _form_resources(walk.reader)
-        cs = ContentStream(ap, walk.reader)
+        cs = ContentStream(ap, walk.reader, "bytes")  # (strings as bytes: see strip_hidden_text)
         rec = _Stream(cs.operations, lambda: None)
         rec.write = lambda: setattr(cs, "operations", rec.ops)
         painted = _Painted(label, rec, cs=cs, resources=res, bbox=bbox)
@@ -970,7 +979,7 @@ def _annotation(walk: _Walk, annot: Any, counts: Counter[str], drawn: list[_Pain
         line = f"1 0 0 1 2 {max(bbox[3] / 2 - 4, 0):.2f} Tm ({'x' * min(len(value), 200)}) Tj"
         data = DecodedStreamObject()
         data.set_data(f"{fill}BT {da} {line} ET".encode("latin-1", "replace"))
-        rec = _Stream(ContentStream(data, walk.reader).operations, lambda: None)
+        rec = _Stream(ContentStream(data, walk.reader, "bytes").operations, lambda: None)
         painted = _Painted(label, rec, value=value)
     else:
         return 0
